@@ -1,0 +1,61 @@
+"""Rendering helpers: tables and JSON to stdout, talk and errors to stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from bees_cli.errors import BeesError
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout (dates and paths via ``str``)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
+    """Print rows as a plain text table on stdout (tabulate, ``simple`` format)."""
+    from tabulate import tabulate
+
+    sys.stdout.write(tabulate(list(rows), headers=list(headers), tablefmt="simple") + "\n")
+
+
+def say(message: str) -> None:
+    """Print a line of talk or progress on stderr (stdout stays machine-readable)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def render_error(error: BeesError, *, as_json: bool) -> None:
+    """Print ``error`` on stderr as ``error: …`` plus ``hint: …``, or as JSON on stdout.
+
+    JSON mode prints ``{"error": {"code", "message", "hint", …}}`` on stdout, so a script
+    reading stdout always gets a JSON document.
+    """
+    if as_json:
+        print_json({"error": error.to_json()})
+        return
+    problems = getattr(error, "problems", None)
+    if problems:
+        for problem in problems:
+            sys.stderr.write(problem.format() + "\n")
+    sys.stderr.write(f"error: {error.message}\n")
+    if error.hint:
+        sys.stderr.write(f"hint: {error.hint}\n")
+
+
+def exit_hard(code: int) -> NoReturn:
+    """Flush stdout and stderr and leave with ``os._exit(code)``.
+
+    Why: a process that used a temporalio client can crash at interpreter exit
+    (DESIGN.md, measured facts; sdk-python issue 300), so commands that touched
+    Temporal skip interpreter teardown.
+    """
+    try:
+        sys.stdout.flush()
+    finally:
+        sys.stderr.flush()
+    os._exit(code)

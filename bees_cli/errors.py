@@ -1,0 +1,116 @@
+"""The one exception tree of Bees; only the CLI turns it into a message, a hint and an exit code.
+
+::
+
+    BeesError                      exit 1   anything Bees raises on purpose
+    ├── UserError                  exit 2   bad usage or input the user can fix
+    │   ├── NotFound               exit 2   a named thing (item, agent, folder…) does not exist
+    │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
+    ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
+    ├── EngineError                exit 1   the local Temporal engine is missing or failed
+    └── CloudError                 exit 1   talking to Bees Cloud failed
+        ├── CloudUnreachable       exit 1   connection failed or timed out after retries
+        ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
+        └── CloudRefused           exit 3   the server answered no (HTTP 403/409)
+
+Bugs are not in this tree: they keep their traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BeesError(Exception):
+    """Base of every error Bees raises on purpose.
+
+    Args:
+        message: one line saying what went wrong.
+        hint: one line saying how to fix it, or None.
+    """
+
+    exit_code = 1
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"code", "message", "hint"}`` for ``--json`` output."""
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+
+class UserError(BeesError):
+    """Bad usage or input that the user can fix (exit 2)."""
+
+    exit_code = 2
+    code = "usage"
+
+
+class NotFound(UserError):
+    """A named item, agent, folder or other object does not exist (exit 2)."""
+
+    code = "not_found"
+
+
+class WorkspaceInvalid(UserError):
+    """The workspace has one or more problems.
+
+    Args:
+        problems: every problem found in one pass (objects with ``format()`` and
+            ``to_json()``, see :mod:`bees_cli.workspace.problems`).
+    """
+
+    code = "invalid_workspace"
+
+    def __init__(self, problems: list[Any], *, hint: str | None = None) -> None:
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"the workspace has {count} {noun}", hint=hint)
+        self.problems = problems
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the error object with the list of problems."""
+        data = super().to_json()
+        data["problems"] = [p.to_json() for p in self.problems]
+        return data
+
+
+class Refused(BeesError):
+    """The request is understood but refused: not the owner, key taken, bad state (exit 3)."""
+
+    exit_code = 3
+    code = "refused"
+
+
+class EngineError(BeesError):
+    """The local Temporal engine is missing, unreachable or failed (exit 1)."""
+
+    code = "engine"
+
+
+class CloudError(BeesError):
+    """Talking to Bees Cloud failed (exit 1)."""
+
+    code = "cloud"
+
+
+class CloudUnreachable(CloudError):
+    """Bees Cloud could not be reached after retries (exit 1)."""
+
+    code = "cloud_unreachable"
+
+
+class CloudUnauthorized(CloudError):
+    """Bees Cloud rejected the token (HTTP 401) (exit 1)."""
+
+    code = "cloud_unauthorized"
+
+
+class CloudRefused(CloudError):
+    """Bees Cloud answered no (HTTP 403 or 409) (exit 3)."""
+
+    exit_code = 3
+    code = "cloud_refused"

@@ -1,0 +1,1 @@
+"""This computer: its paths, identity, folder links and add-on connections."""

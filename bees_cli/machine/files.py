@@ -1,0 +1,54 @@
+"""Atomic file writes: a state file is either the old one or the new one, never half of each."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically.
+
+    The bytes go to a temporary file in the same folder, which is flushed, fsynced,
+    given ``mode`` and renamed over ``path`` (``os.replace`` is atomic on POSIX).
+
+    Args:
+        path: destination file; its folder is created if missing.
+        data: the full new content.
+        mode: permission bits of the new file (0o600 for secrets).
+
+    Raises:
+        OSError: the folder is not writable or the disk is full; ``path`` is unchanged.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_json_atomic(path: Path, value: Any, *, mode: int = 0o644) -> None:
+    """Write ``value`` as indented UTF-8 JSON to ``path`` atomically (see :func:`write_atomic`)."""
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(path, text.encode("utf-8"), mode=mode)
+
+
+def read_json(path: Path, default: Any) -> Any:
+    """Return the JSON value in ``path``, or ``default`` when the file does not exist."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return default
