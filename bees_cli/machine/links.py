@@ -1,0 +1,118 @@
+"""Folder links: which directory each declared folder resolves to on this computer.
+
+A folder is *linked* here when it resolves to an existing directory: through
+``bees link FOLDER PATH`` (kept in ``state/links.json``), or else through the
+folder's default ``path`` in the workspace, with ``~`` and ``${ENV}`` expanded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bees_cli.errors import NotFound, UserError
+from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.machine.paths import state_dir
+from bees_cli.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from bees_cli.workspace.models import Folder
+
+_UNSET_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+@dataclass(frozen=True)
+class FolderLink:
+    """How a folder resolves here: ``path`` (absolute, or None), ``linked`` and the ``reason``
+    (``"linked with bees link"``, ``"default path"``, or why it is not linked)."""
+
+    name: str
+    path: Path | None
+    linked: bool
+    reason: str
+
+
+def _links_path() -> Path:
+    return state_dir() / "links.json"
+
+
+def read_links() -> dict[str, str]:
+    """Return the folder links set on this computer: folder name → absolute path."""
+    return dict(read_json(_links_path(), {}))
+
+
+def expand_path(text: str, base: Path | None = None) -> tuple[Path | None, str | None]:
+    """Expand ``~`` and ``${ENV}`` in ``text``; a relative result is taken from ``base`` (or the cwd).
+
+    Returns:
+        ``(absolute path, None)``, or ``(None, reason)`` when an environment variable is unset.
+    """
+    for match in _UNSET_VAR.finditer(text):
+        if match.group(1) not in os.environ:
+            return None, f"environment variable {match.group(1)} is not set"
+    expanded = Path(os.path.expanduser(os.path.expandvars(text)))
+    if not expanded.is_absolute() and base is not None:
+        expanded = base / expanded
+    return expanded.resolve(), None
+
+
+def resolve_folder(name: str, folder: Folder | None, root: Path | None = None) -> FolderLink:
+    """Resolve folder ``name`` (declared as ``folder``, or None if undeclared) on this computer.
+
+    A relative default path is taken from the workspace folder ``root``.
+    """
+    links = read_links()
+    if name in links:
+        path = Path(links[name])
+        if path.is_dir():
+            return FolderLink(name, path, True, "linked with bees link")
+        return FolderLink(name, path, False, f"linked to {path}, which is not an existing directory")
+    if folder is not None and folder.path:
+        path_or_none, problem = expand_path(folder.path, root)
+        if path_or_none is None:
+            return FolderLink(name, None, False, f"default path {folder.path}: {problem}")
+        if path_or_none.is_dir():
+            return FolderLink(name, path_or_none, True, "default path")
+        return FolderLink(
+            name, path_or_none, False, f"default path {path_or_none} is not an existing directory"
+        )
+    return FolderLink(name, None, False, f"not linked on this computer (bees link {name} PATH)")
+
+
+def link_folder(name: str, path: Path, declared: list[str]) -> Path:
+    """Link declared folder ``name`` to directory ``path`` on this computer; return the absolute path.
+
+    Raises:
+        NotFound: ``name`` is not a folder declared in the workspace.
+        UserError: ``path`` is not an existing directory.
+    """
+    if name not in declared:
+        raise NotFound(
+            f"no folder named '{name}' in the workspace{did_you_mean(name, declared)}",
+            hint="declared folders are listed by `bees links`",
+        )
+    target = path.expanduser().resolve()
+    if not target.is_dir():
+        raise UserError(f"{path}: not an existing directory", hint="create it first, or pick another")
+    links = read_links()
+    links[name] = str(target)
+    write_json_atomic(_links_path(), links)
+    return target
+
+
+def unlink_folder(name: str) -> None:
+    """Remove this computer's link of folder ``name``.
+
+    Raises:
+        NotFound: the folder has no link here.
+    """
+    links = read_links()
+    if name not in links:
+        raise NotFound(
+            f"folder '{name}' is not linked with bees link on this computer{did_you_mean(name, links)}"
+        )
+    del links[name]
+    write_json_atomic(_links_path(), links)

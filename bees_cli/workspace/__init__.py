@@ -1,0 +1,1 @@
+"""The workspace: YAML files loaded into strict models, with file:line errors and cross-checks."""

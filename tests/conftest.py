@@ -1,0 +1,52 @@
+"""Fixtures shared by every test folder: an isolated computer and a way to run ``bees``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "weekly-report"
+
+
+@pytest.fixture
+def bees_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh ``BEES_HOME`` for this test (one isolated computer), set in ``os.environ``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("BEES_HOME", str(home))
+    return home
+
+
+BeesRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def bees(bees_home: Path) -> BeesRunner:
+    """Run ``python -m bees_cli ARGS`` in a subprocess on the isolated computer.
+
+    Call as ``bees("validate", str(path), cwd=..., env={...})``; returns the completed
+    process with text ``stdout`` and ``stderr`` (never raises on a non-zero exit).
+    """
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        full_env = dict(os.environ)
+        full_env["BEES_HOME"] = str(bees_home)
+        if env:
+            full_env.update(env)
+        return subprocess.run(
+            [sys.executable, "-m", "bees_cli", *args],
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run
