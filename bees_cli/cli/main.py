@@ -51,7 +51,9 @@ def _register() -> None:
 
 
 # Each module has ``register(app)``; its heavy imports stay inside command bodies.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "machine",
+]
 
 
 def run() -> None:
