@@ -1,0 +1,1 @@
+"""Agent work without Temporal: agent choice, eligibility, item snapshots and the command runner."""

@@ -1,0 +1,184 @@
+"""Agent choice for a stage (DESIGN.md, Rules: agent choice); pure and deterministic.
+
+Candidates come in four tiers, and the first usable one wins:
+
+1. the agents named on the work item (not on a review stage),
+2. the stage's agents in the process,
+3. the workspace's default agent,
+4. every declared agent in name order.
+
+A candidate is usable when it is declared, enabled and every add-on its tools use is
+connected on this computer. On a review stage, the agent that did the work under review
+is never used. Each candidate looked at and not used is kept with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bees_cli.machine.connections import AddonConnection
+from bees_cli.workspace.models import Agent, Stage
+
+REASON_ITEM = "named on the item"
+REASON_DEFAULT = "workspace default"
+REASON_BY_NAME = "first enabled agent by name"
+
+WHY_UNDECLARED = "not declared in the workspace"
+WHY_DISABLED = "disabled"
+WHY_REVIEWED = "did the work under review"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A candidate agent that was looked at and not used, and why (one short phrase).
+
+    ``why`` is one of ``"not declared in the workspace"``, ``"did the work under review"``,
+    ``"disabled"`` or ``"add-on NAME not connected (MISSING, …)"`` (several add-ons are
+    joined with ``", "``).
+    """
+
+    agent: str
+    why: str
+
+    def to_json(self) -> dict[str, str]:
+        """Return ``{"agent", "why"}``."""
+        return {"agent": self.agent, "why": self.why}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Skipped:
+        """Rebuild from :meth:`to_json` output."""
+        return cls(agent=str(data["agent"]), why=str(data["why"]))
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The outcome of :func:`choose_agent`.
+
+    Attributes:
+        agent: the chosen agent's name, or None when no agent can do the stage.
+        reason: the tier that yielded the agent (``"named on the item"``,
+            ``"stage agents of PROCESS.STAGE"``, ``"workspace default"``,
+            ``"first enabled agent by name"``); when ``agent`` is None, a one-line
+            explanation: ``"no enabled agent for STAGE: writer disabled; …"``.
+        skipped: every candidate looked at and not used, in the order looked at,
+            each agent once with its first reason.
+
+    Why JSON: a pick travels through Temporal and is stored with the item.
+    """
+
+    agent: str | None
+    reason: str
+    skipped: tuple[Skipped, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"agent", "reason", "skipped": [{"agent", "why"}, …]}`` (JSON-safe)."""
+        return {
+            "agent": self.agent,
+            "reason": self.reason,
+            "skipped": [s.to_json() for s in self.skipped],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Pick:
+        """Rebuild from :meth:`to_json` output."""
+        agent = data.get("agent")
+        return cls(
+            agent=None if agent is None else str(agent),
+            reason=str(data["reason"]),
+            skipped=tuple(Skipped.from_json(s) for s in data.get("skipped", ())),
+        )
+
+
+def tool_addons(agent: Agent) -> list[str]:
+    """Return the add-ons ``agent``'s tools use (``ADDON.ACTION`` → ``ADDON``), first use first."""
+    names: list[str] = []
+    for tool in agent.tools:
+        addon = tool.split(".", 1)[0]
+        if addon not in names:
+            names.append(addon)
+    return names
+
+
+def choose_agent(
+    *,
+    process: str,
+    stage: Stage,
+    item_agents: Sequence[str],
+    default_agent: str | None,
+    agents: Mapping[str, Agent],
+    addon_connected: Mapping[str, AddonConnection] | Callable[[str], AddonConnection],
+    reviewed_by: str | None,
+) -> Pick:
+    """Choose the agent for ``stage`` of ``process`` (DESIGN.md, Rules: agent choice).
+
+    Args:
+        process: the process name, used in the reason ``"stage agents of PROCESS.STAGE"``.
+        stage: the stage to staff.
+        item_agents: agents named on the work item, in order; ignored on a review stage.
+        default_agent: the workspace's ``default_agent``, or None.
+        agents: every declared agent, name → model.
+        addon_connected: add-on name → its connection here, as a mapping (an add-on
+            missing from it counts as not declared) or a callable (called at most once
+            per add-on).
+        reviewed_by: on a review stage, the agent whose work is under review; never used.
+
+    Returns:
+        The :class:`Pick`; ``agent`` is None when no candidate is usable. Never raises
+        for unknown names: they are skipped as not declared.
+    """
+    is_review = stage.kind == "review"
+    tiers: list[tuple[str, Sequence[str]]] = []
+    if not is_review:
+        tiers.append((REASON_ITEM, item_agents))
+    tiers.append((f"stage agents of {process}.{stage.name}", stage.agents))
+    if default_agent is not None:
+        tiers.append((REASON_DEFAULT, [default_agent]))
+    tiers.append((REASON_BY_NAME, sorted(agents)))
+
+    connections: dict[str, AddonConnection] = {}
+
+    def connection(name: str) -> AddonConnection:
+        if name not in connections:
+            if callable(addon_connected):
+                connections[name] = addon_connected(name)
+            else:
+                connections[name] = addon_connected.get(
+                    name, AddonConnection(name, False, [WHY_UNDECLARED])
+                )
+        return connections[name]
+
+    def why_not(name: str) -> str | None:
+        agent = agents.get(name)
+        if agent is None:
+            return WHY_UNDECLARED
+        if is_review and reviewed_by is not None and name == reviewed_by:
+            return WHY_REVIEWED
+        if not agent.enabled:
+            return WHY_DISABLED
+        problems = []
+        for addon in tool_addons(agent):
+            state = connection(addon)
+            if not state.connected:
+                missing = ", ".join(state.missing) or "not connected here"
+                problems.append(f"add-on {addon} not connected ({missing})")
+        return ", ".join(problems) or None
+
+    skipped: list[Skipped] = []
+    seen: set[str] = set()
+    for reason, candidates in tiers:
+        for name in candidates:
+            if name in seen:
+                continue
+            seen.add(name)
+            why = why_not(name)
+            if why is None:
+                return Pick(agent=name, reason=reason, skipped=tuple(skipped))
+            skipped.append(Skipped(name, why))
+    if skipped:
+        detail = "; ".join(f"{s.agent} {s.why}" for s in skipped)
+    else:
+        detail = "the workspace declares no agents"
+    reason = f"no enabled agent for {stage.name}: {detail}"
+    return Pick(agent=None, reason=reason, skipped=tuple(skipped))
