@@ -1,0 +1,143 @@
+"""Eligibility: can this computer run a stage of an item now (DESIGN.md, Rules: eligibility)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bees_cli.agents.selection import WHY_UNDECLARED, Pick, choose_agent
+from bees_cli.agents.snapshot import ItemSnapshot
+from bees_cli.errors import NotFound
+from bees_cli.machine.connections import AddonConnection, check_connection
+from bees_cli.machine.links import resolve_folder
+from bees_cli.suggest import did_you_mean
+from bees_cli.workspace.models import Stage
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    """The outcome of :func:`check_eligibility`.
+
+    Attributes:
+        ok: True when the stage can start here now.
+        reasons: one human line per failed check, folders first (in
+            :func:`item_reads` order), then the agent; empty when ``ok``.
+        pick: the agent choice for the stage (also when not ok: it carries the skip
+            reasons); None on a ``done`` stage, which needs no agent.
+        folders: folder name → absolute linked path, for every folder of
+            :func:`item_reads` that is linked here (all of them when ``ok``).
+    """
+
+    ok: bool
+    reasons: tuple[str, ...]
+    pick: Pick | None
+    folders: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-safe dict ``{"ok", "reasons", "pick", "folders"}``."""
+        return {
+            "ok": self.ok,
+            "reasons": list(self.reasons),
+            "pick": None if self.pick is None else self.pick.to_json(),
+            "folders": dict(self.folders),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Eligibility:
+        """Rebuild from :meth:`to_json` output."""
+        pick = data.get("pick")
+        return cls(
+            ok=bool(data["ok"]),
+            reasons=tuple(str(r) for r in data.get("reasons", ())),
+            pick=None if pick is None else Pick.from_json(pick),
+            folders={str(k): str(v) for k, v in dict(data.get("folders", {})).items()},
+        )
+
+
+def find_stage(snapshot: ItemSnapshot, stage_name: str) -> Stage:
+    """Return the stage ``stage_name`` of the snapshot's process.
+
+    Raises:
+        NotFound: the process has no such stage (the message suggests the near name).
+    """
+    names = [stage.name for stage in snapshot.process.stages]
+    for stage in snapshot.process.stages:
+        if stage.name == stage_name:
+            return stage
+    raise NotFound(
+        f"process {snapshot.process_name} has no stage '{stage_name}'"
+        f"{did_you_mean(stage_name, names)}",
+        hint=f"its stages: {', '.join(names)}",
+    )
+
+
+def item_reads(snapshot: ItemSnapshot) -> list[str]:
+    """Return every folder the item reads, each once: the item's folders, then each stage's
+    ``reads`` in process order.
+
+    Why all stages and not only the next one: an item that can start here should be able
+    to finish here, so a missing folder is reported before any work starts.
+    """
+    names = list(snapshot.item_folders)
+    for stage in snapshot.process.stages:
+        names.extend(stage.reads)
+    return list(dict.fromkeys(names))
+
+
+def check_eligibility(
+    *, snapshot: ItemSnapshot, stage_name: str, reviewed_by: str | None
+) -> Eligibility:
+    """Check whether this computer can run stage ``stage_name`` of the item now.
+
+    Checks, in this order: every folder of :func:`item_reads` resolves to an existing
+    directory here (:func:`~bees_cli.machine.links.resolve_folder` with the snapshot's
+    folder and workspace root); then, on a work or review stage, an agent is usable
+    (:func:`~bees_cli.agents.selection.choose_agent` with the add-on connections checked
+    live on this computer). Reads the folder links and the environment; writes nothing.
+
+    Args:
+        snapshot: the item's snapshot.
+        stage_name: the stage about to start.
+        reviewed_by: on a review stage, the agent whose work is under review.
+
+    Returns:
+        The :class:`Eligibility`. Reasons read like
+        ``"folder team-notes: not linked on this computer (bees link team-notes PATH)"``
+        and ``"no enabled agent for Draft: writer disabled"``.
+
+    Raises:
+        NotFound: the process has no stage ``stage_name`` (a bug of the caller).
+    """
+    stage = find_stage(snapshot, stage_name)
+    root = Path(snapshot.workspace_root)
+    reasons: list[str] = []
+    folders: dict[str, str] = {}
+    for name in item_reads(snapshot):
+        link = resolve_folder(name, snapshot.folders.get(name), root)
+        if link.linked and link.path is not None:
+            folders[name] = str(link.path)
+        else:
+            reasons.append(f"folder {name}: {link.reason}")
+
+    def connected(name: str) -> AddonConnection:
+        addon = snapshot.addons.get(name)
+        if addon is None:
+            return AddonConnection(name, False, [WHY_UNDECLARED])
+        return check_connection(name, addon)
+
+    pick: Pick | None = None
+    if stage.kind != "done":
+        pick = choose_agent(
+            process=snapshot.process_name,
+            stage=stage,
+            item_agents=snapshot.item_agents,
+            default_agent=snapshot.default_agent,
+            agents=snapshot.agents,
+            addon_connected=connected,
+            reviewed_by=reviewed_by,
+        )
+        if pick.agent is None:
+            reasons.append(pick.reason)
+    return Eligibility(ok=not reasons, reasons=tuple(reasons), pick=pick, folders=folders)
