@@ -1,0 +1,1 @@
+"""The Bees Cloud server: ASGI app (``app``), storage (``storage``) and Alembic migrations."""

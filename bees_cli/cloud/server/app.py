@@ -1,0 +1,306 @@
+"""The Bees Cloud ASGI app (FastAPI) and ``serve``, which runs it on uvicorn.
+
+Every request needs ``Authorization: Bearer <token>``; every answer to a request that
+fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is a bug).
+Bodies over 1 MiB are refused with 413 before they are read whole.
+"""
+
+import json
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from bees_cli.cloud import wire
+from bees_cli.cloud.server.storage import ApiProblem, Principal, Storage
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid",
+}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    hint: str | None = None,
+    owner: wire.Owner | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """Return the JSON error answer ``{"error": {"code", "message", "hint"[, "owner"]}}``."""
+    body = wire.ErrorBody(code=code, message=message, hint=hint, owner=owner)
+    data = body.model_dump(mode="json")
+    if owner is None:
+        del data["owner"]
+    return JSONResponse(
+        {"error": data},
+        status_code=status,
+        headers=headers,
+    )
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies larger than ``limit`` bytes with 413.
+
+    Checks ``Content-Length`` first, then counts streamed chunks, so an oversized
+    body is never read whole and never reaches a handler.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int = wire.MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 413."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = self.limit + 1
+                if length > self.limit:
+                    await self._refuse(scope, receive, send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(
+            413,
+            "too_large",
+            f"request body larger than {self.limit} bytes",
+            hint="send fewer changes per batch",
+            headers={"connection": "close"},
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(storage: Storage) -> FastAPI:
+    """Return the Bees Cloud API v1 app over ``storage`` (see :mod:`bees_cli.cloud.wire`)."""
+    app = FastAPI(
+        title="Bees Cloud",
+        version="1",
+        summary="Owners, schedule keys and the shared record of a Bees team.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.storage = storage
+
+    @app.exception_handler(ApiProblem)
+    async def _problem(_request: Request, problem: ApiProblem) -> JSONResponse:
+        return error_response(
+            problem.status, problem.code, problem.message, problem.hint, problem.owner
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = error.errors()
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return error_response(400, "bad_json", "the request body is not valid JSON")
+        parts = []
+        for problem in problems[:5]:
+            where = ".".join(str(x) for x in problem.get("loc", ()) if x != "body")
+            message = str(problem.get("msg", "invalid"))
+            parts.append(f"{where or 'body'}: {message}")
+        return error_response(
+            422, "invalid", "; ".join(parts), hint="see /openapi.json for the request shapes"
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(error.status_code, "error")
+        return error_response(error.status_code, code, str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def _bug(_request: Request, error: Exception) -> JSONResponse:  # pragma: no cover
+        import traceback
+
+        traceback.print_exception(error, file=sys.stderr)
+        return error_response(500, "internal", "internal server error (a bug; see the server log)")
+
+    def principal(request: Request) -> Principal:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ApiProblem(
+                401, "unauthorized", "no bearer token", hint="sign in with `bees login URL --token T`"
+            )
+        who = storage.authenticate(token.strip())
+        if who is None:
+            raise ApiProblem(
+                401,
+                "unauthorized",
+                "the token is unknown or revoked",
+                hint="ask your team admin for a new token (`bees cloud person add`)",
+            )
+        return who
+
+    Who = Annotated[Principal, Depends(principal)]
+
+    def item_path(item_id: str) -> str:
+        try:
+            return wire.check_id(item_id)
+        except ValueError as error:
+            raise ApiProblem(422, "invalid", f"item id: {error}") from None
+
+    responses: dict[int | str, dict[str, Any]] = {
+        code: {"model": wire.ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422)
+    }
+
+    @app.get("/v1/me", response_model=wire.Me, responses=responses)
+    def me(who: Who) -> wire.Me:
+        """Who the token belongs to, the team, and the server clock (UTC)."""
+        return wire.Me(person=who.email, team=who.team, server_time=storage.clock())
+
+    @app.get("/v1/time", response_model=wire.ServerTime, responses=responses)
+    def server_time(who: Who) -> wire.ServerTime:
+        """The server clock (UTC), so a client can measure its skew."""
+        return wire.ServerTime(now=storage.clock())
+
+    @app.post("/v1/keys/claim", response_model=wire.KeyAnswer, responses=responses)
+    def claim_key(claim: wire.KeyClaim, who: Who) -> wire.KeyAnswer:
+        """Claim the schedule key (this person, schedule, time): granted or taken."""
+        return storage.claim_key(who, claim)
+
+    @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
+    def claim_owner(claim: wire.OwnerClaim, who: Who) -> wire.OwnerAnswer:
+        """Claim an item for a machine: owner or taken (with who holds it)."""
+        return storage.claim_owner(who, claim)
+
+    @app.get("/v1/owners", response_model=wire.OwnerList, responses=responses)
+    def list_owners(who: Who) -> wire.OwnerList:
+        """The team's items that are held now, by item id."""
+        return wire.OwnerList(owners=storage.list_owners(who))
+
+    @app.get("/v1/owners/{item_id}", response_model=wire.Owner, responses=responses)
+    def get_owner(item_id: str, who: Who) -> wire.Owner:
+        """The latest owner row of one item of the team (404 when never claimed)."""
+        return storage.get_owner(who, item_path(item_id))
+
+    @app.get("/v1/owners/{item_id}/history", response_model=wire.OwnerList, responses=responses)
+    def owner_history(item_id: str, who: Who) -> wire.OwnerList:
+        """Every owner row of one item, oldest first (owners are never deleted)."""
+        return wire.OwnerList(owners=storage.owner_history(who, item_path(item_id)))
+
+    @app.post("/v1/owners/{item_id}/release", response_model=wire.Owner, responses=responses)
+    def release_owner(item_id: str, release: wire.OwnerRelease, who: Who) -> wire.Owner:
+        """Release an item by its owning machine (403 with the owner for anyone else)."""
+        return storage.release_owner(who, item_path(item_id), release)
+
+    @app.post("/v1/record/push", response_model=wire.PushAnswer, responses=responses)
+    def push(batch: wire.RecordPush, who: Who) -> wire.PushAnswer:
+        """Push a batch of item changes; per item the later origin time wins."""
+        return storage.push(who, batch)
+
+    @app.get("/v1/record/pull", response_model=wire.PullAnswer, responses=responses)
+    def pull(
+        who: Who,
+        since: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=wire.MAX_PULL)] = wire.MAX_PULL,
+    ) -> wire.PullAnswer:
+        """The team's items changed after cursor ``since`` (at most ``limit``)."""
+        return storage.pull(who, since, limit)
+
+    return app
+
+
+def asgi(storage: Storage) -> ASGIApp:
+    """Return the full ASGI stack: the body-size limit around :func:`create_app`."""
+    return BodyLimit(create_app(storage))
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Return a listening TCP socket on ``host``:``port`` (``port`` 0 picks a free one).
+
+    Raises:
+        OSError: the address is in use or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    url: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Migrate the database at ``url``, then serve the API on ``host``:``port`` until stopped.
+
+    ``announce`` receives one line, ``listening on http://HOST:PORT``, once the socket
+    listens (with the real port when ``port`` is 0).
+
+    Raises:
+        UserError: unsupported database URL.
+        OSError: the port cannot be bound.
+        sqlalchemy.exc.OperationalError: the database cannot be reached.
+    """
+    import uvicorn
+
+    storage = Storage(url)
+    sock = bind(host, port)
+    real_port = sock.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    if announce is not None:
+        announce(f"listening on http://{shown_host}:{real_port}")
+    config = uvicorn.Config(
+        asgi(storage),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        storage.close()
+
+
+def openapi_json(storage: Storage) -> str:
+    """Return the OpenAPI document of the app as JSON text (for docs and tests)."""
+    return json.dumps(create_app(storage).openapi(), indent=2, sort_keys=True)

@@ -1,0 +1,305 @@
+"""Wire models of the Bees Cloud API v1, shared by the server and the client.
+
+Every model forbids unknown fields. Times travel as ISO 8601 strings that carry a
+zone; they are normalised to UTC. Ids are short tokens without path or control
+characters, so they are safe in URLs and logs.
+
+Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
+
+    GET  /v1/me                      -> Me            who the token is, team, server clock
+    GET  /v1/time                    -> ServerTime    the server's clock (UTC)
+    POST /v1/keys/claim   KeyClaim   -> KeyAnswer     granted | taken
+    POST /v1/owners/claim OwnerClaim -> OwnerAnswer   owner | taken
+    GET  /v1/owners                  -> OwnerList     the team's current owners
+    GET  /v1/owners/{item}           -> Owner         the latest owner row of one item
+    GET  /v1/owners/{item}/history   -> OwnerList     every owner row of one item, oldest first
+    POST /v1/owners/{item}/release OwnerRelease -> Owner  (403 when another machine owns it)
+    POST /v1/record/push  RecordPush -> PushAnswer
+    GET  /v1/record/pull?since=N&limit=M -> PullAnswer
+
+Errors: ``{"error": {"code", "message", "hint"}}`` with a 4xx status (see :class:`ErrorBody`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+
+API_PREFIX = "/v1"
+MAX_BODY_BYTES = 1024 * 1024
+"""Largest request body the server reads (1 MiB); a larger one is refused with 413."""
+MAX_BATCH = 1000
+"""Most changes in one record push."""
+MAX_PULL = 1000
+"""Most changes in one record pull page."""
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_EMAIL_RE = re.compile(r"^[^@\s/\\]{1,100}@[^@\s/\\]{1,200}$")
+
+
+def check_id(value: str) -> str:
+    """Return ``value`` when it is a safe id (1-200 chars of ``A-Z a-z 0-9 . _ : @ + = -``).
+
+    Raises:
+        ValueError: the id is empty, too long, starts with a punctuation mark,
+            holds a path separator, ``..`` or a control or other character.
+    """
+    if not _ID_RE.match(value) or ".." in value:
+        raise ValueError(
+            "ids are 1-200 characters of letters, digits and . _ : @ + = -,"
+            " starting with a letter or digit, without '..', '/' or control characters"
+        )
+    return value
+
+
+def check_name(value: str) -> str:
+    """Return ``value`` stripped when it is a printable name of 1-200 characters.
+
+    Raises:
+        ValueError: empty, too long, or holding a control character.
+    """
+    value = value.strip()
+    if not 1 <= len(value) <= 200:
+        raise ValueError("names are 1-200 characters")
+    if any(unicodedata.category(ch).startswith("C") for ch in value):
+        raise ValueError("names may not hold control characters")
+    return value
+
+
+def check_email(value: str) -> str:
+    """Return ``value`` lower-cased when it looks like an email address.
+
+    Raises:
+        ValueError: no single ``@``, spaces, slashes or control characters.
+    """
+    if not _EMAIL_RE.match(value) or any(
+        unicodedata.category(ch).startswith("C") for ch in value
+    ):
+        raise ValueError("not an email address")
+    return value.lower()
+
+
+def _strict_str(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
+
+
+def _aware_time(value: Any) -> datetime:
+    """Accept a ``datetime`` or an ISO 8601 string with a zone; return it in UTC."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("not an ISO 8601 time") from None
+    elif isinstance(value, datetime):
+        parsed = value
+    else:
+        raise ValueError("a time must be an ISO 8601 string with a zone")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValueError("a time must carry a zone, e.g. 2025-01-06T09:00:00Z")
+    return parsed.astimezone(UTC)
+
+
+Id = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_id)]
+"""A safe id: item, schedule, machine, piece."""
+Name = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_name)]
+"""A printable name such as a computer name."""
+UtcTime = Annotated[datetime, BeforeValidator(_aware_time)]
+"""A zoned time, normalised to UTC; naive times are refused."""
+Sha256 = Annotated[
+    str,
+    BeforeValidator(_strict_str),
+    AfterValidator(lambda v: v if _SHA256_RE.match(v) else _fail("64 lower-case hex digits")),
+]
+"""A SHA-256 digest as 64 lower-case hex digits."""
+
+
+def _fail(message: str) -> str:
+    raise ValueError(message)
+
+
+class Wire(BaseModel):
+    """Base of every wire model: unknown fields are refused, values are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ErrorBody(Wire):
+    """One error: a stable ``code`` (e.g. ``not_owner``), a one-line message and a hint."""
+
+    code: str
+    message: str
+    hint: str | None = None
+    owner: Owner | None = None
+    """For ``not_owner``: the owner row that holds the item."""
+
+
+class ErrorResponse(Wire):
+    """The body of every 4xx/5xx answer."""
+
+    error: ErrorBody
+
+
+class Me(Wire):
+    """Who the token belongs to, and the server clock at the time of the answer (UTC)."""
+
+    person: str
+    team: str
+    server_time: UtcTime
+
+
+class ServerTime(Wire):
+    """The server's clock (UTC); a client measures its skew against it."""
+
+    now: UtcTime
+
+
+class KeyClaim(Wire):
+    """Ask for the schedule key (this token's person, ``schedule_id``, ``scheduled_time``)."""
+
+    schedule_id: Id
+    scheduled_time: UtcTime
+    machine_id: Id
+    computer_name: Name
+
+
+class KeyAnswer(Wire):
+    """The key's holder: ``granted`` when it is the asking machine, else ``taken``.
+
+    A repeated claim by the holding machine is ``granted`` again with the same
+    ``granted_at`` (safe to retry after a lost answer).
+    """
+
+    status: Literal["granted", "taken"]
+    schedule_id: str
+    scheduled_time: UtcTime
+    person: str
+    machine_id: str
+    computer_name: str
+    granted_at: UtcTime
+
+    @property
+    def granted(self) -> bool:
+        """True when the asking machine holds the key."""
+        return self.status == "granted"
+
+
+class OwnerClaim(Wire):
+    """Ask to become the owner of ``item_id`` for this token's person and ``machine_id``."""
+
+    item_id: Id
+    machine_id: Id
+    computer_name: Name
+
+
+class Release(Wire):
+    """How an owner ended: when, and which stage each piece restarts at."""
+
+    released_at: UtcTime
+    restart_stages: dict[str, str]
+    checkpoint_sha256: str
+
+
+class Owner(Wire):
+    """One owner row (generation ``epoch`` of ``item_id``); ``release`` is None while held."""
+
+    item_id: str
+    epoch: int
+    machine_id: str
+    computer_name: str
+    person: str
+    since: UtcTime
+    release: Release | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this owner has not released the item."""
+        return self.release is None
+
+
+class OwnerAnswer(Wire):
+    """``owner`` when the asking machine holds the item (new or repeated claim), else ``taken``."""
+
+    status: Literal["owner", "taken"]
+    owner: Owner
+
+    @property
+    def granted(self) -> bool:
+        """True when the asking machine owns the item."""
+        return self.status == "owner"
+
+
+class OwnerList(Wire):
+    """Owner rows, sorted by item id (current owners) or by epoch (one item's history)."""
+
+    owners: list[Owner]
+
+
+class OwnerRelease(Wire):
+    """Release the item by the owning machine, with each piece's restart stage.
+
+    ``epoch`` names the owner generation being released (from the claim); when
+    omitted the latest one is meant.
+    """
+
+    machine_id: Id
+    restart_stages: dict[Id, Id] = Field(default_factory=dict)
+    checkpoint_sha256: Sha256
+    epoch: int | None = Field(default=None, ge=1)
+
+
+class RecordChange(Wire):
+    """One change to one item of the shared record, as made on one computer.
+
+    ``fields`` replaces the item's fields when this change wins: the later
+    ``origin_time`` wins, ties broken by ``machine_id`` then by the fields' content.
+    """
+
+    item_id: Id
+    fields: dict[str, JsonValue]
+    origin_time: UtcTime
+    machine_id: Id
+
+
+class RecordPush(Wire):
+    """A batch of changes (at most :data:`MAX_BATCH`)."""
+
+    changes: list[RecordChange] = Field(max_length=MAX_BATCH)
+
+
+class PushAnswer(Wire):
+    """How many changes arrived and how many became the item's current state."""
+
+    received: int
+    applied: int
+
+
+class RecordEntry(Wire):
+    """An item's current state in the shared record; ``seq`` is its server sequence number."""
+
+    item_id: str
+    fields: dict[str, JsonValue]
+    origin_time: UtcTime
+    machine_id: str
+    person: str
+    seq: int
+
+
+class PullAnswer(Wire):
+    """Items changed after the asked cursor, by ``seq``; pass ``cursor`` next time.
+
+    ``more`` is True when the page was full and another pull may return more.
+    """
+
+    changes: list[RecordEntry]
+    cursor: int
+    more: bool
+
+
+ErrorBody.model_rebuild()
