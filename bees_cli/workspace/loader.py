@@ -1,15 +1,26 @@
-"""Find and load a workspace folder into :class:`Workspace` (first cut: no positions yet)."""
+"""Find and load a workspace folder into :class:`Workspace`, collecting every problem in one pass.
+
+Files read: ``bees.yaml`` and ``KIND/NAME.yaml`` for each kind of
+:data:`~bees_cli.workspace.models.KINDS`. Stray files are judged so:
+
+- ``bees.yml`` in the root, or a ``.yml`` (or ``.YAML``…) file in a kind folder, is an
+  **error**: it was surely meant as a workspace file and would otherwise be ignored.
+- any other non-hidden file or folder inside a kind folder, and a root folder whose name
+  is close to a kind (``agent/``), is a **warning**: the workspace still loads.
+- other files in the root (scripts, notes, README) and hidden files are ignored.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from ruamel.yaml import YAML
+from typing import Any
 
 from bees_cli.errors import UserError, WorkspaceInvalid
+from bees_cli.workspace.checks import Loaded, Source, cross_check
 from bees_cli.workspace.models import (
     KINDS,
+    NAME_RE,
     Addon,
     Agent,
     Folder,
@@ -17,11 +28,23 @@ from bees_cli.workspace.models import (
     Schedule,
     WorkspaceConfig,
 )
+from bees_cli.workspace.problems import Problem
+from bees_cli.workspace.validation import validate
+from bees_cli.workspace.yamlio import read_document
+
+RESERVED_NAMES = frozenset(
+    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+)
+"""Names Windows refuses as file names (any case)."""
 
 
 @dataclass(frozen=True)
 class Workspace:
-    """A loaded, cross-checked workspace; each mapping is name → model, sorted by name."""
+    """A loaded, cross-checked workspace; each mapping is name → model, sorted by name.
+
+    ``warnings`` holds problems of severity ``"warning"`` (stray files) that did not stop
+    the load.
+    """
 
     root: Path
     config: WorkspaceConfig
@@ -30,6 +53,7 @@ class Workspace:
     schedules: dict[str, Schedule]
     folders: dict[str, Folder]
     addons: dict[str, Addon]
+    warnings: tuple[Problem, ...] = field(default=())
 
 
 def find_workspace(start: Path | None = None) -> Path:
@@ -41,10 +65,10 @@ def find_workspace(start: Path | None = None) -> Path:
     if start is not None:
         root = start.expanduser().resolve()
         if not (root / "bees.yaml").is_file():
-            raise UserError(
-                f"{start}: no bees.yaml here",
-                hint="pass the workspace folder with -w, or create one with `bees init DIR`",
-            )
+            hint = "pass the workspace folder with -w, or create one with `bees init DIR`"
+            if (root / "bees.yml").is_file():
+                hint = "rename bees.yml to bees.yaml"
+            raise UserError(f"{start}: no bees.yaml here", hint=hint)
         return root
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
@@ -57,21 +81,144 @@ def find_workspace(start: Path | None = None) -> Path:
 
 
 def load_workspace(start: Path | None = None) -> Workspace:
-    """Load the workspace at ``start`` (see :func:`find_workspace`).
+    """Load the workspace at ``start`` (see :func:`find_workspace`), checking every file.
+
+    Returns:
+        The workspace, with any warnings in ``Workspace.warnings``.
 
     Raises:
         UserError: no workspace found.
-        WorkspaceInvalid: any file fails to parse or validate.
+        WorkspaceInvalid: one or more errors; carries every problem found (errors and
+            warnings), sorted by file, line and column.
     """
     root = find_workspace(start)
-    yaml = YAML(typ="safe", pure=True)
-    config = WorkspaceConfig.model_validate(yaml.load((root / "bees.yaml").read_text("utf-8")))
-    loaded: dict[str, dict[str, object]] = {}
+    problems = check_folder(root)
+    errors = [p for p in problems.problems if p.severity == "error"]
+    if errors or problems.loaded.config is None:
+        raise WorkspaceInvalid(problems.problems, hint="fix the lines above, then run `bees validate`")
+    objects = problems.loaded.objects
+    return Workspace(
+        root=root,
+        config=problems.loaded.config,
+        processes=objects["processes"],
+        agents=objects["agents"],
+        schedules=objects["schedules"],
+        folders=objects["folders"],
+        addons=objects["addons"],
+        warnings=tuple(problems.problems),
+    )
+
+
+@dataclass
+class Checked:
+    """Result of :func:`check_folder`: what loaded and every problem (sorted)."""
+
+    loaded: Loaded
+    problems: list[Problem]
+
+
+def check_folder(root: Path) -> Checked:
+    """Read and check every workspace file under ``root`` without raising.
+
+    Args:
+        root: a folder holding ``bees.yaml``.
+
+    Returns:
+        The objects that validated on their own and every problem, sorted.
+    """
+    problems: list[Problem] = []
+    config: WorkspaceConfig | None = None
+    config_source: Source | None = None
+    document = read_document(root / "bees.yaml", "bees.yaml")
+    if isinstance(document, Problem):
+        problems.append(document)
+    else:
+        config, found = validate(WorkspaceConfig, document, "bees.yaml")
+        problems += found
+        config_source = Source("bees.yaml", document)
+    problems += _root_strays(root)
+
+    objects: dict[str, dict[str, Any]] = {}
+    sources: dict[str, dict[str, Source]] = {}
+    broken: dict[str, set[str]] = {}
     for kind, model in KINDS.items():
-        objects: dict[str, object] = {}
-        for path in sorted((root / kind).glob("*.yaml")):
-            objects[path.stem] = model.model_validate(yaml.load(path.read_text("utf-8")))
-        loaded[kind] = objects
-    if not loaded:
-        raise WorkspaceInvalid([])
-    return Workspace(root=root, config=config, **loaded)  # type: ignore[arg-type]
+        objects[kind], sources[kind], broken[kind] = {}, {}, set()
+        folder = root / kind
+        if not folder.is_dir():
+            continue
+        seen: dict[str, str] = {}
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith("."):
+                continue
+            rel = f"{kind}/{path.name}"
+            stray = _stray(path, rel)
+            if stray is not None:
+                problems.append(stray)
+                continue
+            name = path.stem
+            name_problem = _name_problem(name, rel, seen)
+            document = read_document(path, rel)
+            if isinstance(document, Problem):
+                problems.append(document)
+                broken[kind].add(name)
+                continue
+            instance, found = validate(model, document, rel)
+            problems += found
+            if name_problem is not None:
+                problems.append(name_problem)
+                continue
+            seen[name.casefold()] = name
+            if instance is None:
+                broken[kind].add(name)
+                continue
+            objects[kind][name] = instance
+            sources[kind][name] = Source(rel, document)
+    loaded = Loaded(config, config_source, objects, sources, broken)
+    problems += cross_check(loaded)
+    return Checked(loaded, sorted(set(problems)))
+
+
+def _name_problem(name: str, rel: str, seen: dict[str, str]) -> Problem | None:
+    if not NAME_RE.match(name):
+        return Problem(rel, 1, 1, "", f"'{name}' is not a valid name for a file: use letters, digits, "
+                       "'-' and '_', start with a letter or digit, at most 64 characters")
+    if name.casefold() in RESERVED_NAMES:
+        return Problem(rel, 1, 1, "", f"'{name}' is a reserved file name on Windows; choose another name")
+    if name.casefold() in seen:
+        return Problem(rel, 1, 1, "", f"'{name}' differs only in case from '{seen[name.casefold()]}'; "
+                       "names must be unique")
+    return None
+
+
+def _stray(path: Path, rel: str) -> Problem | None:
+    """A problem for anything in a kind folder that is not ``NAME.yaml``; None if it is one."""
+    if path.is_dir():
+        return Problem(rel, 1, 1, "", "folder not read: a kind folder holds only NAME.yaml files",
+                       "warning")
+    if path.suffix == ".yaml":
+        return None
+    if path.suffix.lower() in (".yml", ".yaml"):
+        return Problem(rel, 1, 1, "", f"Bees reads only '.yaml' files; rename it to '{path.stem}.yaml'")
+    return Problem(rel, 1, 1, "", "file not read: a kind folder holds only NAME.yaml files", "warning")
+
+
+_MISSPELT_KINDS = {
+    **{kind: kind for kind in KINDS},
+    **{kind.removesuffix("es" if kind == "processes" else "s"): kind for kind in KINDS},
+}
+"""Root folder names (case folded) that surely meant a kind folder: ``Agents``, ``agent``."""
+
+
+def _root_strays(root: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    if (root / "bees.yml").exists():
+        problems.append(Problem("bees.yml", 1, 1, "", "Bees reads only bees.yaml; merge this file into it "
+                                "and delete it"))
+    for path in sorted(root.iterdir()):
+        if not path.is_dir() or path.name in KINDS or path.name.startswith("."):
+            continue
+        meant = _MISSPELT_KINDS.get(path.name.casefold())
+        if meant:
+            problems.append(Problem(f"{path.name}/", 1, 1, "", f"folder not read — did you mean '{meant}'?",
+                                    "warning"))
+    return problems

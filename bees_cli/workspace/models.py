@@ -4,14 +4,28 @@ One file per object: ``bees.yaml`` (:class:`WorkspaceConfig`), ``processes/NAME.
 (:class:`Process`), ``agents/NAME.yaml`` (:class:`Agent`), ``schedules/NAME.yaml``
 (:class:`Schedule`), ``folders/NAME.yaml`` (:class:`Folder`), ``addons/NAME.yaml``
 (:class:`Addon`). An object's name is its file name without ``.yaml``.
+
+The models check each file on its own (types, closed sets, patterns, cron and time zone
+syntax). Checks that span files (references, stage order) live in
+:mod:`bees_cli.workspace.checks`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+import string
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Names of objects, stages and actions: safe as file names and ids, no dots (dots join
@@ -19,9 +33,19 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 
 NAME_RE = re.compile(NAME_PATTERN)
 
+TOOL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+URL_PATTERN = r"^https?://[^\s/?#]+[^\s]*$"
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
+TIME_PATTERN = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
+
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-ToolRef = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+ToolRef = Annotated[str, StringConstraints(pattern=TOOL_PATTERN)]
 """An add-on action named as ``ADDON.ACTION``."""
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)]
+"""The name of an environment variable, e.g. ``OPENAI_API_KEY``."""
+Url = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
+Text = Annotated[str, StringConstraints(min_length=1)]
 
 StageKind = Literal["work", "review", "done"]
 ActionKind = Literal["read", "write", "send", "post", "delete", "pay"]
@@ -29,6 +53,15 @@ GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay"})
 """Action kinds held until a person approves on a stage with ``approval: required``."""
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+TITLE_FIELDS: tuple[str, ...] = ("schedule", "date", "time")
+"""Placeholders a schedule's ``title`` may use: ``{schedule}`` (its name), ``{date}``
+(``YYYY-MM-DD``) and ``{time}`` (``HH:MM``), both in the schedule's time zone."""
+
+CRON_MACROS: frozenset[str] = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
+"""Cron shorthands accepted besides five-field expressions."""
 
 
 class Strict(BaseModel):
@@ -41,9 +74,11 @@ class WorkspaceConfig(Strict):
     """``bees.yaml``: the workspace itself."""
 
     name: Name
-    team: str | None = None
-    default_agent: Name | None = None
-    cloud: str | None = Field(default=None, description="Bees Cloud URL, e.g. https://cloud.example.com")
+    team: Text | None = Field(default=None, description="The Bees Cloud team this workspace belongs to.")
+    default_agent: Name | None = Field(
+        default=None, description="Agent used when neither the item nor the stage names one."
+    )
+    cloud: Url | None = Field(default=None, description="Bees Cloud URL, e.g. https://cloud.example.com")
     run_folder: Name | None = Field(
         default=None,
         description="A declared folder whose directory holds run folders (default: this computer's data dir).",
@@ -51,13 +86,20 @@ class WorkspaceConfig(Strict):
 
 
 class Stage(Strict):
-    """One step of a process."""
+    """One step of a process.
+
+    ``reviews`` is required on a ``review`` stage and only allowed there; it names an
+    earlier ``work`` stage (checked across the process in :mod:`~bees_cli.workspace.checks`).
+    """
 
     name: Name
     kind: StageKind
     agents: list[Name] = Field(default_factory=list, description="Agents for this stage, in order of preference.")
     reviews: Name | None = Field(default=None, description="On a review stage: the earlier work stage it judges.")
-    approval: Literal["required", "none"] = "none"
+    approval: Literal["required", "none"] = Field(
+        default="none",
+        description="'required': a person must approve before the stage finishes or sends, posts, deletes or pays.",
+    )
     reads: list[Name] = Field(default_factory=list, description="Folders this stage reads.")
 
 
@@ -76,16 +118,20 @@ class CommandRunner(Strict):
     Python that runs Bees.
     """
 
-    command: list[str] = Field(min_length=1)
-    env: dict[str, str] = Field(default_factory=dict)
+    command: list[Text] = Field(min_length=1)
+    env: dict[EnvName, str] = Field(default_factory=dict)
 
 
 class ModelSpec(Strict):
-    """A model behind an HTTP API (OpenAPI-style chat completions)."""
+    """A model behind an HTTP API (OpenAI-style chat completions).
 
-    base_url: str
-    name: str
-    api_key_env: str
+    ``api_key_env`` is the *name* of the environment variable holding the key, never the
+    key itself.
+    """
+
+    base_url: Url
+    name: Text
+    api_key_env: EnvName
 
 
 class ModelRunner(Strict):
@@ -94,29 +140,66 @@ class ModelRunner(Strict):
     model: ModelSpec
 
 
+RUNNER_TAGS: dict[str, type[Strict]] = {"command-runner": CommandRunner, "model-runner": ModelRunner}
+"""Tag of each runner model (pydantic puts the tag in error locations; the loader drops it)."""
+
+
+def _runner_tag(value: Any) -> str | None:
+    """Pick the runner model from its keys: ``command`` or ``model``, exactly one."""
+    if not isinstance(value, dict):
+        return "command-runner"
+    has_command, has_model = "command" in value, "model" in value
+    if has_command == has_model:
+        return None
+    return "command-runner" if has_command else "model-runner"
+
+
+Runner = Annotated[
+    Annotated[CommandRunner, Tag("command-runner")] | Annotated[ModelRunner, Tag("model-runner")],
+    Discriminator(
+        _runner_tag,
+        custom_error_type="runner_kind",
+        custom_error_message="a runner needs exactly one of 'command' (a program to run) "
+        "or 'model' (a model over HTTP)",
+    ),
+]
+
+
 class Agent(Strict):
     """``agents/NAME.yaml``: an AI worker."""
 
     enabled: bool = True
     instructions: str = ""
     model: str | None = None
-    max_concurrent_runs: Annotated[int, Field(ge=1)] | None = None
+    max_concurrent_runs: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="At most this many runs at once on one computer (default: no cap)."
+    )
     tools: list[ToolRef] = Field(default_factory=list, description="Add-on actions as ADDON.ACTION.")
-    runner: CommandRunner | ModelRunner
+    runner: Runner
 
 
 class Calendar(Strict):
     """Calendar fields of a schedule: on ``days`` at ``time`` (``H:MM``, 24 h, local to the time zone)."""
 
     days: list[Weekday] = Field(min_length=1)
-    time: Annotated[str, StringConstraints(pattern=r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$")]
+    time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)]
 
 
 class Schedule(Strict):
-    """``schedules/NAME.yaml``: creates a work item at set times; owned by one person."""
+    """``schedules/NAME.yaml``: creates a work item at set times; owned by one person.
+
+    Exactly one of ``cron`` (five fields, or a shorthand such as ``@daily``) and
+    ``calendar`` is given; ``timezone`` is an IANA name such as ``Europe/Paris``.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["cron"]}, {"required": ["calendar"]}]}
+    )
 
     process: Name
-    owner: Annotated[str, StringConstraints(pattern=r"^[^@\s]+@[^@\s]+$")]
+    owner: Annotated[str, StringConstraints(pattern=EMAIL_PATTERN)] = Field(
+        description="The person (email) whose computers fire this schedule."
+    )
     cron: str | None = None
     calendar: Calendar | None = None
     timezone: str
@@ -125,6 +208,25 @@ class Schedule(Strict):
     folders: list[Name] = Field(default_factory=list)
     enabled: bool = True
 
+    @field_validator("cron")
+    @classmethod
+    def _cron_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_cron(value)
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone_exists(cls, value: str) -> str:
+        check_timezone(value)
+        return value
+
+    @field_validator("title")
+    @classmethod
+    def _title_fields(cls, value: str) -> str:
+        check_title(value)
+        return value
+
     @model_validator(mode="after")
     def _one_timing(self) -> Schedule:
         if (self.cron is None) == (self.calendar is None):
@@ -132,26 +234,93 @@ class Schedule(Strict):
         return self
 
 
+def check_cron(expression: str) -> None:
+    """Check a cron expression: five fields (minute hour day month weekday) or a shorthand.
+
+    Raises:
+        ValueError: with a one-line human message.
+    """
+    text = expression.strip()
+    if text.startswith("@"):
+        if text not in CRON_MACROS:
+            from bees_cli.suggest import did_you_mean
+
+            raise ValueError(f"unknown cron shorthand '{text}'{did_you_mean(text, CRON_MACROS)}")
+        return
+    fields = text.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"a cron expression has 5 fields (minute hour day month weekday), got {len(fields)}"
+        )
+    from croniter import croniter
+
+    if not croniter.is_valid(text):
+        raise ValueError(f"not a valid cron expression: '{expression}'")
+
+
+def check_timezone(name: str) -> None:
+    """Check an IANA time zone name such as ``Europe/Paris`` (zoneinfo, with tzdata).
+
+    Raises:
+        ValueError: unknown zone, with the nearest known name when there is one.
+    """
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        from bees_cli.suggest import did_you_mean
+
+        hint = did_you_mean(name, zoneinfo.available_timezones())
+        raise ValueError(f"unknown time zone '{name}'{hint}") from None
+
+
+def check_title(template: str) -> None:
+    """Check a title template: only ``{schedule}``, ``{date}`` and ``{time}`` placeholders.
+
+    Raises:
+        ValueError: a broken brace or an unknown placeholder.
+    """
+    from bees_cli.suggest import did_you_mean
+
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError:
+        raise ValueError("unbalanced '{' or '}' in the title; write '{{' or '}}' for a brace") from None
+    for _text, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in TITLE_FIELDS or spec or conversion:
+            allowed = ", ".join("{" + name + "}" for name in TITLE_FIELDS)
+            raise ValueError(
+                f"unknown placeholder '{{{field}}}' in the title{did_you_mean(field, TITLE_FIELDS)}"
+                f" (allowed: {allowed})"
+            )
+
+
 class Folder(Strict):
     """``folders/NAME.yaml``: a logical folder; linked on a computer when it resolves to a directory."""
 
     description: str | None = None
-    path: str | None = Field(default=None, description="Default path; ~ and ${ENV} are expanded; a relative path starts at the workspace folder.")
+    path: Text | None = Field(
+        default=None,
+        description="Default path; ~ and ${ENV} are expanded; a relative path starts at the workspace folder.",
+    )
 
 
 class Action(Strict):
     """One action of an add-on."""
 
     kind: ActionKind
-    command: list[str] = Field(min_length=1)
+    command: list[Text] = Field(min_length=1)
     description: str | None = None
 
 
 class Connection(Strict):
     """How to tell an add-on is connected on a computer: every env var set and every file present."""
 
-    env: list[str] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
+    env: list[EnvName] = Field(default_factory=list)
+    files: list[Text] = Field(default_factory=list)
 
 
 class Addon(Strict):

@@ -1,0 +1,182 @@
+"""Checks that span files: references between objects, stage order, names unique under case folding."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bees_cli.suggest import did_you_mean
+from bees_cli.workspace.models import Agent, Process, Schedule, WorkspaceConfig
+from bees_cli.workspace.problems import Problem, field_path
+from bees_cli.workspace.yamlio import Document
+
+LABELS = {
+    "processes": "process",
+    "agents": "agent",
+    "schedules": "schedule",
+    "folders": "folder",
+    "addons": "add-on",
+}
+"""Singular word for each kind, used in messages."""
+
+
+@dataclass
+class Source:
+    """Where an object came from: its file (relative to the workspace) and parsed document."""
+
+    rel: str
+    document: Document
+
+    def at(self, path: tuple[str | int, ...], message: str) -> Problem:
+        """A problem on the value at ``path`` of this file."""
+        line, column = self.document.positions.value(path)
+        return Problem(self.rel, line, column, field_path(path), message)
+
+
+@dataclass
+class Loaded:
+    """Every object that validated on its own, with sources; ``broken`` names failed files."""
+
+    config: WorkspaceConfig | None
+    config_source: Source | None
+    objects: dict[str, dict[str, Any]]
+    sources: dict[str, dict[str, Source]]
+    broken: dict[str, set[str]] = field(default_factory=dict)
+
+
+def cross_check(loaded: Loaded) -> list[Problem]:
+    """Return every problem between files of ``loaded``.
+
+    References to an object whose own file is broken are not reported again: that file
+    already has its problems.
+    """
+    problems: list[Problem] = []
+    config, source = loaded.config, loaded.config_source
+    if config is not None and source is not None:
+        if config.default_agent is not None:
+            problems += _ref(loaded, "agents", config.default_agent, source, ("default_agent",))
+        if config.run_folder is not None:
+            problems += _ref(loaded, "folders", config.run_folder, source, ("run_folder",))
+    for name, process in loaded.objects.get("processes", {}).items():
+        problems += _check_process(loaded, process, loaded.sources["processes"][name])
+    for name, agent in loaded.objects.get("agents", {}).items():
+        problems += _check_agent(loaded, agent, loaded.sources["agents"][name])
+    for name, schedule in loaded.objects.get("schedules", {}).items():
+        problems += _check_schedule(loaded, schedule, loaded.sources["schedules"][name])
+    for name, addon in loaded.objects.get("addons", {}).items():
+        problems += _unique(list(addon.actions), loaded.sources["addons"][name], ("actions",), "action")
+    return problems
+
+
+def _ref(loaded: Loaded, kind: str, name: str, source: Source, path: tuple[str | int, ...]) -> list[Problem]:
+    known: Mapping[str, Any] = loaded.objects.get(kind, {})
+    if name in known or name in loaded.broken.get(kind, set()):
+        return []
+    label = LABELS[kind]
+    hint = did_you_mean(name, known)
+    if not hint:
+        hint = f": there is no {kind}/{name}.yaml"
+    return [source.at(path, f"unknown {label} '{name}'{hint}")]
+
+
+def _unique(names: list[str], source: Source, path: tuple[str | int, ...], label: str) -> list[Problem]:
+    """Names that equal an earlier one under case folding."""
+    seen: dict[str, str] = {}
+    problems: list[Problem] = []
+    for index, name in enumerate(names):
+        folded = name.casefold()
+        if folded in seen:
+            first = seen[folded]
+            same = "repeats" if first == name else "differs only in case from"
+            where = (*path, name) if path == ("actions",) else (*path, index, "name")
+            problems.append(source.at(where, f"{label} '{name}' {same} '{first}'; names must be unique"))
+        else:
+            seen[folded] = name
+    return problems
+
+
+def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Problem]:
+    problems = _unique([stage.name for stage in process.stages], source, ("stages",), "stage")
+    stages = process.stages
+    by_name = {stage.name: index for index, stage in enumerate(stages)}
+    done_seen: str | None = None
+    for index, stage in enumerate(stages):
+        here: tuple[str | int, ...] = ("stages", index)
+        for position, agent in enumerate(stage.agents):
+            problems += _ref(loaded, "agents", agent, source, (*here, "agents", position))
+        for position, folder in enumerate(stage.reads):
+            problems += _ref(loaded, "folders", folder, source, (*here, "reads", position))
+        if stage.kind == "done":
+            if done_seen is not None:
+                problems.append(source.at((*here, "kind"), f"a second 'done' stage (after '{done_seen}'); "
+                                          "a process has exactly one, at the end"))
+            elif index != len(stages) - 1:
+                problems.append(source.at((*here, "kind"), f"the 'done' stage must be the last stage; "
+                                          f"'{stages[index + 1].name}' comes after it"))
+            done_seen = done_seen or stage.name
+            for key in ("agents", "reads"):
+                if getattr(stage, key):
+                    problems.append(source.at((*here, key), f"a 'done' stage runs nothing; remove '{key}'"))
+            if stage.approval == "required":
+                problems.append(source.at((*here, "approval"), "a 'done' stage runs nothing; remove 'approval'"))
+        if stage.kind == "review":
+            problems += _check_review(stages, by_name, index, source)
+        elif stage.reviews is not None:
+            problems.append(source.at((*here, "reviews"), f"'reviews' belongs on a review stage; "
+                                      f"this stage is '{stage.kind}'"))
+    if done_seen is None:
+        problems.append(source.at(("stages",), "no 'done' stage; a process ends with exactly one"))
+    elif all(stage.kind == "done" for stage in stages):
+        problems.append(source.at(("stages",), "a process needs a work stage before 'done'"))
+    return problems
+
+
+def _check_review(stages: list[Any], by_name: dict[str, int], index: int, source: Source) -> list[Problem]:
+    stage = stages[index]
+    here: tuple[str | int, ...] = ("stages", index)
+    if stage.reviews is None:
+        return [source.at(here, "a review stage needs 'reviews: STAGE', naming the earlier work stage it checks")]
+    target = by_name.get(stage.reviews)
+    at = (*here, "reviews")
+    if target is None:
+        hint = did_you_mean(stage.reviews, [s.name for s in stages[:index] if s.kind == "work"])
+        return [source.at(at, f"unknown stage '{stage.reviews}'{hint}")]
+    if target == index:
+        return [source.at(at, "a stage cannot review itself")]
+    if target > index:
+        return [source.at(at, f"'{stage.reviews}' comes after this stage; a review stage checks an "
+                              "earlier work stage")]
+    if stages[target].kind != "work":
+        return [source.at(at, f"'{stage.reviews}' is a {stages[target].kind} stage; a review stage "
+                              "checks a work stage")]
+    return []
+
+
+def _check_agent(loaded: Loaded, agent: Agent, source: Source) -> list[Problem]:
+    problems: list[Problem] = []
+    addons = loaded.objects.get("addons", {})
+    for index, tool in enumerate(agent.tools):
+        addon_name, action = tool.split(".", 1)
+        path: tuple[str | int, ...] = ("tools", index)
+        if addon_name not in addons:
+            if addon_name not in loaded.broken.get("addons", set()):
+                hint = did_you_mean(addon_name, addons) or f": there is no addons/{addon_name}.yaml"
+                problems.append(source.at(path, f"unknown add-on '{addon_name}'{hint}"))
+            continue
+        actions = addons[addon_name].actions
+        if action not in actions:
+            hint = did_you_mean(action, actions)
+            if not hint:
+                hint = f" (it has {', '.join(sorted(actions))})"
+            problems.append(source.at(path, f"add-on '{addon_name}' has no action '{action}'{hint}"))
+    return problems
+
+
+def _check_schedule(loaded: Loaded, schedule: Schedule, source: Source) -> list[Problem]:
+    problems = _ref(loaded, "processes", schedule.process, source, ("process",))
+    for index, agent in enumerate(schedule.agents):
+        problems += _ref(loaded, "agents", agent, source, ("agents", index))
+    for index, folder in enumerate(schedule.folders):
+        problems += _ref(loaded, "folders", folder, source, ("folders", index))
+    return problems
