@@ -1,4 +1,4 @@
-"""Checks that span files: references between objects, stage order, names unique under case folding."""
+"""Checks across files: references between objects, stage order, names unique under case folding."""
 
 from __future__ import annotations
 
@@ -65,11 +65,15 @@ def cross_check(loaded: Loaded) -> list[Problem]:
     for name, schedule in loaded.objects.get("schedules", {}).items():
         problems += _check_schedule(loaded, schedule, loaded.sources["schedules"][name])
     for name, addon in loaded.objects.get("addons", {}).items():
-        problems += _unique(list(addon.actions), loaded.sources["addons"][name], ("actions",), "action")
+        problems += _unique(
+            list(addon.actions), loaded.sources["addons"][name], ("actions",), "action"
+        )
     return problems
 
 
-def _ref(loaded: Loaded, kind: str, name: str, source: Source, path: tuple[str | int, ...]) -> list[Problem]:
+def _ref(
+    loaded: Loaded, kind: str, name: str, source: Source, path: tuple[str | int, ...]
+) -> list[Problem]:
     known: Mapping[str, Any] = loaded.objects.get(kind, {})
     if name in known or name in loaded.broken.get(kind, set()):
         return []
@@ -80,7 +84,9 @@ def _ref(loaded: Loaded, kind: str, name: str, source: Source, path: tuple[str |
     return [source.at(path, f"unknown {label} '{name}'{hint}")]
 
 
-def _unique(names: list[str], source: Source, path: tuple[str | int, ...], label: str) -> list[Problem]:
+def _unique(
+    names: list[str], source: Source, path: tuple[str | int, ...], label: str
+) -> list[Problem]:
     """Names that equal an earlier one under case folding."""
     seen: dict[str, str] = {}
     problems: list[Problem] = []
@@ -90,7 +96,9 @@ def _unique(names: list[str], source: Source, path: tuple[str | int, ...], label
             first = seen[folded]
             same = "repeats" if first == name else "differs only in case from"
             where = (*path, name) if path == ("actions",) else (*path, index, "name")
-            problems.append(source.at(where, f"{label} '{name}' {same} '{first}'; names must be unique"))
+            problems.append(
+                source.at(where, f"{label} '{name}' {same} '{first}'; names must be unique")
+            )
         else:
             seen[folded] = name
     return problems
@@ -109,22 +117,40 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
             problems += _ref(loaded, "folders", folder, source, (*here, "reads", position))
         if stage.kind == "done":
             if done_seen is not None:
-                problems.append(source.at((*here, "kind"), f"a second 'done' stage (after '{done_seen}'); "
-                                          "a process has exactly one, at the end"))
+                problems.append(
+                    source.at(
+                        (*here, "kind"),
+                        f"a second 'done' stage (after '{done_seen}'); "
+                        "a process has exactly one, at the end",
+                    )
+                )
             elif index != len(stages) - 1:
-                problems.append(source.at((*here, "kind"), f"the 'done' stage must be the last stage; "
-                                          f"'{stages[index + 1].name}' comes after it"))
+                problems.append(
+                    source.at(
+                        (*here, "kind"),
+                        f"the 'done' stage must be the last stage; "
+                        f"'{stages[index + 1].name}' comes after it",
+                    )
+                )
             done_seen = done_seen or stage.name
             for key in ("agents", "reads"):
                 if getattr(stage, key):
-                    problems.append(source.at((*here, key), f"a 'done' stage runs nothing; remove '{key}'"))
+                    problems.append(
+                        source.at((*here, key), f"a 'done' stage runs nothing; remove '{key}'")
+                    )
             if stage.approval == "required":
-                problems.append(source.at((*here, "approval"), "a 'done' stage runs nothing; remove 'approval'"))
+                problems.append(
+                    source.at((*here, "approval"), "a 'done' stage runs nothing; remove 'approval'")
+                )
         if stage.kind == "review":
             problems += _check_review(stages, by_name, index, source)
         elif stage.reviews is not None:
-            problems.append(source.at((*here, "reviews"), f"'reviews' belongs on a review stage; "
-                                      f"this stage is '{stage.kind}'"))
+            problems.append(
+                source.at(
+                    (*here, "reviews"),
+                    f"'reviews' belongs on a review stage; this stage is '{stage.kind}'",
+                )
+            )
     if done_seen is None:
         problems.append(source.at(("stages",), "no 'done' stage; a process ends with exactly one"))
     elif all(stage.kind == "done" for stage in stages):
@@ -132,11 +158,18 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
     return problems
 
 
-def _check_review(stages: list[Any], by_name: dict[str, int], index: int, source: Source) -> list[Problem]:
+def _check_review(
+    stages: list[Any], by_name: dict[str, int], index: int, source: Source
+) -> list[Problem]:
     stage = stages[index]
     here: tuple[str | int, ...] = ("stages", index)
     if stage.reviews is None:
-        return [source.at(here, "a review stage needs 'reviews: STAGE', naming the earlier work stage it checks")]
+        return [
+            source.at(
+                here,
+                "a review stage needs 'reviews: STAGE', naming the earlier work stage it checks",
+            )
+        ]
     target = by_name.get(stage.reviews)
     at = (*here, "reviews")
     if target is None:
@@ -145,11 +178,21 @@ def _check_review(stages: list[Any], by_name: dict[str, int], index: int, source
     if target == index:
         return [source.at(at, "a stage cannot review itself")]
     if target > index:
-        return [source.at(at, f"'{stage.reviews}' comes after this stage; a review stage checks an "
-                              "earlier work stage")]
+        return [
+            source.at(
+                at,
+                f"'{stage.reviews}' comes after this stage; a review stage checks an "
+                "earlier work stage",
+            )
+        ]
     if stages[target].kind != "work":
-        return [source.at(at, f"'{stage.reviews}' is a {stages[target].kind} stage; a review stage "
-                              "checks a work stage")]
+        return [
+            source.at(
+                at,
+                f"'{stage.reviews}' is a {stages[target].kind} stage; a review stage "
+                "checks a work stage",
+            )
+        ]
     return []
 
 
@@ -169,7 +212,9 @@ def _check_agent(loaded: Loaded, agent: Agent, source: Source) -> list[Problem]:
             hint = did_you_mean(action, actions)
             if not hint:
                 hint = f" (it has {', '.join(sorted(actions))})"
-            problems.append(source.at(path, f"add-on '{addon_name}' has no action '{action}'{hint}"))
+            problems.append(
+                source.at(path, f"add-on '{addon_name}' has no action '{action}'{hint}")
+            )
     return problems
 
 

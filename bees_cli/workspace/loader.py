@@ -33,7 +33,14 @@ from bees_cli.workspace.validation import validate
 from bees_cli.workspace.yamlio import read_document
 
 RESERVED_NAMES = frozenset(
-    {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+    {
+        "con",
+        "prn",
+        "aux",
+        "nul",
+        *(f"com{i}" for i in range(1, 10)),
+        *(f"lpt{i}" for i in range(1, 10)),
+    }
 )
 """Names Windows refuses as file names (any case)."""
 
@@ -57,7 +64,7 @@ class Workspace:
 
 
 def find_workspace(start: Path | None = None) -> Path:
-    """Return the workspace folder: ``start`` itself, or else the nearest parent of the cwd with ``bees.yaml``.
+    """Return the workspace folder: ``start``, or else the nearest parent of cwd with ``bees.yaml``.
 
     Raises:
         UserError: ``start`` has no ``bees.yaml``, or no parent of the cwd has one.
@@ -95,7 +102,9 @@ def load_workspace(start: Path | None = None) -> Workspace:
     problems = check_folder(root)
     errors = [p for p in problems.problems if p.severity == "error"]
     if errors or problems.loaded.config is None:
-        raise WorkspaceInvalid(problems.problems, hint="fix the lines above, then run `bees validate`")
+        raise WorkspaceInvalid(
+            problems.problems, hint="fix the lines above, then run `bees validate`"
+        )
     objects = problems.loaded.objects
     return Workspace(
         root=root,
@@ -180,26 +189,44 @@ def check_folder(root: Path) -> Checked:
 
 def _name_problem(name: str, rel: str, seen: dict[str, str]) -> Problem | None:
     if not NAME_RE.match(name):
-        return Problem(rel, 1, 1, "", f"'{name}' is not a valid name for a file: use letters, digits, "
-                       "'-' and '_', start with a letter or digit, at most 64 characters")
+        return Problem(
+            rel,
+            1,
+            1,
+            "",
+            f"'{name}' is not a valid name for a file: use letters, digits, "
+            "'-' and '_', start with a letter or digit, at most 64 characters",
+        )
     if name.casefold() in RESERVED_NAMES:
-        return Problem(rel, 1, 1, "", f"'{name}' is a reserved file name on Windows; choose another name")
+        return Problem(
+            rel, 1, 1, "", f"'{name}' is a reserved file name on Windows; choose another name"
+        )
     if name.casefold() in seen:
-        return Problem(rel, 1, 1, "", f"'{name}' differs only in case from '{seen[name.casefold()]}'; "
-                       "names must be unique")
+        return Problem(
+            rel,
+            1,
+            1,
+            "",
+            f"'{name}' differs only in case from '{seen[name.casefold()]}'; names must be unique",
+        )
     return None
 
 
 def _stray(path: Path, rel: str) -> Problem | None:
     """A problem for anything in a kind folder that is not ``NAME.yaml``; None if it is one."""
     if path.is_dir():
-        return Problem(rel, 1, 1, "", "folder not read: a kind folder holds only NAME.yaml files",
-                       "warning")
+        return Problem(
+            rel, 1, 1, "", "folder not read: a kind folder holds only NAME.yaml files", "warning"
+        )
     if path.suffix == ".yaml":
         return None
     if path.suffix.lower() in (".yml", ".yaml"):
-        return Problem(rel, 1, 1, "", f"Bees reads only '.yaml' files; rename it to '{path.stem}.yaml'")
-    return Problem(rel, 1, 1, "", "file not read: a kind folder holds only NAME.yaml files", "warning")
+        return Problem(
+            rel, 1, 1, "", f"Bees reads only '.yaml' files; rename it to '{path.stem}.yaml'"
+        )
+    return Problem(
+        rel, 1, 1, "", "file not read: a kind folder holds only NAME.yaml files", "warning"
+    )
 
 
 _MISSPELT_KINDS = {
@@ -212,13 +239,28 @@ _MISSPELT_KINDS = {
 def _root_strays(root: Path) -> list[Problem]:
     problems: list[Problem] = []
     if (root / "bees.yml").exists():
-        problems.append(Problem("bees.yml", 1, 1, "", "Bees reads only bees.yaml; merge this file into it "
-                                "and delete it"))
+        problems.append(
+            Problem(
+                "bees.yml",
+                1,
+                1,
+                "",
+                "Bees reads only bees.yaml; merge this file into it and delete it",
+            )
+        )
     for path in sorted(root.iterdir()):
         if not path.is_dir() or path.name in KINDS or path.name.startswith("."):
             continue
         meant = _MISSPELT_KINDS.get(path.name.casefold())
         if meant:
-            problems.append(Problem(f"{path.name}/", 1, 1, "", f"folder not read — did you mean '{meant}'?",
-                                    "warning"))
+            problems.append(
+                Problem(
+                    f"{path.name}/",
+                    1,
+                    1,
+                    "",
+                    f"folder not read — did you mean '{meant}'?",
+                    "warning",
+                )
+            )
     return problems

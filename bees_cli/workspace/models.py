@@ -74,14 +74,19 @@ class WorkspaceConfig(Strict):
     """``bees.yaml``: the workspace itself."""
 
     name: Name
-    team: Text | None = Field(default=None, description="The Bees Cloud team this workspace belongs to.")
+    team: Text | None = Field(
+        default=None, description="The Bees Cloud team this workspace belongs to."
+    )
     default_agent: Name | None = Field(
         default=None, description="Agent used when neither the item nor the stage names one."
     )
-    cloud: Url | None = Field(default=None, description="Bees Cloud URL, e.g. https://cloud.example.com")
+    cloud: Url | None = Field(
+        default=None, description="Bees Cloud URL, e.g. https://cloud.example.com"
+    )
     run_folder: Name | None = Field(
         default=None,
-        description="A declared folder whose directory holds run folders (default: this computer's data dir).",
+        description="A declared folder whose directory holds run folders "
+        "(default: this computer's data dir).",
     )
 
 
@@ -94,11 +99,16 @@ class Stage(Strict):
 
     name: Name
     kind: StageKind
-    agents: list[Name] = Field(default_factory=list, description="Agents for this stage, in order of preference.")
-    reviews: Name | None = Field(default=None, description="On a review stage: the earlier work stage it judges.")
+    agents: list[Name] = Field(
+        default_factory=list, description="Agents for this stage, in order of preference."
+    )
+    reviews: Name | None = Field(
+        default=None, description="On a review stage: the earlier work stage it judges."
+    )
     approval: Literal["required", "none"] = Field(
         default="none",
-        description="'required': a person must approve before the stage finishes or sends, posts, deletes or pays.",
+        description="'required': a person must approve before the stage finishes, "
+        "sends, posts, deletes or pays.",
     )
     reads: list[Name] = Field(default_factory=list, description="Folders this stage reads.")
 
@@ -140,7 +150,10 @@ class ModelRunner(Strict):
     model: ModelSpec
 
 
-RUNNER_TAGS: dict[str, type[Strict]] = {"command-runner": CommandRunner, "model-runner": ModelRunner}
+RUNNER_TAGS: dict[str, type[Strict]] = {
+    "command-runner": CommandRunner,
+    "model-runner": ModelRunner,
+}
 """Tag of each runner model (pydantic puts the tag in error locations; the loader drops it)."""
 
 
@@ -172,14 +185,17 @@ class Agent(Strict):
     instructions: str = ""
     model: str | None = None
     max_concurrent_runs: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="At most this many runs at once on one computer (default: no cap)."
+        default=None,
+        description="At most this many runs at once on one computer (default: no cap).",
     )
-    tools: list[ToolRef] = Field(default_factory=list, description="Add-on actions as ADDON.ACTION.")
+    tools: list[ToolRef] = Field(
+        default_factory=list, description="Add-on actions as ADDON.ACTION."
+    )
     runner: Runner
 
 
 class Calendar(Strict):
-    """Calendar fields of a schedule: on ``days`` at ``time`` (``H:MM``, 24 h, local to the time zone)."""
+    """Calendar fields of a schedule: on ``days`` at ``time`` (``H:MM``, 24 h, in its time zone)."""
 
     days: list[Weekday] = Field(min_length=1)
     time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)]
@@ -203,7 +219,10 @@ class Schedule(Strict):
     cron: str | None = None
     calendar: Calendar | None = None
     timezone: str
-    title: str = Field(default="{schedule} {date}", description="Item title; {schedule}, {date}, {time} are filled in.")
+    title: str = Field(
+        default="{schedule} {date}",
+        description="Item title; {schedule}, {date}, {time} are filled in.",
+    )
     agents: list[Name] = Field(default_factory=list)
     folders: list[Name] = Field(default_factory=list)
     enabled: bool = True
@@ -286,7 +305,9 @@ def check_title(template: str) -> None:
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError:
-        raise ValueError("unbalanced '{' or '}' in the title; write '{{' or '}}' for a brace") from None
+        raise ValueError(
+            "unbalanced '{' or '}' in the title; write '{{' or '}}' for a brace"
+        ) from None
     for _text, field, spec, conversion in parts:
         if field is None:
             continue
@@ -299,12 +320,13 @@ def check_title(template: str) -> None:
 
 
 class Folder(Strict):
-    """``folders/NAME.yaml``: a logical folder; linked on a computer when it resolves to a directory."""
+    """``folders/NAME.yaml``: a logical folder; linked where it resolves to a directory."""
 
     description: str | None = None
     path: Text | None = Field(
         default=None,
-        description="Default path; ~ and ${ENV} are expanded; a relative path starts at the workspace folder.",
+        description="Default path; ~ and ${ENV} are expanded; a relative path starts "
+        "at the workspace folder.",
     )
 
 
@@ -317,7 +339,7 @@ class Action(Strict):
 
 
 class Connection(Strict):
-    """How to tell an add-on is connected on a computer: every env var set and every file present."""
+    """How to tell an add-on is connected here: every env var set and every file present."""
 
     env: list[EnvName] = Field(default_factory=list)
     files: list[Text] = Field(default_factory=list)

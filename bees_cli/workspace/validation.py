@@ -18,7 +18,8 @@ PATTERN_MESSAGES: dict[str, str] = {
     models.NAME_PATTERN: "{value} is not a valid name: use letters, digits, '-' and '_', "
     "start with a letter or digit, at most 64 characters",
     models.TOOL_PATTERN: "expected an add-on action as ADDON.ACTION, got {value}",
-    models.ENV_NAME_PATTERN: "expected the name of an environment variable (e.g. API_KEY), got {value}",
+    models.ENV_NAME_PATTERN: "expected the name of an environment variable (e.g. API_KEY), "
+    "got {value}",
     models.URL_PATTERN: "expected an http:// or https:// URL, got {value}",
     models.EMAIL_PATTERN: "expected a person's email address, got {value}",
     models.TIME_PATTERN: "expected a time as H:MM (24-hour clock), got {value}",
@@ -62,7 +63,9 @@ def _problem(model: type[BaseModel], document: Document, rel: str, error: Any) -
     return Problem(rel, line, column, field_path(path), message)
 
 
-def _message(model: type[BaseModel], kind: str, path: tuple[str | int, ...], error: Any, on_key: bool) -> str:
+def _message(
+    model: type[BaseModel], kind: str, path: tuple[str | int, ...], error: Any, on_key: bool
+) -> str:
     value = path[-1] if on_key else error.get("input")
     shown = describe(value)
     ctx = error.get("ctx") or {}

@@ -92,7 +92,10 @@ def read_document(path: Path, rel: str) -> Document | Problem:
         line = raw.count(b"\n", 0, error.start) + 1
         column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
         return Problem(
-            rel, line, column, "",
+            rel,
+            line,
+            column,
+            "",
             f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be read; save the file as UTF-8",
         )
     text = text.removeprefix("\ufeff")
@@ -100,7 +103,10 @@ def read_document(path: Path, rel: str) -> Document | Problem:
     if directive and directive.group(1) != "1.2":
         line = text.count("\n", 0, directive.start()) + 1
         return Problem(
-            rel, line, 1, "",
+            rel,
+            line,
+            1,
+            "",
             f"only YAML 1.2 is read; remove the '%YAML {directive.group(1)}' line",
         )
     parsed = _parse(text, rel)
@@ -111,8 +117,12 @@ def read_document(path: Path, rel: str) -> Document | Problem:
     if not isinstance(parsed, dict):
         line, column = _node_pos(parsed)
         return Problem(
-            rel, line, column, "",
-            f"expected a mapping of keys at the top of the file, got {describe(_plain_scalar(parsed))}",
+            rel,
+            line,
+            column,
+            "",
+            "expected a mapping of keys at the top of the file, "
+            f"got {describe(_plain_scalar(parsed))}",
         )
     positions = Positions()
     positions.values[()] = _node_pos(parsed)
@@ -139,15 +149,21 @@ def _parse(text: str, rel: str) -> Any:
         line, column = _mark(error.problem_mark)
         found = _DUPLICATE.search(error.problem or "")
         key = found.group(1) if found else "?"
-        return Problem(rel, line, column, "", f"duplicate key '{key}'; a key may appear once in a mapping")
+        return Problem(
+            rel, line, column, "", f"duplicate key '{key}'; a key may appear once in a mapping"
+        )
     except MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line, column = _mark(mark)
         problem = error.problem or error.context or "invalid YAML"
         if "'\\t'" in problem:
-            return Problem(rel, line, column, "", "tab character in indentation; indent with spaces")
+            return Problem(
+                rel, line, column, "", "tab character in indentation; indent with spaces"
+            )
         if "another document" in problem:
-            return Problem(rel, line, column, "", "more than one YAML document; a file holds one object")
+            return Problem(
+                rel, line, column, "", "more than one YAML document; a file holds one object"
+            )
         return Problem(rel, line, column, "", f"invalid YAML: {problem}")
     except YAMLError as error:
         return Problem(rel, 1, 1, "", f"invalid YAML: {error}")
@@ -178,7 +194,9 @@ def _walk(node: Any, path: Path_, positions: Positions, count: list[int], active
             (1, 1),
         )
     if len(path) > MAX_DEPTH:
-        raise _Limit(f"nesting is too deep (the limit is {MAX_DEPTH} levels)", positions.value(path))
+        raise _Limit(
+            f"nesting is too deep (the limit is {MAX_DEPTH} levels)", positions.value(path)
+        )
     if isinstance(node, dict | list):
         if id(node) in active:
             raise _Limit("an alias refers to the value that contains it", positions.value(path))
@@ -190,7 +208,9 @@ def _walk(node: Any, path: Path_, positions: Positions, count: list[int], active
     return _plain_scalar(node)
 
 
-def _walk_container(node: Any, path: Path_, positions: Positions, count: list[int], active: set[int]) -> Any:
+def _walk_container(
+    node: Any, path: Path_, positions: Positions, count: list[int], active: set[int]
+) -> Any:
     here = _node_pos(node)
     lc = getattr(node, "lc", None)
     if isinstance(node, dict):
@@ -242,7 +262,11 @@ def _plain_scalar(value: Any) -> Any:
 
 
 def describe(value: Any) -> str:
-    """Show a YAML value in a message: ``'yes'``, ``12``, ``true``, ``a list``, ``an empty value``."""
+    """Show a YAML value in a message: ``'yes'``, ``12``, ``true``, ``a list``, ``an empty value``.
+
+    Returns:
+        A short phrase for "got …" messages.
+    """
     if value is None:
         return "an empty value"
     if isinstance(value, bool):
