@@ -1,0 +1,85 @@
+"""``bees init``, ``bees validate`` and ``bees schemas write``: the workspace commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+
+DirArg = Annotated[
+    Path | None,
+    typer.Argument(help="Workspace folder (same as -w).", show_default=False),
+]
+
+
+def validate(directory: DirArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Check every file of the workspace; print each problem as FILE:LINE:COL  field  message.
+
+    Exit 0 when the workspace is valid, 2 when it has problems.
+
+    Example: bees validate examples/weekly-report
+    """
+    from bees_cli.cli.output import print_json, say
+    from bees_cli.workspace.loader import load_workspace
+    from bees_cli.workspace.summary import summary_json, summary_line
+
+    loaded = load_workspace(directory or workspace)
+    if as_json:
+        print_json(summary_json(loaded))
+        return
+    for warning in loaded.warnings:
+        say(warning.format())
+    typer.echo(summary_line(loaded))
+
+
+def init(
+    directory: Annotated[
+        Path, typer.Argument(help="Folder to create the workspace in (default: here).")
+    ] = Path("."),
+) -> None:
+    """Create a starter workspace: a draft → review → done process, two agents, schemas.
+
+    Refuses (exit 2) when the folder already holds bees.yaml or any starter file.
+
+    Example: bees init my-workspace && bees validate my-workspace
+    """
+    from bees_cli.cli.output import say
+    from bees_cli.workspace.starter import create
+
+    written = create(directory)
+    say(f"created a workspace in {directory} ({len(written)} files)")
+    say(f"next: bees validate {directory}")
+
+
+schemas_app = typer.Typer(
+    name="schemas",
+    help="JSON Schemas of the workspace files, for editors.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@schemas_app.command("write")
+def schemas_write(
+    directory: Annotated[
+        Path, typer.Argument(help="Folder to write the *.json files into.")
+    ] = Path("schemas"),
+) -> None:
+    """Write the JSON Schema of each YAML kind (workspace, process, agent…) into DIR.
+
+    Example: bees schemas write schemas
+    """
+    from bees_cli.workspace.schemas import write
+
+    for path in write(directory):
+        typer.echo(str(path))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``init``, ``validate`` and the ``schemas`` group to ``app``."""
+    app.command("init")(init)
+    app.command("validate")(validate)
+    app.add_typer(schemas_app)
