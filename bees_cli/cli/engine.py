@@ -1,0 +1,169 @@
+"""Engine commands: ``bees run``, ``bees item create|show``, ``bees status``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.output import exit_hard, print_json, print_table, render_error, say
+from bees_cli.errors import BeesError
+
+item_app = typer.Typer(
+    name="item", help="Work items: create one, show one.", no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None,
+)
+
+
+def _fail_hard(error: BeesError, *, as_json: bool = False) -> None:
+    render_error(error, as_json=as_json)
+    exit_hard(error.exit_code)
+
+
+def run(
+    workspace: WorkspaceOpt = None,
+    temporal_address: Annotated[
+        str | None,
+        typer.Option("--temporal-address", metavar="HOST:PORT",
+                     help="Use this Temporal server instead of the embedded one."),
+    ] = None,
+    exit_when_idle: Annotated[
+        bool,
+        typer.Option("--exit-when-idle",
+                     help="Return once no item of this computer is running or about to run."),
+    ] = False,
+) -> None:
+    """Run this computer's engine and worker until Ctrl-C.
+
+    Starts the embedded Temporal engine (or reuses the one this computer runs), starts
+    items created while it was down, and runs their stages.
+
+    Example: bees run -w examples/weekly-report --exit-when-idle
+    """
+    from bees_cli.engine.service import run_engine
+    from bees_cli.record.local import open_record
+
+    try:
+        code = run_engine(workspace_path=workspace, address=temporal_address,
+                          exit_when_idle=exit_when_idle, record=open_record(), say=say)
+    except BeesError as error:
+        _fail_hard(error)
+    exit_hard(code)
+
+
+@item_app.command("create")
+def item_create(
+    process: Annotated[str, typer.Argument(help="The process the item goes through.")],
+    title: Annotated[str | None, typer.Option("--title", help="The item's title.")] = None,
+    agent: Annotated[list[str] | None, typer.Option(
+        "--agent", help="An agent for the item's work stages (repeatable, in order).")] = None,
+    folder: Annotated[list[str] | None, typer.Option(
+        "--folder", help="A folder the item reads (repeatable).")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Wait until the item is done (exit 0) or failed / waiting for a "
+        "person (exit 1).")] = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Create a work item and start its run; print its id on stdout.
+
+    Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
+    """
+    from bees_cli.engine.service import create_item, wait_for_item
+    from bees_cli.record.local import open_record
+
+    record = open_record()
+    try:
+        created = create_item(workspace, process, title=title, agents=agent or [],
+                              folders=folder or [], record=record, say=say)
+        typer.echo(created.id)
+        say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
+        code = wait_for_item(record, created.id, say=say) if wait else 0
+    except BeesError as error:
+        _fail_hard(error)
+    exit_hard(code)
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    where = f"{event['stage']}: " if event.get("stage") else ""
+    if event.get("stage") and event.get("round") is not None:
+        where = f"{event['stage']} round {event['round']}: "
+    kind = event["kind"]
+    if kind == "pick":
+        pick = event["pick"]
+        skipped = "; ".join(f"{s['agent']} ({s['why']})" for s in pick.get("skipped", []))
+        text = f"picked {pick['agent']}: {pick['reason']}"
+        return where + text + (f"; skipped {skipped}" if skipped else "")
+    if kind == "waiting":
+        return where + "waiting: " + "; ".join(event["reasons"])
+    if kind == "stage_started":
+        comments = event.get("comments") or []
+        sent = f", with review comments: {' | '.join(comments)}" if comments else ""
+        return where + f"started {event['agent']} (attempt {event['attempt']}){sent}"
+    if kind == "stage_finished":
+        verdict = f", verdict {event['verdict']}" if event.get("verdict") else ""
+        comments = event.get("comments") or []
+        said = f", comments: {' | '.join(comments)}" if comments else ""
+        return where + f"finished{verdict}{said}; output {event['output_dir']}"
+    if kind == "stage_failed":
+        return where + f"failed: {event.get('reason')}"
+    return where + kind
+
+
+@item_app.command("show")
+def item_show(
+    item: Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show an item: its status, run folder, logs and the history of its stages and picks.
+
+    Example: bees item show 01JH3
+    """
+    from bees_cli.engine.service import item_details
+
+    details = item_details(item)
+    if as_json:
+        print_json(details)
+        return
+    row = details["item"]
+    typer.echo(f"item        {row['id']}  {row['title']}")
+    typer.echo(f"process     {row['process']}")
+    typer.echo(f"stage       {row['stage']}")
+    typer.echo(f"status      {row['status_text']}")
+    typer.echo(f"agent       {row['agent'] or '-'}")
+    typer.echo(f"since       {row['since']} ({details['since_human']})")
+    typer.echo(f"run folder  {row['run_folder']}")
+    typer.echo(f"engine log  {details['engine_log']}")
+    for log in details["logs"]:
+        typer.echo(f"log         {log}")
+    typer.echo("history")
+    for event in details["history"]:
+        typer.echo(f"  {event['at']}  {_event_line(event)}")
+
+
+def status(as_json: JsonOpt = False) -> None:
+    """List every work item of this computer with its stage, status, agent and since when.
+
+    Example: bees status --json
+    """
+    from bees_cli.engine.service import status_rows
+
+    rows = status_rows()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        say("no work items on this computer yet (bees item create PROCESS)")
+        return
+    print_table(
+        [(r["id"], r["process"], r["title"], r["stage"], r["status_text"], r["agent"] or "-",
+          f"{r['since']} ({r['since_human']})") for r in rows],
+        headers=["item", "process", "title", "stage", "status", "agent", "since"],
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``run``, ``status`` and the ``item`` group to the root app."""
+    app.command("run")(run)
+    app.command("status")(status)
+    app.add_typer(item_app, name="item")

@@ -1,0 +1,151 @@
+"""The engine's activities: eligibility and agent choice, running a stage, writing the local record.
+
+Each is a method of :class:`BeesActivities`, which receives its dependencies (the local
+record), takes one input model and has a stable ``name=``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from bees_cli.engine.models import (
+    CHECK_ACTIVITY,
+    RECORD_ACTIVITY,
+    RUN_ACTIVITY,
+    CheckInput,
+    CheckOutput,
+    RecordInput,
+    StageInput,
+    StageOutput,
+)
+from bees_cli.record.local import LocalRecord
+
+
+class BeesActivities:
+    """The activities of this computer's worker.
+
+    Args:
+        record: the local record they write (``bees status`` reads it).
+        heartbeat_every: seconds between heartbeats of a running stage.
+    """
+
+    def __init__(self, record: LocalRecord, *, heartbeat_every: float = 2.0) -> None:
+        self.record = record
+        self.heartbeat_every = heartbeat_every
+
+    @activity.defn(name=CHECK_ACTIVITY)
+    async def check_stage(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
+
+        Records the outcome: on success the pick (agent, reason, skipped candidates) and the
+        status ``running``; on failure the status ``waiting`` with the reasons joined by
+        ``"; "`` (each distinct set of reasons is one fact of the history).
+        """
+        from bees_cli.agents.eligibility import check_eligibility
+
+        result = check_eligibility(
+            snapshot=check.snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
+        pick = None if result.pick is None else result.pick.to_json()
+        prefix = f"{check.stage}:{check.round}"
+        if not result.ok:
+            reason = "; ".join(result.reasons)
+            digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
+            self.record.add_event(
+                check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
+                stage=check.stage, round=check.round,
+                data={"reasons": list(result.reasons), "pick": pick})
+            self.record.set_state(check.item_id, status="waiting", stage=check.stage,
+                                  reason=reason)
+            return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
+                               folders=result.folders)
+        assert result.pick is not None and result.pick.agent is not None
+        self.record.add_event(
+            check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
+            round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
+        self.record.set_state(check.item_id, status="running", stage=check.stage,
+                              agent=result.pick.agent)
+        return CheckOutput(ok=True, agent=result.pick.agent, pick=pick, folders=result.folders)
+
+    @activity.defn(name=RUN_ACTIVITY)
+    async def run_stage(self, stage: StageInput) -> StageOutput:
+        """Run the stage's command agent in its stage folder, heartbeating while it runs.
+
+        A new attempt (the worker was lost mid-stage) starts the stage again from the top;
+        the runner first kills what the last attempt left running (``kill_leftover``).
+        Exit 0 finishes the stage; any other exit is a result with ``ok=False`` and the
+        reason (not an error, so it is not retried).
+        """
+        from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.runner import StageRequest, run_command_stage, stage_dir
+        from bees_cli.workspace.models import CommandRunner
+
+        info = activity.info()
+        self.record.set_state(stage.item_id, status="running", stage=stage.stage,
+                              agent=stage.agent)
+        self.record.add_event(
+            stage.item_id, key=f"{stage.stage}:{stage.round}:started:{info.attempt}",
+            kind="stage_started", stage=stage.stage, round=stage.round,
+            data={"agent": stage.agent, "attempt": info.attempt,
+                  "comments": list(stage.comments)})
+        spec = find_stage(stage.snapshot, stage.stage)
+        agent = stage.snapshot.agents[stage.agent]
+        if not isinstance(agent.runner, CommandRunner):
+            out = StageOutput(
+                ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
+                output_dir=str(stage_dir(stage.run_folder, stage.stage)))
+            self._finish(stage, out)
+            return out
+        request = StageRequest(
+            item_id=stage.item_id,
+            title=stage.title,
+            process=stage.snapshot.process_name,
+            stage=stage.stage,
+            stage_kind=spec.kind,
+            reviews=spec.reviews,
+            agent=stage.agent,
+            instructions=agent.instructions,
+            command=list(agent.runner.command),
+            env=dict(agent.runner.env),
+            run_folder=stage.run_folder,
+            workspace_root=stage.snapshot.workspace_root,
+            folders=dict(stage.folders),
+            previous=dict(stage.previous),
+            review_comments=list(stage.comments),
+            round=stage.round,
+            attempt=info.attempt,
+        )
+        result = await run_command_stage(
+            request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every)
+        out = StageOutput(
+            ok=result.ok, reason=result.reason, verdict=result.verdict,
+            comments=list(result.comments), output_dir=str(result.output_dir),
+            stdout_path=result.stdout_path, stderr_path=result.stderr_path,
+            exit_code=result.exit_code)
+        self._finish(stage, out)
+        return out
+
+    def _finish(self, stage: StageInput, out: StageOutput) -> None:
+        kind = "stage_finished" if out.ok else "stage_failed"
+        self.record.add_event(
+            stage.item_id, key=f"{stage.stage}:{stage.round}:{kind}", kind=kind,
+            stage=stage.stage, round=stage.round,
+            data={"agent": stage.agent, "reason": out.reason, "verdict": out.verdict,
+                  "comments": out.comments, "output_dir": out.output_dir,
+                  "stdout": out.stdout_path, "stderr": out.stderr_path,
+                  "exit_code": out.exit_code})
+
+    @activity.defn(name=RECORD_ACTIVITY)
+    async def record_state(self, entry: RecordInput) -> None:
+        """Set the item's state in the local record and add the fact ``entry.key`` once."""
+        self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind, stage=entry.stage,
+                              round=entry.round, data=dict(entry.data))
+        self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
+                              reason=entry.reason, agent=entry.agent)
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Return the activity callables to register on a worker."""
+        return [self.check_stage, self.run_stage, self.record_state]

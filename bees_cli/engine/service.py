@@ -1,0 +1,277 @@
+"""What the engine commands do: ``bees run``, ``bees item create`` (and ``--wait``), one call each.
+
+The CLI layer parses and renders; these functions do the work and raise
+:mod:`bees_cli.errors` exceptions. Temporal is imported inside the functions that need it,
+so ``bees --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bees_cli.errors import UserError
+from bees_cli.record.local import ACTIVE_STATUSES, END_STATUSES, ItemRow, LocalRecord
+
+Say = Callable[[str], None]
+
+IDLE_POLL = 0.25
+"""Seconds between looks at the local record while ``bees run`` waits (idle, pending items)."""
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CreatedItem:
+    """A new work item: its ``id``, ``run_folder``, and ``started`` (False: recorded as
+    pending until ``bees run`` starts)."""
+
+    id: str
+    process: str
+    title: str
+    run_folder: Path
+    started: bool
+
+
+def run_folder_root(workspace: object) -> Path:
+    """Return the folder that holds run folders: the directory of the workspace's
+    ``run_folder`` folder when it names one, else this computer's default runs folder.
+
+    Raises:
+        UserError: the named folder is not linked on this computer.
+    """
+    from bees_cli.machine.links import resolve_folder
+    from bees_cli.machine.paths import default_runs_dir
+
+    config = workspace.config  # type: ignore[attr-defined]
+    if not config.run_folder:
+        return default_runs_dir()
+    name = config.run_folder
+    link = resolve_folder(name, workspace.folders.get(name), workspace.root)  # type: ignore[attr-defined]
+    if not link.linked or link.path is None:
+        raise UserError(f"run folder {name}: {link.reason}", hint=f"bees link {name} PATH")
+    return link.path
+
+
+def create_item(workspace_path: Path | None, process: str, *, title: str | None,
+                agents: list[str], folders: list[str], record: LocalRecord,
+                say: Say = _quiet) -> CreatedItem:
+    """Create a work item of ``process``: snapshot, run folder, local record, and its run.
+
+    The run starts now when this computer's engine answers; otherwise the item stays
+    ``pending`` and ``bees run`` starts it.
+
+    Raises:
+        UserError: no workspace, or the run folder is not linked.
+        WorkspaceInvalid: the workspace does not load.
+        NotFound: the process, an agent or a folder is not declared.
+        EngineError: the engine answers but refused the start.
+    """
+    from ulid import ULID
+
+    from bees_cli.agents.snapshot import make_snapshot
+    from bees_cli.engine.models import ItemInput
+    from bees_cli.workspace.loader import load_workspace
+
+    workspace = load_workspace(workspace_path)
+    snapshot = make_snapshot(workspace, process, item_agents=agents, item_folders=folders)
+    item_id = str(ULID())
+    item_title = title or snapshot.process.title or process
+    folder = run_folder_root(workspace) / item_id
+    folder.mkdir(parents=True, exist_ok=False)
+    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
+                     snapshot=snapshot)
+    record.add_item(id=item_id, process=process, title=item_title,
+                    workspace=str(workspace.root), run_folder=str(folder),
+                    input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+    started = _start_if_engine_up(record, item_id, say)
+    return CreatedItem(item_id, process, item_title, folder, started)
+
+
+def _start_if_engine_up(record: LocalRecord, item_id: str, say: Say) -> bool:
+    from bees_cli.engine.server import running_engine
+    from bees_cli.machine.paths import data_dir
+
+    engine = running_engine(data_dir())
+    if engine is None:
+        say("the engine is not running: the item starts when `bees run` starts")
+        return False
+
+    async def start() -> int:
+        from bees_cli.engine.client import connect
+
+        client = await connect(engine.address, timeout=5)
+        return await start_pending(client, record, only=item_id)
+
+    asyncio.run(start())
+    return True
+
+
+async def start_pending(client: object, record: LocalRecord, *, only: str | None = None) -> int:
+    """Start the run of every ``pending`` item of the local record (or only item ``only``).
+
+    Returns:
+        How many runs this call started.
+    """
+    from bees_cli.engine.client import start_item
+    from bees_cli.engine.models import ItemInput, task_queue
+    from bees_cli.machine.identity import load_identity
+
+    queue = task_queue(load_identity().machine_id)
+    started = 0
+    for row in record.items(statuses=frozenset({"pending"})):
+        if only is not None and row.id != only:
+            continue
+        item = ItemInput.model_validate_json(row.input)
+        if await start_item(client, item, queue):  # type: ignore[arg-type]
+            started += 1
+        record.set_state(row.id, status="starting", stage=row.stage,
+                         only_if=frozenset({"pending"}))
+    return started
+
+
+def is_idle(record: LocalRecord) -> bool:
+    """Return True when no item of this computer is pending, starting or running."""
+    return not record.items(statuses=ACTIVE_STATUSES)
+
+
+def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_idle: bool,
+               record: LocalRecord, say: Say = _quiet, heartbeat_every: float = 2.0) -> int:
+    """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
+
+    Starts (or reuses) the embedded dev server, or uses the server at ``address``; runs the
+    worker on ``bees-<machine_id>``; starts pending items, now and whenever new ones appear;
+    stops the server it started on the way out.
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        WorkspaceInvalid: ``workspace_path`` is given and does not load.
+        EngineError: the engine cannot be started or reached.
+    """
+    if workspace_path is not None:
+        from bees_cli.workspace.loader import load_workspace
+
+        load_workspace(workspace_path)
+    return asyncio.run(_run_engine(address, exit_when_idle, record, say, heartbeat_every))
+
+
+async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRecord,
+                      say: Say, heartbeat_every: float) -> int:
+    from bees_cli.engine.client import connect
+    from bees_cli.engine.models import task_queue
+    from bees_cli.engine.server import (
+        EngineServer,
+        ensure_engine,
+        record_external,
+        stop_engine,
+    )
+    from bees_cli.engine.worker import make_worker
+    from bees_cli.machine.identity import load_identity
+    from bees_cli.machine.paths import data_dir
+
+    data = data_dir()
+    if address is None:
+        server = await asyncio.to_thread(ensure_engine, data, say=say)
+        say(f"engine {'started' if server.started else 'reused'} at {server.address}")
+    else:
+        server = EngineServer(address, None, started=False)
+        record_external(data, address)
+    try:
+        client = await connect(server.address)
+        queue = task_queue(load_identity().machine_id)
+        worker = make_worker(client, queue, record, heartbeat_every=heartbeat_every)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        worker_task = asyncio.create_task(worker.run())
+        say(f"worker on task queue {queue}")
+        while not stop.is_set():
+            await start_pending(client, record)
+            if worker_task.done():
+                break
+            if exit_when_idle and is_idle(record):
+                say("no item is running or about to run: stopping")
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), IDLE_POLL)
+            except TimeoutError:
+                pass
+        if not worker_task.done():
+            await worker.shutdown()
+        await worker_task
+    finally:
+        await asyncio.to_thread(stop_engine, data, server)
+    return 0
+
+
+def describe(row: ItemRow) -> str:
+    """Return one line for a stage move: ``ITEM Draft: running (writer)``."""
+    agent = f" ({row.agent})" if row.agent and row.status == "running" else ""
+    return f"{row.id} {row.stage}: {row.status_text}{agent}"
+
+
+def wait_for_item(record: LocalRecord, item_id: str, *, say: Say = _quiet,
+                  poll: float = 0.2, sleep: Callable[[float], None] | None = None) -> int:
+    """Block until item ``item_id`` ends or stops for a person, saying each move.
+
+    Returns:
+        0 when it is done, 1 when it failed or waits for a person.
+    """
+    import time
+
+    pause = sleep or time.sleep
+    last = ""
+    while True:
+        row = record.item(item_id)
+        line = describe(row)
+        if line != last:
+            say(line)
+            last = line
+        if row.status in END_STATUSES:
+            return 0 if row.status == "done" else 1
+        pause(poll)
+
+
+def status_rows() -> list[dict[str, Any]]:
+    """Return every item of this computer for ``bees status``: the record row plus
+    ``since_human`` (``"2m ago"``). Reads only the local record."""
+    from bees_cli.record.local import human_since, open_record
+
+    rows = []
+    for row in open_record().items():
+        data: dict[str, Any] = row.to_json()
+        data["since_human"] = human_since(row.since)
+        rows.append(data)
+    return rows
+
+
+def item_details(item_id: str) -> dict[str, Any]:
+    """Return one item for ``bees item show``: ``item`` (the row), ``history`` (events,
+    oldest first), ``logs`` (each stage's stdout and stderr files), ``engine_log``.
+
+    Raises:
+        NotFound: no such item here.
+    """
+    from bees_cli.machine.paths import data_dir
+    from bees_cli.record.local import human_since, open_record
+
+    record = open_record()
+    row = record.item(item_id)
+    history = [event.to_json() for event in record.events(row.id)]
+    logs: list[str] = []
+    for event in history:
+        for key in ("stdout", "stderr"):
+            path = event.get(key)
+            if isinstance(path, str) and path not in logs:
+                logs.append(path)
+    return {"item": row.to_json(), "since_human": human_since(row.since), "history": history,
+            "logs": logs, "engine_log": str(data_dir() / "temporal.log")}
