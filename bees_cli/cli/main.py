@@ -53,6 +53,7 @@ def _register() -> None:
 # Each module has ``register(app)``; its heavy imports stay inside command bodies.
 COMMAND_MODULES: list[str] = [
     "machine",
+    "engine",
     "workspace",
 ]
 
