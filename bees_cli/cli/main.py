@@ -55,6 +55,8 @@ COMMAND_MODULES: list[str] = [
     "machine",
     "engine",
     "workspace",
+    "cloud",
+    "login",
 ]
 
 

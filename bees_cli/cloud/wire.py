@@ -77,9 +77,7 @@ def check_email(value: str) -> str:
     Raises:
         ValueError: no single ``@``, spaces, slashes or control characters.
     """
-    if not _EMAIL_RE.match(value) or any(
-        unicodedata.category(ch).startswith("C") for ch in value
-    ):
+    if not _EMAIL_RE.match(value) or any(unicodedata.category(ch).startswith("C") for ch in value):
         raise ValueError("not an email address")
     return value.lower()
 

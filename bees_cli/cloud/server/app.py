@@ -162,7 +162,10 @@ def create_app(storage: Storage) -> FastAPI:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise ApiProblem(
-                401, "unauthorized", "no bearer token", hint="sign in with `bees login URL --token T`"
+                401,
+                "unauthorized",
+                "no bearer token",
+                hint="sign in with `bees login URL --token T`",
             )
         who = storage.authenticate(token.strip())
         if who is None:

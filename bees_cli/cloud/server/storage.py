@@ -290,10 +290,12 @@ class Storage:
 
     def _insert(self, table: sa.Table) -> Any:
         if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(table)
+            from sqlalchemy.dialects import postgresql
+
+            return postgresql.insert(table)
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.insert(table)
 
     def _now_us(self) -> int:
         return to_us(self.clock())
@@ -547,9 +549,7 @@ class Storage:
             conn.rollback()
         return [self._owner(row) for row in rows]
 
-    def release_owner(
-        self, who: Principal, item_id: str, release: wire.OwnerRelease
-    ) -> wire.Owner:
+    def release_owner(self, who: Principal, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
         """Release ``item_id`` by its owning machine; return the released owner row.
 
         The row keeps the release time, each piece's restart stage and the

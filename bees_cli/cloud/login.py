@@ -1,0 +1,207 @@
+"""This computer's sign-in to Bees Cloud (``state_dir()/cloud.json``, mode 0600) and status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bees_cli.errors import CloudError, UserError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from bees_cli.cloud.client import CloudClient
+
+
+@dataclass(frozen=True)
+class Login:
+    """A stored sign-in: the server URL and the person's bearer token."""
+
+    url: str
+    token: str
+
+
+def login_path() -> Path:
+    """Return the file holding this computer's sign-in."""
+    from bees_cli.machine.paths import state_dir
+
+    return state_dir() / "cloud.json"
+
+
+def load_login() -> Login | None:
+    """Return the stored sign-in, or None when this computer is not signed in.
+
+    Raises:
+        UserError: the file exists but is not a valid sign-in.
+    """
+    from bees_cli.machine.files import read_json
+
+    path = login_path()
+    try:
+        data = read_json(path, None)
+    except ValueError:
+        raise UserError(f"{path}: not valid JSON", hint="run `bees logout`, then log in") from None
+    if data is None:
+        return None
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), str) for k in ("url", "token")
+    ):
+        raise UserError(f"{path}: not a Bees Cloud sign-in", hint="run `bees logout`")
+    return Login(url=data["url"], token=data["token"])
+
+
+def save_login(login: Login) -> Path:
+    """Store ``login`` atomically with mode 0600; return the file."""
+    from bees_cli.machine.files import write_json_atomic
+
+    path = login_path()
+    write_json_atomic(path, {"url": login.url, "token": login.token}, mode=0o600)
+    return path
+
+
+def clear_login() -> bool:
+    """Forget the sign-in; return False when there was none."""
+    try:
+        login_path().unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def workspace_cloud_url(workspace: Path | None) -> str | None:
+    """Return the ``cloud:`` URL of the workspace (bees.yaml), or None when it names none.
+
+    Uses the workspace loader when it is importable; otherwise reads only the
+    ``cloud`` key of ``bees.yaml``.
+
+    Raises:
+        UserError: no workspace found, or bees.yaml is unreadable.
+    """
+    root = _workspace_root(workspace)
+    from ruamel.yaml import YAML, YAMLError
+
+    path = root / "bees.yaml"
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text("utf-8"))
+    except (OSError, YAMLError) as error:
+        raise UserError(f"{path}: cannot read: {error}") from None
+    url = data.get("cloud") if isinstance(data, dict) else None
+    return url if isinstance(url, str) and url.strip() else None
+
+
+def _workspace_root(workspace: Path | None) -> Path:
+    try:
+        from bees_cli.workspace.loader import find_workspace
+    except ImportError:  # pragma: no cover - the loader ships with the package
+        return (workspace or Path.cwd()).expanduser().resolve()
+    return find_workspace(workspace)
+
+
+def normalise_url(url: str) -> str:
+    """Return ``url`` without a trailing slash.
+
+    Raises:
+        UserError: not an http(s) URL.
+    """
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
+        raise UserError(f"not a Bees Cloud URL: {url!r}", hint="e.g. https://cloud.example.com")
+    return url
+
+
+def login(
+    url: str | None,
+    token: str,
+    *,
+    workspace: Path | None = None,
+    check: bool = True,
+    transport: httpx.BaseTransport | None = None,
+) -> tuple[Login, Any]:
+    """Sign this computer in: check the token against the server, then store it.
+
+    Args:
+        url: server URL; None means the workspace's ``cloud:`` URL.
+        token: the bearer token printed by ``bees cloud person add``.
+        workspace: workspace folder for the default URL.
+        check: ask the server who the token is before storing (default True).
+        transport: httpx transport (tests).
+
+    Returns:
+        The stored login and the server's :class:`~bees_cli.cloud.wire.Me` (None unchecked).
+
+    Raises:
+        UserError: no URL given and the workspace names none; empty token.
+        CloudUnreachable, CloudUnauthorized: the check failed; nothing is stored.
+    """
+    if url is None:
+        url = workspace_cloud_url(workspace)
+        if url is None:
+            raise UserError(
+                "no URL given and the workspace has no `cloud:` URL",
+                hint="pass it: bees login https://cloud.example.com --token T",
+            )
+    token = token.strip()
+    if not token:
+        raise UserError("empty token", hint="pass the token from `bees cloud person add`")
+    stored = Login(url=normalise_url(url), token=token)
+    me = None
+    if check:
+        from bees_cli.cloud.client import CloudClient
+
+        with CloudClient(stored.url, stored.token, transport=transport, retries=1) as client:
+            me = client.me()
+    save_login(stored)
+    return stored, me
+
+
+def client(*, transport: httpx.BaseTransport | None = None, retries: int = 2) -> CloudClient:
+    """Return a :class:`CloudClient` for the stored sign-in.
+
+    Raises:
+        UserError: this computer is not signed in.
+    """
+    from bees_cli.cloud.client import CloudClient
+
+    stored = load_login()
+    if stored is None:
+        raise UserError("not signed in to Bees Cloud", hint="run `bees login URL --token T`")
+    return CloudClient(stored.url, stored.token, transport=transport, retries=retries)
+
+
+def status(*, transport: httpx.BaseTransport | None = None) -> dict[str, Any]:
+    """Return this computer's Bees Cloud status as a JSON-ready dict.
+
+    Keys: ``url``, ``reachable`` (bool), ``person``, ``team``, ``server_time``
+    (ISO, UTC), ``skew_seconds`` (server minus local), ``round_trip_seconds``,
+    ``error`` (``{"code", "message", "hint"}`` when not reachable or refused).
+
+    Raises:
+        UserError: this computer is not signed in.
+    """
+    with client(transport=transport, retries=1) as api:
+        result: dict[str, Any] = {
+            "url": api.base_url,
+            "reachable": False,
+            "person": None,
+            "team": None,
+            "server_time": None,
+            "skew_seconds": None,
+            "round_trip_seconds": None,
+            "error": None,
+        }
+        try:
+            skew = api.skew()
+        except CloudError as error:
+            result["reachable"] = error.code != "cloud_unreachable"
+            result["error"] = error.to_json()
+            return result
+    result.update(
+        reachable=True,
+        person=skew.me.person,
+        team=skew.me.team,
+        server_time=skew.me.server_time.isoformat().replace("+00:00", "Z"),
+        skew_seconds=round(skew.skew_seconds, 3),
+        round_trip_seconds=round(skew.round_trip_seconds, 3),
+    )
+    return result
