@@ -57,6 +57,7 @@ COMMAND_MODULES: list[str] = [
     "workspace",
     "cloud",
     "login",
+    "checkpoint",
 ]
 
 

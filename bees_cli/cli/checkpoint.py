@@ -1,0 +1,85 @@
+"""Commands about checkpoints: ``bees checkpoint verify``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+
+from bees_cli.cli.options import JsonOpt
+
+checkpoint_app = typer.Typer(
+    name="checkpoint",
+    help="Check the checkpoint a run folder carries on a handover.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+
+def progress_printer(stream: TextIO, *, every: float = 0.1) -> Callable[[int, int], None] | None:
+    """Return a ``progress(done, total)`` callback drawing ``hashing D / T MB`` on ``stream``.
+
+    Returns None when ``stream`` is not a terminal, so pipes and logs stay clean. Redraws at
+    most once per ``every`` seconds, and always on the last byte (then ends the line).
+    """
+    if not stream.isatty():
+        return None
+    last = 0.0
+
+    def show(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        finished = done >= total
+        if not finished and now - last < every:
+            return
+        last = now
+        stream.write(f"\rhashing {done / 1e6:.1f} / {total / 1e6:.1f} MB")
+        if finished:
+            stream.write("\n")
+        stream.flush()
+
+    return show
+
+
+def verify(
+    folder: Annotated[Path, typer.Argument(help="The run folder (it holds checkpoint.json).",
+                                           metavar="DIR", show_default=False)],
+    digest: Annotated[
+        str | None,
+        typer.Option("--digest", metavar="SHA256",
+                     help="The checkpoint's expected SHA-256 (as released by its owner)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Verify a run folder's checkpoint and every file it lists; exit 3 when invalid.
+
+    Example: bees checkpoint verify ~/Dropbox/bees/runs/01JH2… --digest 9d82cd…
+    """
+    from bees_cli.cli.output import print_json
+    from bees_cli.handover.checkpoint import verify_checkpoint
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    result = verify_checkpoint(folder, expected_sha256=digest,
+                               progress=progress_printer(sys.stderr))
+    if as_json:
+        print_json(result.to_json())
+        if not result.ok:
+            raise typer.Exit(3)
+        return
+    result.raise_if_invalid()
+    typer.echo(f"valid: {result.files:,} files, {result.total_bytes:,} bytes, "
+               f"checkpoint sha256 {result.sha256}")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the ``checkpoint`` group to the root app."""
+    checkpoint_app.command()(verify)
+    app.add_typer(checkpoint_app, name="checkpoint")
