@@ -1,0 +1,475 @@
+"""The command runner: runs an agent's program for one stage, in the stage's own folder.
+
+Layout inside the run folder ``RUN``::
+
+    RUN/STAGE/                              the stage's folder: working directory, its output
+    RUN/logs/STAGE-rR-aA.stdout|.stderr     what the program printed (round R, attempt A)
+    RUN/logs/STAGE-rR-aA.context.json       the context handed to the program
+    RUN/logs/STAGE.pid                      pid of the running program (removed at the end)
+
+The program learns its work from ``BEES_*`` environment variables and from the JSON
+file named by ``BEES_CONTEXT``. Exit 0 finishes the stage; on a review stage the program
+also writes ``verdict.json`` in its folder. Nothing here imports Temporal: the engine
+calls :func:`run_command_stage` from an activity and passes the activity's heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bees_cli.machine.files import write_atomic
+
+TAIL_LINES = 20
+TAIL_CHARS = 2000
+KILL_GRACE = 3.0
+"""Seconds between SIGTERM and SIGKILL when a stage's process group is stopped."""
+VERDICT_FILE = "verdict.json"
+VERDICTS = ("approve", "changes_requested")
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """Everything the runner needs for one attempt of one stage (JSON-safe).
+
+    Attributes:
+        item_id, title, process: the work item and its process's name.
+        stage, stage_kind, reviews: the stage's name, kind (``work``/``review``) and, on a
+            review stage, the name of the stage under review.
+        agent, instructions: the chosen agent and its instructions.
+        command, env: the agent's runner argv (``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}``
+            not yet expanded) and its extra environment.
+        run_folder, workspace_root: absolute paths.
+        folders: the item's folders, name → linked absolute path.
+        previous: earlier stages' output folders, stage name → absolute path.
+        review_comments: comments of the last review that asked for changes.
+        round, attempt: review round (1 first) and retry attempt (1 first) of this stage.
+    """
+
+    item_id: str
+    title: str
+    process: str
+    stage: str
+    stage_kind: str
+    reviews: str | None
+    agent: str
+    instructions: str
+    command: list[str]
+    env: dict[str, str]
+    run_folder: str
+    workspace_root: str
+    folders: dict[str, str] = field(default_factory=dict)
+    previous: dict[str, str] = field(default_factory=dict)
+    review_comments: list[str] = field(default_factory=list)
+    round: int = 1
+    attempt: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as a JSON-safe dict (field name → value)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StageRequest:
+        """Rebuild from :meth:`to_json` output; unknown keys are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """How one attempt of a stage ended (JSON-safe).
+
+    Attributes:
+        ok: True when the program exited 0 (and, on a review stage, wrote a valid verdict).
+        reason: when not ok, one message: ``"exit 3: LAST STDERR LINES"`` (at most 20 lines
+            and 2,000 characters), ``"cannot start PROGRAM: not found"``, or what is wrong
+            with ``verdict.json``; None when ok.
+        verdict: ``"approve"`` or ``"changes_requested"`` on a review stage, else None.
+        comments: the review's comments (empty when none).
+        output_dir: the stage's folder (working directory of the program).
+        stdout_path, stderr_path, context_path: the log files of this attempt.
+        exit_code: the program's exit status; negative for a signal (as in
+            :mod:`subprocess`); None when it could not start.
+    """
+
+    ok: bool
+    reason: str | None
+    verdict: str | None
+    comments: list[str]
+    output_dir: str
+    stdout_path: str
+    stderr_path: str
+    exit_code: int | None
+    context_path: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the result as a JSON-safe dict (field name → value)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StageResult:
+        """Rebuild from :meth:`to_json` output; unknown keys are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def stage_dir(run_folder: str | Path, stage: str) -> Path:
+    """Return the stage's own folder inside the run folder: ``RUN/STAGE`` (not created)."""
+    return Path(run_folder) / stage
+
+
+def logs_dir(run_folder: str | Path) -> Path:
+    """Return the run's log folder: ``RUN/logs`` (not created)."""
+    return Path(run_folder) / "logs"
+
+
+def pid_file(run_folder: str | Path, stage: str) -> Path:
+    """Return ``RUN/logs/STAGE.pid``, which holds the pid of a running stage program."""
+    return logs_dir(run_folder) / f"{stage}.pid"
+
+
+def env_key(name: str) -> str:
+    """Return ``name`` as an environment variable suffix: upper case, ``-`` → ``_``."""
+    return name.upper().replace("-", "_")
+
+
+def expand_command(command: list[str], workspace_root: str) -> list[str]:
+    """Replace ``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}`` in each argument; other text stays."""
+    return [
+        arg.replace("${BEES_WORKSPACE}", workspace_root).replace("${BEES_PYTHON}", sys.executable)
+        for arg in command
+    ]
+
+
+def context_of(request: StageRequest) -> dict[str, Any]:
+    """Return the context handed to the program in ``BEES_CONTEXT`` (JSON-safe).
+
+    Shape: ``{"item": {"id", "title", "process"}, "stage": {"name", "kind", "reviews"},
+    "agent", "instructions", "folders", "previous", "review_comments", "round",
+    "attempt", "run_folder"}``.
+    """
+    return {
+        "item": {"id": request.item_id, "title": request.title, "process": request.process},
+        "stage": {"name": request.stage, "kind": request.stage_kind, "reviews": request.reviews},
+        "agent": request.agent,
+        "instructions": request.instructions,
+        "folders": dict(request.folders),
+        "previous": dict(request.previous),
+        "review_comments": list(request.review_comments),
+        "round": request.round,
+        "attempt": request.attempt,
+        "run_folder": request.run_folder,
+    }
+
+
+def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
+    """Return the program's environment: this process's, then the agent's ``env``, then
+    the ``BEES_*`` variables (which win, so an agent cannot hide its own context)."""
+    env = dict(os.environ)
+    env.update(request.env)
+    env.update(
+        {
+            "BEES_ITEM_ID": request.item_id,
+            "BEES_ITEM_TITLE": request.title,
+            "BEES_PROCESS": request.process,
+            "BEES_STAGE": request.stage,
+            "BEES_AGENT": request.agent,
+            "BEES_INSTRUCTIONS": request.instructions,
+            "BEES_RUN_FOLDER": request.run_folder,
+            "BEES_WORKSPACE": request.workspace_root,
+            "BEES_CONTEXT": str(context_path),
+            "BEES_REVIEW_COMMENTS": json.dumps(list(request.review_comments), ensure_ascii=False),
+            "BEES_ROUND": str(request.round),
+            "BEES_ATTEMPT": str(request.attempt),
+        }
+    )
+    for name, path in request.folders.items():
+        env[f"BEES_FOLDER_{env_key(name)}"] = path
+    for name, path in request.previous.items():
+        env[f"BEES_PREVIOUS_{env_key(name)}"] = path
+    return env
+
+
+# --- process groups -------------------------------------------------------------------------
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of ``/proc/PID/stat`` after the command name (state first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def _start_token(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), to tell a reused pid."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of group ``pgid`` is alive (zombies do not count, on Linux)."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            fields = _proc_stat(int(entry.name))
+            if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in "ZX":
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _write_pid_file(path: Path, pid: int) -> None:
+    """Write ``PID`` and, where known, ``start=TICKS`` (one per line) to ``path``."""
+    lines = [str(pid)]
+    token = _start_token(pid)
+    if token is not None:
+        lines.append(f"start={token}")
+    write_atomic(path, ("\n".join(lines) + "\n").encode())
+
+
+def kill_leftover(run_folder: str | Path, stage: str) -> bool:
+    """Kill the process group a previous, killed worker left running for ``stage``.
+
+    Reads ``RUN/logs/STAGE.pid``; when a process of that group is still alive (and
+    the group's leader, if alive, is the same process that was started: its start
+    time matches), sends SIGTERM to the group, then SIGKILL after 3 s. The pid file is
+    removed in every case. Blocks up to about 3 s (more only while SIGKILL lands).
+
+    Returns:
+        True when a live group was found and killed.
+    """
+    path = pid_file(run_folder, stage)
+    try:
+        lines = path.read_text().split()
+    except FileNotFoundError:
+        return False
+    try:
+        pgid = int(lines[0])
+        recorded = next((ln[6:] for ln in lines[1:] if ln.startswith("start=")), None)
+        live = _start_token(pgid)
+        alive_leader = live is not None and (_proc_stat(pgid) or ["Z"])[0] not in "ZX"
+        reused = alive_leader and recorded is not None and live != recorded
+        if pgid <= 1 or pgid == os.getpgrp() or reused or not _group_alive(pgid):
+            return False
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + KILL_GRACE
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + KILL_GRACE
+            while _group_alive(pgid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return True
+    except (ValueError, IndexError):
+        return False
+    finally:
+        path.unlink(missing_ok=True)
+
+
+async def _stop_group(pgid: int, waiter: asyncio.Future[int]) -> None:
+    """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s, then reap the leader."""
+    _signal_group(pgid, signal.SIGTERM)
+    try:
+        deadline = time.monotonic() + KILL_GRACE
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    finally:
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(waiter), timeout=KILL_GRACE)
+        with contextlib.suppress(BaseException):
+            # SIGKILL is delivered asynchronously: return once the group is really gone
+            deadline = time.monotonic() + KILL_GRACE
+            while _group_alive(pgid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+def stderr_tail(path: Path, *, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    """Return the last ``lines`` non-empty lines of ``path``, at most ``chars`` characters."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read()
+    except OSError:
+        return ""
+    kept = [ln.rstrip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    text = "\n".join(kept[-lines:])
+    return text if len(text) <= chars else "…" + text[-(chars - 1) :]
+
+
+def read_verdict(folder: Path) -> tuple[str | None, list[str], str | None]:
+    """Read ``verdict.json`` in a review stage's folder.
+
+    Accepted: ``{"verdict": "approve"}`` or ``{"verdict": "changes_requested",
+    "comments": "text" | ["text", …]}`` (comments optional on both).
+
+    Returns:
+        ``(verdict, comments, None)``, or ``(None, [], reason)`` when the file is missing
+        or malformed; the reason names the file.
+    """
+    path = folder / VERDICT_FILE
+    expected = '{"verdict": "approve"} or {"verdict": "changes_requested", "comments": [...]}'
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, [], f"the review wrote no verdict: {path} is missing (expected {expected})"
+    except (OSError, ValueError) as error:
+        return None, [], f"{path} is not valid JSON: {error}"
+    verdict = data.get("verdict") if isinstance(data, dict) else None
+    if verdict not in VERDICTS:
+        reason = f'{path}: "verdict" must be "approve" or "changes_requested" (expected {expected})'
+        return None, [], reason
+    comments = data.get("comments", [])
+    if isinstance(comments, str):
+        comments = [comments] if comments.strip() else []
+    elif not (isinstance(comments, list) and all(isinstance(c, str) for c in comments)):
+        return None, [], f"{path}: \"comments\" must be a text or a list of texts"
+    return verdict, list(comments), None
+
+
+# --- the runner -----------------------------------------------------------------------------
+
+
+async def run_command_stage(
+    request: StageRequest,
+    *,
+    heartbeat: Callable[[], None],
+    heartbeat_every: float = 5.0,
+) -> StageResult:
+    """Run the agent's program for one attempt of a stage and say how it ended.
+
+    The program runs with ``RUN/STAGE/`` as working directory (created; kept between
+    rounds so a writer can revise its work; a stale ``verdict.json`` is removed before a
+    review stage runs), in a new session (its own process group), stdin from
+    ``/dev/null``, stdout and stderr straight into the log files. Its pid is kept in
+    ``RUN/logs/STAGE.pid`` while it runs (a leftover group from a killed worker is killed
+    first, see :func:`kill_leftover`).
+
+    Args:
+        request: the stage to run.
+        heartbeat: called every ``heartbeat_every`` seconds while the program runs (the
+            engine passes Temporal's activity heartbeat).
+        heartbeat_every: seconds between heartbeats.
+
+    Returns:
+        The :class:`StageResult`. A program that cannot start, exits non-zero or writes no
+        valid verdict gives ``ok=False`` with the reason; none of these raise.
+
+    Raises:
+        asyncio.CancelledError: the stage was cancelled; the whole process group was
+            sent SIGTERM, then SIGKILL after 3 s, before this is re-raised. Any exception
+            from ``heartbeat`` likewise stops the group and propagates.
+    """
+    folder = stage_dir(request.run_folder, request.stage)
+    logs = logs_dir(request.run_folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
+    base = f"{request.stage}-r{request.round}-a{request.attempt}"
+    stdout_path = logs / f"{base}.stdout"
+    stderr_path = logs / f"{base}.stderr"
+    context_path = logs / f"{base}.context.json"
+    write_atomic(
+        context_path,
+        (json.dumps(context_of(request), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+    )
+    is_review = request.stage_kind == "review"
+    if is_review:
+        (folder / VERDICT_FILE).unlink(missing_ok=True)
+    await asyncio.to_thread(kill_leftover, request.run_folder, request.stage)
+
+    def result(ok: bool, reason: str | None, exit_code: int | None, verdict: str | None = None,
+               comments: list[str] | None = None) -> StageResult:
+        return StageResult(
+            ok=ok, reason=reason, verdict=verdict, comments=comments or [],
+            output_dir=str(folder), stdout_path=str(stdout_path), stderr_path=str(stderr_path),
+            exit_code=exit_code, context_path=str(context_path),
+        )
+
+    argv = expand_command(list(request.command), request.workspace_root)
+    env = environment_of(request, context_path)
+    if not argv or not argv[0]:
+        stdout_path.write_bytes(b"")
+        stderr_path.write_bytes(b"")
+        return result(False, "the agent's command is empty", None)
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return result(False, f"cannot start {argv[0]}: not found", None)
+        except PermissionError:
+            return result(False, f"cannot start {argv[0]}: not executable (permission denied)",
+                          None)
+        except OSError as error:
+            return result(False, f"cannot start {argv[0]}: {error.strerror or error}", None)
+    pgid = proc.pid
+    pids = pid_file(request.run_folder, request.stage)
+    _write_pid_file(pids, pgid)
+    waiter: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiter}, timeout=heartbeat_every)
+            if done:
+                break
+            heartbeat()
+        code = waiter.result()
+        if _group_alive(pgid):
+            # the program is done; helpers it left in its group go with it
+            _signal_group(pgid, signal.SIGKILL)
+    except BaseException:
+        await _stop_group(pgid, waiter)
+        raise
+    finally:
+        pids.unlink(missing_ok=True)
+
+    if code != 0:
+        tail = stderr_tail(stderr_path)
+        if code < 0:
+            try:
+                head = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                head = f"killed by signal {-code}"
+        else:
+            head = f"exit {code}"
+        return result(False, f"{head}: {tail}" if tail else f"{head} (nothing on stderr)", code)
+    if not is_review:
+        return result(True, None, code)
+    verdict, comments, problem = read_verdict(folder)
+    if problem is not None:
+        return result(False, problem, code)
+    return result(True, None, code, verdict, comments)
