@@ -108,7 +108,7 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
     problems = _unique([stage.name for stage in process.stages], source, ("stages",), "stage")
     stages = process.stages
     by_name = {stage.name: index for index, stage in enumerate(stages)}
-    done_seen: str | None = None
+    done_at = [index for index, stage in enumerate(stages) if stage.kind == "done"]
     for index, stage in enumerate(stages):
         here: tuple[str | int, ...] = ("stages", index)
         for position, agent in enumerate(stage.agents):
@@ -116,23 +116,18 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
         for position, folder in enumerate(stage.reads):
             problems += _ref(loaded, "folders", folder, source, (*here, "reads", position))
         if stage.kind == "done":
-            if done_seen is not None:
-                problems.append(
-                    source.at(
-                        (*here, "kind"),
-                        f"a second 'done' stage (after '{done_seen}'); "
-                        "a process has exactly one, at the end",
-                    )
+            if index != done_at[0]:
+                message = (
+                    f"a second 'done' stage (after '{stages[done_at[0]].name}'); "
+                    "a process has exactly one, at the end"
                 )
-            elif index != len(stages) - 1:
-                problems.append(
-                    source.at(
-                        (*here, "kind"),
-                        f"the 'done' stage must be the last stage; "
-                        f"'{stages[index + 1].name}' comes after it",
-                    )
+                problems.append(source.at((*here, "kind"), message))
+            elif len(done_at) == 1 and index != len(stages) - 1:
+                message = (
+                    "the 'done' stage must be the last stage; "
+                    f"'{stages[index + 1].name}' comes after it"
                 )
-            done_seen = done_seen or stage.name
+                problems.append(source.at((*here, "kind"), message))
             for key in ("agents", "reads"):
                 if getattr(stage, key):
                     problems.append(
@@ -151,7 +146,7 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                     f"'reviews' belongs on a review stage; this stage is '{stage.kind}'",
                 )
             )
-    if done_seen is None:
+    if not done_at:
         problems.append(source.at(("stages",), "no 'done' stage; a process ends with exactly one"))
     elif all(stage.kind == "done" for stage in stages):
         problems.append(source.at(("stages",), "a process needs a work stage before 'done'"))

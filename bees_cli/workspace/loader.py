@@ -175,6 +175,7 @@ def check_folder(root: Path) -> Checked:
             problems += found
             if name_problem is not None:
                 problems.append(name_problem)
+                broken[kind].add(name)
                 continue
             seen[name.casefold()] = name
             if instance is None:

@@ -26,6 +26,7 @@ PATTERN_MESSAGES: dict[str, str] = {
 }
 """Message for each pattern of the models (``{value}`` is the offending value)."""
 
+_RUNNER_KEYS = ("command", "env", "model")
 _QUOTED = re.compile(r"'([^']*)'")
 
 
@@ -39,15 +40,31 @@ def validate(model: type[models.Strict], document: Document, rel: str) -> tuple[
     try:
         return model.model_validate(document.data), []
     except ValidationError as error:
-        problems = [
-            _problem(model, document, rel, item) for item in error.errors(include_url=False)
-        ]
+        errors = _drop_implied_missing(model, error.errors(include_url=False))
+        problems = [_problem(model, document, rel, item) for item in errors]
         return None, sorted(set(problems))
+
+
+def _drop_implied_missing(model: type[BaseModel], errors: list[Any]) -> list[Any]:
+    """Leave out "missing 'process'" when the same mapping has "unknown key 'procss'"."""
+    meant: set[tuple[Any, ...]] = set()
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            loc = tuple(error["loc"])
+            allowed = _fields_at(model, _strip(loc[:-1]))
+            guess = did_you_mean(str(loc[-1]), allowed)
+            if guess:
+                meant.add((*loc[:-1], guess.split("'")[1]))
+    return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in meant)]
+
+
+def _strip(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+    return tuple(part for part in loc if part not in models.RUNNER_TAGS)
 
 
 def _problem(model: type[BaseModel], document: Document, rel: str, error: Any) -> Problem:
     kind: str = error["type"]
-    loc = tuple(part for part in error["loc"] if part not in models.RUNNER_TAGS)
+    loc = _strip(tuple(error["loc"]))
     on_key = bool(loc) and loc[-1] == "[key]"
     if on_key:
         loc = loc[:-1]
@@ -59,6 +76,13 @@ def _problem(model: type[BaseModel], document: Document, rel: str, error: Any) -
         line, column = positions.key(path)
     else:
         line, column = positions.value(path)
+    if kind == "runner_kind" and isinstance(error.get("input"), dict):
+        for key in error["input"]:
+            guess = did_you_mean(str(key), _RUNNER_KEYS)
+            if guess and key not in _RUNNER_KEYS:
+                line, column = positions.key((*path, key))
+                message = f"unknown key '{key}'{guess}"
+                return Problem(rel, line, column, field_path((*path, key)), message)
     message = _message(model, kind, path, error, on_key)
     return Problem(rel, line, column, field_path(path), message)
 

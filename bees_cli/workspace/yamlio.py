@@ -164,6 +164,8 @@ def _parse(text: str, rel: str) -> Any:
             return Problem(
                 rel, line, column, "", "more than one YAML document; a file holds one object"
             )
+        if error.context and error.context_mark is not None and error.problem:
+            problem += f" ({error.context} from line {error.context_mark.line + 1})"
         return Problem(rel, line, column, "", f"invalid YAML: {problem}")
     except YAMLError as error:
         return Problem(rel, 1, 1, "", f"invalid YAML: {error}")
