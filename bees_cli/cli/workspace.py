@@ -15,7 +15,9 @@ DirArg = Annotated[
 ]
 
 
-def validate(directory: DirArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+def validate(
+    directory: DirArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False
+) -> None:
     """Check every file of the workspace; print each problem as FILE:LINE:COL  field  message.
 
     Exit 0 when the workspace is valid, 2 when it has problems.

@@ -87,7 +87,8 @@ def test_oversized_file(tmp_path: Path, bees: BeesRunner) -> None:
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         f"folders/notes.yaml:1:1  file is too big: {size} bytes (the limit is 1 MiB)",
-        "processes/report.yaml:5:5  stages[0].agnets  unknown key 'agnets' — did you mean 'agents'?",
+        "processes/report.yaml:5:5  stages[0].agnets  "
+        "unknown key 'agnets' — did you mean 'agents'?",
         _error_line(2),
         HINT,
     ]
