@@ -226,7 +226,9 @@ def _disk_name(name: str) -> str:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 1_000_000:g} MB ({n:,} bytes)"
+    if n and n % 1_000_000 == 0:
+        return f"{n // 1_000_000:,} MB ({n:,} bytes)"
+    return f"{n:,} bytes"
 
 
 def _plural(n: int, noun: str) -> str:
