@@ -129,8 +129,11 @@ def create(folder: Path) -> list[Path]:
             f"{folder / 'bees.yaml'} already exists; nothing was written",
             hint="choose an empty folder, or edit the existing workspace",
         )
-    taken = [rel for rel in [*files, *(f"schemas/{n}" for n in schemas.SCHEMA_FILES)]
-             if (folder / rel).exists()]
+    taken = [
+        rel
+        for rel in [*files, *(f"schemas/{n}" for n in schemas.SCHEMA_FILES)]
+        if (folder / rel).exists()
+    ]
     if taken:
         raise UserError(
             f"{folder} already holds {', '.join(taken)}; nothing was written",

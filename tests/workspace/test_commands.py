@@ -1,0 +1,154 @@
+"""``bees validate``, ``bees init`` and ``bees schemas write`` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from bees_cli.workspace.schemas import generate
+from tests.conftest import EXAMPLE, BeesRunner
+from tests.workspace.corpus_cases import BASE
+
+EXAMPLE_SUMMARY = "ok: 1 process, 2 agents, 1 schedule, 1 folder, 0 add-ons\n"
+
+
+def test_validate_example(bees: BeesRunner) -> None:
+    result = bees("validate", str(EXAMPLE))
+    assert (result.returncode, result.stdout, result.stderr) == (0, EXAMPLE_SUMMARY, "")
+
+
+def test_validate_example_json(bees: BeesRunner) -> None:
+    result = bees("validate", "--json", "-w", str(EXAMPLE))
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == {
+        "ok": True,
+        "workspace": str(EXAMPLE),
+        "name": "weekly-report-example",
+        "counts": {"processes": 1, "agents": 2, "schedules": 1, "folders": 1, "addons": 0},
+        "warnings": [],
+    }
+
+
+def test_validate_finds_workspace_from_a_subfolder(bees: BeesRunner) -> None:
+    result = bees("validate", cwd=EXAMPLE / "notes")
+    assert (result.returncode, result.stdout) == (0, EXAMPLE_SUMMARY)
+
+
+def test_validate_without_workspace(bees: BeesRunner, tmp_path: Path) -> None:
+    result = bees("validate", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "error: no workspace: neither this folder nor a parent holds bees.yaml\n"
+        "hint: pass the workspace folder with -w, or create one with `bees init DIR`\n"
+    )
+
+
+def test_bees_yml_instead_of_yaml(bees: BeesRunner, tmp_path: Path) -> None:
+    (tmp_path / "bees.yml").write_text("name: x\n")
+    result = bees("validate", str(tmp_path))
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"error: {tmp_path}: no bees.yaml here\nhint: rename bees.yml to bees.yaml\n"
+    )
+
+
+def test_stray_files_warn_but_validate(bees: BeesRunner, tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    shutil.copytree(BASE, root)
+    (root / "agents" / "README.md").write_text("notes\n")
+    (root / "agents" / ".gitkeep").write_text("")
+    (root / "agents" / "old").mkdir()
+    (root / "Addon").mkdir()
+    (root / "scripts").mkdir()
+    result = bees("validate", str(root))
+    assert result.returncode == 0
+    assert result.stdout == "ok: 1 process, 2 agents, 1 schedule, 2 folders, 1 add-on\n"
+    assert result.stderr == (
+        "Addon/:1:1  warning: folder not read — did you mean 'addons'?\n"
+        "agents/README.md:1:1  warning: file not read: a kind folder holds only NAME.yaml files\n"
+        "agents/old:1:1  warning: folder not read: a kind folder holds only NAME.yaml files\n"
+    )
+    as_json = json.loads(bees("validate", "--json", str(root)).stdout)
+    assert [w["file"] for w in as_json["warnings"]] == ["Addon/", "agents/README.md", "agents/old"]
+
+
+def test_warnings_are_listed_with_errors(bees: BeesRunner, tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    shutil.copytree(BASE, root)
+    (root / "agents" / "notes.txt").write_text("x\n")
+    (root / "bees.yml").write_text("name: x\n")
+    result = bees("validate", str(root))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "agents/notes.txt:1:1  warning: file not read: a kind folder holds only NAME.yaml files",
+        "bees.yml:1:1  Bees reads only bees.yaml; merge this file into it and delete it",
+        "error: the workspace has 2 problems",
+        "hint: fix the lines above, then run `bees validate`",
+    ]
+
+
+def test_init_then_validate(bees: BeesRunner, tmp_path: Path) -> None:
+    target = tmp_path / "My Team"
+    created = bees("init", str(target))
+    assert created.returncode == 0
+    assert (
+        created.stderr
+        == f"created a workspace in {target} (13 files)\nnext: bees validate {target}\n"
+    )
+    result = bees("validate", str(target))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "ok: 1 process, 2 agents, 1 schedule, 1 folder, 0 add-ons\n",
+        "",
+    )
+    assert (target / "bees.yaml").read_text().splitlines()[:3] == [
+        "# yaml-language-server: $schema=schemas/workspace.json",
+        "# The workspace: one YAML file per object; an object's name is its file name.",
+        "name: My-Team",
+    ]
+    for path in sorted(target.rglob("*.yaml")):
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# yaml-language-server: $schema=")
+        schema = (path.parent / first.split("=", 1)[1]).resolve()
+        assert schema.is_file(), path
+    assert {p.name: p.read_text() for p in (target / "schemas").iterdir()} == generate()
+
+
+def test_init_refuses_existing_workspace(bees: BeesRunner, tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "bees.yaml").write_text("name: mine\n")
+    result = bees("init", str(root))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"error: {root / 'bees.yaml'} already exists; nothing was written\n"
+        "hint: choose an empty folder, or edit the existing workspace\n"
+    )
+    assert (root / "bees.yaml").read_text() == "name: mine\n"
+    assert sorted(p.name for p in root.iterdir()) == ["bees.yaml"]
+
+
+def test_init_refuses_to_overwrite_any_starter_file(bees: BeesRunner, tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "writer.yaml").write_text("mine\n")
+    result = bees("init", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        f"error: {tmp_path} already holds agents/writer.yaml; nothing was written"
+    )
+    assert (tmp_path / "agents" / "writer.yaml").read_text() == "mine\n"
+
+
+def test_init_in_current_folder(bees: BeesRunner, tmp_path: Path) -> None:
+    assert bees("init", cwd=tmp_path).returncode == 0
+    assert bees("validate", cwd=tmp_path).returncode == 0
+
+
+def test_schemas_write(bees: BeesRunner, tmp_path: Path) -> None:
+    result = bees("schemas", "write", str(tmp_path / "out"))
+    assert result.returncode == 0
+    names = ["workspace", "process", "agent", "schedule", "folder", "addon"]
+    assert result.stdout.splitlines() == [str(tmp_path / "out" / f"{n}.json") for n in names]
+    assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == generate()
