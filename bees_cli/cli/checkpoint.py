@@ -29,7 +29,7 @@ def progress_printer(stream: TextIO, *, every: float = 0.1) -> Callable[[int, in
     """
     if not stream.isatty():
         return None
-    last = 0.0
+    last = float("-inf")
 
     def show(done: int, total: int) -> None:
         nonlocal last

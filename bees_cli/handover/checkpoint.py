@@ -851,7 +851,10 @@ def verify_checkpoint(
             break
 
     # What is on disk but not listed.
-    listed = {e[0] for e in entries}
+    listed = {e[0] for e in entries}  # plus paths of malformed entries, already reported
+    if isinstance(doc.get("files"), list):
+        listed.update(e["path"] for e in doc["files"]
+                      if isinstance(e, dict) and isinstance(e.get("path"), str))
     scan = _scan(folder)
     extras: list[Problem] = []
     for rel, reason in scan.unreadable:

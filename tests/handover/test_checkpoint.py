@@ -1,4 +1,4 @@
-"""The checkpoint library: what write_checkpoint writes, and each problem verify_checkpoint names."""
+"""The checkpoint library: what write_checkpoint writes, each problem verify_checkpoint names."""
 
 from __future__ import annotations
 
@@ -116,8 +116,9 @@ def test_write_lists_every_file_in_canonical_json(tmp_path: Path) -> None:
         f'"machine_id":"{"m" * 32}","process_digest":"sha256:abc",'
         '"restart_stages":{"main":"Draft"},"time":"2026-01-05T09:30:00.000000Z",'
         '"workspace":"maya"}\n'
-    ).encode("utf-8")
+    ).encode()
     assert data == expected
+    assert canonical_json(json.loads(data)) == data
     assert info == CheckpointInfo(path=folder / "checkpoint.json", sha256=sha(expected), files=3,
                                   total_bytes=43)
 
@@ -242,10 +243,11 @@ def test_cp_r_with_other_mtimes_and_modes_verifies(run: Path, tmp_path: Path) ->
             path.chmod(0o600)
     assert verify_checkpoint(copy).ok is True
     (copy / "logs" / "stage.log").write_bytes(b"started Draft!")  # one byte changed, same size
-    assert found(verify_checkpoint(copy)) == [(
-        "content_changed", "logs/stage.log",
-        f"content changed (sha256 {sha(b'started Draft!')} expected {sha(FILES['logs/stage.log'])})",
-    )]
+    before, after = sha(FILES["logs/stage.log"]), sha(b"started Draft!")
+    assert found(verify_checkpoint(copy)) == [
+        ("content_changed", "logs/stage.log",
+         f"content changed (sha256 {after} expected {before})"),
+    ]
 
 
 def test_progress_reports_bytes_done_and_total(run: Path) -> None:
@@ -465,3 +467,133 @@ def test_past_the_total_the_rest_is_not_hashed(run: Path) -> None:
          "brings the files past the limit of 30 bytes in all; 1 file after it not hashed"),
     ]
     assert verification.total_bytes == 38
+
+
+# ------------------------------------------------------------------------------ the checkpoint
+
+
+def test_expected_sha256_mismatch(run: Path) -> None:
+    actual = sha((run / "checkpoint.json").read_bytes())
+    verification = verify_checkpoint(run, expected_sha256="ab" * 32)
+    assert found(verification) == [
+        ("checkpoint_digest", "checkpoint.json",
+         f"sha256 {actual} does not match the expected {'ab' * 32}"),
+    ]
+    assert verification.sha256 == actual
+    with pytest.raises(UserError) as caught:
+        verify_checkpoint(run, expected_sha256="abc")
+    assert caught.value.message == "not a SHA-256 digest (64 hex digits): 'abc'"
+
+
+def test_a_reformatted_checkpoint_fails_the_expected_digest(run: Path) -> None:
+    released = sha((run / "checkpoint.json").read_bytes())
+    rewrite(run, lambda doc: None)  # same content, other bytes
+    assert [p.code for p in verify_checkpoint(run, expected_sha256=released).problems] == [
+        "checkpoint_digest"]
+    assert verify_checkpoint(run).ok is True
+
+
+def test_unknown_format(run: Path) -> None:
+    for value, shown in [(2, "2"), ("1", '"1"'), (True, "true"), (None, "null")]:
+        rewrite(run, lambda doc, value=value: doc.update(format=value))
+        verification = verify_checkpoint(run)
+        assert found(verification) == [
+            ("checkpoint_format", "checkpoint.json",
+             f"unknown checkpoint format {shown} (this Bees reads format 1)"),
+        ]
+        assert verification.files == 0
+
+
+def test_malformed_checkpoints(run: Path) -> None:
+    path = run / "checkpoint.json"
+    cases = [
+        (b"{not json", "Expecting property name enclosed in double quotes at line 1 column 2"),
+        (b'{"format": 1}\n{}', "Extra data at line 2 column 1"),
+        (b'{"format": 1, "format": 1}', "duplicate key 'format'"),
+        (b'{"format": NaN}', "NaN is not allowed"),
+        (b'{"format": 1, "item": "\xff"}', "not UTF-8 at byte 23"),
+        (b"[" * 100_000, "nested too deeply"),
+    ]
+    for data, detail in cases:
+        path.write_bytes(data)
+        verification = verify_checkpoint(run)
+        assert found(verification) == [
+            ("checkpoint_malformed", "checkpoint.json", f"not valid JSON: {detail}"),
+        ]
+        assert (verification.checkpoint, verification.sha256) == (None, sha(data))
+    path.write_bytes(b"[1]")
+    assert found(verify_checkpoint(run)) == [
+        ("checkpoint_schema", "checkpoint.json", "must be a JSON object"),
+    ]
+
+
+def test_schema_problems_name_the_field(run: Path) -> None:
+    def damage(doc: dict[str, Any]) -> None:
+        del doc["machine_id"]
+        doc["extra"] = 1
+        doc["item"] = ""
+        doc["restart_stages"] = {}
+        doc["time"] = "2026-01-05 09:30"
+        doc["journal"] = [1]
+        doc["files"][0]["size"] = -1
+        doc["files"][1]["sha256"] = "XYZ"
+        doc["files"][2] = {"path": 3, "size": 5, "sha256": "0" * 64}
+        doc["files"].append({"path": "x"})
+        doc["files"].append("x")
+
+    rewrite(run, damage)
+    assert found(verify_checkpoint(run)) == [
+        ("checkpoint_schema", "checkpoint.json", message) for message in [
+            "missing field 'machine_id'",
+            "unknown field 'extra'",
+            "'item' must be a non-empty string",
+            "'restart_stages' must map each piece to a stage name",
+            "'time' must be a UTC time like 2026-01-05T09:30:00Z",
+            "'journal' must be a list of objects",
+            "files[0].size must be a whole number of bytes, 0 or more",
+            "files[1].sha256 must be 64 lowercase hex digits",
+            "files[2].path must be a string",
+            "files[3] must have exactly 'path', 'size' and 'sha256'",
+            "files[4] must be an object",
+        ]
+    ] + [
+        ("extra_file", CAFE, "extra file not in the checkpoint"),
+    ]
+
+
+def test_missing_huge_symlinked_or_folder_checkpoint(run: Path, tmp_path: Path) -> None:
+    path = run / "checkpoint.json"
+    kept = tmp_path / "kept.json"
+    path.rename(kept)
+    assert found(verify_checkpoint(run)) == [
+        ("checkpoint_missing", "checkpoint.json", "no checkpoint in this folder")]
+    path.symlink_to(kept)
+    assert found(verify_checkpoint(run)) == [
+        ("checkpoint_not_regular", "checkpoint.json", "is a symlink")]
+    path.unlink()
+    path.mkdir()
+    assert found(verify_checkpoint(run)) == [
+        ("checkpoint_not_regular", "checkpoint.json", "is not a regular file")]
+    path.rmdir()
+    sparse(path, MAX_CHECKPOINT_BYTES + 1)
+    verification = verify_checkpoint(run)
+    assert found(verification) == [
+        ("checkpoint_too_large", "checkpoint.json",
+         "is larger than the limit of 16,777,216 bytes (16 MiB)")]
+    assert (verification.ok, verification.sha256) == (False, None)
+
+
+def test_folder_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(NotFound) as caught:
+        verify_checkpoint(tmp_path / "nowhere")
+    assert caught.value.message == f"not a folder: {tmp_path / 'nowhere'}"
+    assert caught.value.exit_code == 2
+
+
+def test_display_path_quotes_unusual_names() -> None:
+    assert display_path("notes/caf\u00e9 menu.md") == "notes/caf\u00e9 menu.md"
+    assert display_path("") == '""'
+    assert display_path(" lead.md") == '" lead.md"'
+    assert display_path("a\nb\t\x00\"\\\udcff.md") == '"a\\nb\\t\\u0000\\"\\\\\\udcff.md"'
+    assert Problem("extra_file", "x\n", "m").format() == '"x\\n": m'
+    assert Problem("too_many_files", None, "m").format() == "m"
