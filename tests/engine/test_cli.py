@@ -1,0 +1,137 @@
+"""End to end through the ``bees`` command: the README flow, ``--wait``, SIGTERM, and kill -9
+of ``bees run`` mid-stage followed by a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bees_cli.engine.server import pid_alive
+from tests.conftest import EXAMPLE, BeesRunner
+from tests.engine.conftest import Space
+
+WORK_REVIEW = """\
+stages:
+  - name: Draft
+    kind: work
+    agents: [writer]
+  - name: Review
+    kind: review
+    reviews: Draft
+    agents: [reviewer]
+  - name: Done
+    kind: done
+"""
+
+
+def start_bees(home: Path, *args: str) -> subprocess.Popen[str]:
+    """Start ``python -m bees_cli ARGS`` in the background on computer ``home``."""
+    env = dict(os.environ, BEES_HOME=str(home))
+    return subprocess.Popen([sys.executable, "-m", "bees_cli", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for(check, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``check()`` until it is true (fails after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def engine_json(home: Path) -> dict[str, object] | None:
+    path = home / "data" / "engine.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path) -> None:
+    created = bees("item", "create", "weekly-report", "-w", str(EXAMPLE))
+    assert created.returncode == 0, created.stderr
+    item_id = created.stdout.strip()
+    assert len(item_id) == 26
+    assert "the engine is not running" in created.stderr
+    pending = json.loads(bees("status", "--json").stdout)
+    assert [(r["id"], r["status_text"]) for r in pending] == [
+        (item_id, "waiting: the engine is not running (bees run)")]
+
+    ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
+
+    rows = json.loads(bees("status", "--json").stdout)
+    assert [(r["id"], r["process"], r["stage"], r["status"]) for r in rows] == [
+        (item_id, "weekly-report", "Done", "done")]
+    shown = json.loads(bees("item", "show", item_id[:10], "--json").stdout)
+    picks = [(e["stage"], e["pick"]["agent"], e["pick"]["reason"])
+             for e in shown["history"] if e["kind"] == "pick"]
+    assert picks == [("Draft", "writer", "stage agents of weekly-report.Draft"),
+                     ("Review", "reviewer", "stage agents of weekly-report.Review")]
+    report = Path(shown["item"]["run_folder"]) / "Draft" / "report.md"
+    assert report.read_text().startswith("# Weekly report\n\n## Summary\n\n2 people sent notes")
+    text = bees("item", "show", item_id)
+    assert "picked writer: stage agents of weekly-report.Draft" in text.stdout
+    table = bees("status")
+    assert table.returncode == 0 and f"{item_id}  weekly-report" in table.stdout
+
+
+def test_wait_reports_moves_and_sigterm_stops_the_engine(
+        bees: BeesRunner, bees_home: Path, space: Space) -> None:
+    space.agent("writer")
+    space.agent("reviewer", env={"VERDICTS": "changes_requested"})
+    space.write("processes/p.yaml", WORK_REVIEW)
+    runner = start_bees(bees_home, "run", "-w", str(space.root))
+    try:
+        wait_for(lambda: engine_json(bees_home) is not None)
+        server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
+        created = bees("item", "create", "p", "--title", "Week 2", "--wait",
+                       "-w", str(space.root))
+        assert created.returncode == 0, created.stderr
+        item_id = created.stdout.strip()
+        moves = [ln.split(" ", 1)[1] for ln in created.stderr.splitlines()
+                 if ln.startswith(item_id)]
+        assert moves[-1] == "Done: done"
+        assert "Review: running (reviewer)" in moves
+        assert space.lines() == ["Draft writer 1 1 []", "Review reviewer 1 1 []",
+                                 'Draft writer 2 1 ["fix round 1"]', "Review reviewer 2 1 []"]
+    finally:
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 0, err
+    assert engine_json(bees_home) is None
+    wait_for(lambda: not pid_alive(server_pid), timeout=15)
+
+
+def test_kill_9_mid_stage_restarts_the_stage_and_finishes_once(
+        bees: BeesRunner, bees_home: Path, space: Space) -> None:
+    space.agent("writer", env={"SLEEP_FIRST": "60"})
+    space.agent("reviewer")
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    first = start_bees(bees_home, "run", "--exit-when-idle")
+    server_pid = None
+    try:
+        wait_for(lambda: space.lines() == ["Draft writer 1 1 []"])
+        server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
+        first.kill()
+        first.wait(timeout=10)
+        second = bees("run", "--exit-when-idle", timeout=120)
+        assert second.returncode == 0, second.stderr
+        # the engine outlived the killed run and was reused, so the second run keeps it up
+        assert "engine reused" in second.stderr
+    finally:
+        if server_pid is not None and pid_alive(server_pid):
+            os.kill(server_pid, signal.SIGTERM)
+    log = space.log.read_text().splitlines()
+    assert log == ["Draft writer 1 1 []", "Draft writer 1 2 []", "end Draft 2",
+                   "Review reviewer 1 1 []", "end Review 1"]
+    shown = json.loads(bees("item", "show", item_id, "--json").stdout)
+    kinds = [e["kind"] for e in shown["history"]]
+    assert kinds.count("done") == 1
+    assert [(e["stage"], e["attempt"]) for e in shown["history"]
+            if e["kind"] == "stage_started"] == [("Draft", 1), ("Draft", 2), ("Review", 1)]
+    assert shown["item"]["status"] == "done"
