@@ -20,7 +20,9 @@ def validate(
 ) -> None:
     """Check every file of the workspace; print each problem as FILE:LINE:COL  field  message.
 
-    Exit 0 when the workspace is valid, 2 when it has problems.
+    Exit 0 when the workspace is valid, 2 when it has problems. A .yml file (or bees.yml)
+    is an error: Bees reads only .yaml. Other files inside a kind folder, and root folders
+    such as agent/ that look like a misspelt kind, are warnings.
 
     Example: bees validate examples/weekly-report
     """

@@ -11,6 +11,13 @@ from bees_cli.workspace.models import Agent, Process, Schedule, WorkspaceConfig
 from bees_cli.workspace.problems import Problem, field_path
 from bees_cli.workspace.yamlio import Document
 
+RESERVED_NAMES = frozenset(
+    {"con", "prn", "aux", "nul"}
+    | {f"com{i}" for i in range(1, 10)}
+    | {f"lpt{i}" for i in range(1, 10)}
+)
+"""Names Windows refuses as file names (any case); object and stage names become file names."""
+
 LABELS = {
     "processes": "process",
     "agents": "agent",
@@ -111,6 +118,9 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
     done_at = [index for index, stage in enumerate(stages) if stage.kind == "done"]
     for index, stage in enumerate(stages):
         here: tuple[str | int, ...] = ("stages", index)
+        if stage.name.casefold() in RESERVED_NAMES:
+            message = f"'{stage.name}' is a reserved file name on Windows; choose another name"
+            problems.append(source.at((*here, "name"), message))
         for position, agent in enumerate(stage.agents):
             problems += _ref(loaded, "agents", agent, source, (*here, "agents", position))
         for position, folder in enumerate(stage.reads):

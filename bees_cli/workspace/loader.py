@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.errors import UserError, WorkspaceInvalid
-from bees_cli.workspace.checks import Loaded, Source, cross_check
+from bees_cli.workspace.checks import RESERVED_NAMES, Loaded, Source, cross_check
 from bees_cli.workspace.models import (
     KINDS,
     NAME_RE,
@@ -31,18 +31,6 @@ from bees_cli.workspace.models import (
 from bees_cli.workspace.problems import Problem
 from bees_cli.workspace.validation import validate
 from bees_cli.workspace.yamlio import read_document
-
-RESERVED_NAMES = frozenset(
-    {
-        "con",
-        "prn",
-        "aux",
-        "nul",
-        *(f"com{i}" for i in range(1, 10)),
-        *(f"lpt{i}" for i in range(1, 10)),
-    }
-)
-"""Names Windows refuses as file names (any case)."""
 
 
 @dataclass(frozen=True)
@@ -102,9 +90,7 @@ def load_workspace(start: Path | None = None) -> Workspace:
     problems = check_folder(root)
     errors = [p for p in problems.problems if p.severity == "error"]
     if errors or problems.loaded.config is None:
-        raise WorkspaceInvalid(
-            problems.problems, hint="fix the lines above, then run `bees validate`"
-        )
+        raise _invalid(problems.problems, len(errors))
     objects = problems.loaded.objects
     return Workspace(
         root=root,
@@ -116,6 +102,18 @@ def load_workspace(start: Path | None = None) -> Workspace:
         addons=objects["addons"],
         warnings=tuple(problems.problems),
     )
+
+
+def _invalid(problems: list[Problem], error_count: int) -> WorkspaceInvalid:
+    """The exception for ``problems``, its message counting errors and warnings apart."""
+    invalid = WorkspaceInvalid(problems, hint="fix the lines above, then run `bees validate`")
+    warning_count = len(problems) - error_count
+    message = f"the workspace has {error_count} problem{'' if error_count == 1 else 's'}"
+    if warning_count:
+        message += f" and {warning_count} warning{'' if warning_count == 1 else 's'}"
+    invalid.message = message
+    invalid.args = (message,)
+    return invalid
 
 
 @dataclass
