@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -21,29 +20,48 @@ checkpoint_app = typer.Typer(
 )
 
 
-def progress_printer(stream: TextIO, *, every: float = 0.1) -> Callable[[int, int], None] | None:
-    """Return a ``progress(done, total)`` callback drawing ``hashing D / T MB`` on ``stream``.
+class ProgressLine:
+    """A ``progress(done, total)`` callback drawing ``hashing D / T MB`` on one terminal line.
 
-    Returns None when ``stream`` is not a terminal, so pipes and logs stay clean. Redraws at
-    most once per ``every`` seconds, and always on the last byte (then ends the line).
+    Redraws at most once per ``every`` seconds, and always on the last byte (then ends the
+    line). Call :meth:`close` when hashing stopped early, so the next output starts a line.
+    """
+
+    def __init__(self, stream: TextIO, *, every: float = 0.1) -> None:
+        self.stream = stream
+        self.every = every
+        self.last = float("-inf")
+        self.open = False
+
+    def __call__(self, done: int, total: int) -> None:
+        """Draw ``done`` of ``total`` bytes (at most once per ``every`` seconds)."""
+        now = time.monotonic()
+        finished = done >= total
+        if not finished and now - self.last < self.every:
+            return
+        self.last = now
+        self.stream.write(f"\rhashing {done / 1e6:.1f} / {total / 1e6:.1f} MB")
+        self.open = not finished
+        if finished:
+            self.stream.write("\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the progress line if one is still open."""
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
+
+
+def progress_printer(stream: TextIO, *, every: float = 0.1) -> ProgressLine | None:
+    """Return a :class:`ProgressLine` on ``stream``, or None when it is not a terminal.
+
+    Why: progress is for people; pipes and logs stay clean.
     """
     if not stream.isatty():
         return None
-    last = float("-inf")
-
-    def show(done: int, total: int) -> None:
-        nonlocal last
-        now = time.monotonic()
-        finished = done >= total
-        if not finished and now - last < every:
-            return
-        last = now
-        stream.write(f"\rhashing {done / 1e6:.1f} / {total / 1e6:.1f} MB")
-        if finished:
-            stream.write("\n")
-        stream.flush()
-
-    return show
+    return ProgressLine(stream, every=every)
 
 
 def verify(
@@ -67,8 +85,12 @@ def verify(
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    result = verify_checkpoint(folder, expected_sha256=digest,
-                               progress=progress_printer(sys.stderr))
+    progress = progress_printer(sys.stderr)
+    try:
+        result = verify_checkpoint(folder, expected_sha256=digest, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if as_json:
         print_json(result.to_json())
         if not result.ok:

@@ -129,4 +129,11 @@ def test_progress_prints_only_on_a_terminal() -> None:
     show(1_000_000, 250_000_000)
     show(2_000_000, 250_000_000)  # within the redraw interval: skipped
     show(250_000_000, 250_000_000)
+    show.close()  # nothing left open
     assert screen.getvalue() == "\rhashing 1.0 / 250.0 MB\rhashing 250.0 / 250.0 MB\n"
+    stopped = Terminal()
+    show = progress_printer(stopped)
+    assert show is not None
+    show(5_000_000, 250_000_000)
+    show.close()  # hashing stopped early: the line still ends
+    assert stopped.getvalue() == "\rhashing 5.0 / 250.0 MB\n"
