@@ -46,14 +46,16 @@ def make(
     return Schedule.model_validate(data)
 
 
-def z(*args: int) -> datetime:
+def z(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
     """An aware UTC datetime."""
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-def local(*args: int) -> datetime:
+def local(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
     """A naive wall-clock datetime."""
-    return datetime(*args)  # type: ignore[misc]
+    return datetime(year, month, day, hour, minute, second)
 
 
 def rows(fires: list[Fire]) -> list[tuple[str, str, str]]:
