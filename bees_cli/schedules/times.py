@@ -151,7 +151,8 @@ def fire_for(schedule: Schedule, schedule_id: str, scheduled_utc: datetime) -> F
             Temporal's scheduled start time), not the time it actually started.
 
     Returns:
-        The fire; its ``utc`` is the schedule's instant (floored to the minute).
+        The fire. Its ``utc`` is ``scheduled_utc`` floored to the minute (for a second
+        occurrence, that second instant; ``local`` and ``key`` are those of the first).
 
     Raises:
         ValueError: ``scheduled_utc`` is naive.
