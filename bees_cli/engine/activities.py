@@ -6,6 +6,7 @@ record), takes one input model and has a stable ``name=``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,13 @@ class BeesActivities:
 
     @activity.defn(name=CHECK_ACTIVITY)
     async def check_stage(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
+
+        See :meth:`check_now`; runs in a thread (file checks and SQLite writes).
+        """
+        return await asyncio.to_thread(self.check_now, check)
+
+    def check_now(self, check: CheckInput) -> CheckOutput:
         """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
 
         Records the outcome: on success the pick (agent, reason, skipped candidates) and the
@@ -84,20 +92,14 @@ class BeesActivities:
         from bees_cli.workspace.models import CommandRunner
 
         info = activity.info()
-        self.record.set_state(stage.item_id, status="running", stage=stage.stage,
-                              agent=stage.agent)
-        self.record.add_event(
-            stage.item_id, key=f"{stage.stage}:{stage.round}:started:{info.attempt}",
-            kind="stage_started", stage=stage.stage, round=stage.round,
-            data={"agent": stage.agent, "attempt": info.attempt,
-                  "comments": list(stage.comments)})
+        await asyncio.to_thread(self._started, stage, info.attempt)
         spec = find_stage(stage.snapshot, stage.stage)
         agent = stage.snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
             out = StageOutput(
                 ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
                 output_dir=str(stage_dir(stage.run_folder, stage.stage)))
-            self._finish(stage, out)
+            await asyncio.to_thread(self._finish, stage, out)
             return out
         request = StageRequest(
             item_id=stage.item_id,
@@ -125,8 +127,16 @@ class BeesActivities:
             comments=list(result.comments), output_dir=str(result.output_dir),
             stdout_path=result.stdout_path, stderr_path=result.stderr_path,
             exit_code=result.exit_code)
-        self._finish(stage, out)
+        await asyncio.to_thread(self._finish, stage, out)
         return out
+
+    def _started(self, stage: StageInput, attempt: int) -> None:
+        self.record.set_state(stage.item_id, status="running", stage=stage.stage,
+                              agent=stage.agent)
+        self.record.add_event(
+            stage.item_id, key=f"{stage.stage}:{stage.round}:started:{attempt}",
+            kind="stage_started", stage=stage.stage, round=stage.round,
+            data={"agent": stage.agent, "attempt": attempt, "comments": list(stage.comments)})
 
     def _finish(self, stage: StageInput, out: StageOutput) -> None:
         kind = "stage_finished" if out.ok else "stage_failed"
@@ -141,6 +151,9 @@ class BeesActivities:
     @activity.defn(name=RECORD_ACTIVITY)
     async def record_state(self, entry: RecordInput) -> None:
         """Set the item's state in the local record and add the fact ``entry.key`` once."""
+        await asyncio.to_thread(self._record_now, entry)
+
+    def _record_now(self, entry: RecordInput) -> None:
         self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind, stage=entry.stage,
                               round=entry.round, data=dict(entry.data))
         self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,

@@ -107,6 +107,7 @@ class ItemWorkflow:
                 retry_policy=STAGE_RETRY,
             )
             if not result.ok:
+                self._retry_asked = False  # a retry counts from the moment the stage failed
                 await self._record(RecordInput(
                     item_id=item.item_id, status="failed", stage=stage.name,
                     reason=result.reason, agent=check.agent, key=f"{stage.name}:{round_}:failed",
@@ -121,6 +122,7 @@ class ItemWorkflow:
                 change_requests[stage.name] = change_requests.get(stage.name, 0) + 1
                 comments = list(result.comments)
                 if change_requests[stage.name] >= REVIEW_LIMIT:
+                    self._retry_asked = False
                     await self._record(RecordInput(
                         item_id=item.item_id, status="waiting for a person", stage=stage.name,
                         reason=f"{stage.name} asked for changes {REVIEW_LIMIT} times",
@@ -140,6 +142,5 @@ class ItemWorkflow:
         await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
 
     async def _wait_for_person(self) -> None:
-        self._retry_asked = False
         await workflow.wait_condition(lambda: self._retry_asked)
         self._retry_asked = False

@@ -155,6 +155,9 @@ class LocalRecord:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout=30000")
+            # WAL with NORMAL sync survives a crash of Bees; only an OS crash may lose the
+            # last writes, which the engine writes again on replay
+            db.execute("PRAGMA synchronous=NORMAL")
             db.row_factory = sqlite3.Row
             yield db
         finally:

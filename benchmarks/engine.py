@@ -1,0 +1,126 @@
+"""Measure the engine: items per second through a three-stage process of no-op command agents,
+and Bees' per-stage overhead beside a bare Temporal activity round trip, in the same run.
+
+Run: ``.venv/bin/python benchmarks/engine.py [--items 30] [--sequential 5]``. Uses a temporary
+``BEES_HOME`` and a dev server of its own (the ``temporal`` binary of this environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity, workflow
+
+PROCESS = """\
+stages:
+  - {name: One, kind: work, agents: [noop]}
+  - {name: Two, kind: work, agents: [noop]}
+  - {name: Three, kind: work, agents: [noop]}
+  - {name: Done, kind: done}
+"""
+
+
+@activity.defn(name="bench.noop")
+async def noop(_: str) -> str:
+    """A bare activity: returns at once."""
+    return "ok"
+
+
+@workflow.defn(name="bench.three")
+class ThreeActivities:
+    """A bare workflow: three no-op activities in a row, like three stages."""
+
+    @workflow.run
+    async def run(self, name: str) -> str:
+        """Run the three activities."""
+        for _ in range(3):
+            await workflow.execute_activity(noop, name,
+                                            start_to_close_timeout=timedelta(seconds=30))
+        return "done"
+
+
+def make_workspace(root: Path) -> None:
+    """Write a workspace with one no-op agent (``true``) and a three-stage process."""
+    (root / "agents").mkdir(parents=True)
+    (root / "processes").mkdir()
+    (root / "bees.yaml").write_text("name: bench\n")
+    (root / "agents" / "noop.yaml").write_text('runner:\n  command: ["true"]\n')
+    (root / "processes" / "three.yaml").write_text(PROCESS)
+
+
+async def main(items: int, sequential: int) -> None:
+    """Run the measures and print them."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+    from temporalio.worker import Worker
+
+    from bees_cli.engine.models import task_queue
+    from bees_cli.engine.service import create_item, start_pending
+    from bees_cli.engine.worker import make_worker
+    from bees_cli.machine.identity import load_identity
+    from bees_cli.record.local import open_record
+
+    temporal = Path(sys.executable).parent / "temporal"
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal), data_converter=pydantic_data_converter)
+    workspace = Path(os.environ["BEES_HOME"]) / "ws"
+    make_workspace(workspace)
+    record = open_record()
+    queue = task_queue(load_identity().machine_id)
+
+    async def bees_items(count: int, *, one_by_one: bool) -> float:
+        ids = [create_item(workspace, "three", title="b", agents=[], folders=[],
+                           record=record).id for _ in range(count)]
+        start = time.perf_counter()
+        if one_by_one:
+            for item_id in ids:
+                await start_pending(env.client, record, only=item_id)
+                await env.client.get_workflow_handle(item_id).result()
+        else:
+            await start_pending(env.client, record)
+            await asyncio.gather(*(env.client.get_workflow_handle(i).result() for i in ids))
+        return time.perf_counter() - start
+
+    async def bare(count: int) -> float:
+        start = time.perf_counter()
+        for n in range(count):
+            await env.client.execute_workflow(ThreeActivities.run, f"b{n}", id=f"bare-{n}",
+                                              task_queue="bench-bare")
+        return time.perf_counter() - start
+
+    try:
+        async with make_worker(env.client, queue, record, heartbeat_every=5.0), Worker(
+                env.client, task_queue="bench-bare", workflows=[ThreeActivities],
+                activities=[noop]):
+            await bees_items(1, one_by_one=True)  # warm up
+            await bare(1)
+            many = await bees_items(items, one_by_one=False)
+            seq = await bees_items(sequential, one_by_one=True)
+            bare_seq = await bare(sequential)
+    finally:
+        await env.shutdown()
+    bees_stage = seq / (sequential * 3)
+    bare_activity = bare_seq / (sequential * 3)
+    print(f"items/s (3 stages, {items} items at once): {items / many:.2f}")
+    print(f"Bees per stage (sequential, {sequential} items): {bees_stage * 1000:.1f} ms")
+    print(f"bare Temporal activity round trip:          {bare_activity * 1000:.1f} ms")
+    print(f"ratio Bees stage / bare activity:           {bees_stage / bare_activity:.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=30, help="items run at once")
+    parser.add_argument("--sequential", type=int, default=5, help="items run one after another")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["BEES_HOME"] = home
+        asyncio.run(main(options.items, options.sequential))
+    sys.stdout.flush()
+    os._exit(0)
