@@ -3,6 +3,7 @@ of ``bees run`` mid-stage followed by a restart."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.server import pid_alive
 from tests.conftest import EXAMPLE, BeesRunner
@@ -135,3 +138,21 @@ def test_kill_9_mid_stage_restarts_the_stage_and_finishes_once(
     assert [(e["stage"], e["attempt"]) for e in shown["history"]
             if e["kind"] == "stage_started"] == [("Draft", 1), ("Draft", 2), ("Review", 1)]
     assert shown["item"]["status"] == "done"
+
+
+async def test_run_on_a_given_temporal_address(
+        dev_env: WorkflowEnvironment, bees: BeesRunner, bees_home: Path, space: Space) -> None:
+    space.agent("writer")
+    space.agent("reviewer")
+    space.write("processes/p.yaml", WORK_REVIEW)
+    address = dev_env.client.service_client.config.target_host
+    item_id = (await asyncio.to_thread(bees, "item", "create", "p", "-w", str(space.root))
+               ).stdout.strip()
+    ran = await asyncio.to_thread(bees, "run", "--temporal-address", address, "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.splitlines()[0].startswith("worker on task queue bees-")  # no engine
+    assert not (bees_home / "data" / "temporal.db").exists()
+    assert engine_json(bees_home) is None
+    result = await dev_env.client.get_workflow_handle(item_id).result()
+    assert result == "done"
+    assert space.lines() == ["Draft writer 1 1 []", "Review reviewer 1 1 []"]
