@@ -4,7 +4,9 @@
 # Source it (`. .ci/postgres.sh`); on success it exports
 #   BEES_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:PORT/bees_test
 #   BEES_TEST_POSTGRES_DIR=<temp dir holding the cluster>
-# and defines `bees_postgres_stop` (stops the cluster, removes the temp dir).
+# and defines `bees_postgres_stop` (stops the cluster, removes the temp dir); call it
+# when done. `BEES_PG_ACTION=stop BEES_TEST_POSTGRES_DIR=DIR bash .ci/postgres.sh`
+# stops a cluster from another process.
 #
 # Server binaries are looked up on PATH and in /usr/lib/postgresql/*/bin; when none
 # are found Debian's `postgresql` package is installed (apt-get, needs root), unless
@@ -75,16 +77,28 @@ PY
 
     export BEES_TEST_POSTGRES_DIR="$root"
     export BEES_TEST_POSTGRES_URL="postgresql+psycopg://postgres@127.0.0.1:$port/bees_test"
-    _BEES_PG_STOP=("${run[@]}" "$bindir/pg_ctl" -D "$root/data" -m fast -w stop)
     echo "postgres.sh: PostgreSQL ($("$bindir/postgres" --version)) on 127.0.0.1:$port" >&2
 }
 
 bees_postgres_stop() {
-    if [ -n "${BEES_TEST_POSTGRES_DIR:-}" ] && [ -d "$BEES_TEST_POSTGRES_DIR" ]; then
-        "${_BEES_PG_STOP[@]}" >/dev/null 2>&1 || true
-        rm -rf "$BEES_TEST_POSTGRES_DIR"
+    local dir="${1:-${BEES_TEST_POSTGRES_DIR:-}}" bindir owner
+    if [ -n "$dir" ] && [ -d "$dir/data" ]; then
+        bindir="$(bees_postgres_bindir)" || return 1
+        owner="$(stat -c %U "$dir/data")"
+        if [ "$(id -u)" = "0" ] && [ "$owner" != "root" ]; then
+            runuser -u "$owner" -- "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+        else
+            "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+        fi
+        rm -rf "$dir"
     fi
-    unset BEES_TEST_POSTGRES_DIR BEES_TEST_POSTGRES_URL
+    if [ -z "${1:-}" ]; then
+        unset BEES_TEST_POSTGRES_DIR BEES_TEST_POSTGRES_URL
+    fi
 }
 
-bees_postgres_start
+if [ "${BEES_PG_ACTION:-start}" = "stop" ]; then
+    bees_postgres_stop "${BEES_TEST_POSTGRES_DIR:?}"
+else
+    bees_postgres_start
+fi

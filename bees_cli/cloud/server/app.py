@@ -11,13 +11,14 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
+import sqlalchemy.exc
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bees_cli.cloud import wire
-from bees_cli.cloud.server.storage import ApiProblem, Principal, Storage
+from bees_cli.cloud.server.storage import ApiProblem, Storage
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,8 +62,8 @@ def error_response(
 class BodyLimit:
     """ASGI middleware: refuse request bodies larger than ``limit`` bytes with 413.
 
-    Checks ``Content-Length`` first, then counts streamed chunks, so an oversized
-    body is never read whole and never reaches a handler.
+    Checks ``Content-Length`` first, then counts streamed chunks while buffering
+    them, so an oversized body is never read whole and never reaches a handler.
     """
 
     def __init__(self, app: ASGIApp, limit: int = wire.MAX_BODY_BYTES) -> None:
@@ -83,21 +84,32 @@ class BodyLimit:
                 if length > self.limit:
                     await self._refuse(scope, receive, send)
                     return
+        # Read the whole body (at most ``limit`` bytes) before the app sees any of it.
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = error_response(
@@ -110,8 +122,9 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def _json(model: Any) -> Response:
+    """Serialise a wire model straight to a JSON response (no second validation)."""
+    return Response(content=model.model_dump_json(), media_type="application/json")
 
 
 def create_app(storage: Storage) -> FastAPI:
@@ -150,6 +163,13 @@ def create_app(storage: Storage) -> FastAPI:
         code = _STATUS_CODES.get(error.status_code, "error")
         return error_response(error.status_code, code, str(error.detail))
 
+    @app.exception_handler(sqlalchemy.exc.OperationalError)
+    async def _database(_request: Request, error: Exception) -> JSONResponse:
+        print(f"database error: {error}", file=sys.stderr)
+        return error_response(
+            503, "unavailable", "the database is unavailable; try again", hint=None
+        )
+
     @app.exception_handler(Exception)
     async def _bug(_request: Request, error: Exception) -> JSONResponse:  # pragma: no cover
         import traceback
@@ -157,7 +177,7 @@ def create_app(storage: Storage) -> FastAPI:
         traceback.print_exception(error, file=sys.stderr)
         return error_response(500, "internal", "internal server error (a bug; see the server log)")
 
-    def principal(request: Request) -> Principal:
+    async def bearer(request: Request) -> str:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -167,17 +187,10 @@ def create_app(storage: Storage) -> FastAPI:
                 "no bearer token",
                 hint="sign in with `bees login URL --token T`",
             )
-        who = storage.authenticate(token.strip())
-        if who is None:
-            raise ApiProblem(
-                401,
-                "unauthorized",
-                "the token is unknown or revoked",
-                hint="ask your team admin for a new token (`bees cloud person add`)",
-            )
-        return who
+        return token.strip()
 
-    Who = Annotated[Principal, Depends(principal)]
+    # The token is checked inside each operation's own transaction (one connection).
+    Token = Annotated[str, Depends(bearer)]
 
     def item_path(item_id: str) -> str:
         try:
@@ -190,58 +203,59 @@ def create_app(storage: Storage) -> FastAPI:
     }
 
     @app.get("/v1/me", response_model=wire.Me, responses=responses)
-    def me(who: Who) -> wire.Me:
+    def me(who: Token) -> Response:
         """Who the token belongs to, the team, and the server clock (UTC)."""
-        return wire.Me(person=who.email, team=who.team, server_time=storage.clock())
+        return _json(storage.me(who))
 
     @app.get("/v1/time", response_model=wire.ServerTime, responses=responses)
-    def server_time(who: Who) -> wire.ServerTime:
+    def server_time(who: Token) -> Response:
         """The server clock (UTC), so a client can measure its skew."""
-        return wire.ServerTime(now=storage.clock())
+        storage.authenticate_or_refuse(who)
+        return _json(wire.ServerTime(now=storage.clock()))
 
     @app.post("/v1/keys/claim", response_model=wire.KeyAnswer, responses=responses)
-    def claim_key(claim: wire.KeyClaim, who: Who) -> wire.KeyAnswer:
+    def claim_key(claim: wire.KeyClaim, who: Token) -> Response:
         """Claim the schedule key (this person, schedule, time): granted or taken."""
-        return storage.claim_key(who, claim)
+        return _json(storage.claim_key(who, claim))
 
     @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
-    def claim_owner(claim: wire.OwnerClaim, who: Who) -> wire.OwnerAnswer:
+    def claim_owner(claim: wire.OwnerClaim, who: Token) -> Response:
         """Claim an item for a machine: owner or taken (with who holds it)."""
-        return storage.claim_owner(who, claim)
+        return _json(storage.claim_owner(who, claim))
 
     @app.get("/v1/owners", response_model=wire.OwnerList, responses=responses)
-    def list_owners(who: Who) -> wire.OwnerList:
+    def list_owners(who: Token) -> Response:
         """The team's items that are held now, by item id."""
-        return wire.OwnerList(owners=storage.list_owners(who))
+        return _json(wire.OwnerList(owners=storage.list_owners(who)))
 
     @app.get("/v1/owners/{item_id}", response_model=wire.Owner, responses=responses)
-    def get_owner(item_id: str, who: Who) -> wire.Owner:
+    def get_owner(item_id: str, who: Token) -> Response:
         """The latest owner row of one item of the team (404 when never claimed)."""
-        return storage.get_owner(who, item_path(item_id))
+        return _json(storage.get_owner(who, item_path(item_id)))
 
     @app.get("/v1/owners/{item_id}/history", response_model=wire.OwnerList, responses=responses)
-    def owner_history(item_id: str, who: Who) -> wire.OwnerList:
+    def owner_history(item_id: str, who: Token) -> Response:
         """Every owner row of one item, oldest first (owners are never deleted)."""
-        return wire.OwnerList(owners=storage.owner_history(who, item_path(item_id)))
+        return _json(wire.OwnerList(owners=storage.owner_history(who, item_path(item_id))))
 
     @app.post("/v1/owners/{item_id}/release", response_model=wire.Owner, responses=responses)
-    def release_owner(item_id: str, release: wire.OwnerRelease, who: Who) -> wire.Owner:
+    def release_owner(item_id: str, release: wire.OwnerRelease, who: Token) -> Response:
         """Release an item by its owning machine (403 with the owner for anyone else)."""
-        return storage.release_owner(who, item_path(item_id), release)
+        return _json(storage.release_owner(who, item_path(item_id), release))
 
     @app.post("/v1/record/push", response_model=wire.PushAnswer, responses=responses)
-    def push(batch: wire.RecordPush, who: Who) -> wire.PushAnswer:
+    def push(batch: wire.RecordPush, who: Token) -> Response:
         """Push a batch of item changes; per item the later origin time wins."""
-        return storage.push(who, batch)
+        return _json(storage.push(who, batch))
 
     @app.get("/v1/record/pull", response_model=wire.PullAnswer, responses=responses)
     def pull(
-        who: Who,
+        who: Token,
         since: Annotated[int, Query(ge=0)] = 0,
         limit: Annotated[int, Query(ge=1, le=wire.MAX_PULL)] = wire.MAX_PULL,
-    ) -> wire.PullAnswer:
+    ) -> Response:
         """The team's items changed after cursor ``since`` (at most ``limit``)."""
-        return storage.pull(who, since, limit)
+        return _json(storage.pull(who, since, limit))
 
     return app
 
@@ -260,6 +274,7 @@ def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(2048)
     sock.set_inheritable(True)

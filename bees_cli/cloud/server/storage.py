@@ -23,8 +23,9 @@ import hashlib
 import hmac
 import json
 import secrets
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -210,8 +211,10 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
     """Return a SQLAlchemy engine for ``url`` set up for Bees Cloud.
 
     SQLite: WAL journal, 30 s busy timeout, ``synchronous=FULL`` and every
-    transaction ``BEGIN IMMEDIATE`` (writers queue instead of failing on upgrade).
-    PostgreSQL (``postgresql+psycopg://``): a pool with pre-ping, READ COMMITTED.
+    transaction ``BEGIN IMMEDIATE`` unless the connection has the execution option
+    ``bees_read`` (writers queue instead of failing on a lock upgrade).
+    PostgreSQL (``postgresql+psycopg://``): a pool, READ COMMITTED; a dropped
+    connection fails one request (503, which clients retry) and is replaced.
 
     Raises:
         UserError: the URL is not a SQLite or PostgreSQL URL, or the SQLite folder is missing.
@@ -243,12 +246,13 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
 
         @sa.event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            read = conn.get_execution_options().get("bees_read", False)
+            conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
         return engine
     if backend == "postgresql":
         return sa.create_engine(
-            parsed, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True
+            parsed, pool_size=pool_size, max_overflow=pool_size * 2, pool_recycle=3600
         )
     raise UserError(
         f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}",
@@ -274,6 +278,9 @@ class Storage:
         self.clock = clock
         self.engine = create_engine(url)
         self.dialect = self.engine.dialect.name
+        self._write_lock: AbstractContextManager[Any] = (
+            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        )
         if migrate:
             from bees_cli.cloud.server.migrations import upgrade
 
@@ -284,9 +291,31 @@ class Storage:
         self.engine.dispose()
 
     @contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
-            yield conn
+    def _tx(self, *, write: bool = True) -> Iterator[Connection]:
+        """One transaction; on SQLite, writers of this process queue on a lock first.
+
+        Why: SQLite lets one writer in at a time; a Python lock makes the others wait
+        in order instead of polling the file lock with growing sleeps.
+        """
+        lock = self._write_lock if write else nullcontext()
+        with lock, self.engine.connect() as conn:
+            if not write:
+                conn.execution_options(bees_read=True)
+            with conn.begin():
+                yield conn
+
+    def _who(self, conn: Connection, who: Principal | str) -> Principal:
+        if isinstance(who, Principal):
+            return who
+        found = self._authenticate(conn, who)
+        if found is None:
+            raise ApiProblem(
+                401,
+                "unauthorized",
+                "the token is unknown or revoked",
+                hint="ask your team admin for a new token (`bees cloud person add`)",
+            )
+        return found
 
     def _insert(self, table: sa.Table) -> Any:
         if self.dialect == "postgresql":
@@ -314,8 +343,9 @@ class Storage:
                 self._insert(teams)
                 .values(name=name, created_us=self._now_us(), record_seq=0)
                 .on_conflict_do_nothing()
+                .returning(teams.c.id)
             )
-            return bool(result.rowcount)
+            return len(result.all()) == 1
 
     def add_person(self, email: str, team: str) -> str:
         """Add ``email`` to ``team`` (if new) and return a fresh bearer token, shown once.
@@ -385,24 +415,46 @@ class Storage:
         The secret's hash is compared with :func:`hmac.compare_digest` (constant time),
         also when the token id is unknown.
         """
+        with self._tx(write=False) as conn:
+            return self._authenticate(conn, token)
+
+    def authenticate_or_refuse(self, who: Principal | str) -> Principal:
+        """Return the person of ``who`` (a token or an already known person).
+
+        Raises:
+            ApiProblem: 401 ``unauthorized`` for an unknown or revoked token.
+        """
+        if isinstance(who, Principal):
+            return who
+        with self._tx(write=False) as conn:
+            return self._who(conn, who)
+
+    def me(self, who: Principal | str) -> wire.Me:
+        """Return who ``who`` is, the team, and the server clock (UTC).
+
+        Raises:
+            ApiProblem: 401 ``unauthorized``.
+        """
+        found = self.authenticate_or_refuse(who)
+        return wire.Me(person=found.email, team=found.team, server_time=self.clock())
+
+    def _authenticate(self, conn: Connection, token: str) -> Principal | None:
         parts = token.split(".")
         if len(parts) != 3 or parts[0] != TOKEN_PREFIX or len(parts[1]) != 16:
             return None
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(
-                    tokens.c.secret_sha256,
-                    tokens.c.revoked_us,
-                    people.c.id,
-                    people.c.email,
-                    teams.c.id.label("team_id"),
-                    teams.c.name,
-                )
-                .join(people, people.c.id == tokens.c.person_id)
-                .join(teams, teams.c.id == people.c.team_id)
-                .where(tokens.c.token_id == parts[1])
-            ).first()
-            conn.rollback()
+        row = conn.execute(
+            sa.select(
+                tokens.c.secret_sha256,
+                tokens.c.revoked_us,
+                people.c.id,
+                people.c.email,
+                teams.c.id.label("team_id"),
+                teams.c.name,
+            )
+            .join(people, people.c.id == tokens.c.person_id)
+            .join(teams, teams.c.id == people.c.team_id)
+            .where(tokens.c.token_id == parts[1])
+        ).first()
         expected = row.secret_sha256 if row is not None else _DUMMY_HASH
         matches = hmac.compare_digest(expected, _hash_secret(parts[2]))
         if row is None or not matches or row.revoked_us is not None:
@@ -411,20 +463,21 @@ class Storage:
 
     # -- schedule keys ------------------------------------------------------------------
 
-    def claim_key(self, who: Principal, claim: wire.KeyClaim) -> wire.KeyAnswer:
+    def claim_key(self, who: Principal | str, claim: wire.KeyClaim) -> wire.KeyAnswer:
         """Claim the schedule key (person, schedule, time); first asker wins, forever.
 
         Returns ``granted`` when ``claim.machine_id`` holds the key (also on a repeat),
         else ``taken`` with the holder's computer and grant time.
         """
         scheduled_us = to_us(claim.scheduled_time)
-        where = (
-            keys.c.team_id == who.team_id,
-            keys.c.person_id == who.person_id,
-            keys.c.schedule_id == claim.schedule_id,
-            keys.c.scheduled_us == scheduled_us,
-        )
         with self._tx() as conn:
+            who = self._who(conn, who)
+            where = (
+                keys.c.team_id == who.team_id,
+                keys.c.person_id == who.person_id,
+                keys.c.schedule_id == claim.schedule_id,
+                keys.c.scheduled_us == scheduled_us,
+            )
             conn.execute(
                 self._insert(keys)
                 .values(
@@ -481,7 +534,7 @@ class Storage:
             .limit(1)
         ).first()
 
-    def claim_owner(self, who: Principal, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
+    def claim_owner(self, who: Principal | str, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim ``claim.item_id`` for the asking machine; one winner per free epoch.
 
         A held item answers ``owner`` to its holder (same row, same ``since``: a retry
@@ -489,10 +542,14 @@ class Storage:
         released) gets a new owner row at the next epoch through one
         ``INSERT … ON CONFLICT DO NOTHING``; the row read back names the winner.
         """
-        for _attempt in range(50):
-            with self._tx() as conn:
+        with self._tx() as conn:
+            who = self._who(conn, who)
+            for _attempt in range(50):
                 latest = self._latest_owner(conn, who.team_id, claim.item_id)
                 if latest is None or latest.released_us is not None:
+                    # Free: one INSERT decides the next epoch's owner. In PostgreSQL
+                    # (READ COMMITTED) it waits for a concurrent insert of the same
+                    # epoch and then does nothing; each read sees the latest commit.
                     epoch = 1 if latest is None else latest.epoch + 1
                     conn.execute(
                         self._insert(owners)
@@ -510,46 +567,50 @@ class Storage:
                     latest = self._latest_owner(conn, who.team_id, claim.item_id)
                     if latest is None or latest.released_us is not None:
                         continue  # held and released again meanwhile: look once more
-            mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
-            return wire.OwnerAnswer(status="owner" if mine else "taken", owner=self._owner(latest))
+                mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
+                return wire.OwnerAnswer(
+                    status="owner" if mine else "taken", owner=self._owner(latest)
+                )
         raise ApiProblem(409, "busy", "the item changed hands too often; try again")
 
-    def get_owner(self, who: Principal, item_id: str) -> wire.Owner:
+    def get_owner(self, who: Principal | str, item_id: str) -> wire.Owner:
         """Return the latest owner row of ``item_id`` in the asker's team.
 
         Raises:
             ApiProblem: 404 ``no_owner`` when the item was never claimed in this team.
         """
-        with self.engine.connect() as conn:
+        with self._tx(write=False) as conn:
+            who = self._who(conn, who)
             row = self._latest_owner(conn, who.team_id, item_id)
-            conn.rollback()
         if row is None:
             raise ApiProblem(404, "no_owner", f"item {item_id} has never been claimed")
         return self._owner(row)
 
-    def owner_history(self, who: Principal, item_id: str) -> list[wire.Owner]:
+    def owner_history(self, who: Principal | str, item_id: str) -> list[wire.Owner]:
         """Return every owner row of ``item_id`` in the asker's team, oldest epoch first."""
-        with self.engine.connect() as conn:
+        with self._tx(write=False) as conn:
+            who = self._who(conn, who)
             rows = conn.execute(
                 self._owner_select()
                 .where(owners.c.team_id == who.team_id, owners.c.item_id == item_id)
                 .order_by(owners.c.epoch)
             ).all()
-            conn.rollback()
         return [self._owner(row) for row in rows]
 
-    def list_owners(self, who: Principal) -> list[wire.Owner]:
+    def list_owners(self, who: Principal | str) -> list[wire.Owner]:
         """Return the items of the asker's team that are held now, sorted by item id."""
-        with self.engine.connect() as conn:
+        with self._tx(write=False) as conn:
+            who = self._who(conn, who)
             rows = conn.execute(
                 self._owner_select()
                 .where(owners.c.team_id == who.team_id, owners.c.released_us.is_(None))
                 .order_by(owners.c.item_id)
             ).all()
-            conn.rollback()
         return [self._owner(row) for row in rows]
 
-    def release_owner(self, who: Principal, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+    def release_owner(
+        self, who: Principal | str, item_id: str, release: wire.OwnerRelease
+    ) -> wire.Owner:
         """Release ``item_id`` by its owning machine; return the released owner row.
 
         The row keeps the release time, each piece's restart stage and the
@@ -562,6 +623,7 @@ class Storage:
                 person holds (or held) it.
         """
         with self._tx() as conn:
+            who = self._who(conn, who)
             query = self._owner_select().where(
                 owners.c.team_id == who.team_id, owners.c.item_id == item_id
             )
@@ -596,7 +658,7 @@ class Storage:
 
     # -- shared record ------------------------------------------------------------------
 
-    def push(self, who: Principal, batch: wire.RecordPush) -> wire.PushAnswer:
+    def push(self, who: Principal | str, batch: wire.RecordPush) -> wire.PushAnswer:
         """Apply a batch of record changes; per item the greatest key wins.
 
         The key is (origin time, machine id, SHA-256 of the canonical fields), so any
@@ -608,10 +670,11 @@ class Storage:
             ApiProblem: 409 ``not_owner`` naming the item and its owner.
         """
         changes = batch.changes
-        if not changes:
-            return wire.PushAnswer(received=0, applied=0)
         item_ids = sorted({c.item_id for c in changes})
         with self._tx() as conn:
+            who = self._who(conn, who)
+            if not changes:
+                return wire.PushAnswer(received=0, applied=0)
             held = {
                 row.item_id: row
                 for row in conn.execute(
@@ -665,18 +728,19 @@ class Storage:
                         index_elements=["team_id", "item_id"],
                         set_={k: stmt.excluded[k] for k in values if k != "team_id"},
                         where=newer,
-                    )
+                    ).returning(record.c.id)
                 )
-                applied += int(result.rowcount)
+                applied += len(result.all())  # a row comes back only when written
         return wire.PushAnswer(received=len(changes), applied=applied)
 
-    def pull(self, who: Principal, since: int, limit: int = wire.MAX_PULL) -> wire.PullAnswer:
+    def pull(self, who: Principal | str, since: int, limit: int = wire.MAX_PULL) -> wire.PullAnswer:
         """Return the team's items whose sequence number is greater than ``since``.
 
         Cost depends on the number of changes returned, not on the record's size
         (index on team and sequence).
         """
-        with self.engine.connect() as conn:
+        with self._tx(write=False) as conn:
+            who = self._who(conn, who)
             rows = conn.execute(
                 sa.select(record, people.c.email)
                 .join(people, people.c.id == record.c.person_id)
@@ -684,7 +748,6 @@ class Storage:
                 .order_by(record.c.seq)
                 .limit(limit + 1)
             ).all()
-            conn.rollback()
         more = len(rows) > limit
         rows = rows[:limit]
         entries = [
