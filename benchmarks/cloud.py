@@ -96,7 +96,7 @@ async def api_claims(url: str, token: str, clients: int, claims: int) -> dict[st
 
 
 def bare_inserts(db: str, threads: int, count: int) -> dict[str, float]:
-    """Time ``count`` one-row ``INSERT … ON CONFLICT DO NOTHING`` transactions, ``threads`` at once."""
+    """Time ``count`` one-row ``INSERT … ON CONFLICT DO NOTHING`` transactions by ``threads``."""
     engine = create_engine(db, pool_size=threads)
     table = sa.Table(
         "bench_bare",
