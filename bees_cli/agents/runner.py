@@ -55,6 +55,8 @@ class StageRequest:
         previous: earlier stages' output folders, stage name → absolute path.
         review_comments: comments of the last review that asked for changes.
         round, attempt: review round (1 first) and retry attempt (1 first) of this stage.
+        engine_env: variables the engine adds so the program can call ``bees action``
+            (``BEES_HOME``, ``BEES_TEMPORAL_ADDRESS``); set last, like the ``BEES_*``.
     """
 
     item_id: str
@@ -74,6 +76,7 @@ class StageRequest:
     review_comments: list[str] = field(default_factory=list)
     round: int = 1
     attempt: int = 1
+    engine_env: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Return the request as a JSON-safe dict (field name → value)."""
@@ -175,9 +178,16 @@ def context_of(request: StageRequest) -> dict[str, Any]:
 
 def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
     """Return the program's environment: this process's, then the agent's ``env``, then
-    the ``BEES_*`` variables (which win, so an agent cannot hide its own context)."""
+    the ``BEES_*`` variables and ``request.engine_env`` (which win, so an agent cannot hide
+    its own context).
+
+    ``PATH`` starts with the folder of the Python running Bees, so the program finds
+    ``bees`` (for ``bees action``); ``BEES_PYTHON`` is that Python.
+    """
     env = dict(os.environ)
     env.update(request.env)
+    scripts = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([scripts, env.get("PATH", os.defpath)])
     env.update(
         {
             "BEES_ITEM_ID": request.item_id,
@@ -192,8 +202,10 @@ def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
             "BEES_REVIEW_COMMENTS": json.dumps(list(request.review_comments), ensure_ascii=False),
             "BEES_ROUND": str(request.round),
             "BEES_ATTEMPT": str(request.attempt),
+            "BEES_PYTHON": sys.executable,
         }
     )
+    env.update(request.engine_env)
     for name, path in request.folders.items():
         env[f"BEES_FOLDER_{env_key(name)}"] = path
     for name, path in request.previous.items():

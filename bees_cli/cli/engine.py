@@ -31,7 +31,8 @@ def run(
     exit_when_idle: Annotated[
         bool,
         typer.Option("--exit-when-idle",
-                     help="Return once no item of this computer is running or about to run."),
+                     help="Return once no item of this computer is running or about to run "
+                     "(an item waiting for approval or for a person does not keep it up)."),
     ] = False,
 ) -> None:
     """Run this computer's engine and worker until Ctrl-C.
@@ -106,7 +107,38 @@ def _event_line(event: dict[str, Any]) -> str:
         said = f", comments: {' | '.join(comments)}" if comments else ""
         return where + f"finished{verdict}{said}; output {event['output_dir']}"
     if kind == "stage_failed":
-        return where + f"failed: {event.get('reason')}"
+        attempt = f" (attempt {event['attempt']})" if event.get("attempt") else ""
+        return where + f"failed{attempt}: {event.get('reason')}"
+    if kind == "review_limit":
+        rounds = "; ".join(f"round {n}: {' | '.join(c) or '(no comments)'}"
+                           for n, c in enumerate(event.get("rounds") or [], start=1))
+        return where + f"stopped for a person after 3 requests for changes — {rounds}"
+    if kind in ("retried", "accepted"):
+        return where + f"{kind} by {event['who']} at {event['asked_at']}"
+    if kind == "busy":
+        return where + event["reason"]
+    if kind == "approval_asked":
+        what = f"{event['action']} {event['summary']}" if event.get("action") else \
+            f"finish ({event['summary']})"
+        return where + f"waiting for approval (request {event['request']}): {what}"
+    if kind in ("approved", "denied"):
+        what = f"{event['action']} {event['summary']}" if event.get("action") else \
+            f"finish ({event['summary']})"
+        why = f": {event['reason']}" if event.get("reason") else ""
+        return where + (f"request {event['request']} {kind} by {event['who']} at "
+                        f"{event['at']}{why} — {what}")
+    if kind == "action_ran":
+        return where + (f"ran {event['action']} (attempt {event['attempt']}), exit "
+                        f"{event['exit_code']}, input sha256 {event['digest'][:12]}")
+    if kind == "action_answered":
+        return where + (f"{event['action']} (attempt {event['attempt']}) answered from the "
+                        f"journal: it ran at {event['ran_at']}, exit {event['exit_code']}; "
+                        "not run again")
+    if kind == "resumed":
+        return where + "running again after approval"
+    if kind in ("cancelled", "cancel_asked"):
+        who = f" by {event['who']}" if event.get("who") else ""
+        return where + ("cancel asked" if kind == "cancel_asked" else "cancelled") + who
     return where + kind
 
 

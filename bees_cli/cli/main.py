@@ -58,6 +58,7 @@ COMMAND_MODULES: list[str] = [
     "cloud",
     "login",
     "checkpoint",
+    "control",
 ]
 
 

@@ -15,11 +15,20 @@ from temporalio import activity
 
 from bees_cli.engine.models import (
     CHECK_ACTIVITY,
+    JOURNAL_ACTIVITY,
     RECORD_ACTIVITY,
+    RELEASE_ACTIVITY,
     RUN_ACTIVITY,
+    SLOT_ACTIVITY,
     CheckInput,
     CheckOutput,
+    JournalEntry,
+    JournalFound,
+    JournalQuery,
     RecordInput,
+    ReleaseInput,
+    SlotInput,
+    SlotOutput,
     StageInput,
     StageOutput,
 )
@@ -32,11 +41,15 @@ class BeesActivities:
     Args:
         record: the local record they write (``bees status`` reads it).
         heartbeat_every: seconds between heartbeats of a running stage.
+        engine_env: variables handed to every stage's program so that ``bees action`` finds
+            this computer's engine (``BEES_HOME``, ``BEES_TEMPORAL_ADDRESS``).
     """
 
-    def __init__(self, record: LocalRecord, *, heartbeat_every: float = 2.0) -> None:
+    def __init__(self, record: LocalRecord, *, heartbeat_every: float = 2.0,
+                 engine_env: dict[str, str] | None = None) -> None:
         self.record = record
         self.heartbeat_every = heartbeat_every
+        self.engine_env = dict(engine_env or {})
 
     @activity.defn(name=CHECK_ACTIVITY)
     async def check_stage(self, check: CheckInput) -> CheckOutput:
@@ -91,14 +104,14 @@ class BeesActivities:
         from bees_cli.agents.runner import StageRequest, run_command_stage, stage_dir
         from bees_cli.workspace.models import CommandRunner
 
-        info = activity.info()
-        await asyncio.to_thread(self._started, stage, info.attempt)
+        attempt = stage.attempt_base + activity.info().attempt - 1
+        await asyncio.to_thread(self._started, stage, attempt)
         spec = find_stage(stage.snapshot, stage.stage)
         agent = stage.snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
             out = StageOutput(
                 ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
-                output_dir=str(stage_dir(stage.run_folder, stage.stage)))
+                output_dir=str(stage_dir(stage.run_folder, stage.stage)), attempt=attempt)
             await asyncio.to_thread(self._finish, stage, out)
             return out
         request = StageRequest(
@@ -118,7 +131,8 @@ class BeesActivities:
             previous=dict(stage.previous),
             review_comments=list(stage.comments),
             round=stage.round,
-            attempt=info.attempt,
+            attempt=attempt,
+            engine_env=dict(self.engine_env),
         )
         result = await run_command_stage(
             request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every)
@@ -126,7 +140,7 @@ class BeesActivities:
             ok=result.ok, reason=result.reason, verdict=result.verdict,
             comments=list(result.comments), output_dir=str(result.output_dir),
             stdout_path=result.stdout_path, stderr_path=result.stderr_path,
-            exit_code=result.exit_code)
+            exit_code=result.exit_code, attempt=attempt)
         await asyncio.to_thread(self._finish, stage, out)
         return out
 
@@ -141,9 +155,10 @@ class BeesActivities:
     def _finish(self, stage: StageInput, out: StageOutput) -> None:
         kind = "stage_finished" if out.ok else "stage_failed"
         self.record.add_event(
-            stage.item_id, key=f"{stage.stage}:{stage.round}:{kind}", kind=kind,
+            stage.item_id, key=f"{stage.stage}:{stage.round}:{out.attempt}:{kind}", kind=kind,
             stage=stage.stage, round=stage.round,
-            data={"agent": stage.agent, "reason": out.reason, "verdict": out.verdict,
+            data={"agent": stage.agent, "attempt": out.attempt, "reason": out.reason,
+                  "verdict": out.verdict,
                   "comments": out.comments, "output_dir": out.output_dir,
                   "stdout": out.stdout_path, "stderr": out.stderr_path,
                   "exit_code": out.exit_code})
@@ -154,11 +169,48 @@ class BeesActivities:
         await asyncio.to_thread(self._record_now, entry)
 
     def _record_now(self, entry: RecordInput) -> None:
+        if entry.approval is not None:
+            self.record.put_approval(entry.item_id, dict(entry.approval))
+        if entry.journal is not None:
+            self.record.add_journal(entry.item_id, dict(entry.journal))
         self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind, stage=entry.stage,
                               round=entry.round, data=dict(entry.data))
-        self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
-                              reason=entry.reason, agent=entry.agent)
+        if entry.status is not None:
+            self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
+                                  reason=entry.reason, agent=entry.agent)
+
+    @activity.defn(name=SLOT_ACTIVITY)
+    async def acquire_slot(self, ask: SlotInput) -> SlotOutput:
+        """Ask a slot of a capped agent (DESIGN.md, Rules: busy agent); first come first served.
+
+        Returns the grant, or the reason to wait: ``"waiting for agent writer: 2 of 2 busy
+        (items A, B)"`` and the place in the agent's queue.
+        """
+        granted, holders, position = await asyncio.to_thread(
+            self.record.acquire_slot, agent=ask.agent, item_id=ask.item_id, stage=ask.stage,
+            cap=ask.cap)
+        if granted:
+            return SlotOutput(granted=True)
+        reason = (f"waiting for agent {ask.agent}: {len(holders)} of {ask.cap} busy "
+                  f"(items {', '.join(holders)})")
+        if position > 1:
+            reason += f"; place {position} in its queue"
+        return SlotOutput(granted=False, reason=reason, position=position)
+
+    @activity.defn(name=RELEASE_ACTIVITY)
+    async def release_slot(self, release: ReleaseInput) -> int:
+        """Give back the item's slot or queue place (of one stage, or all); return how many."""
+        return await asyncio.to_thread(self.record.release_slot, release.item_id, release.stage)
+
+    @activity.defn(name=JOURNAL_ACTIVITY)
+    async def journal_lookup(self, query: JournalQuery) -> JournalFound:
+        """Find a successful run of the action with this input in the stage, in the local
+        record's journal (``bees action`` writes it there first, before telling the run)."""
+        found = await asyncio.to_thread(
+            self.record.journal_hit, query.item_id, query.stage, query.action, query.digest)
+        return JournalFound(entry=None if found is None else JournalEntry.model_validate(found))
 
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
-        return [self.check_stage, self.run_stage, self.record_state]
+        return [self.check_stage, self.run_stage, self.record_state, self.acquire_slot,
+                self.release_slot, self.journal_lookup]

@@ -19,8 +19,20 @@ WORKFLOW_NAME = "bees.item"
 CHECK_ACTIVITY = "bees.check_stage"
 RUN_ACTIVITY = "bees.run_stage"
 RECORD_ACTIVITY = "bees.record"
-RETRY_SIGNAL = "bees.retry"
-"""Signal sent by a person (``bees retry``, a later issue) to an item waiting for a person."""
+SLOT_ACTIVITY = "bees.acquire_slot"
+RELEASE_ACTIVITY = "bees.release_slot"
+JOURNAL_ACTIVITY = "bees.journal_lookup"
+
+RETRY_UPDATE = "bees.retry"
+"""Update sent by ``bees retry``: start the failed (or stopped) stage again from the top."""
+ACCEPT_UPDATE = "bees.accept"
+"""Update sent by ``bees item accept``: take the work under review as it is, move past it."""
+ACTION_UPDATE = "bees.action"
+"""Update sent by ``bees action`` before an add-on action runs: may it run? (held, journal…)."""
+ACTION_DONE_UPDATE = "bees.action_done"
+"""Update sent by ``bees action`` after the add-on ran: journal its result."""
+DECIDE_UPDATE = "bees.decide"
+"""Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
 
 REVIEW_LIMIT = 3
 """The third request for changes of a review stage stops the item for a person (DESIGN.md)."""
@@ -74,7 +86,9 @@ class StageInput(BaseModel):
     """Input of ``bees.run_stage``: run ``agent`` on ``stage`` of the item.
 
     ``previous`` maps each earlier stage to its output folder; ``comments`` are the review
-    comments sent back to this work stage (empty on a first round).
+    comments sent back to this work stage (empty on a first round). ``attempt_base`` is the
+    attempt number of the activity's first try: a person's retry starts a new base, a lost
+    worker's retry adds one (attempt = base + activity attempt - 1).
     """
 
     item_id: str
@@ -87,6 +101,7 @@ class StageInput(BaseModel):
     previous: dict[str, str] = Field(default_factory=dict)
     comments: list[str] = Field(default_factory=list)
     snapshot: ItemSnapshot
+    attempt_base: int = 1
 
 
 class StageOutput(BaseModel):
@@ -101,17 +116,20 @@ class StageOutput(BaseModel):
     stdout_path: str | None = None
     stderr_path: str | None = None
     exit_code: int | None = None
+    attempt: int = 1
 
 
 class RecordInput(BaseModel):
     """Input of ``bees.record``: set the item's state in the local record and add one fact.
 
     ``status`` is a local-record status (``done``, ``failed``, ``waiting for a person``,
-    ``running``…); ``key`` makes the fact idempotent across activity retries.
+    ``running``…), or None to leave the state alone; ``key`` makes the fact idempotent across
+    activity retries. ``approval`` (an :class:`ApprovalRequest` as JSON) is written to the
+    record's approvals; ``journal`` (a :class:`JournalEntry` as JSON) to its journal.
     """
 
     item_id: str
-    status: str
+    status: str | None
     stage: str | None = None
     reason: str | None = None
     agent: str | None = None
@@ -119,3 +137,156 @@ class RecordInput(BaseModel):
     kind: str
     round: int | None = None
     data: dict[str, Any] = Field(default_factory=dict)
+    approval: dict[str, Any] | None = None
+    journal: dict[str, Any] | None = None
+
+
+class PersonInput(BaseModel):
+    """A person's retry or accept: ``who`` (the signed-in person, else the OS user) and
+    ``at`` (UTC ISO 8601, the time they asked)."""
+
+    who: str
+    at: str
+
+
+class SlotInput(BaseModel):
+    """Input of ``bees.acquire_slot``: item ``item_id`` asks a slot of ``agent`` for ``stage``,
+    which runs at most ``cap`` stages at once on this computer (``max_concurrent_runs``)."""
+
+    item_id: str
+    stage: str
+    agent: str
+    cap: int
+
+
+class SlotOutput(BaseModel):
+    """Output of ``bees.acquire_slot``: ``granted``, or the ``reason`` to wait
+    (``"waiting for agent writer: 2 of 2 busy (items A, B)"``) and the 1-based ``position``
+    among the waiters of the agent."""
+
+    granted: bool
+    reason: str | None = None
+    position: int | None = None
+
+
+class ReleaseInput(BaseModel):
+    """Input of ``bees.release_slot``: give back the slot (or queue place) of ``item_id``
+    (of ``stage`` only, or every stage when None)."""
+
+    item_id: str
+    stage: str | None = None
+
+
+class JournalEntry(BaseModel):
+    """One run of an add-on action in a stage (DESIGN.md, issue 4 point 6).
+
+    ``digest`` is the SHA-256 (hex) of the action's input as canonical JSON; ``stdout`` is what
+    the action printed (at most :data:`STDOUT_KEPT` characters); ``at`` is UTC ISO 8601.
+    """
+
+    stage: str
+    round: int
+    attempt: int
+    action: str
+    kind: str
+    digest: str
+    exit_code: int
+    stdout: str = ""
+    at: str
+    request_id: int | None = None
+
+
+STDOUT_KEPT = 65536
+"""Characters of an action's stdout kept in the journal."""
+
+
+class JournalQuery(BaseModel):
+    """Input of ``bees.journal_lookup``: the successful run of ``action`` with input ``digest``
+    in ``stage`` of the item, if the local record journaled one."""
+
+    item_id: str
+    stage: str
+    action: str
+    digest: str
+
+
+class JournalFound(BaseModel):
+    """Output of ``bees.journal_lookup``: the entry, or None."""
+
+    entry: JournalEntry | None = None
+
+
+class ActionAsk(BaseModel):
+    """Input of the ``bees.action`` update: may ``agent`` run ``action`` (``ADDON.ACTION``) in
+    ``stage`` with this input (``digest``: SHA-256 of its canonical JSON; ``summary``: one
+    short line of it; ``input``: its canonical JSON, cut at 4,000 characters)?"""
+
+    stage: str
+    agent: str
+    action: str
+    digest: str
+    summary: str
+    input: str = ""
+    attempt: int = 1
+
+
+class ActionAnswer(BaseModel):
+    """Answer of the ``bees.action`` update.
+
+    ``decision``: ``run`` (run ``command`` now; ``request_id`` is the approval it ran under,
+    if any), ``journal`` (it already ran in this stage: ``exit_code`` and ``stdout`` are the
+    journaled result, ``at`` when it ran) or ``denied`` (``reason`` says who denied and why).
+    """
+
+    decision: str
+    kind: str
+    command: list[str] = Field(default_factory=list)
+    request_id: int | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+    stdout: str = ""
+    at: str | None = None
+
+
+class ApprovalRequest(BaseModel):
+    """Something waiting for (or given) a person's approval on a stage with ``approval:
+    required``: a held action (``action`` ``ADDON.ACTION``) or the stage's finish (``action``
+    None, ``kind`` ``finish``).
+
+    ``status`` is ``waiting``, ``approved`` or ``denied``; ``who``, ``at`` and ``reason`` say
+    who decided, when (UTC ISO 8601) and why (a denial's reason).
+    """
+
+    id: int
+    item_id: str
+    stage: str
+    round: int
+    action: str | None
+    kind: str
+    summary: str
+    digest: str | None = None
+    input: str = ""
+    status: str = "waiting"
+    asked_at: str
+    who: str | None = None
+    at: str | None = None
+    reason: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Return what waits, as ``bees status`` shows it: ``mail.send {…}`` or ``finish Send``."""
+        if self.action is None:
+            return f"finish {self.stage}: {self.summary}"
+        return f"{self.action} {self.summary}"
+
+
+class DecideInput(BaseModel):
+    """Input of the ``bees.decide`` update: approve (``approve``) or deny with ``reason`` the
+    request ``request_id`` (every waiting request of the item when None); ``who`` and ``at``
+    as in :class:`PersonInput`."""
+
+    approve: bool
+    request_id: int | None = None
+    who: str
+    at: str
+    reason: str | None = None

@@ -137,8 +137,14 @@ async def start_pending(client: object, record: LocalRecord, *, only: str | None
 
 
 def is_idle(record: LocalRecord) -> bool:
-    """Return True when no item of this computer is pending, starting or running."""
-    return not record.items(statuses=ACTIVE_STATUSES)
+    """Return True when no item of this computer is pending, starting or running, and no
+    decision waits to be delivered.
+
+    An item waiting for approval (or for a person) is idle: nothing happens to it until a
+    person acts, so ``bees run --exit-when-idle`` returns; ``bees approve`` then queues the
+    decision and the next ``bees run`` delivers it.
+    """
+    return not record.items(statuses=ACTIVE_STATUSES) and not record.queued_controls()
 
 
 def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_idle: bool,
@@ -166,6 +172,7 @@ def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_id
 async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRecord,
                       say: Say, heartbeat_every: float) -> int:
     from bees_cli.engine.client import connect
+    from bees_cli.engine.control import deliver_queued, forget_worker, note_worker
     from bees_cli.engine.models import task_queue
     from bees_cli.engine.server import (
         EngineServer,
@@ -187,15 +194,20 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
     try:
         client = await connect(server.address)
         queue = task_queue(load_identity().machine_id)
+        freed = await asyncio.to_thread(record.free_stale_slots)
+        if freed:
+            say(f"freed {freed} agent slot(s) of items that no longer run")
         worker = make_worker(client, queue, record, heartbeat_every=heartbeat_every)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         worker_task = asyncio.create_task(worker.run())
+        note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
         while not stop.is_set():
             await start_pending(client, record)
+            await deliver_queued(client, record, say)
             if worker_task.done():
                 break
             if exit_when_idle and is_idle(record):
@@ -209,6 +221,7 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
             await worker.shutdown()
         await worker_task
     finally:
+        forget_worker(data)
         await asyncio.to_thread(stop_engine, data, server)
     return 0
 
@@ -256,7 +269,8 @@ def status_rows() -> list[dict[str, Any]]:
 
 def item_details(item_id: str) -> dict[str, Any]:
     """Return one item for ``bees item show``: ``item`` (the row), ``history`` (events,
-    oldest first), ``logs`` (each stage's stdout and stderr files), ``engine_log``.
+    oldest first), ``logs`` (each stage's stdout and stderr files), ``engine_log``,
+    ``journal`` (its add-on action runs) and ``approvals`` (every request, any status).
 
     Raises:
         NotFound: no such item here.
@@ -274,4 +288,6 @@ def item_details(item_id: str) -> dict[str, Any]:
             if isinstance(path, str) and path not in logs:
                 logs.append(path)
     return {"item": row.to_json(), "since_human": human_since(row.since), "history": history,
-            "logs": logs, "engine_log": str(data_dir() / "temporal.log")}
+            "logs": logs, "engine_log": str(data_dir() / "temporal.log"),
+            "journal": record.journal(row.id),
+            "approvals": record.approvals(row.id, status=None)}

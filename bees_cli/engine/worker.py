@@ -19,8 +19,16 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *,
         task_queue: this computer's queue (:func:`bees_cli.engine.models.task_queue`).
         record: the local record the activities write.
         heartbeat_every: seconds between heartbeats of a running stage.
+
+    Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and
+    ``BEES_HOME`` (when set here), so ``bees action`` reaches this computer's run.
     """
-    activities = BeesActivities(record, heartbeat_every=heartbeat_every)
+    import os
+
+    engine_env = {"BEES_TEMPORAL_ADDRESS": client.service_client.config.target_host}
+    if os.environ.get("BEES_HOME"):
+        engine_env["BEES_HOME"] = os.environ["BEES_HOME"]
+    activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env)
     return Worker(
         client,
         task_queue=task_queue,

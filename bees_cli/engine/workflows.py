@@ -1,34 +1,58 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
-Deterministic: imports only ``datetime``, ``temporalio`` and the engine's models (passed
-through the sandbox); no I/O, no clock but the workflow's.
+Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio`` and the engine's models
+(passed through the sandbox); no I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (
+        ACCEPT_UPDATE,
+        ACTION_DONE_UPDATE,
+        ACTION_UPDATE,
         CHECK_ACTIVITY,
+        DECIDE_UPDATE,
+        JOURNAL_ACTIVITY,
         RECORD_ACTIVITY,
-        RETRY_SIGNAL,
+        RELEASE_ACTIVITY,
+        RETRY_UPDATE,
         REVIEW_LIMIT,
         RUN_ACTIVITY,
+        SLOT_ACTIVITY,
         WORKFLOW_NAME,
+        ActionAnswer,
+        ActionAsk,
+        ApprovalRequest,
         CheckInput,
         CheckOutput,
+        DecideInput,
         ItemInput,
+        JournalEntry,
+        JournalFound,
+        JournalQuery,
+        PersonInput,
         RecordInput,
+        ReleaseInput,
+        SlotInput,
+        SlotOutput,
         StageInput,
         StageOutput,
     )
+    from bees_cli.workspace.models import GATED_KINDS, Stage
 
 RECHECK_EVERY = timedelta(seconds=15)
-"""How often a waiting item checks its eligibility again (DESIGN.md, Rules: eligibility)."""
+"""How often a waiting item checks its eligibility (or a busy agent) again (DESIGN.md, Rules)."""
+
+BUSY_LIMIT = timedelta(minutes=10)
+"""After this long waiting for a busy agent, the stage fails until a person retries."""
 
 STAGE_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A stage whose worker stops heartbeating this long is started again from the top."""
@@ -44,47 +68,288 @@ STAGE_RETRY = RetryPolicy(
 
 SHORT = timedelta(seconds=60)
 
+# what the run is doing, for the validators of a person's requests
+RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
+    "running", "waiting", "failed", "waiting for a person", "waiting for approval")
+
+
+def _refuse(message: str) -> ApplicationError:
+    return ApplicationError(message, type="Refused", non_retryable=True)
+
 
 @workflow.defn(name=WORKFLOW_NAME)
 class ItemWorkflow:
-    """Moves one work item through its process (DESIGN.md, Rules: moving).
+    """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
-    15 s while the check fails. Then run the stage. A finished stage moves the item on; a
-    review asking for changes sends it back to the stage under review with the comments (the
-    third request stops it for a person); a failed stage waits for a person's retry signal;
-    the ``done`` stage ends the run with ``"done"``.
+    15 s while the check fails; take a slot of a capped agent (re-checking every 15 s, failed
+    after 10 minutes). Then run the stage. A finished stage moves the item on (on a stage with
+    ``approval: required``, once a person approved). A review asking for changes sends it back
+    to the stage under review with the comments; the third request stops it for a person, who
+    retries (one more round) or accepts (moves past the review). A failed stage waits for a
+    person's retry, which starts it again from the top as a new attempt. The ``done`` stage
+    ends the run with ``"done"``; a cancelled run records ``cancelled`` and gives back its slot.
+
+    While a stage runs, its agent asks (``bees.action``) before each add-on action: refused
+    when not in its tools, held for approval when gated, answered from the journal when the
+    same action with the same input already ran in this stage.
     """
 
     def __init__(self) -> None:
-        self._retry_asked = False
+        self._item: ItemInput | None = None
+        self._state = "starting"
+        self._stage: str | None = None
+        self._round = 0
+        self._agent: str | None = None
+        self._person: tuple[str, PersonInput] | None = None
+        self._requests: list[ApprovalRequest] = []
+        self._journal: list[JournalEntry] = []
+        self._approved: set[tuple[str, int]] = set()
+        self._facts = 0
 
-    @workflow.signal(name=RETRY_SIGNAL)
-    def retry(self) -> None:
-        """A person asks an item that waits for a person to go on (``bees retry``, later issue)."""
-        self._retry_asked = True
+    def _fact(self, prefix: str) -> str:
+        """Return a new key for a fact of the history (deterministic: a counter)."""
+        self._facts += 1
+        return f"{prefix}:{self._facts}"
+
+    # -- a person's requests ---------------------------------------------------------------
+
+    def _where(self) -> str:
+        stage = f" at {self._stage}" if self._stage else ""
+        return f"{self._state}{stage}"
+
+    @workflow.update(name=RETRY_UPDATE)
+    def retry(self, person: PersonInput) -> str:
+        """Start the failed stage again from the top (or, stopped at the review limit, one more
+        round from the work stage); return the stage."""
+        self._person = ("retry", person)
+        return self._stage or ""
+
+    @retry.validator
+    def _retry_allowed(self, person: PersonInput) -> None:
+        if self._state not in (FAILED, STOPPED):
+            raise _refuse(f"it is {self._where()}: only a failed or stopped item can be retried")
+
+    @workflow.update(name=ACCEPT_UPDATE)
+    def accept(self, person: PersonInput) -> str:
+        """Take the work under review as it is and move past the review; return the stage."""
+        self._person = ("accept", person)
+        return self._stage or ""
+
+    @accept.validator
+    def _accept_allowed(self, person: PersonInput) -> None:
+        if self._state != STOPPED:
+            raise _refuse(f"it is {self._where()}: only an item stopped at the review limit "
+                          "can be accepted")
+
+    @workflow.update(name=DECIDE_UPDATE)
+    async def decide(self, decision: DecideInput) -> list[int]:
+        """Approve or deny the waiting request ``decision.request_id`` (all when None); record
+        who, when and what; return the ids decided."""
+        chosen = self._waiting(decision.request_id)
+        for request in chosen:
+            request.status = "approved" if decision.approve else "denied"
+            request.who, request.at, request.reason = decision.who, decision.at, decision.reason
+            if decision.approve:
+                self._approved.add((request.stage, request.round))
+        for request in chosen:
+            await self._record(RecordInput(
+                item_id=self._id, status=None, stage=request.stage, round=request.round,
+                key=f"approval:{request.id}:{request.status}", kind=request.status,
+                approval=request.model_dump(mode="json"),
+                data={"request": request.id, "action": request.action, "kind": request.kind,
+                      "summary": request.summary, "digest": request.digest,
+                      "input": request.input, "who": request.who, "at": request.at,
+                      "reason": request.reason}))
+        if not self._waiting(None) and self._state == APPROVAL:
+            # running again before this update returns, so `bees run --exit-when-idle`
+            # that delivered it sees work under way
+            self._state = RUNNING
+            await self._record(RecordInput(
+                item_id=self._id, status=RUNNING, stage=self._stage, agent=self._agent,
+                key=self._fact("resumed"), kind="resumed", data={}))
+        return [request.id for request in chosen]
+
+    @decide.validator
+    def _decide_allowed(self, decision: DecideInput) -> None:
+        if not self._waiting(None):
+            raise _refuse(f"nothing waits for approval (it is {self._where()})")
+        if decision.request_id is not None and not self._waiting(decision.request_id):
+            ids = ", ".join(str(r.id) for r in self._waiting(None))
+            raise _refuse(f"request {decision.request_id} does not wait for approval "
+                          f"(waiting: {ids})")
+        if not decision.approve and not (decision.reason or "").strip():
+            raise _refuse("a denial needs a reason")
+
+    def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
+        return [r for r in self._requests if r.status == "waiting"
+                and (request_id is None or r.id == request_id)]
+
+    # -- add-on actions --------------------------------------------------------------------
+
+    @workflow.update(name=ACTION_UPDATE)
+    async def action(self, ask: ActionAsk) -> ActionAnswer:
+        """May the stage's agent run ``ask.action`` now? (DESIGN.md, Rules: approvals)
+
+        Answered from the journal when the same action with the same input already ran (exit
+        0) in this stage (not for ``read`` actions, which change nothing and whose answer may
+        have changed); held until a person decides when the action is gated on this stage;
+        else ``run``.
+        """
+        addon, name = ask.action.split(".", 1)
+        action = self._snapshot.addons[addon].actions[name]
+        if action.kind != "read":
+            entry = await self._journal_hit(ask)
+            if entry is not None:
+                await self._record(RecordInput(
+                    item_id=self._id, status=None, stage=ask.stage, round=self._round,
+                    key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
+                    kind="action_answered",
+                    data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
+                          "exit_code": entry.exit_code, "ran_at": entry.at}))
+                return ActionAnswer(decision="journal", kind=action.kind,
+                                    exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
+        stage = self._stage_spec(ask.stage)
+        if action.kind not in GATED_KINDS or stage.approval != "required":
+            return ActionAnswer(decision="run", kind=action.kind, command=list(action.command))
+        request = next((r for r in self._requests if r.stage == ask.stage
+                        and r.action == ask.action and r.digest == ask.digest
+                        and r.status in ("waiting", "approved")), None)
+        if request is None:
+            request = ApprovalRequest(
+                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
+                round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
+                digest=ask.digest, input=ask.input, asked_at=self._now())
+            self._requests.append(request)
+        if request.status == "waiting":
+            await self._hold(request, attempt=ask.attempt)
+            await workflow.wait_condition(lambda: request.status != "waiting")
+        if request.status == "denied":
+            return ActionAnswer(
+                decision="denied", kind=action.kind, request_id=request.id,
+                reason=f"{ask.action} was denied by {request.who}: {request.reason}")
+        return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
+                            request_id=request.id)
+
+    @action.validator
+    def _action_allowed(self, ask: ActionAsk) -> None:
+        if self._state not in (RUNNING, APPROVAL) or ask.stage != self._stage:
+            raise _refuse(f"stage {ask.stage} is not running (the item is {self._where()})")
+        agent = self._snapshot.agents.get(ask.agent)
+        if ask.agent != self._agent or agent is None:
+            raise _refuse(f"agent {ask.agent} does not run stage {ask.stage} "
+                          f"(its agent is {self._agent})")
+        if ask.action not in agent.tools:
+            tools = ", ".join(agent.tools) or "none"
+            raise _refuse(f"agent {ask.agent} may not use {ask.action}: it is not in its tools "
+                          f"(tools: {tools})")
+        addon, _, name = ask.action.partition(".")
+        if addon not in self._snapshot.addons or name not in self._snapshot.addons[addon].actions:
+            raise _refuse(f"no action {ask.action} among the item's add-ons")
+
+    @workflow.update(name=ACTION_DONE_UPDATE)
+    async def action_done(self, entry: JournalEntry) -> None:
+        """Journal one run of an add-on action (its result), in the run and the local record."""
+        if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
+                   for e in self._journal):
+            self._journal.append(entry)
+        await self._record(RecordInput(
+            item_id=self._id, status=None, stage=entry.stage, round=entry.round,
+            key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
+            journal=entry.model_dump(mode="json"),
+            data={"action": entry.action, "kind": entry.kind, "digest": entry.digest,
+                  "attempt": entry.attempt, "exit_code": entry.exit_code,
+                  "request": entry.request_id}))
+
+    @workflow.query(name="bees.journal")
+    def journal(self) -> list[JournalEntry]:
+        """Return the item's journal of action runs, oldest first."""
+        return list(self._journal)
+
+    async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
+        for entry in self._journal:
+            if (entry.stage, entry.action, entry.digest, entry.exit_code) == (
+                    ask.stage, ask.action, ask.digest, 0):
+                return entry
+        found: JournalFound = await workflow.execute_activity(
+            JOURNAL_ACTIVITY, JournalQuery(item_id=self._id, stage=ask.stage, action=ask.action,
+                                           digest=ask.digest),
+            result_type=JournalFound, start_to_close_timeout=SHORT)
+        if found.entry is not None:
+            self._journal.append(found.entry)
+        return found.entry
+
+    async def _hold(self, request: ApprovalRequest, *, attempt: int) -> None:
+        self._state = APPROVAL
+        await self._record(RecordInput(
+            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self._agent,
+            reason=request.label, round=request.round,
+            key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
+            approval=request.model_dump(mode="json"),
+            data={"request": request.id, "action": request.action, "kind": request.kind,
+                  "summary": request.summary, "digest": request.digest}))
+
+    # -- the plan --------------------------------------------------------------------------
+
+    @property
+    def _id(self) -> str:
+        assert self._item is not None
+        return self._item.item_id
+
+    @property
+    def _snapshot(self):  # type: ignore[no-untyped-def]  # noqa: ANN202
+        assert self._item is not None
+        return self._item.snapshot
+
+    def _stage_spec(self, name: str) -> Stage:
+        return next(s for s in self._snapshot.process.stages if s.name == name)
+
+    def _now(self) -> str:
+        return workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @workflow.run
     async def run(self, item: ItemInput) -> str:
-        """Run the item to its ``done`` stage; return ``"done"``."""
+        """Run the item to its ``done`` stage; return ``"done"`` (cancelled: records
+        ``cancelled``, frees its slots, and ends as cancelled)."""
+        self._item = item
+        try:
+            return await self._plan(item)
+        except asyncio.CancelledError:
+            await workflow.execute_activity(
+                RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id),
+                start_to_close_timeout=SHORT)
+            self._state = "cancelled"
+            await self._record(RecordInput(
+                item_id=item.item_id, status="cancelled", stage=self._stage, key="cancelled",
+                kind="cancelled", data={}))
+            raise
+
+    async def _plan(self, item: ItemInput) -> str:
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
         index = 0
         rounds: dict[str, int] = {}
+        attempts: dict[tuple[str, int], int] = {}
         done_by: dict[str, str] = {}
         outputs: dict[str, str] = {}
         comments: list[str] = []
-        change_requests: dict[str, int] = {}
+        change_requests: dict[str, list[list[str]]] = {}
+        again = False  # a person's retry: same round, new attempt
         while True:
             stage = stages[index]
+            self._stage = stage.name
             if stage.kind == "done":
+                self._state = "done"
                 await self._record(RecordInput(
                     item_id=item.item_id, status="done", stage=stage.name, key="done",
                     kind="done"))
                 return "done"
-            rounds[stage.name] = rounds.get(stage.name, 0) + 1
-            round_ = rounds[stage.name]
+            if not again:
+                rounds[stage.name] = rounds.get(stage.name, 0) + 1
+            again = False
+            round_ = self._round = rounds[stage.name]
             reviewed_by = done_by.get(stage.reviews) if stage.reviews else None
+            self._state = WAITING
             check = await self._check(CheckInput(
                 item_id=item.item_id, stage=stage.name, round=round_,
                 reviewed_by=reviewed_by, snapshot=item.snapshot))
@@ -94,45 +359,129 @@ class ItemWorkflow:
                     item_id=item.item_id, stage=stage.name, round=round_,
                     reviewed_by=reviewed_by, snapshot=item.snapshot))
             assert check.agent is not None
-            result: StageOutput = await workflow.execute_activity(
-                RUN_ACTIVITY,
-                StageInput(
-                    item_id=item.item_id, title=item.title, run_folder=item.run_folder,
-                    stage=stage.name, round=round_, agent=check.agent, folders=check.folders,
-                    previous=dict(outputs), comments=list(comments) if stage.kind == "work"
-                    else [], snapshot=item.snapshot),
-                result_type=StageOutput,
-                start_to_close_timeout=STAGE_TIMEOUT,
-                heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
-                retry_policy=STAGE_RETRY,
-            )
-            if not result.ok:
-                self._retry_asked = False  # a retry counts from the moment the stage failed
-                await self._record(RecordInput(
-                    item_id=item.item_id, status="failed", stage=stage.name,
-                    reason=result.reason, agent=check.agent, key=f"{stage.name}:{round_}:failed",
-                    kind="stage_failed", round=round_))
+            self._agent = check.agent
+            busy = await self._take_slot(stage.name, check.agent, round_)
+            if busy is not None:
+                await self._fail(stage.name, round_, check.agent, busy, "busy")
                 await self._wait_for_person()
+                again = True
+                continue
+            base = attempts.get((stage.name, round_), 1)
+            self._state = RUNNING
+            try:
+                result: StageOutput = await workflow.execute_activity(
+                    RUN_ACTIVITY,
+                    StageInput(
+                        item_id=item.item_id, title=item.title, run_folder=item.run_folder,
+                        stage=stage.name, round=round_, agent=check.agent,
+                        folders=check.folders, previous=dict(outputs),
+                        comments=list(comments) if stage.kind == "work" else [],
+                        snapshot=item.snapshot, attempt_base=base),
+                    result_type=StageOutput,
+                    start_to_close_timeout=STAGE_TIMEOUT,
+                    heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
+                    retry_policy=STAGE_RETRY,
+                )
+            finally:
+                if self._capped(check.agent):
+                    await workflow.execute_activity(
+                        RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
+                        start_to_close_timeout=SHORT)
+            attempts[(stage.name, round_)] = result.attempt + 1
+            if result.ok and stage.approval == "required":
+                result = await self._finish_gate(stage, round_, check.agent, result)
+            if not result.ok:
+                await self._fail(stage.name, round_, check.agent, result.reason or "failed",
+                                 f"{result.attempt}:failed")
+                await self._wait_for_person()
+                again = True
                 continue
             done_by[stage.name] = check.agent
             outputs[stage.name] = result.output_dir
             if stage.kind == "work":
                 comments = []
             if stage.kind == "review" and result.verdict == "changes_requested" and stage.reviews:
-                change_requests[stage.name] = change_requests.get(stage.name, 0) + 1
+                asked = change_requests.setdefault(stage.name, [])
+                asked.append(list(result.comments))
                 comments = list(result.comments)
-                if change_requests[stage.name] >= REVIEW_LIMIT:
-                    self._retry_asked = False
+                if len(asked) >= REVIEW_LIMIT:
+                    self._person = None
+                    self._state = STOPPED
                     await self._record(RecordInput(
-                        item_id=item.item_id, status="waiting for a person", stage=stage.name,
+                        item_id=item.item_id, status=STOPPED, stage=stage.name,
                         reason=f"{stage.name} asked for changes {REVIEW_LIMIT} times",
                         agent=check.agent, key=f"{stage.name}:{round_}:limit",
-                        kind="review_limit", round=round_))
-                    await self._wait_for_person()
-                    change_requests[stage.name] = 0
+                        kind="review_limit", round=round_,
+                        data={"rounds": [list(c) for c in asked]}))
+                    choice = await self._wait_for_person()
+                    change_requests[stage.name] = []
+                    if choice == "accept":
+                        index += 1
+                        continue
                 index = position[stage.reviews]
                 continue
             index += 1
+
+    def _capped(self, agent: str) -> bool:
+        return self._snapshot.agents[agent].max_concurrent_runs is not None
+
+    async def _take_slot(self, stage: str, agent: str, round_: int) -> str | None:
+        """Take a slot of ``agent`` when it is capped; return None, or after 10 minutes of
+        waiting (re-checking every 15 s) the reason the stage fails."""
+        cap = self._snapshot.agents[agent].max_concurrent_runs
+        if cap is None:
+            return None
+        started = workflow.now()
+        said: str | None = None
+        while True:
+            slot: SlotOutput = await workflow.execute_activity(
+                SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
+                result_type=SlotOutput, start_to_close_timeout=SHORT)
+            if slot.granted:
+                return None
+            if workflow.now() - started >= BUSY_LIMIT:
+                await workflow.execute_activity(
+                    RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
+                    start_to_close_timeout=SHORT)
+                return f"{slot.reason} for 10 minutes"
+            self._state = WAITING
+            if slot.reason != said:  # one fact per distinct reason, not one per re-check
+                said = slot.reason
+                await self._record(RecordInput(
+                    item_id=self._id, status=WAITING, stage=stage, reason=slot.reason,
+                    agent=agent, round=round_, key=self._fact(f"{stage}:{round_}:busy"),
+                    kind="busy", data={"reason": slot.reason, "position": slot.position}))
+            await workflow.sleep(RECHECK_EVERY)
+
+    async def _finish_gate(self, stage: Stage, round_: int, agent: str,
+                           result: StageOutput) -> StageOutput:
+        """Hold a finished stage with ``approval: required`` until a person approves it.
+
+        A person who approved a held action of this stage round approved the stage too.
+        A denial fails the stage with the reason.
+        """
+        if (stage.name, round_) in self._approved:
+            return result
+        request = ApprovalRequest(
+            id=len(self._requests) + 1, item_id=self._id, stage=stage.name, round=round_,
+            action=None, kind="finish", summary=f"output {result.output_dir}",
+            asked_at=self._now())
+        self._requests.append(request)
+        await self._hold(request, attempt=result.attempt)
+        await workflow.wait_condition(lambda: request.status != "waiting")
+        self._state = RUNNING
+        if request.status == "denied":
+            return result.model_copy(update={
+                "ok": False, "reason": f"finish denied by {request.who}: {request.reason}"})
+        return result
+
+    async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str) -> None:
+        self._person = None  # a request counts from the moment the stage failed
+        self._state = FAILED
+        await self._record(RecordInput(
+            item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
+            key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
+            data={"reason": reason}))
 
     async def _check(self, check: CheckInput) -> CheckOutput:
         return await workflow.execute_activity(
@@ -141,6 +490,16 @@ class ItemWorkflow:
     async def _record(self, record: RecordInput) -> None:
         await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
 
-    async def _wait_for_person(self) -> None:
-        await workflow.wait_condition(lambda: self._retry_asked)
-        self._retry_asked = False
+    async def _wait_for_person(self) -> str:
+        """Wait for a person's retry or accept; record it (who, when); return which."""
+        await workflow.wait_condition(lambda: self._person is not None)
+        assert self._person is not None
+        choice, person = self._person
+        self._person = None
+        self._state = "starting"
+        await self._record(RecordInput(
+            item_id=self._id, status="starting", stage=self._stage,
+            key=self._fact(f"{self._stage}:{self._round}:{choice}"),
+            kind="retried" if choice == "retry" else "accepted", round=self._round,
+            data={"who": person.who, "asked_at": person.at}))
+        return choice

@@ -9,11 +9,17 @@ Tables::
     events  its history: one row per fact (a pick, a stage start or end, a review verdict,
             a wait); ``key`` is unique per item, so an activity that is retried writes a fact
             once.
+    approvals  what waits (or waited) for a person's approval: one row per request
+    journal    each run of an add-on action: stage, action, input digest, exit code, stdout
+    slots      busy agents: one row per stage holding (``granted``) or waiting for a slot of
+               its agent, first come first served by ``requested``
+    controls   a person's decisions (approve, deny) queued while ``bees run`` is down;
+               ``bees run`` delivers them when it starts
 
 Statuses (``items.status``): ``pending`` (recorded, its run not started yet: no engine),
-``starting`` (its run was started, no stage yet), ``waiting`` (eligibility failed; ``reason``
-says why), ``running``, ``failed`` (``reason``), ``waiting for a person`` (``reason``),
-``done``.
+``starting`` (its run was started, no stage yet), ``waiting`` (eligibility failed or agent
+busy; ``reason`` says why), ``running``, ``waiting for approval`` (``reason``: what waits),
+``failed`` (``reason``), ``waiting for a person`` (``reason``), ``done``, ``cancelled``.
 """
 
 from __future__ import annotations
@@ -32,8 +38,14 @@ from bees_cli.errors import NotFound
 ACTIVE_STATUSES: frozenset[str] = frozenset({"pending", "starting", "running"})
 """Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
 
-END_STATUSES: frozenset[str] = frozenset({"done", "failed", "waiting for a person"})
-"""Statuses where an item stops until a person acts (or forever, for ``done``)."""
+END_STATUSES: frozenset[str] = frozenset(
+    {"done", "failed", "waiting for a person", "waiting for approval", "cancelled"})
+"""Statuses where an item stops until a person acts (or forever, for ``done``, ``cancelled``)."""
+
+SLOT_KEEPING_STATUSES: frozenset[str] = frozenset(
+    {"starting", "running", "waiting", "waiting for approval"})
+"""Statuses of items whose slots ``bees run`` keeps when it starts; other items' slots are
+freed (their stage ended, failed or was cancelled while no worker was there to say so)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -60,6 +72,42 @@ CREATE TABLE IF NOT EXISTS events (
     round INTEGER,
     data TEXT NOT NULL,
     UNIQUE (item_id, key)
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    item_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    stage TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (item_id, id)
+);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    action TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    exit_code INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    data TEXT NOT NULL,
+    UNIQUE (item_id, stage, action, digest, at)
+);
+CREATE TABLE IF NOT EXISTS slots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    requested TEXT NOT NULL,
+    granted INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (item_id, stage)
+);
+CREATE TABLE IF NOT EXISTS controls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'queued',
+    at TEXT NOT NULL
 );
 """
 
@@ -93,7 +141,7 @@ class ItemRow:
     @property
     def status_text(self) -> str:
         """Return the status as users read it: ``waiting: REASON``, ``failed: REASON``…"""
-        if self.status in ("waiting", "failed") and self.reason:
+        if self.status in ("waiting", "failed", "waiting for approval") and self.reason:
             return f"{self.status}: {self.reason}"
         if self.status == "pending":
             return "waiting: the engine is not running (bees run)"
@@ -260,6 +308,178 @@ class LocalRecord:
             ).fetchall()
         return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]))
                 for r in rows]
+
+    # -- approvals -------------------------------------------------------------------------
+
+    def put_approval(self, item_id: str, request: dict[str, Any]) -> None:
+        """Insert or replace approval request ``request["id"]`` of the item (an
+        :class:`~bees_cli.engine.models.ApprovalRequest` as JSON)."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO approvals (item_id, id, stage, status, data)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (item_id, int(request["id"]), request["stage"], request["status"],
+                 json.dumps(request)))
+
+    def approvals(self, item_id: str | None = None, *,
+                  status: str | None = "waiting") -> list[dict[str, Any]]:
+        """Return approval requests (of one item, or all), oldest item and id first, with
+        status ``status`` (every status when None). Each is the request's JSON."""
+        query = "SELECT data FROM approvals WHERE 1 = 1"
+        args: list[Any] = []
+        if item_id is not None:
+            query += " AND item_id = ?"
+            args.append(item_id)
+        if status is not None:
+            query += " AND status = ?"
+            args.append(status)
+        with self._connect() as db:
+            rows = db.execute(query + " ORDER BY item_id, id", args).fetchall()
+        return [json.loads(r["data"]) for r in rows]
+
+    # -- journal ---------------------------------------------------------------------------
+
+    def add_journal(self, item_id: str, entry: dict[str, Any]) -> None:
+        """Journal one run of an add-on action (a
+        :class:`~bees_cli.engine.models.JournalEntry` as JSON); the same run twice is kept
+        once (same stage, action, digest and time)."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO journal (item_id, stage, action, digest, exit_code, at,"
+                " data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, entry["stage"], entry["action"], entry["digest"],
+                 int(entry["exit_code"]), entry["at"], json.dumps(entry)))
+
+    def journal(self, item_id: str) -> list[dict[str, Any]]:
+        """Return the item's journal, oldest first: each entry's JSON (``stage``, ``round``,
+        ``attempt``, ``action``, ``kind``, ``digest``, ``exit_code``, ``stdout``, ``at``,
+        ``request_id``). Meant for the checkpoint of a handover."""
+        with self._connect() as db:
+            rows = db.execute("SELECT data FROM journal WHERE item_id = ? ORDER BY seq",
+                              (item_id,)).fetchall()
+        return [json.loads(r["data"]) for r in rows]
+
+    def journal_hit(self, item_id: str, stage: str, action: str,
+                    digest: str) -> dict[str, Any] | None:
+        """Return the first successful (exit 0) run of ``action`` with input ``digest`` in
+        ``stage`` of the item, or None."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT data FROM journal WHERE item_id = ? AND stage = ? AND action = ?"
+                " AND digest = ? AND exit_code = 0 ORDER BY seq LIMIT 1",
+                (item_id, stage, action, digest)).fetchone()
+        return None if row is None else dict(json.loads(row["data"]))
+
+    # -- busy agents -----------------------------------------------------------------------
+
+    def acquire_slot(self, *, agent: str, item_id: str, stage: str,
+                     cap: int) -> tuple[bool, list[str], int]:
+        """Ask a slot of ``agent`` (at most ``cap`` granted at once) for the item's stage.
+
+        First come first served: the asker joins the agent's queue (once; a repeated ask
+        keeps its place, and a slot already granted to this item and stage is granted again,
+        so a restarted attempt reclaims its own slot). It is granted when fewer than ``cap``
+        slots are held and no earlier asker still waits.
+
+        Returns:
+            ``(granted, holders, position)``: the item ids holding the agent's slots (when
+            not granted), and the asker's 1-based place among the waiters (0 when granted).
+        """
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT OR IGNORE INTO slots (agent, item_id, stage, requested)"
+                    " VALUES (?, ?, ?, ?)", (agent, item_id, stage, now_utc()))
+                rows = db.execute(
+                    "SELECT seq, item_id, stage, granted FROM slots WHERE agent = ?"
+                    " ORDER BY seq", (agent,)).fetchall()
+                mine = next(r for r in rows if r["item_id"] == item_id and r["stage"] == stage)
+                holders = [r["item_id"] for r in rows if r["granted"]]
+                waiters = [r for r in rows if not r["granted"]]
+                if mine["granted"]:
+                    db.execute("COMMIT")
+                    return True, [], 0
+                position = 1 + [r["seq"] for r in waiters].index(mine["seq"])
+                if len(holders) < cap and position == 1:
+                    db.execute("UPDATE slots SET granted = 1 WHERE seq = ?", (mine["seq"],))
+                    db.execute("COMMIT")
+                    return True, [], 0
+                db.execute("COMMIT")
+                return False, holders, position
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def release_slot(self, item_id: str, stage: str | None = None) -> int:
+        """Give back the item's slot or queue place (of ``stage``, or all); return how many."""
+        with self._connect() as db:
+            if stage is None:
+                cursor = db.execute("DELETE FROM slots WHERE item_id = ?", (item_id,))
+            else:
+                cursor = db.execute("DELETE FROM slots WHERE item_id = ? AND stage = ?",
+                                    (item_id, stage))
+            return cursor.rowcount
+
+    def free_stale_slots(self) -> int:
+        """Free the slots of items that are not running (see :data:`SLOT_KEEPING_STATUSES`)
+        or not in the record; return how many. ``bees run`` calls it when it starts."""
+        keep = sorted(SLOT_KEEPING_STATUSES)
+        marks = ", ".join("?" for _ in keep)
+        with self._connect() as db:
+            cursor = db.execute(
+                "DELETE FROM slots WHERE item_id NOT IN"
+                f" (SELECT id FROM items WHERE status IN ({marks}))", keep)
+            return cursor.rowcount
+
+    def slots(self, agent: str | None = None) -> list[dict[str, Any]]:
+        """Return the slot rows (of one agent, or all), in queue order:
+        ``{"agent", "item_id", "stage", "requested", "granted"}``."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT agent, item_id, stage, requested, granted FROM slots"
+                + (" WHERE agent = ?" if agent else "") + " ORDER BY seq",
+                (agent,) if agent else ()).fetchall()
+        return [{**dict(r), "granted": bool(r["granted"])} for r in rows]
+
+    # -- queued controls -------------------------------------------------------------------
+
+    def queue_control(self, item_id: str, name: str, payload: dict[str, Any]) -> int:
+        """Queue a person's decision for ``bees run`` to deliver; return its number."""
+        with self._connect() as db:
+            cursor = db.execute(
+                "INSERT INTO controls (item_id, name, payload, at) VALUES (?, ?, ?, ?)",
+                (item_id, name, json.dumps(payload), now_utc()))
+            return int(cursor.lastrowid or 0)
+
+    def claim_controls(self, only: int | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """Take the queued decisions (or only number ``only``) for delivery: each is taken
+        by one caller. Returns ``(seq, item_id, name, payload)`` oldest first."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            query = "SELECT seq, item_id, name, payload FROM controls WHERE state = 'queued'"
+            args: tuple[Any, ...] = ()
+            if only is not None:
+                query += " AND seq = ?"
+                args = (only,)
+            rows = db.execute(query + " ORDER BY seq", args).fetchall()
+            for row in rows:
+                db.execute("UPDATE controls SET state = 'sent' WHERE seq = ?", (row["seq"],))
+            db.execute("COMMIT")
+        return [(r["seq"], r["item_id"], r["name"], json.loads(r["payload"])) for r in rows]
+
+    def queued_controls(self) -> int:
+        """Return how many decisions wait for ``bees run`` to deliver them."""
+        with self._connect() as db:
+            row = db.execute("SELECT COUNT(*) AS n FROM controls WHERE state = 'queued'"
+                             ).fetchone()
+        return int(row["n"])
+
+
+def item_journal(item_id: str) -> list[dict[str, Any]]:
+    """Return the journal of item ``item_id`` in this computer's local record (see
+    :meth:`LocalRecord.journal`); the checkpoint of a handover carries it."""
+    return open_record().journal(item_id)
 
 
 def open_record() -> LocalRecord:

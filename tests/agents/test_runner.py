@@ -67,7 +67,8 @@ from pathlib import Path
 env = {k: v for k, v in os.environ.items()
        if (k.startswith("BEES_") and k != "BEES_HOME") or k in ("AGENT_VAR", "PARENT_VAR")}
 context = json.loads(Path(os.environ["BEES_CONTEXT"]).read_text(encoding="utf-8"))
-seen = {"cwd": os.getcwd(), "argv": sys.argv[1:], "env": env, "context": context}
+seen = {"cwd": os.getcwd(), "argv": sys.argv[1:], "env": env, "context": context,
+        "path_head": os.environ["PATH"].split(os.pathsep)[0]}
 Path("seen.json").write_text(json.dumps(seen), encoding="utf-8")
 print("to stdout")
 print("to stderr", file=sys.stderr)
@@ -119,7 +120,9 @@ async def test_env_context_and_logs_seen_by_the_child(
         "BEES_REVIEW_COMMENTS": '["add a summary", "fix the título"]',
         "BEES_ROUND": "2",
         "BEES_ATTEMPT": "3",
+        "BEES_PYTHON": sys.executable,
     }
+    assert seen["path_head"] == str(Path(sys.executable).parent)
     assert seen["context"] == {
         "item": {"id": "01J0ITEM", "title": "Weekly report 2024-06-03", "process": "weekly-report"},
         "stage": {"name": "Polish-it", "kind": "work", "reviews": None},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from bees_cli.engine.models import RETRY_SIGNAL, task_queue
+from bees_cli.engine.models import RETRY_UPDATE, PersonInput, task_queue
 from bees_cli.engine.service import create_item, start_pending
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.identity import load_identity
@@ -167,10 +167,11 @@ async def test_failed_stage_waits_for_a_person_with_the_reason(
         row = await until(record, item.id, lambda r: r.status == "failed")
         assert row.status_text == "failed: exit 3: something broke"
         assert space.lines() == ["Work alpha 1 1 []"]
-        # a person's retry runs the stage again (round 2); it fails the same way
-        await dev_env.client.get_workflow_handle(item.id).signal(RETRY_SIGNAL)
+        # a person's retry runs the stage again (round 1, attempt 2); it fails the same way
+        await dev_env.client.get_workflow_handle(item.id).execute_update(
+            RETRY_UPDATE, PersonInput(who="maya@example.com", at="2025-01-06T09:00:00Z"))
         await until(record, item.id, lambda r: len(space.lines()) == 2 and r.status == "failed")
-        assert space.lines() == ["Work alpha 1 1 []", "Work alpha 2 1 []"]
+        assert space.lines() == ["Work alpha 1 1 []", "Work alpha 1 2 []"]
         await dev_env.client.get_workflow_handle(item.id).terminate()
 
 

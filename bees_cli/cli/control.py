@@ -1,0 +1,168 @@
+"""A person's commands to the local run: ``bees retry``, ``bees approvals``, ``bees approve``,
+``bees deny``, ``bees item accept|cancel``, and the agents' ``bees action``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from bees_cli.cli.options import JsonOpt
+from bees_cli.cli.output import exit_hard, print_json, print_table, render_error, say
+from bees_cli.errors import BeesError
+
+ItemArg = Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")]
+
+
+def _fail_hard(error: BeesError, *, as_json: bool = False) -> None:
+    render_error(error, as_json=as_json)
+    exit_hard(error.exit_code)
+
+
+def retry(item: ItemArg) -> None:
+    """Start a failed stage again from the top, as a new attempt (or, for an item stopped at
+    the review limit, one more round from the work stage). Needs `bees run` up.
+
+    Example: bees retry 01JH3
+    """
+    from bees_cli.engine.control import person_request
+
+    try:
+        done = person_request(item, "retry")
+    except BeesError as error:
+        _fail_hard(error)
+    say(f"{done['item']}: {done['stage']} starts again (asked by {done['who']})")
+    exit_hard(0)
+
+
+def item_accept(item: ItemArg) -> None:
+    """Take the work of an item stopped at the review limit as it is, and move past the review.
+
+    Example: bees item accept 01JH3
+    """
+    from bees_cli.engine.control import person_request
+
+    try:
+        done = person_request(item, "accept")
+    except BeesError as error:
+        _fail_hard(error)
+    say(f"{done['item']}: the work under review at {done['stage']} is accepted "
+        f"(by {done['who']})")
+    exit_hard(0)
+
+
+def item_cancel(item: ItemArg) -> None:
+    """Cancel an item: stop its running stage, free its agent slots, mark it cancelled.
+
+    Example: bees item cancel 01JH3
+    """
+    from bees_cli.engine.control import cancel_item
+
+    try:
+        done = cancel_item(item)
+    except BeesError as error:
+        _fail_hard(error)
+    say(f"{done['item']}: " + ("cancel requested; its run stops now" if done["requested"]
+                               else "cancelled"))
+    exit_hard(0)
+
+
+def approvals(as_json: JsonOpt = False) -> None:
+    """List what waits for a person's approval on this computer.
+
+    Example: bees approvals --json
+    """
+    from bees_cli.engine.control import waiting_approvals
+
+    rows = waiting_approvals()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        say("nothing waits for approval on this computer")
+        return
+    print_table([(r["item_id"], r["id"], r["title"], r["stage"], r["what"], r["asked_at"])
+                 for r in rows], headers=["item", "request", "title", "stage", "waits",
+                                          "asked"])
+
+
+def _decide(item: str, *, approve: bool, action: int | None, reason: str | None) -> None:
+    from bees_cli.engine.control import decide
+
+    try:
+        done = decide(item, approve=approve, request_id=action, reason=reason)
+    except BeesError as error:
+        _fail_hard(error)
+    verb = "approved" if approve else "denied"
+    if done["queued"]:
+        say(f"{done['item']}: {verb} by {done['who']}; bees run delivers it when it starts")
+    else:
+        ids = ", ".join(str(i) for i in done["decided"])
+        say(f"{done['item']}: request {ids} {verb} by {done['who']}")
+    exit_hard(0)
+
+
+ActionOpt = Annotated[int | None, typer.Option(
+    "--action", metavar="ID", help="The request to decide (see bees approvals); default: all "
+    "of the item.")]
+
+
+def approve(item: ItemArg, action: ActionOpt = None) -> None:
+    """Approve what waits on an item (a held action, or its stage's finish).
+
+    Example: bees approve 01JH3 --action 1
+    """
+    _decide(item, approve=True, action=action, reason=None)
+
+
+def deny(
+    item: ItemArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why: the agent is told.")],
+    action: ActionOpt = None,
+) -> None:
+    """Deny what waits on an item: the agent's action is refused with the reason.
+
+    Example: bees deny 01JH3 --reason "wrong recipients"
+    """
+    _decide(item, approve=False, action=action, reason=reason)
+
+
+def action(
+    name: Annotated[str, typer.Argument(metavar="ADDON.ACTION", help="The add-on action.")],
+    input: Annotated[str | None, typer.Option(  # noqa: A002 - the option is --input
+        "--input", metavar="JSON|@FILE", help="The action's input: JSON, or @file with JSON.")
+    ] = None,
+) -> None:
+    """Run an add-on action from inside a stage, once the item's run allows it.
+
+    Prints the add-on's output and exits with its exit code; a refusal or denial exits 3
+    with the reason on stderr. Gated actions (send, post, delete, pay) on a stage with
+    `approval: required` wait for a person's `bees approve`.
+
+    Example: bees action mail.send --input @mail.json
+    """
+    from bees_cli.engine.actions import run_action
+
+    try:
+        outcome = run_action(name, input)
+    except BeesError as error:
+        _fail_hard(error)
+    sys.stdout.write(outcome.stdout)
+    if outcome.from_journal:
+        say(f"{name}: answered from the journal (it ran at {outcome.ran_at}); not run again")
+    exit_hard(outcome.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``retry``, ``approvals``, ``approve``, ``deny``, ``action`` and
+    ``item accept|cancel``."""
+    from bees_cli.cli.engine import item_app
+
+    app.command("retry")(retry)
+    app.command("approvals")(approvals)
+    app.command("approve")(approve)
+    app.command("deny")(deny)
+    app.command("action")(action)
+    item_app.command("accept")(item_accept)
+    item_app.command("cancel")(item_cancel)

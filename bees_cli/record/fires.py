@@ -1,0 +1,220 @@
+"""Schedule fires and owner claims of this computer, kept in the local record file.
+
+Tables (in ``record.db`` beside the tables of :mod:`bees_cli.record.local`)::
+
+    fires       one row per fire handled here: schedule, key, scheduled instant (UTC),
+                wall-clock time, when handled, outcome, detail, cloud tries
+    fired_keys  the schedule keys this computer has handled: one wall-clock time of a
+                schedule fires at most once per computer (a repeated hour fires once)
+    claims      the owner claim of each item made here: ``owner``, ``taken``,
+                ``unreachable`` (retried every 15 s), ``no_cloud``, ``error``
+
+Outcomes (``fires.outcome``) and how ``bees schedules`` shows them::
+
+    ran_here       ran here (ITEM)
+    taken          taken by COMPUTER
+    skipped        skipped (late by N s)
+    not_eligible   not eligible (REASONS)
+    gave_up        gave up (cloud unreachable)
+    already_fired  already fired here
+    failed         failed (MESSAGE)       the key was granted but the item could not be made
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fires (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    schedule_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    scheduled TEXT NOT NULL,
+    local TEXT NOT NULL,
+    handled TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT,
+    tries INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (schedule_id, scheduled)
+);
+CREATE TABLE IF NOT EXISTS fired_keys (
+    key TEXT PRIMARY KEY,
+    scheduled TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS claims (
+    item_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    computer TEXT,
+    detail TEXT,
+    tried TEXT NOT NULL
+);
+"""
+
+OUTCOMES = ("ran_here", "taken", "skipped", "not_eligible", "gave_up", "already_fired", "failed")
+
+
+def iso(moment: datetime) -> str:
+    """Return an aware time as UTC ISO 8601 with milliseconds: ``2025-01-06T08:00:00.000Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_iso(text: str) -> datetime:
+    """Read a time written by :func:`iso` (or any ISO 8601 with a zone) as UTC."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+@contextmanager
+def connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """Open a short autocommit connection to the record file (WAL, 30 s busy timeout)."""
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=30000")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.row_factory = sqlite3.Row
+        yield db
+    finally:
+        db.close()
+
+
+@dataclass(frozen=True)
+class FireRow:
+    """One fire handled on this computer (see the module docstring for outcomes).
+
+    ``scheduled`` and ``handled`` are UTC ISO strings; ``local`` the wall-clock time in
+    the schedule's zone (``2025-01-06T09:00``); ``tries`` the key requests sent.
+    """
+
+    schedule_id: str
+    key: str
+    scheduled: str
+    local: str
+    handled: str
+    outcome: str
+    detail: str | None
+    tries: int
+
+    @property
+    def text(self) -> str:
+        """Return the outcome as ``bees schedules`` shows it, e.g. ``taken by maya-laptop``."""
+        return outcome_text(self.outcome, self.detail)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the row as JSON, with ``text``."""
+        return {"schedule": self.schedule_id, "key": self.key, "scheduled": self.scheduled,
+                "local": self.local, "handled": self.handled, "outcome": self.outcome,
+                "detail": self.detail, "tries": self.tries, "text": self.text}
+
+
+def outcome_text(outcome: str, detail: str | None) -> str:
+    """Return the human text of a fire's outcome (module docstring)."""
+    if outcome == "ran_here":
+        return f"ran here ({detail})"
+    if outcome == "taken":
+        return f"taken by {detail}"
+    if outcome == "skipped":
+        return f"skipped (late by {detail} s)"
+    if outcome == "already_fired":
+        return "already fired here"
+    return f"{outcome.replace('_', ' ')} ({detail})"
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """The owner claim of one item made here: ``status`` and when it was last ``tried`` (UTC)."""
+
+    item_id: str
+    status: str
+    computer: str | None
+    detail: str | None
+    tried: str
+
+
+class FireLog:
+    """The fires, fired keys and claims tables of one record file.
+
+    Args:
+        path: the record database (``record.db``); the tables are created when missing.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with connect(path) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+
+    # -- fires -----------------------------------------------------------------------------
+
+    def mark_key(self, key: str, scheduled: datetime, now: datetime) -> bool:
+        """Note that this computer handles ``key`` for the instant ``scheduled``.
+
+        Returns:
+            True when the key is new here, or was noted for this same instant (a retried
+            fire goes on); False when another instant already took it (a repeated hour).
+        """
+        with connect(self.path) as db:
+            db.execute("INSERT OR IGNORE INTO fired_keys (key, scheduled, at) VALUES (?, ?, ?)",
+                       (key, iso(scheduled), iso(now)))
+            row = db.execute("SELECT scheduled FROM fired_keys WHERE key = ?", (key,)).fetchone()
+        return bool(row["scheduled"] == iso(scheduled))
+
+    def add_fire(self, *, schedule_id: str, key: str, scheduled: datetime, local: str,
+                 handled: datetime, outcome: str, detail: str | None, tries: int = 0) -> FireRow:
+        """Record how a fire ended (one row per schedule and instant; a retry replaces it)."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"unknown fire outcome {outcome!r}")
+        row = FireRow(schedule_id, key, iso(scheduled), local, iso(handled), outcome, detail,
+                      tries)
+        with connect(self.path) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO fires (schedule_id, key, scheduled, local, handled,"
+                " outcome, detail, tries) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.schedule_id, row.key, row.scheduled, row.local, row.handled, row.outcome,
+                 row.detail, row.tries))
+        return row
+
+    def fires(self, schedule_id: str | None = None, *, limit: int | None = None) -> list[FireRow]:
+        """Return fires handled here, newest scheduled first (of one schedule, or all)."""
+        query = ("SELECT schedule_id, key, scheduled, local, handled, outcome, detail, tries"
+                 " FROM fires")
+        args: list[Any] = []
+        if schedule_id is not None:
+            query += " WHERE schedule_id = ?"
+            args.append(schedule_id)
+        query += " ORDER BY scheduled DESC, seq DESC"
+        if limit is not None:
+            query += " LIMIT ?"
+            args.append(limit)
+        with connect(self.path) as db:
+            rows = db.execute(query, args).fetchall()
+        return [FireRow(**dict(r)) for r in rows]
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def set_claim(self, item_id: str, status: str, *, computer: str | None, detail: str | None,
+                  tried: datetime) -> None:
+        """Record the outcome of the latest owner claim of ``item_id`` made here."""
+        with connect(self.path) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO claims (item_id, status, computer, detail, tried)"
+                " VALUES (?, ?, ?, ?, ?)", (item_id, status, computer, detail, iso(tried)))
+
+    def claim(self, item_id: str) -> ClaimRow | None:
+        """Return the latest claim of ``item_id`` made here, or None."""
+        with connect(self.path) as db:
+            row = db.execute("SELECT * FROM claims WHERE item_id = ?", (item_id,)).fetchone()
+        return None if row is None else ClaimRow(**dict(row))
+
+    def claims(self, status: str) -> list[ClaimRow]:
+        """Return every claim in ``status`` (e.g. ``unreachable``), oldest item first."""
+        with connect(self.path) as db:
+            rows = db.execute("SELECT * FROM claims WHERE status = ? ORDER BY item_id",
+                              (status,)).fetchall()
+        return [ClaimRow(**dict(r)) for r in rows]
