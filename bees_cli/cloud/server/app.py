@@ -5,10 +5,11 @@ fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is 
 Bodies over 1 MiB are refused with 413 before they are read whole.
 """
 
+import contextlib
 import json
 import socket
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
 import sqlalchemy.exc
@@ -127,9 +128,22 @@ def _json(model: Any) -> Response:
     return Response(content=model.model_dump_json(), media_type="application/json")
 
 
-def create_app(storage: Storage) -> FastAPI:
-    """Return the Bees Cloud API v1 app over ``storage`` (see :mod:`bees_cli.cloud.wire`)."""
+def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
+    """Return the Bees Cloud API v1 app over ``storage`` (see :mod:`bees_cli.cloud.wire`).
+
+    ``threads`` caps the worker threads that run database calls (set at startup).
+    Why: on 2 cores a few busy threads beat forty contending for the GIL.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        import anyio.to_thread
+
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Bees Cloud",
         version="1",
         summary="Owners, schedule keys and the shared record of a Bees team.",
@@ -310,7 +324,7 @@ def serve(
         asgi(storage),
         log_level="warning",
         access_log=False,
-        lifespan="off",
+        lifespan="on",
         timeout_graceful_shutdown=5,
     )
     try:
