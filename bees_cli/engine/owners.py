@@ -1,0 +1,167 @@
+"""Owners: an item made on this computer is claimed in Bees Cloud before its first stage starts.
+
+Rules (DESIGN.md, "Owners"; issue 6): a computer claims an item before it runs it; the
+claim never expires; a computer never runs an item another computer owns. With no Bees
+Cloud configured there is nothing to ask and the item starts (same path, minus the call).
+
+When the cloud cannot be reached at claim time the item is not started: it shows
+``waiting: cannot claim owner (cloud unreachable)`` and ``bees run`` tries the claim again
+every :data:`CLAIM_RETRY` seconds, so an item never runs unclaimed. An item the cloud says
+another computer owns shows ``waiting: owned by COMPUTER`` and is never started here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from bees_cli.errors import CloudError, CloudUnreachable
+from bees_cli.machine.computer import Computer
+from bees_cli.record.fires import FireLog, parse_iso
+from bees_cli.record.local import ItemRow, LocalRecord
+
+if TYPE_CHECKING:
+    from bees_cli.cloud.client import AsyncCloudClient
+
+CLAIM_RETRY = 15.0
+"""Seconds between claim attempts of an item whose claim found the cloud unreachable."""
+
+UNREACHABLE_REASON = "cannot claim owner (cloud unreachable)"
+"""The waiting reason of an item whose owner claim could not reach Bees Cloud."""
+
+ClaimStatus = Literal["owner", "taken", "unreachable", "no_cloud", "error"]
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """How one owner claim ended.
+
+    Attributes:
+        status: ``owner`` (this machine owns it), ``taken`` (another computer does),
+            ``unreachable`` (retry later), ``no_cloud`` (nothing to ask), ``error``
+            (the cloud refused the request or answered badly; retried like unreachable).
+        computer: the owning computer's name (``owner``/``taken``).
+        detail: a one-line message for ``error``.
+    """
+
+    status: ClaimStatus
+    computer: str | None = None
+    detail: str | None = None
+
+    @property
+    def may_start(self) -> bool:
+        """True when this computer may start the item."""
+        return self.status in ("owner", "no_cloud")
+
+    @property
+    def reason(self) -> str | None:
+        """The waiting reason shown while the item may not start, else None."""
+        if self.status == "unreachable":
+            return UNREACHABLE_REASON
+        if self.status == "taken":
+            return f"owned by {self.computer}"
+        if self.status == "error":
+            return f"cannot claim owner ({self.detail})"
+        return None
+
+
+async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudClient | None = None,
+                      clock: Clock = _utcnow) -> ClaimOutcome:
+    """Claim ``item_id`` for this computer in Bees Cloud and note the outcome in the record.
+
+    Args:
+        computer: this computer (its sign-in decides whether there is a cloud to ask).
+        item_id: the work item.
+        client: an open client to reuse; else one is made (two retries) and closed.
+        clock: this computer's clock (UTC), for the claim's ``tried`` time.
+
+    Returns:
+        The :class:`ClaimOutcome`; never raises for cloud trouble.
+    """
+    from bees_cli.cloud import wire
+
+    if computer.login is None:
+        outcome = ClaimOutcome("no_cloud")
+    else:
+        api = client or computer.cloud(retries=2)
+        assert api is not None
+        try:
+            answer = await api.claim_owner(wire.OwnerClaim(
+                item_id=item_id, machine_id=computer.machine_id,
+                computer_name=computer.computer))
+            outcome = ClaimOutcome("owner" if answer.granted else "taken",
+                                   computer=answer.owner.computer_name)
+        except CloudUnreachable:
+            outcome = ClaimOutcome("unreachable")
+        except CloudError as error:
+            outcome = ClaimOutcome("error", detail=error.message)
+        finally:
+            if client is None:
+                await api.aclose()
+    await asyncio.to_thread(FireLog(computer.record_path).set_claim, item_id, outcome.status,
+                            computer=outcome.computer, detail=outcome.detail, tried=clock())
+    return outcome
+
+
+def show_claim(record: LocalRecord, row: ItemRow, outcome: ClaimOutcome) -> None:
+    """Show the claim on the item: a waiting reason when it may not start, else pending again."""
+    if outcome.may_start:
+        if row.status == "waiting" and _claim_reason(row.reason):
+            record.set_state(row.id, status="pending", stage=row.stage)
+        return
+    record.set_state(row.id, status="waiting", stage=row.stage, reason=outcome.reason)
+
+
+def _claim_reason(reason: str | None) -> bool:
+    return bool(reason) and (reason == UNREACHABLE_REASON
+                             or str(reason).startswith(("owned by ", "cannot claim owner")))
+
+
+def startable(record: LocalRecord) -> list[ItemRow]:
+    """Return the items ``bees run`` should try to start: ``pending`` ones, and ``waiting``
+    ones whose owner claim could not be made yet (oldest first)."""
+    rows = record.items(statuses=frozenset({"pending", "waiting"}))
+    return [r for r in rows if r.status == "pending" or _claim_reason(r.reason)
+            and not str(r.reason).startswith("owned by ")]
+
+
+async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Computer | None = None,
+                         clock: Clock = _utcnow) -> bool:
+    """Tell whether item ``row`` may start now, claiming it first when needed.
+
+    An item already claimed here starts; one another computer owns never does; one whose
+    claim failed is tried again once :data:`CLAIM_RETRY` seconds have passed.
+    """
+    here = computer if computer is not None else await asyncio.to_thread(Computer.load)
+    if here.login is None:
+        return True
+    previous = await asyncio.to_thread(FireLog(here.record_path).claim, row.id)
+    if previous is not None:
+        if previous.status == "owner":
+            if row.status != "pending":
+                show_claim(record, row, ClaimOutcome("owner", previous.computer))
+            return True
+        if previous.status == "taken":
+            return False
+        waited = (clock() - parse_iso(previous.tried)).total_seconds()
+        if previous.status in ("unreachable", "error") and waited < CLAIM_RETRY:
+            return False
+    outcome = await claim_owner(here, row.id, clock=clock)
+    await asyncio.to_thread(show_claim, record, row, outcome)
+    return outcome.may_start
+
+
+def claim_at_create(record: LocalRecord, item_id: str) -> ClaimOutcome:
+    """Claim a just-created item (``bees item create``), blocking; show the outcome on it."""
+    here = Computer.load()
+    outcome = asyncio.run(claim_owner(here, item_id))
+    show_claim(record, record.item(item_id), outcome)
+    return outcome

@@ -1,0 +1,1 @@
+"""End-to-end tests: one Bees Cloud over HTTP and several computers (issue 6)."""
