@@ -173,14 +173,22 @@ def item_show(
         typer.echo(f"  {event['at']}  {_event_line(event)}")
 
 
-def status(as_json: JsonOpt = False) -> None:
-    """List every work item of this computer with its stage, status, agent and since when.
+def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
+        "--mine", help="Only this computer's items, not the team's.")] = False) -> None:
+    """List work items with stage, status, agent and since when: this computer's, then the
+    team's from the shared record ("Draft, running on maya-laptop").
 
-    Example: bees status --json
+    Example: bees status --mine --json
     """
     from bees_cli.engine.service import status_rows
+    from bees_cli.record.sync import team_view
 
     rows = status_rows()
+    team, warning = team_view({r["id"] for r in rows})
+    if warning:
+        say(warning)
+    if not mine:
+        rows += [dict(r, since_human=r["since"]) for r in team]
     if as_json:
         print_json(rows)
         return
@@ -189,7 +197,8 @@ def status(as_json: JsonOpt = False) -> None:
         return
     print_table(
         [(r["id"], r["process"], r["title"], r["stage"], r["status_text"], r["agent"] or "-",
-          f"{r['since']} ({r['since_human']})") for r in rows],
+          f"{r['since']} ({r['since_human']})" if not r.get("team") else r["since"])
+         for r in rows],
         headers=["item", "process", "title", "stage", "status", "agent", "since"],
     )
 

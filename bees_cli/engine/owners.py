@@ -160,8 +160,28 @@ async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Compute
 
 
 def claim_at_create(record: LocalRecord, item_id: str) -> ClaimOutcome:
-    """Claim a just-created item (``bees item create``), blocking; show the outcome on it."""
+    """Claim a just-created item (``bees item create``), blocking; show the outcome on it.
+
+    Uses the blocking client, so it is safe to call from inside an event loop too.
+    """
+    from bees_cli.cloud import wire
+
     here = Computer.load()
-    outcome = asyncio.run(claim_owner(here, item_id))
+    api = here.sync_cloud(retries=2)
+    if api is None:
+        outcome = ClaimOutcome("no_cloud")
+    else:
+        with api:
+            try:
+                answer = api.claim_owner(wire.OwnerClaim(
+                    item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
+                outcome = ClaimOutcome("owner" if answer.granted else "taken",
+                                       computer=answer.owner.computer_name)
+            except CloudUnreachable:
+                outcome = ClaimOutcome("unreachable")
+            except CloudError as error:
+                outcome = ClaimOutcome("error", detail=error.message)
+    FireLog(here.record_path).set_claim(item_id, outcome.status, computer=outcome.computer,
+                                        detail=outcome.detail, tried=_utcnow())
     show_claim(record, record.item(item_id), outcome)
     return outcome

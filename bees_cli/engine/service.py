@@ -12,10 +12,13 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import UserError
 from bees_cli.record.local import ACTIVE_STATUSES, END_STATUSES, ItemRow, LocalRecord
+
+if TYPE_CHECKING:
+    from bees_cli.machine.computer import Computer
 
 Say = Callable[[str], None]
 
@@ -90,6 +93,11 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     record.add_item(id=item_id, process=process, title=item_title,
                     workspace=str(workspace.root), run_folder=str(folder),
                     input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+    from bees_cli.engine.owners import claim_at_create
+
+    claim = claim_at_create(record, item_id)
+    if claim.reason:
+        say(f"{item_id}: waiting: {claim.reason}")
     started = _start_if_engine_up(record, item_id, say)
     return CreatedItem(item_id, process, item_title, folder, started)
 
@@ -113,20 +121,28 @@ def _start_if_engine_up(record: LocalRecord, item_id: str, say: Say) -> bool:
     return True
 
 
-async def start_pending(client: object, record: LocalRecord, *, only: str | None = None) -> int:
+async def start_pending(client: object, record: LocalRecord, *, only: str | None = None,
+                        computer: Computer | None = None) -> int:
     """Start the run of every ``pending`` item of the local record (or only item ``only``).
+
+    Each is claimed in Bees Cloud first (:func:`bees_cli.engine.owners.ready_to_start`):
+    one whose claim cannot be made yet waits, one owned elsewhere never starts.
+    ``computer`` is this computer (default: the one ``BEES_HOME`` describes).
 
     Returns:
         How many runs this call started.
     """
     from bees_cli.engine.client import start_item
     from bees_cli.engine.models import ItemInput, task_queue
+    from bees_cli.engine.owners import ready_to_start, startable
     from bees_cli.machine.identity import load_identity
 
-    queue = task_queue(load_identity().machine_id)
+    queue = task_queue(computer.machine_id if computer else load_identity().machine_id)
     started = 0
-    for row in record.items(statuses=frozenset({"pending"})):
+    for row in startable(record):
         if only is not None and row.id != only:
+            continue
+        if not await ready_to_start(record, row, computer=computer):
             continue
         item = ItemInput.model_validate_json(row.input)
         if await start_item(client, item, queue):  # type: ignore[arg-type]
@@ -166,11 +182,13 @@ def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_id
         from bees_cli.workspace.loader import load_workspace
 
         load_workspace(workspace_path)
-    return asyncio.run(_run_engine(address, exit_when_idle, record, say, heartbeat_every))
+    return asyncio.run(_run_engine(address, exit_when_idle, record, say, heartbeat_every,
+                                   workspace_path=workspace_path))
 
 
 async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRecord,
-                      say: Say, heartbeat_every: float) -> int:
+                      say: Say, heartbeat_every: float, *,
+                      workspace_path: Path | None = None) -> int:
     from bees_cli.engine.client import connect
     from bees_cli.engine.control import deliver_queued, forget_worker, note_worker
     from bees_cli.engine.models import task_queue
@@ -205,6 +223,9 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
         worker_task = asyncio.create_task(worker.run())
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
+        from bees_cli.engine.background import start_background
+
+        background = await start_background(client, queue, workspace_path, say)
         while not stop.is_set():
             await start_pending(client, record)
             await deliver_queued(client, record, say)
@@ -217,6 +238,7 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
                 await asyncio.wait_for(stop.wait(), IDLE_POLL)
             except TimeoutError:
                 pass
+        await background.stop()
         if not worker_task.done():
             await worker.shutdown()
         await worker_task

@@ -363,6 +363,15 @@ def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def team_view(local_ids: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+    """Return this computer's view for ``bees status``: the team's rows (see
+    :func:`team_rows`) and the clock-skew warning, if any."""
+    from bees_cli.machine.paths import data_dir
+
+    path = data_dir() / "record.db"
+    return team_rows(path, local_ids), skew_warning(path)
+
+
 def skew_warning(record_path: Path) -> str | None:
     """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
     skew = SharedRecord(record_path).skew

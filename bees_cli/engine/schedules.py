@@ -1,0 +1,291 @@
+"""This computer's Temporal Schedules: made to match ``schedules/*.yaml`` of the signed-in person.
+
+Rules (DESIGN.md, "Schedules"; issue 6):
+
+- Only schedules whose ``owner`` is the person signed in here (``bees whoami
+  --set-person``) and that are ``enabled`` are registered; the others never fire here.
+- Each is a Temporal Schedule with catch-up window 60 s (set explicitly) and overlap
+  ALLOW_ALL (a fire never waits for the previous one).
+
+Daylight saving (our choice, documented): :mod:`bees_cli.schedules.times` decides it, not
+Temporal. Each schedule is registered as an exact UTC calendar of its next
+:data:`HORIZON` fires (``utc_calendar(fire_times(...))``): a repeated hour appears once, a
+skipped hour at the next valid minute, exactly as the pure module says. The list is
+recomputed on every poll (:data:`POLL_EVERY` s) and the Temporal Schedule updated when it
+changed, which happens at start, after each fire (the window slides) and when the
+workspace's files change.
+
+Schedule ids: ``bees-schedule-<machine id, 12 hex>-<schedule name>``; the fire workflow's
+id starts ``bees-fire-<machine id, 12 hex>-<schedule name>`` (Temporal appends the time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+
+from bees_cli.engine.fire_models import FIRE_ACTIVITY, FireRequest, FireResult
+from bees_cli.machine.computer import Computer
+from bees_cli.record.fires import parse_iso
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, Schedule
+
+    from bees_cli.engine.fires import FireService, Starter
+    from bees_cli.workspace.models import Schedule as ScheduleFile
+
+log = logging.getLogger(__name__)
+
+HORIZON = 10
+"""How many upcoming fires each Temporal Schedule lists (exact UTC instants)."""
+POLL_EVERY = 3.0
+"""Seconds between looks at the workspace's files and the sliding fire window."""
+CATCHUP_WINDOW = timedelta(seconds=60)
+"""A fire the engine could not start within this long after its time is dropped (and the
+fire path skips anything more than 60 s late anyway)."""
+PREFIX = "bees-schedule-"
+
+
+def temporal_id(machine_id: str, schedule_id: str) -> str:
+    """Return the Temporal Schedule id of ``schedule_id`` on machine ``machine_id``."""
+    return f"{PREFIX}{machine_id[:12]}-{schedule_id}"
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One schedule as it should be registered: its next fires as UTC calendar fields."""
+
+    schedule_id: str
+    temporal_id: str
+    calendars: list[dict[str, int]]
+
+    @property
+    def digest(self) -> str:
+        """A short digest of the calendar list, to tell whether an update is needed."""
+        text = json.dumps(self.calendars, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def wanted_schedules(schedules: dict[str, ScheduleFile], *, person: str | None, machine_id: str,
+                     now: datetime, horizon: int = HORIZON) -> dict[str, Wanted]:
+    """Return the schedules this computer registers, by Temporal id (pure).
+
+    Args:
+        schedules: the workspace's schedules by name.
+        person: the person signed in here; None registers nothing.
+        machine_id: this computer's machine id.
+        now: the aware instant the fire window starts after.
+        horizon: how many upcoming fires each lists.
+
+    Returns:
+        Enabled schedules owned by ``person`` (owner compared case-insensitively), each
+        with the UTC calendar of its next ``horizon`` fires.
+    """
+    from bees_cli.schedules.times import fire_times, utc_calendar
+
+    found: dict[str, Wanted] = {}
+    if person is None:
+        return found
+    for name, schedule in sorted(schedules.items()):
+        if not schedule.enabled or schedule.owner.lower() != person.lower():
+            continue
+        fires = fire_times(schedule, name, after=now, count=horizon)
+        ident = temporal_id(machine_id, name)
+        found[ident] = Wanted(name, ident, utc_calendar(fires))
+    return found
+
+
+def build_schedule(wanted: Wanted, *, workspace: Path, machine_id: str,
+                   task_queue: str) -> Schedule:
+    """Return the Temporal Schedule for ``wanted`` (exact UTC instants, catch-up 60 s,
+    overlap ALLOW_ALL), whose action starts the fire workflow on ``task_queue``."""
+    from temporalio.client import (
+        Schedule,
+        ScheduleActionStartWorkflow,
+        ScheduleCalendarSpec,
+        ScheduleOverlapPolicy,
+        SchedulePolicy,
+        ScheduleRange,
+        ScheduleSpec,
+        ScheduleState,
+    )
+
+    from bees_cli.engine.fire_models import FIRE_WORKFLOW, FireInput
+
+    calendars = [
+        ScheduleCalendarSpec(
+            second=(ScheduleRange(0),), minute=(ScheduleRange(c["minute"]),),
+            hour=(ScheduleRange(c["hour"]),), day_of_month=(ScheduleRange(c["day"]),),
+            month=(ScheduleRange(c["month"]),), year=(ScheduleRange(c["year"]),),
+            day_of_week=(ScheduleRange(0, 6),))
+        for c in wanted.calendars
+    ]
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            FIRE_WORKFLOW,
+            FireInput(schedule_id=wanted.schedule_id, workspace=str(workspace)),
+            id=f"bees-fire-{machine_id[:12]}-{wanted.schedule_id}",
+            task_queue=task_queue,
+        ),
+        spec=ScheduleSpec(calendars=calendars, time_zone_name="UTC"),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+                              catchup_window=CATCHUP_WINDOW),
+        state=ScheduleState(note=f"bees schedule {wanted.schedule_id} ({wanted.digest})"),
+    )
+
+
+def workspace_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """Return (path, mtime ns, size) of every YAML file of the workspace: a change detector."""
+    files: Iterable[Path] = [root / "bees.yaml", *sorted(root.glob("*/*.yaml"))]
+    stamp = []
+    for path in files:
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            continue
+        stamp.append((str(path.relative_to(root)), info.st_mtime_ns, info.st_size))
+    return tuple(stamp)
+
+
+@dataclass
+class Registrar:
+    """Keeps this computer's Temporal Schedules equal to the wanted ones.
+
+    Args:
+        client: the Temporal client.
+        workspace: the workspace folder.
+        task_queue: this computer's queue (the fire workflow runs there).
+        computer: returns this computer now (re-read each pass: the signed-in person may
+            change while ``bees run`` is up).
+        clock: UTC clock for the fire window.
+    """
+
+    client: Client
+    workspace: Path
+    task_queue: str
+    computer: Callable[[], Computer] = Computer.load
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    registered: dict[str, str] | None = None
+    _stamp: tuple[Any, ...] | None = None
+    _schedules: dict[str, Any] = field(default_factory=dict)
+
+    async def reconcile(self) -> dict[str, list[str]]:
+        """Create, update and delete Temporal Schedules so they match; return the schedule
+        names ``added``, ``updated`` and ``removed`` (Temporal ids for removed ones).
+
+        Raises:
+            WorkspaceInvalid: the workspace does not load (nothing is changed).
+        """
+        from temporalio.client import ScheduleUpdate
+        from temporalio.service import RPCError
+
+        from bees_cli.workspace.loader import load_workspace
+
+        stamp = await asyncio.to_thread(workspace_stamp, self.workspace)
+        if stamp != self._stamp:
+            loaded = await asyncio.to_thread(load_workspace, self.workspace)
+            self._schedules, self._stamp = dict(loaded.schedules), stamp
+        here = await asyncio.to_thread(self.computer)
+        wanted = wanted_schedules(self._schedules, person=here.person,
+                                  machine_id=here.machine_id, now=self.clock())
+        if self.registered is None:
+            self.registered = {}
+            mine = f"{PREFIX}{here.machine_id[:12]}-"
+            async for listed in await self.client.list_schedules():
+                if listed.id.startswith(mine):
+                    self.registered[listed.id] = ""
+        changes: dict[str, list[str]] = {"added": [], "updated": [], "removed": []}
+        for ident, want in wanted.items():
+            if self.registered.get(ident) == want.digest:
+                continue
+            schedule = build_schedule(want, workspace=self.workspace,
+                                      machine_id=here.machine_id, task_queue=self.task_queue)
+            if ident in self.registered:
+                await self.client.get_schedule_handle(ident).update(
+                    lambda _input, s=schedule: ScheduleUpdate(schedule=s))  # type: ignore[misc]
+                changes["updated"].append(want.schedule_id)
+            else:
+                from temporalio.client import ScheduleAlreadyRunningError
+
+                try:
+                    await self.client.create_schedule(ident, schedule)
+                except ScheduleAlreadyRunningError:
+                    await self.client.get_schedule_handle(ident).update(
+                        lambda _input, s=schedule: ScheduleUpdate(schedule=s))  # type: ignore[misc]
+                changes["added"].append(want.schedule_id)
+            self.registered[ident] = want.digest
+        for ident in sorted(set(self.registered) - set(wanted)):
+            try:
+                await self.client.get_schedule_handle(ident).delete()
+            except RPCError as error:  # already gone
+                log.info("schedule %s: delete: %s", ident, error)
+            del self.registered[ident]
+            changes["removed"].append(ident)
+        return changes
+
+    async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None,
+                  every: float = POLL_EVERY) -> None:
+        """Reconcile every ``every`` seconds until ``stop``; failures are said once and never
+        end the loop (an invalid workspace keeps the last registered schedules)."""
+        last_error: str | None = None
+        while not stop.is_set():
+            try:
+                changes = await self.reconcile()
+                for kind in ("added", "updated", "removed"):
+                    if changes[kind] and say and kind != "updated":
+                        say(f"schedules {kind}: {', '.join(changes[kind])}")
+                last_error = None
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the loop must survive anything
+                text = getattr(error, "message", None) or repr(error)
+                if text != last_error and say:
+                    say(f"schedules: cannot register: {text}")
+                last_error = text
+            try:
+                await asyncio.wait_for(stop.wait(), every)
+            except TimeoutError:
+                pass
+
+
+class FireActivities:
+    """The fire activity, bound to this computer.
+
+    Args:
+        computer: returns this computer (its identity, sign-in and record).
+        start: starts a claimed item's run (``bees run`` passes one), or None.
+        make: builds the :class:`FireService` (tests inject clocks through it).
+    """
+
+    def __init__(self, computer: Callable[[], Computer] = Computer.load, *,
+                 start: Starter | None = None,
+                 make: Callable[[Computer, Path, Starter | None], FireService] | None = None
+                 ) -> None:
+        self.computer = computer
+        self.start = start
+        self.make = make
+
+    @activity.defn(name=FIRE_ACTIVITY)
+    async def fire_schedule(self, request: FireRequest) -> FireResult:
+        """Handle one fire (:meth:`bees_cli.engine.fires.FireService.fire`)."""
+        from bees_cli.engine.fires import FireService
+
+        here = await asyncio.to_thread(self.computer)
+        workspace = Path(request.workspace)
+        service = (self.make(here, workspace, self.start) if self.make
+                   else FireService(here, workspace, start=self.start))
+        row = await service.fire(request.schedule_id, parse_iso(request.scheduled))
+        return FireResult(outcome=row.outcome, text=row.text, detail=row.detail)
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Return the activity callables to register on a worker."""
+        return [self.fire_schedule]

@@ -1,0 +1,68 @@
+"""Temporal Schedules on the real dev server: registration per person, and a fire that runs.
+
+Lives beside the engine tests to share their one dev server (``dev_env``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.client import ScheduleOverlapPolicy
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+
+from bees_cli.engine.schedules import FireActivities, Registrar, temporal_id
+from bees_cli.engine.worker import make_worker
+from bees_cli.record.fires import FireLog
+from tests.e2e.conftest import make_computer, record_of, write_workspace
+
+
+async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    maya = "maya@example.com"
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    (workspace / "schedules" / "sams-digest.yaml").write_text(
+        "process: weekly-report\nowner: sam@example.com\ncron: '0 8 * * *'\n"
+        "timezone: Europe/London\n", encoding="utf-8")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    queue = f"bees-test-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    registrar = Registrar(client, workspace, queue, computer=lambda: laptop)
+
+    assert await registrar.reconcile() == {"added": ["monday-report"], "updated": [],
+                                           "removed": []}
+    assert await registrar.reconcile() == {"added": [], "updated": [], "removed": []}
+    handle = client.get_schedule_handle(temporal_id(laptop.machine_id, "monday-report"))
+    described = await handle.describe()
+    assert described.schedule.policy.catchup_window == timedelta(seconds=60)
+    assert described.schedule.policy.overlap == ScheduleOverlapPolicy.ALLOW_ALL
+    assert len(described.schedule.spec.calendars) == 10
+    with pytest.raises(RPCError):
+        await client.get_schedule_handle(temporal_id(laptop.machine_id, "sams-digest")).describe()
+
+    worker = make_worker(client, queue, record_of(laptop), computer=laptop,
+                         fires=FireActivities(lambda: laptop))
+    async with worker:
+        await handle.trigger()
+        log = FireLog(laptop.record_path)
+        for _ in range(300):
+            if log.fires():
+                break
+            await asyncio.sleep(0.05)
+    [row] = log.fires()
+    [item] = record_of(laptop).items()
+    assert (row.outcome, row.text) == ("ran_here", f"ran here ({item.id})")
+    assert item.title.startswith("Weekly report ") and item.status == "pending"
+
+    # the schedule file now belongs to Sam: the next pass removes it here
+    path = workspace / "schedules" / "monday-report.yaml"
+    path.write_text(path.read_text().replace(maya, "sam@example.com"), encoding="utf-8")
+    changes = await registrar.reconcile()
+    assert changes == {"added": [], "updated": [],
+                       "removed": [temporal_id(laptop.machine_id, "monday-report")]}
+    with pytest.raises(RPCError):
+        await handle.describe()
