@@ -59,6 +59,8 @@ COMMAND_MODULES: list[str] = [
     "login",
     "checkpoint",
     "control",
+    "schedules",
+    "doctor",
 ]
 
 

@@ -1,0 +1,39 @@
+"""``bees doctor``: can this computer do its part? Engine, cloud, clock, folders, processes."""
+
+from __future__ import annotations
+
+import typer
+
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.output import print_json
+
+
+def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Check this computer: the engine and its version, Bees Cloud (reachable, authorized,
+    clock skew), folder links, add-on connections, and for each process whether it could
+    run here now, and if not, why. Exit 1 when a check fails.
+
+    Example: bees doctor -w examples/weekly-report
+    """
+    from bees_cli.engine.doctor import doctor_report
+
+    report = doctor_report(workspace)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(f"computer  {report['computer']} ({report['person'] or 'no person set'})")
+        for check in report["checks"]:
+            mark = "ok  " if check["ok"] else "FAIL"
+            typer.echo(f"{mark}  {check['check']}: {check['detail']}")
+        for process in report["processes"]:
+            if process["can_run"]:
+                typer.echo(f"ok    process {process['process']}: could run here now")
+            else:
+                why = "; ".join(process["reasons"])
+                typer.echo(f"no    process {process['process']}: cannot run here now: {why}")
+    raise typer.Exit(0 if report["ok"] else 1)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``doctor`` to the root app."""
+    app.command("doctor")(doctor)

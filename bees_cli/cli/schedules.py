@@ -1,0 +1,41 @@
+"""``bees schedules``: each schedule, its next times in its own zone, and its last fires here."""
+
+from __future__ import annotations
+
+import typer
+
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.output import print_json, print_table, say
+
+
+def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
+    """List the workspace's schedules: whether they fire here, their next three times in
+    their own time zone, and this computer's last fires with their outcome (ran here,
+    taken by another computer, skipped, not eligible, gave up).
+
+    Example: bees schedules -w examples/weekly-report --json
+    """
+    from bees_cli.engine.doctor import schedules_report
+
+    rows = schedules_report(workspace)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        say("no schedules in this workspace (add one under schedules/)")
+        return
+    print_table(
+        [(r["schedule"], r["process"], r["owner"], "yes" if r["fires_here"] else
+          f"no: {r['why_not']}", "\n".join(r["next"])) for r in rows],
+        headers=["schedule", "process", "owner", "fires here", "next (own zone)"],
+    )
+    for row in rows:
+        if row["last"]:
+            typer.echo(f"\nlast fires of {row['schedule']}")
+            print_table([(f["local"].replace("T", " "), f["scheduled"], f["text"])
+                         for f in row["last"]], headers=["time", "scheduled (UTC)", "outcome"])
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``schedules`` to the root app."""
+    app.command("schedules")(schedules)

@@ -1,0 +1,166 @@
+"""What ``bees schedules`` and ``bees doctor`` show, as JSON-ready dicts (no Temporal import).
+
+``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
+(reachable, authorized, clock skew against it, last shared-record sync), folder links,
+add-on connections, and for each process whether this computer could run it now — the
+eligibility check of its first stage (DESIGN.md, Rules: eligibility), with the reasons
+when it could not.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from bees_cli.record.sync import SKEW_WARN
+
+NEXT_TIMES = 3
+"""How many upcoming times ``bees schedules`` shows per schedule."""
+LAST_FIRES = 5
+"""How many past fires ``bees schedules`` shows per schedule."""
+
+
+def schedules_report(workspace_path: Path | None, *,
+                     now: datetime | None = None) -> list[dict[str, Any]]:
+    """Return every schedule of the workspace for ``bees schedules``.
+
+    Each: ``schedule``, ``process``, ``owner``, ``timezone``, ``enabled``, ``fires_here``
+    (owned by the person signed in here and enabled), ``why_not`` (when it does not fire
+    here), ``next`` (the next three wall-clock times in its own zone, ``2025-01-13 09:00
+    CET``) and ``last`` (this computer's latest fires, newest first, each with ``text``:
+    ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…).
+
+    Raises:
+        UserError, WorkspaceInvalid: no workspace, or it does not load.
+    """
+    from bees_cli.machine.computer import Computer
+    from bees_cli.record.fires import FireLog
+    from bees_cli.schedules.times import fire_times
+    from bees_cli.workspace.loader import load_workspace
+
+    workspace = load_workspace(workspace_path)
+    here = Computer.load()
+    log = FireLog(here.record_path)
+    moment = now or datetime.now(UTC)
+    rows = []
+    for name, schedule in workspace.schedules.items():
+        zone = ZoneInfo(schedule.timezone)
+        mine = here.person is not None and schedule.owner.lower() == here.person.lower()
+        why_not = None
+        if not schedule.enabled:
+            why_not = "disabled"
+        elif here.person is None:
+            why_not = "no person signed in here (bees whoami --set-person EMAIL)"
+        elif not mine:
+            why_not = f"owned by {schedule.owner}"
+        upcoming = fire_times(schedule, name, after=moment, count=NEXT_TIMES)
+        rows.append({
+            "schedule": name, "process": schedule.process, "owner": schedule.owner,
+            "timezone": schedule.timezone, "enabled": schedule.enabled,
+            "fires_here": why_not is None, "why_not": why_not,
+            "next": [f.utc.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for f in upcoming],
+            "last": [f.to_json() for f in log.fires(name, limit=LAST_FIRES)],
+        })
+    return rows
+
+
+def _check(name: str, ok: bool, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail, **extra}
+
+
+def doctor_report(workspace_path: Path | None) -> dict[str, Any]:
+    """Return ``{"ok", "checks", "processes"}`` for ``bees doctor``.
+
+    ``checks``: one ``{"check", "ok", "detail"}`` each for the engine, the cloud, the
+    clock skew, each folder link and each add-on. ``processes``: one ``{"process",
+    "stage", "can_run", "reasons"}`` each. Without a workspace, only the computer's checks.
+    ``ok`` is True when every check passed (processes that cannot run are reported, not
+    counted as failures: they may simply wait for a folder link).
+    """
+    from bees_cli.errors import BeesError
+    from bees_cli.machine.computer import Computer
+    from bees_cli.machine.paths import data_dir
+
+    here = Computer.load()
+    checks = [_engine_check(data_dir()), *_cloud_checks(here)]
+    processes: list[dict[str, Any]] = []
+    try:
+        from bees_cli.workspace.loader import load_workspace
+
+        workspace = load_workspace(workspace_path)
+    except BeesError as error:
+        checks.append(_check("workspace", False, error.message))
+        workspace = None
+    if workspace is not None:
+        checks.append(_check("workspace", True, str(workspace.root)))
+        from bees_cli.machine.report import addon_connections, folder_links
+
+        for link in folder_links(workspace):
+            checks.append(_check(f"folder {link.name}", link.linked, link.reason))
+        for addon in addon_connections(workspace):
+            missing = ", ".join(addon.missing)
+            checks.append(_check(f"add-on {addon.name}", addon.connected,
+                                 "connected" if addon.connected else f"missing {missing}"))
+        processes = _process_checks(workspace)
+    return {"ok": all(c["ok"] for c in checks), "checks": checks, "processes": processes,
+            "computer": here.computer, "machine_id": here.machine_id, "person": here.person}
+
+
+def _engine_check(data: Path) -> dict[str, Any]:
+    from bees_cli.engine.server import running_engine
+    from bees_cli.machine.files import read_json
+
+    engine = running_engine(data)
+    if engine is None:
+        return _check("engine", False, "not running (start it with `bees run`)")
+    info = read_json(data / "engine.json", {}) or {}
+    version = info.get("version") or "version unknown (external server)"
+    return _check("engine", True, f"{engine.address}, {version}", address=engine.address)
+
+
+def _cloud_checks(here: Any) -> list[dict[str, Any]]:
+    from bees_cli.errors import CloudError, CloudUnauthorized
+    from bees_cli.record.sync import SharedRecord
+
+    if here.login is None:
+        return [_check("cloud", True, "none configured: no keys, owners or shared record")]
+    api = here.sync_cloud(retries=1)
+    try:
+        skew = api.skew()
+    except CloudUnauthorized as error:
+        return [_check("cloud", False, f"{here.login.url}: not authorized: {error.message}")]
+    except CloudError as error:
+        return [_check("cloud", False, f"{here.login.url}: {error.message}")]
+    finally:
+        api.close()
+    shared = SharedRecord(here.record_path)
+    last = shared.meta("last_sync") or "never (is `bees run` up?)"
+    error = shared.meta("error")
+    seconds = skew.skew_seconds
+    return [
+        _check("cloud", True, f"{here.login.url}: signed in as {skew.me.person} "
+               f"(team {skew.me.team})"),
+        _check("clock", abs(seconds) <= SKEW_WARN,
+               f"{seconds:+.1f} s against Bees Cloud" + (
+                   "" if abs(seconds) <= SKEW_WARN else
+                   f" (over {SKEW_WARN:g} s: the shared record trusts this clock; fix it)"),
+               skew_seconds=round(seconds, 3)),
+        _check("shared record", error is None,
+               f"last sync {last}" + (f"; last error: {error}" if error else "")),
+    ]
+
+
+def _process_checks(workspace: Any) -> list[dict[str, Any]]:
+    from bees_cli.agents.eligibility import check_eligibility
+    from bees_cli.agents.snapshot import make_snapshot
+
+    rows = []
+    for name, process in workspace.processes.items():
+        stage = process.stages[0].name
+        result = check_eligibility(snapshot=make_snapshot(workspace, name), stage_name=stage,
+                                   reviewed_by=None)
+        rows.append({"process": name, "stage": stage, "can_run": result.ok,
+                     "reasons": list(result.reasons)})
+    return rows

@@ -1,0 +1,118 @@
+"""``bees schedules``, ``bees status`` (team rows, ``--mine``, skew warning) and ``bees doctor``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bees_cli.cloud.login import Login, save_login
+from bees_cli.machine.computer import Computer
+from bees_cli.machine.identity import set_identity
+from bees_cli.record.sync import SharedRecord, Syncer
+from tests.conftest import BeesRunner
+from tests.e2e.conftest import Team, make_computer, service, write_workspace
+
+NINE = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+WEEK = timedelta(days=7)
+
+
+def sign_in(team: Team, computer: str) -> Computer:
+    """Make the test's BEES_HOME Maya's computer ``computer``, signed in to the team cloud."""
+    set_identity(person=team.maya, computer=computer)
+    save_login(Login(team.cloud.url, team.tokens[team.maya]))
+    return Computer.load()
+
+
+async def test_schedules_lists_next_times_and_every_fire_outcome(
+        tmp_path: Path, team: Team, bees: BeesRunner) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
+    laptop = sign_in(team, "maya-laptop")
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=team.cloud.url,
+                            token=team.tokens[team.maya])
+    ran = await service(laptop, workspace, NINE).fire("monday-report", NINE)
+    await service(desktop, workspace, NINE + WEEK).fire("monday-report", NINE + WEEK)
+    await service(laptop, workspace, NINE + WEEK).fire("monday-report", NINE + WEEK)
+    late = NINE + 2 * WEEK
+    await service(laptop, workspace, late + timedelta(seconds=95)).fire("monday-report", late)
+
+    done = bees("schedules", "--json", "-w", str(workspace))
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["schedule"], row["fires_here"], row["timezone"]) == (
+        "monday-report", True, "Europe/Paris")
+    assert len(row["next"]) == 3 and all(t.endswith((" CET", " CEST")) for t in row["next"])
+    assert all(" 09:00 " in t for t in row["next"])
+    assert [(f["local"], f["text"]) for f in row["last"]] == [
+        ("2025-01-20T09:00", "skipped (late by 95 s)"),
+        ("2025-01-13T09:00", "taken by maya-desktop"),
+        ("2025-01-06T09:00", f"ran here ({ran.detail})"),
+    ]
+    text = bees("schedules", "-w", str(workspace))
+    assert text.returncode == 0
+    assert "taken by maya-desktop" in text.stdout and "skipped (late by 95 s)" in text.stdout
+
+    # another person's computer: the schedule does not fire there, and says why
+    bees("whoami", "--set-person", team.sam, env={"BEES_HOME": str(tmp_path / "sam-home")})
+    sam = bees("schedules", "--json", "-w", str(workspace),
+               env={"BEES_HOME": str(tmp_path / "sam-home")})
+    [other] = json.loads(sam.stdout)
+    assert (other["fires_here"], other["why_not"], other["last"]) == (
+        False, f"owned by {team.maya}", [])
+
+
+async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
+        tmp_path: Path, team: Team, bees: BeesRunner) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
+    laptop = sign_in(team, "maya-laptop")
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=team.cloud.url,
+                            token=team.tokens[team.maya])
+    theirs = await service(desktop, workspace, NINE).fire("monday-report", NINE)
+    await Syncer(desktop).sync_once()
+    await Syncer(laptop).sync_once()
+
+    every = json.loads(bees("status", "--json").stdout)
+    assert [(r["id"], r["status_text"]) for r in every] == [
+        (theirs.detail, "Draft, pending on maya-desktop")]
+    assert json.loads(bees("status", "--json", "--mine").stdout) == []
+    shown = bees("status")
+    assert "Draft, pending on maya-desktop" in shown.stdout and shown.stderr == ""
+
+    SharedRecord(laptop.record_path).set_meta(skew="-7.25")
+    warned = bees("status", "--mine")
+    assert warned.stderr.splitlines()[0] == (
+        "warning: this computer's clock is 7.2 s ahead of Bees Cloud's; the shared record"
+        " trusts each computer's clock (fix the system clock)")
+
+
+def test_doctor_reports_engine_cloud_clock_folders_and_processes(
+        tmp_path: Path, team: Team, bees: BeesRunner) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
+    (workspace / "folders").mkdir()
+    (workspace / "folders" / "notes.yaml").write_text("description: team notes\n")
+    (workspace / "processes" / "digest.yaml").write_text(
+        "stages:\n  - name: Write\n    kind: work\n    agents: [writer]\n    reads: [notes]\n"
+        "  - name: Done\n    kind: done\n")
+    sign_in(team, "maya-laptop")
+    done = bees("doctor", "--json", "-w", str(workspace))
+    assert done.returncode == 1  # the engine is not running
+    report = json.loads(done.stdout)
+    checks = {c["check"]: (c["ok"], c["detail"]) for c in report["checks"]}
+    assert checks["engine"] == (False, "not running (start it with `bees run`)")
+    assert checks["cloud"] == (True, f"{team.cloud.url}: signed in as {team.maya} "
+                                     f"(team {team.name})")
+    assert checks["clock"][0] is True
+    assert checks["folder notes"][0] is False
+    assert report["processes"] == [
+        {"process": "digest", "stage": "Write", "can_run": False,
+         "reasons": [f"folder notes: {checks['folder notes'][1]}"]},
+        {"process": "weekly-report", "stage": "Draft", "can_run": True, "reasons": []},
+    ]
+    text = bees("doctor", "-w", str(workspace))
+    assert "no    process digest: cannot run here now: folder notes:" in text.stdout
+    assert "Traceback" not in text.stderr
+
+    save_login(Login("http://127.0.0.1:9", team.tokens[team.maya]))
+    offline = json.loads(bees("doctor", "--json", "-w", str(workspace)).stdout)
+    [cloud] = [c for c in offline["checks"] if c["check"] == "cloud"]
+    assert cloud["ok"] is False and "cannot reach Bees Cloud" in cloud["detail"]
