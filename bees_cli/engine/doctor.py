@@ -137,7 +137,7 @@ def _cloud_checks(here: Any) -> list[dict[str, Any]]:
         api.close()
     shared = SharedRecord(here.record_path)
     last = shared.meta("last_sync") or "never (is `bees run` up?)"
-    error = shared.meta("error")
+    failed = shared.meta("error")
     seconds = skew.skew_seconds
     return [
         _check("cloud", True, f"{here.login.url}: signed in as {skew.me.person} "
@@ -147,8 +147,8 @@ def _cloud_checks(here: Any) -> list[dict[str, Any]]:
                    "" if abs(seconds) <= SKEW_WARN else
                    f" (over {SKEW_WARN:g} s: the shared record trusts this clock; fix it)"),
                skew_seconds=round(seconds, 3)),
-        _check("shared record", error is None,
-               f"last sync {last}" + (f"; last error: {error}" if error else "")),
+        _check("shared record", failed is None,
+               f"last sync {last}" + (f"; last error: {failed}" if failed else "")),
     ]
 
 
