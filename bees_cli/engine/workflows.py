@@ -11,7 +11,8 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as TemporalCancelled
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (
@@ -314,7 +315,11 @@ class ItemWorkflow:
         self._item = item
         try:
             return await self._plan(item)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ActivityError) as error:
+            # a cancelled stage surfaces as an ActivityError caused by its cancellation
+            if isinstance(error, ActivityError) and not isinstance(error.cause,
+                                                                   TemporalCancelled):
+                raise
             await workflow.execute_activity(
                 RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id),
                 start_to_close_timeout=SHORT)
