@@ -13,7 +13,8 @@ from bees_cli.cli.output import print_json, print_table, say
 
 def whoami(
     set_person: Annotated[
-        str | None, typer.Option("--set-person", help="Sign this computer in as this person (email).")
+        str | None,
+        typer.Option("--set-person", help="Sign this computer in as this person (email)."),
     ] = None,
     set_computer: Annotated[
         str | None, typer.Option("--set-computer", help="Rename this computer (default: hostname).")
@@ -32,7 +33,11 @@ def whoami(
         identity = load_identity()
     if as_json:
         print_json(
-            {"machine_id": identity.machine_id, "computer": identity.computer, "person": identity.person}
+            {
+                "machine_id": identity.machine_id,
+                "computer": identity.computer,
+                "person": identity.person,
+            }
         )
         return
     typer.echo(f"machine id  {identity.machine_id}")
@@ -82,8 +87,12 @@ def links(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(
             [
-                {"folder": r.name, "path": str(r.path) if r.path else None, "linked": r.linked,
-                 "reason": r.reason}
+                {
+                    "folder": r.name,
+                    "path": str(r.path) if r.path else None,
+                    "linked": r.linked,
+                    "reason": r.reason,
+                }
                 for r in rows
             ]
         )
@@ -104,7 +113,9 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     rows = addon_connections(load_workspace(workspace))
     if as_json:
-        print_json([{"addon": r.name, "connected": r.connected, "missing": r.missing} for r in rows])
+        print_json(
+            [{"addon": r.name, "connected": r.connected, "missing": r.missing} for r in rows]
+        )
         return
     print_table(
         [[r.name, "yes" if r.connected else "no", ", ".join(r.missing) or "-"] for r in rows],

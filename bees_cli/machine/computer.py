@@ -69,8 +69,9 @@ class Computer:
         """True when a Bees Cloud is configured (signed in) on this computer."""
         return self.login is not None
 
-    def cloud(self, *, retries: int = 0, timeout: float = 5.0,
-              backoff: float = 0.25) -> AsyncCloudClient | None:
+    def cloud(
+        self, *, retries: int = 0, timeout: float = 5.0, backoff: float = 0.25
+    ) -> AsyncCloudClient | None:
         """Return an async cloud client for the sign-in, or None without one.
 
         Args:
@@ -85,8 +86,15 @@ class Computer:
         kwargs: dict[str, Any] = {}
         if self.cloud_sleep is not None:
             kwargs["sleep"] = self.cloud_sleep
-        return AsyncCloudClient(self.login.url, self.login.token, transport=self.transport,
-                                retries=retries, timeout=timeout, backoff=backoff, **kwargs)
+        return AsyncCloudClient(
+            self.login.url,
+            self.login.token,
+            transport=self.transport,
+            retries=retries,
+            timeout=timeout,
+            backoff=backoff,
+            **kwargs,
+        )
 
     def sync_cloud(self, *, retries: int = 0, timeout: float = 5.0) -> CloudClient | None:
         """Return a blocking cloud client for the sign-in (the CLI), or None without one."""

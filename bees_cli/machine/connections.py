@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AddonConnection:
-    """Whether add-on ``name`` is connected here, and what is missing (e.g. ``"env GMAIL_TOKEN"``)."""
+    """Whether add-on ``name`` is connected here, and what is missing (``"env GMAIL_TOKEN"``)."""
 
     name: str
     connected: bool

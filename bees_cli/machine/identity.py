@@ -29,7 +29,7 @@ def _path():  # noqa: ANN202 - small private helper
 
 
 def load_identity() -> Identity:
-    """Return this computer's identity, creating the machine id on first use (written atomically)."""
+    """Return this computer's identity, creating the machine id on first use (atomically)."""
     data = read_json(_path(), {})
     changed = False
     if not data.get("machine_id"):
@@ -53,7 +53,9 @@ def set_identity(*, person: str | None = None, computer: str | None = None) -> I
     data = read_json(_path(), {})
     if person is not None:
         if not EMAIL_RE.match(person):
-            raise UserError(f"not an email address: {person!r}", hint="e.g. --set-person maya@example.com")
+            raise UserError(
+                f"not an email address: {person!r}", hint="e.g. --set-person maya@example.com"
+            )
         data["person"] = person
     if computer is not None:
         if not computer.strip():

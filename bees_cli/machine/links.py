@@ -45,7 +45,7 @@ def read_links() -> dict[str, str]:
 
 
 def expand_path(text: str, base: Path | None = None) -> tuple[Path | None, str | None]:
-    """Expand ``~`` and ``${ENV}`` in ``text``; a relative result is taken from ``base`` (or the cwd).
+    """Expand ``~`` and ``${ENV}`` in ``text``; a relative result starts at ``base`` (or the cwd).
 
     Returns:
         ``(absolute path, None)``, or ``(None, reason)`` when an environment variable is unset.
@@ -69,7 +69,9 @@ def resolve_folder(name: str, folder: Folder | None, root: Path | None = None) -
         path = Path(links[name])
         if path.is_dir():
             return FolderLink(name, path, True, "linked with bees link")
-        return FolderLink(name, path, False, f"linked to {path}, which is not an existing directory")
+        return FolderLink(
+            name, path, False, f"linked to {path}, which is not an existing directory"
+        )
     if folder is not None and folder.path:
         path_or_none, problem = expand_path(folder.path, root)
         if path_or_none is None:
@@ -83,7 +85,7 @@ def resolve_folder(name: str, folder: Folder | None, root: Path | None = None) -
 
 
 def link_folder(name: str, path: Path, declared: list[str]) -> Path:
-    """Link declared folder ``name`` to directory ``path`` on this computer; return the absolute path.
+    """Link declared folder ``name`` to directory ``path`` here; return the absolute path.
 
     Raises:
         NotFound: ``name`` is not a folder declared in the workspace.
@@ -96,7 +98,9 @@ def link_folder(name: str, path: Path, declared: list[str]) -> Path:
         )
     target = path.expanduser().resolve()
     if not target.is_dir():
-        raise UserError(f"{path}: not an existing directory", hint="create it first, or pick another")
+        raise UserError(
+            f"{path}: not an existing directory", hint="create it first, or pick another"
+        )
     links = read_links()
     links[name] = str(target)
     write_json_atomic(_links_path(), links)
@@ -112,7 +116,8 @@ def unlink_folder(name: str) -> None:
     links = read_links()
     if name not in links:
         raise NotFound(
-            f"folder '{name}' is not linked with bees link on this computer{did_you_mean(name, links)}"
+            f"folder '{name}' is not linked with bees link on this computer"
+            + did_you_mean(name, links)
         )
     del links[name]
     write_json_atomic(_links_path(), links)
