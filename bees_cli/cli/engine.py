@@ -126,7 +126,7 @@ def _event_line(event: dict[str, Any]) -> str:
             f"finish ({event['summary']})"
         why = f": {event['reason']}" if event.get("reason") else ""
         return where + (f"request {event['request']} {kind} by {event['who']} at "
-                        f"{event['at']}{why} — {what}")
+                        f"{event['decided_at']}{why} — {what}")
     if kind == "action_ran":
         return where + (f"ran {event['action']} (attempt {event['attempt']}), exit "
                         f"{event['exit_code']}, input sha256 {event['digest'][:12]}")

@@ -158,9 +158,10 @@ class ItemWorkflow:
                 item_id=self._id, status=None, stage=request.stage, round=request.round,
                 key=f"approval:{request.id}:{request.status}", kind=request.status,
                 approval=request.model_dump(mode="json"),
-                data={"request": request.id, "action": request.action, "kind": request.kind,
+                data={"request": request.id, "action": request.action,
+                      "action_kind": request.kind,
                       "summary": request.summary, "digest": request.digest,
-                      "input": request.input, "who": request.who, "at": request.at,
+                      "input": request.input, "who": request.who, "decided_at": request.at,
                       "reason": request.reason}))
         if not self._waiting(None) and self._state == APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
@@ -258,7 +259,7 @@ class ItemWorkflow:
             item_id=self._id, status=None, stage=entry.stage, round=entry.round,
             key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
             journal=entry.model_dump(mode="json"),
-            data={"action": entry.action, "kind": entry.kind, "digest": entry.digest,
+            data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
                   "attempt": entry.attempt, "exit_code": entry.exit_code,
                   "request": entry.request_id}))
 
@@ -287,8 +288,9 @@ class ItemWorkflow:
             reason=request.label, round=request.round,
             key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
             approval=request.model_dump(mode="json"),
-            data={"request": request.id, "action": request.action, "kind": request.kind,
-                  "summary": request.summary, "digest": request.digest}))
+            data={"request": request.id, "action": request.action,
+                  "action_kind": request.kind, "summary": request.summary,
+                  "digest": request.digest}))
 
     # -- the plan --------------------------------------------------------------------------
 

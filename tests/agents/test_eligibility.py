@@ -69,8 +69,8 @@ def test_make_snapshot_of_the_example() -> None:
     snap = make_snapshot(workspace, "weekly-report", item_agents=["writer"],
                          item_folders=["team-notes", "team-notes"])
     assert snap.process_name == "weekly-report"
-    assert [s.name for s in snap.process.stages] == ["Draft", "Review", "Done"]
-    assert sorted(snap.agents) == ["reviewer", "writer"]
+    assert [s.name for s in snap.process.stages] == ["Draft", "Review", "Send", "Done"]
+    assert sorted(snap.agents) == ["reviewer", "sender", "writer"]
     assert snap.default_agent == "writer"
     assert snap.workspace_root == str(EXAMPLE.resolve())
     assert snap.item_folders == ["team-notes"]

@@ -52,7 +52,11 @@ def engine_json(home: Path) -> dict[str, object] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path) -> None:
+def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
+                                              tmp_path: Path) -> None:
+    outbox = tmp_path / "outbox"
+    outbox.mkdir()
+    assert bees("link", "outbox", str(outbox), "-w", str(EXAMPLE)).returncode == 0
     created = bees("item", "create", "weekly-report", "-w", str(EXAMPLE))
     assert created.returncode == 0, created.stderr
     item_id = created.stdout.strip()
@@ -62,9 +66,25 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path)
     assert [(r["id"], r["status_text"]) for r in pending] == [
         (item_id, "waiting: the engine is not running (bees run)")]
 
+    # the run returns when the item waits for a person's approval of the send
     ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
     assert ran.returncode == 0, ran.stderr
     assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
+    rows = json.loads(bees("status", "--json").stdout)
+    assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
+    assert rows[0]["status_text"].startswith(
+        'waiting for approval: mail.send {"to": "team@example.com", "subject": "Weekly report", '
+        '"body": "# Weekly report')
+    waiting = json.loads(bees("approvals", "--json").stdout)
+    assert [(w["item_id"], w["id"], w["action"]) for w in waiting] == [(item_id, 1, "mail.send")]
+    assert list(outbox.iterdir()) == []
+
+    approved = bees("approve", item_id)
+    assert approved.returncode == 0, approved.stderr
+    assert "bees run delivers it when it starts" in approved.stderr
+    ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    assert f"delivered the queued decision for {item_id}" in ran.stderr
 
     rows = json.loads(bees("status", "--json").stdout)
     assert [(r["id"], r["process"], r["stage"], r["status"]) for r in rows] == [
@@ -72,12 +92,17 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path)
     shown = json.loads(bees("item", "show", item_id[:10], "--json").stdout)
     picks = [(e["stage"], e["pick"]["agent"], e["pick"]["reason"])
              for e in shown["history"] if e["kind"] == "pick"]
-    assert picks == [("Draft", "writer", "stage agents of weekly-report.Draft"),
-                     ("Review", "reviewer", "stage agents of weekly-report.Review")]
+    assert picks[:2] == [("Draft", "writer", "stage agents of weekly-report.Draft"),
+                         ("Review", "reviewer", "stage agents of weekly-report.Review")]
+    assert picks[2:] == [("Send", "sender", "stage agents of weekly-report.Send")]
     report = Path(shown["item"]["run_folder"]) / "Draft" / "report.md"
     assert report.read_text().startswith("# Weekly report\n\n## Summary\n\n2 people sent notes")
+    mail = (outbox / f"{item_id}.eml").read_text()
+    assert mail.startswith("To: team@example.com\nSubject: Weekly report\n\n# Weekly report")
+    assert [(j["action"], j["exit_code"]) for j in shown["journal"]] == [("mail.send", 0)]
     text = bees("item", "show", item_id)
     assert "picked writer: stage agents of weekly-report.Draft" in text.stdout
+    assert "request 1 approved by " in text.stdout, text.stdout
     table = bees("status")
     assert table.returncode == 0 and f"{item_id}  weekly-report" in table.stdout
 
@@ -157,3 +182,74 @@ async def test_run_on_a_given_temporal_address(
     result = await dev_env.client.get_workflow_handle(item_id).result()
     assert result == "done"
     assert space.lines() == ["Draft writer 1 1 []", "Review reviewer 1 1 []"]
+
+
+def test_kill_9_after_a_gated_send_does_not_send_twice(
+        bees: BeesRunner, bees_home: Path, space: Space) -> None:
+    from tests.engine.test_rules import SEND, action_agent, mail_addon
+
+    addon_log = mail_addon(space)
+    action_agent(space, "sender", tools=["mail.send"], SLEEP_AFTER="60",
+                 actions=[["mail.send", {"to": "team@example.com"}]])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    first = start_bees(bees_home, "run")
+    server_pid = None
+    try:
+        wait_for(lambda: json.loads(bees("status", "--json").stdout)[0]["status"]
+                 == "waiting for approval")
+        server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
+        approved = bees("approve", item_id, "--action", "1")
+        assert approved.returncode == 0, approved.stderr
+        assert approved.stderr.startswith(f"{item_id}: request 1 approved by ")
+        wait_for(lambda: space.log.exists() and "mail.send 0" in space.log.read_text())
+        first.kill()  # after the send, while the agent still works
+        first.wait(timeout=10)
+        second = bees("run", "--exit-when-idle", timeout=120)
+        assert second.returncode == 0, second.stderr
+    finally:
+        if server_pid is not None and pid_alive(server_pid):
+            os.kill(server_pid, signal.SIGTERM)
+    assert addon_log.read_text().splitlines() == ['mail.send {"to": "team@example.com"}']
+    log = space.log.read_text().splitlines()
+    assert log[0] == "run Send sender 1 1"
+    assert log[1] == "mail.send 0 done 1 | "
+    assert log[2] == "run Send sender 1 2"
+    assert log[3].startswith("mail.send 0 done 1 | mail.send: answered from the journal")
+    assert log[4:] == ["end Send 2"]
+    text = bees("item", "show", item_id).stdout
+    assert "Send round 1: mail.send (attempt 2) answered from the journal" in text
+    assert json.loads(bees("status", "--json").stdout)[0]["status"] == "done"
+
+
+def test_person_commands_refuse_with_the_reason(bees: BeesRunner, space: Space) -> None:
+    space.agent("writer")
+    space.agent("reviewer")
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    retried = bees("retry", item_id)
+    assert retried.returncode == 3
+    assert retried.stderr.splitlines()[0] == (
+        f"error: item {item_id} has not started yet: start it with bees run")
+    unknown = bees("approve", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
+    assert unknown.returncode == 3
+    assert unknown.stderr.splitlines()[0] == (
+        "error: item 01ZZZZZZZZZZZZZZZZZZZZZZZZ is not running on this computer")
+    nothing = bees("approve", item_id)
+    assert nothing.returncode == 3
+    assert nothing.stderr.splitlines()[0] == (
+        f"error: nothing waits for approval on item {item_id} (it is waiting: the engine is "
+        "not running (bees run))")
+    outside = bees("action", "mail.send")
+    assert outside.returncode == 2
+    assert outside.stderr.splitlines()[0] == (
+        "error: bees action runs inside a stage: BEES_ITEM_ID, BEES_STAGE and BEES_AGENT "
+        "are not set")
+    ran = bees("run", "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    not_up = bees("retry", item_id)
+    assert not_up.returncode == 3
+    assert not_up.stderr.splitlines()[0] == f"error: item {item_id} is done: nothing to change"
+    cancelled = bees("item", "cancel", item_id)
+    assert cancelled.returncode == 3
+    assert "Traceback" not in retried.stderr + unknown.stderr + not_up.stderr + outside.stderr

@@ -225,7 +225,8 @@ async def test_gated_action_is_held_until_approved_and_read_is_not(
                                 "mail.send 0 done 2 | ", "end Send 1"]
     approved = [e.data for e in record.events(item_id) if e.kind == "approved"]
     assert approved[0]["who"] == "maya@example.com" and approved[0]["action"] == "mail.send"
-    assert approved[0]["at"] == done["at"]
+    assert approved[0]["decided_at"] == done["at"]
+    assert approved[0]["action_kind"] == "send"
     assert json.loads(approved[0]["input"]) == mail
     # the approval of the send approved the stage: no second request for its finish
     assert [a["kind"] for a in record.approvals(item_id, status=None)] == ["send"]

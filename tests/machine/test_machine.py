@@ -43,11 +43,13 @@ def test_links_persist_across_invocations(bees, tmp_path: Path) -> None:
     assert linked.returncode == 0, linked.stderr
     listed = bees("links", "--json", "-w", str(EXAMPLE))
     assert json.loads(listed.stdout) == [
-        {"folder": "team-notes", "path": str(notes), "linked": True, "reason": "linked with bees link"}
+        {"folder": "outbox", "path": str(EXAMPLE / "outbox"), "linked": True,
+         "reason": "default path"},
+        {"folder": "team-notes", "path": str(notes), "linked": True, "reason": "linked with bees link"},
     ]
     assert bees("unlink", "team-notes").returncode == 0
     listed = bees("links", "--json", "-w", str(EXAMPLE))
-    assert json.loads(listed.stdout)[0]["reason"] == "default path"
+    assert json.loads(listed.stdout)[1]["reason"] == "default path"
 
 
 def test_link_errors_name_the_problem(bees, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from bees_cli.workspace.schemas import generate
 from tests.conftest import EXAMPLE, BeesRunner
 from tests.workspace.corpus_cases import BASE
 
-EXAMPLE_SUMMARY = "ok: 1 process, 2 agents, 1 schedule, 1 folder, 0 add-ons\n"
+EXAMPLE_SUMMARY = "ok: 1 process, 3 agents, 1 schedule, 2 folders, 1 add-on\n"
 
 
 def test_validate_example(bees: BeesRunner) -> None:
@@ -25,7 +25,7 @@ def test_validate_example_json(bees: BeesRunner) -> None:
         "ok": True,
         "workspace": str(EXAMPLE),
         "name": "weekly-report-example",
-        "counts": {"processes": 1, "agents": 2, "schedules": 1, "folders": 1, "addons": 0},
+        "counts": {"processes": 1, "agents": 3, "schedules": 1, "folders": 2, "addons": 1},
         "warnings": [],
     }
 
