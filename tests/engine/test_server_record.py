@@ -68,3 +68,53 @@ def test_human_since() -> None:
     assert human_since("2025-01-06T08:58:00Z", now) == "2m ago"
     assert human_since("2025-01-06T06:00:00Z", now) == "3h ago"
     assert human_since("2025-01-02T09:00:00Z", now) == "4d ago"
+
+
+def test_slots_first_come_first_served_reclaimed_and_freed_on_start(tmp_path: Path) -> None:
+    record = LocalRecord(tmp_path / "record.db")
+    for n in (1, 2, 3):
+        record.add_item(id=f"0{n}", process="p", title="T", workspace="/w", run_folder="/r",
+                        input="{}", stage="Work")
+    record.set_state("01", status="running")
+    record.set_state("02", status="waiting")
+    assert record.acquire_slot(agent="a", item_id="01", stage="Work", cap=1) == (True, [], 0)
+    assert record.acquire_slot(agent="a", item_id="02", stage="Work", cap=1) == (
+        False, ["01"], 1)
+    assert record.acquire_slot(agent="a", item_id="03", stage="Work", cap=1) == (
+        False, ["01"], 2)
+    # a restarted attempt of the holder reclaims its own slot; the queue keeps its order
+    assert record.acquire_slot(agent="a", item_id="01", stage="Work", cap=1) == (True, [], 0)
+    assert record.release_slot("01", "Work") == 1
+    # the first waiter goes first, even when the second asks before it
+    assert record.acquire_slot(agent="a", item_id="03", stage="Work", cap=1) == (
+        False, [], 2)
+    assert record.acquire_slot(agent="a", item_id="02", stage="Work", cap=1) == (True, [], 0)
+    # `bees run` starting: 03 is not running (pending), so its queue place is freed
+    assert record.free_stale_slots() == 1
+    assert [(s["item_id"], s["granted"]) for s in record.slots("a")] == [("02", True)]
+    record.set_state("02", status="failed", reason="x")
+    assert record.free_stale_slots() == 1
+    assert record.slots() == []
+
+
+def test_journal_approvals_and_queued_decisions(tmp_path: Path) -> None:
+    record = LocalRecord(tmp_path / "record.db")
+    entry = {"stage": "Send", "round": 1, "attempt": 1, "action": "mail.send", "kind": "send",
+             "digest": "d" * 64, "exit_code": 1, "stdout": "", "at": "t1", "request_id": None}
+    record.add_journal("01", entry)
+    record.add_journal("01", entry)
+    assert record.journal_hit("01", "Send", "mail.send", "d" * 64) is None  # it failed
+    record.add_journal("01", {**entry, "exit_code": 0, "at": "t2"})
+    assert record.journal_hit("01", "Send", "mail.send", "d" * 64) == {
+        **entry, "exit_code": 0, "at": "t2"}
+    assert [j["at"] for j in record.journal("01")] == ["t1", "t2"]
+    record.put_approval("01", {"id": 1, "stage": "Send", "status": "waiting"})
+    record.put_approval("01", {"id": 1, "stage": "Send", "status": "approved"})
+    assert record.approvals("01") == []
+    assert record.approvals("01", status=None) == [
+        {"id": 1, "stage": "Send", "status": "approved"}]
+    first = record.queue_control("01", "bees.decide", {"approve": True})
+    assert record.queued_controls() == 1
+    assert record.claim_controls() == [(first, "01", "bees.decide", {"approve": True})]
+    assert record.claim_controls() == []
+    assert record.queued_controls() == 0
