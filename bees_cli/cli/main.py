@@ -61,6 +61,7 @@ COMMAND_MODULES: list[str] = [
     "control",
     "schedules",
     "doctor",
+    "handover",
 ]
 
 

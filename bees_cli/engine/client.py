@@ -40,7 +40,10 @@ async def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Client:
 async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
     """Start the run of ``item`` as workflow ``item.item_id`` on ``task_queue``.
 
-    An id already used (started by another process, or finished) is never started again.
+    An id already used (started by another process, or finished) is never started again,
+    except by a continued run (``item.run`` > 1, after a handover): the workflow id stays the
+    item's id and the relinquished run, which has ended, is followed by a new one
+    (``ALLOW_DUPLICATE``; a run still open with that id is never started twice).
 
     Returns:
         True when this call started it, False when it was already started.
@@ -48,7 +51,8 @@ async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
     try:
         handle: WorkflowHandle[object, object] = await client.start_workflow(
             WORKFLOW_NAME, item, id=item.item_id, task_queue=task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE if item.run > 1
+            else WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )
     except WorkflowAlreadyStartedError:
         return False

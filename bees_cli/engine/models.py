@@ -53,6 +53,12 @@ class ItemInput(BaseModel):
     title: str
     run_folder: str
     snapshot: ItemSnapshot
+    start_stage: str | None = None
+    """Continued run (handover): the stage to start at, from the top; None: the first."""
+    journal: list[JournalEntry] = Field(default_factory=list)
+    """Continued run: add-on actions already run, from the checkpoint (answered, not re-run)."""
+    run: int = 1
+    """Which run of the item this is: 1, then 2 after the first handover…"""
 
 
 class CheckInput(BaseModel):
@@ -290,3 +296,6 @@ class DecideInput(BaseModel):
     who: str
     at: str
     reason: str | None = None
+
+
+ItemInput.model_rebuild()

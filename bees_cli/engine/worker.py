@@ -8,6 +8,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bees_cli.engine.activities import BeesActivities
+from bees_cli.engine.handover import HandoverActivities
 from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.record.local import LocalRecord
 
@@ -51,5 +52,5 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *,
         client,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow],
-        activities=activities.all() + fires.all(),
+        activities=activities.all() + fires.all() + HandoverActivities(record, computer).all(),
     )

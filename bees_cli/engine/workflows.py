@@ -13,8 +13,16 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.handover_models import (
+        HANDOVER_ACTIVITY,
+        MAIN_PIECE,
+        RELINQUISH_UPDATE,
+        HandoverInput,
+        HandoverOutput,
+    )
     from bees_cli.engine.models import (
         ACCEPT_UPDATE,
         ACTION_DONE_UPDATE,
@@ -107,6 +115,8 @@ class ItemWorkflow:
         self._journal: list[JournalEntry] = []
         self._approved: set[tuple[str, int]] = set()
         self._facts = 0
+        self._relinquish: PersonInput | None = None
+        self._handed: HandoverOutput | None = None
 
     def _fact(self, prefix: str) -> str:
         """Return a new key for a fact of the history (deterministic: a counter)."""
@@ -130,6 +140,27 @@ class ItemWorkflow:
     def _retry_allowed(self, person: PersonInput) -> None:
         if self._state not in (FAILED, STOPPED):
             raise _refuse(f"it is {self._where()}: only a failed or stopped item can be retried")
+
+    @workflow.update(name=RELINQUISH_UPDATE)
+    async def relinquish(self, person: PersonInput) -> HandoverOutput:
+        """Stop the run and hand it over (DESIGN.md, Rules: handover); return the checkpoint.
+
+        The in-flight stage is cancelled and waited for (its agent's process group is
+        killed), the checkpoint is written and the item released; the run then ends with
+        ``"relinquished: restarts at STAGE"``. When the checkpoint cannot be written, the
+        answer is not ok and the stage waits, failed, for a person's retry.
+        """
+        self._relinquish = person
+        await workflow.wait_condition(lambda: self._handed is not None)
+        assert self._handed is not None
+        return self._handed
+
+    @relinquish.validator
+    def _relinquish_allowed(self, person: PersonInput) -> None:
+        if self._state in ("done", "cancelled", "relinquished"):
+            raise _refuse(f"it is {self._where()}: nothing to relinquish")
+        if self._relinquish is not None:
+            raise _refuse("it is being relinquished already")
 
     @workflow.update(name=ACCEPT_UPDATE)
     def accept(self, person: PersonInput) -> str:
@@ -316,7 +347,7 @@ class ItemWorkflow:
         ``cancelled``, frees its slots, and ends as cancelled)."""
         self._item = item
         try:
-            return await self._plan(item)
+            return await self._run_until_handed_over(item)
         except (asyncio.CancelledError, ActivityError) as error:
             # a cancelled stage surfaces as an ActivityError caused by its cancellation
             if isinstance(error, ActivityError) and not isinstance(error.cause,
@@ -331,10 +362,62 @@ class ItemWorkflow:
                 kind="cancelled", data={}))
             raise
 
-    async def _plan(self, item: ItemInput) -> str:
+    async def _run_until_handed_over(self, item: ItemInput) -> str:
+        """Run the plan as a task, so that a relinquish can cancel it wherever it waits.
+
+        Returns the plan's result, or ``"relinquished: restarts at STAGE"`` once handed over.
+        """
+        self._journal = list(item.journal)
+        start = item.start_stage
+        while True:
+            plan = asyncio.create_task(self._plan(item, start))
+            try:
+                await workflow.wait_condition(
+                    lambda: plan.done() or self._relinquish is not None)  # noqa: B023
+            except asyncio.CancelledError:
+                plan.cancel()  # the run is cancelled: stop the stage, then say so
+                await workflow.wait([plan])
+                raise
+            if plan.done():
+                return plan.result()
+            plan.cancel()
+            await workflow.wait([plan])  # the stage activity waits for its agent to stop
+            assert self._relinquish is not None
+            restart = self._restart_stage(item)
+            handed: HandoverOutput = await workflow.execute_activity(
+                HANDOVER_ACTIVITY,
+                HandoverInput(item_id=item.item_id, run_folder=item.run_folder,
+                              snapshot=item.snapshot, stage=self._stage,
+                              restart_stages={MAIN_PIECE: restart},
+                              who=self._relinquish.who, at=self._relinquish.at),
+                result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
+                retry_policy=RetryPolicy(maximum_attempts=3))
+            self._handed = handed
+            if handed.ok:
+                self._state = "relinquished"
+                return f"relinquished: restarts at {restart}"
+            # the checkpoint could not be written: the item stays here, failed, until retried
+            await self._fail(restart, self._round, self._agent or "-",
+                             handed.reason or "relinquish failed", "relinquish")
+            self._relinquish = None
+            await self._wait_for_person()
+            self._handed = None
+            start = restart
+
+    def _restart_stage(self, item: ItemInput) -> str:
+        """Return the stage a handover restarts at: the current one, or for a review the
+        stage that made the work under review (the first stage before any started)."""
+        if self._stage is None:
+            return item.start_stage or item.snapshot.process.stages[0].name
+        stage = self._stage_spec(self._stage)
+        if stage.kind == "review" and stage.reviews:
+            return stage.reviews
+        return stage.name
+
+    async def _plan(self, item: ItemInput, start: str | None = None) -> str:
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
-        index = 0
+        index = position[start] if start else 0
         rounds: dict[str, int] = {}
         attempts: dict[tuple[str, int], int] = {}
         done_by: dict[str, str] = {}
@@ -387,6 +470,7 @@ class ItemWorkflow:
                     result_type=StageOutput,
                     start_to_close_timeout=STAGE_TIMEOUT,
                     heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     retry_policy=STAGE_RETRY,
                 )
             finally:

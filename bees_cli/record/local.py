@@ -19,7 +19,8 @@ Tables::
 Statuses (``items.status``): ``pending`` (recorded, its run not started yet: no engine),
 ``starting`` (its run was started, no stage yet), ``waiting`` (eligibility failed or agent
 busy; ``reason`` says why), ``running``, ``waiting for approval`` (``reason``: what waits),
-``failed`` (``reason``), ``waiting for a person`` (``reason``), ``done``, ``cancelled``.
+``failed`` (``reason``), ``waiting for a person`` (``reason``), ``done``, ``cancelled``,
+``free`` (relinquished: ``reason`` is ``restarts at STAGE``; shown ``free, restarts at STAGE``).
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ class ItemRow:
             return f"{self.status}: {self.reason}"
         if self.status == "pending":
             return "waiting: the engine is not running (bees run)"
+        if self.status == "free" and self.reason:
+            return f"free, {self.reason}"
         return self.status
 
     def to_json(self) -> dict[str, Any]:
@@ -228,6 +231,17 @@ class LocalRecord:
                 " VALUES (?, 'created', ?, 'created', NULL, NULL, '{}')",
                 (id, at),
             )
+
+    def restart_item(self, item_id: str, *, input: str, run_folder: str,
+                     stage: str | None) -> None:
+        """Make a relinquished item of this record ``pending`` again for its next run (a
+        handover continued here): new workflow ``input``, ``run_folder`` and ``stage``."""
+        at = now_utc()
+        with self._connect() as db:
+            db.execute(
+                "UPDATE items SET input = ?, run_folder = ?, stage = ?, status = 'pending',"
+                " reason = NULL, agent = NULL, since = ? WHERE id = ?",
+                (input, run_folder, stage, at, item_id))
 
     def set_state(self, item_id: str, *, status: str, stage: str | None = None,
                   reason: str | None = None, agent: str | None = None,

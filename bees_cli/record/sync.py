@@ -111,6 +111,8 @@ class TeamItem:
     def where(self) -> str:
         """``Draft, running on maya-laptop``: stage, status and the computer running it."""
         stage = self.fields.get("stage") or "-"
+        if self.fields.get("status") == "free":  # relinquished: no computer runs it
+            return str(self.fields.get("status_text") or "free")
         return f"{stage}, {self.fields.get('status') or '?'} on {self.computer}"
 
 
@@ -185,6 +187,8 @@ class SharedRecord:
             status_text = data["status"]
             if data["status"] in ("waiting", "failed", "waiting for approval") and data["reason"]:
                 status_text = f"{data['status']}: {data['reason']}"
+            elif data["status"] == "free" and data["reason"]:
+                status_text = f"free, {data['reason']}"
             agent = f" ({data['agent']})" if data["agent"] and data["status"] == "running" else ""
             fields = {
                 "title": data["title"], "process": data["process"], "stage": data["stage"],

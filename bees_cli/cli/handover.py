@@ -1,0 +1,89 @@
+"""Handover commands: ``bees relinquish ITEM`` and ``bees continue ITEM``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.output import exit_hard, print_json, render_error, say
+from bees_cli.errors import BeesError
+
+ItemArg = Annotated[str, typer.Argument(help="The item id.", show_default=False)]
+
+
+def _fail_hard(error: BeesError, *, as_json: bool) -> None:
+    render_error(error, as_json=as_json)
+    exit_hard(error.exit_code)
+
+
+def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
+    """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
+    written into the run folder, and Bees Cloud learns that the item is free. Needs
+    `bees run` up. Exit 3 when another computer owns it.
+
+    Example: bees relinquish 01JH3QX5Z8
+    """
+    from bees_cli.handover.relinquish import relinquish_item
+
+    try:
+        done = relinquish_item(item)
+    except BeesError as error:
+        _fail_hard(error, as_json=as_json)
+    if as_json:
+        print_json(done.to_json())
+    else:
+        where = "Bees Cloud told" if done.released else "no Bees Cloud: digest kept here"
+        say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "
+            f"{done.restart} ({where})")
+        say(f"checkpoint {done.checkpoint}: {done.files:,} files, {done.total_bytes:,} bytes")
+        typer.echo(done.checkpoint_sha256)
+    exit_hard(0)
+
+
+def continue_(
+    item: ItemArg,
+    from_dir: Annotated[Path | None, typer.Option(
+        "--from", metavar="DIR", help="A copy of the run folder (default: the run folder "
+        "in the workspace's linked run_folder).", show_default=False)] = None,
+    digest: Annotated[str | None, typer.Option(
+        "--digest", metavar="SHA256", help="The checkpoint's SHA-256 as printed by bees "
+        "relinquish (needed without a Bees Cloud on another computer).")] = None,
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a relinquished item on this computer: verify its checkpoint and files, check
+    eligibility, then claim it and start its unfinished stage from the top. Exit 3 when
+    refused (owned elsewhere, checkpoint invalid, not eligible); the item then stays free.
+
+    Example: bees continue 01JH3QX5Z8 -w ~/work/reports
+    """
+    from bees_cli.cli.checkpoint import progress_printer
+    from bees_cli.handover.continue_ import continue_item
+
+    progress = progress_printer(sys.stderr)
+    try:
+        done = continue_item(item, from_dir=from_dir, digest=digest, workspace_path=workspace,
+                             progress=progress, say=say)
+    except BeesError as error:
+        if progress is not None:
+            progress.close()
+        _fail_hard(error, as_json=as_json)
+    if progress is not None:
+        progress.close()
+    if as_json:
+        print_json(done.to_json())
+    else:
+        state = "started" if done.started else "waiting for bees run"
+        say(f"{done.item}: claimed here; {done.stage} restarts from the top ({state}); "
+            f"run folder {done.run_folder}")
+    exit_hard(0)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``relinquish`` and ``continue`` to the root app."""
+    app.command("relinquish")(relinquish)
+    app.command("continue")(continue_)

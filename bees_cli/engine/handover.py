@@ -1,0 +1,142 @@
+"""The handover activity: snapshot and checkpoint into the run folder, release, mark the item free.
+
+Runs on the owning computer once the relinquished run's stage has stopped (DESIGN.md,
+Rules: handover; the post's "Handing a run over"). Steps, in order:
+
+1. kill whatever the stage left running (``kill_leftover``: belt and braces; the stage
+   activity already waited for its agent's process group to end);
+2. write ``snapshot.json`` (the item's snapshot, canonical JSON) at the top of the run
+   folder, so a computer that never saw the item can continue it;
+3. write ``checkpoint.json`` (:func:`~bees_cli.handover.checkpoint.write_checkpoint`) with
+   the journal of add-on actions from the local record;
+4. keep its SHA-256 on this computer (``<data>/handovers/ITEM.json``);
+5. release the owner in Bees Cloud with the restart stages and that SHA-256 (when a cloud
+   is configured);
+6. mark the item ``free`` (reason ``restarts at STAGE``) in the local record, which the
+   shared record pushes at its next sync.
+
+A refusal (a symlink in the run folder, a limit broken, another machine owning the item)
+is an answer with ``ok=False`` and the reason, never an activity failure; a cloud that
+cannot be reached fails the activity, which Temporal tries three times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+
+from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
+from bees_cli.errors import CloudRefused, Refused
+from bees_cli.handover.store import keep_handover, snapshot_path
+from bees_cli.machine.computer import Computer
+from bees_cli.record.local import LocalRecord
+
+
+class HandoverActivities:
+    """The handover activities of this computer's worker.
+
+    Args:
+        record: the local record (journal read, item marked free).
+        computer: this computer (cloud sign-in, name, machine id); None loads it from
+            ``BEES_HOME`` when first needed.
+    """
+
+    def __init__(self, record: LocalRecord, computer: Computer | None = None) -> None:
+        self.record = record
+        self._computer = computer
+
+    @property
+    def computer(self) -> Computer:
+        """This computer (loaded once)."""
+        if self._computer is None:
+            self._computer = Computer.load()
+        return self._computer
+
+    @activity.defn(name=HANDOVER_ACTIVITY)
+    async def hand_over(self, handover: HandoverInput) -> HandoverOutput:
+        """Write the snapshot and checkpoint, release the owner, mark the item free.
+
+        Returns:
+            ``ok`` with the checkpoint's SHA-256, or not ok with the reason (the item then
+            stays owned here).
+
+        Raises:
+            CloudError: Bees Cloud could not be reached (the activity is tried again).
+        """
+        written = await asyncio.to_thread(self._write, handover)
+        if not written.ok:
+            return written
+        assert written.checkpoint_sha256 is not None
+        computer = self.computer
+        if computer.login is not None:
+            from bees_cli.cloud import wire
+
+            api = computer.cloud(retries=2)
+            assert api is not None
+            try:
+                await api.release_owner(handover.item_id, wire.OwnerRelease(
+                    machine_id=computer.machine_id,
+                    restart_stages=dict(handover.restart_stages),
+                    checkpoint_sha256=written.checkpoint_sha256))
+            except CloudRefused as error:
+                return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
+            finally:
+                await api.aclose()
+            written = written.model_copy(update={"released": True})
+        await asyncio.to_thread(self._mark_free, handover, written)
+        return written
+
+    def _write(self, handover: HandoverInput) -> HandoverOutput:
+        from bees_cli.agents.runner import kill_leftover
+        from bees_cli.handover.checkpoint import canonical_json, write_checkpoint
+        from bees_cli.machine.files import write_atomic
+
+        folder = Path(handover.run_folder)
+        if handover.stage is not None:
+            kill_leftover(folder, handover.stage)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(snapshot_path(folder),
+                         canonical_json(handover.snapshot.model_dump(mode="json")))
+            info = write_checkpoint(
+                folder, item_id=handover.item_id, workspace=handover.snapshot.workspace_root,
+                process_digest=handover.snapshot.digest(),
+                restart_stages=dict(handover.restart_stages),
+                computer=self.computer.computer, machine_id=self.computer.machine_id,
+                journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
+        except Refused as error:
+            return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
+        except OSError as error:
+            return HandoverOutput(ok=False, stage=handover.stage,
+                                  reason=f"cannot write the checkpoint: {error}")
+        return HandoverOutput(
+            ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
+            checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
+            total_bytes=info.total_bytes)
+
+    def _mark_free(self, handover: HandoverInput, written: HandoverOutput) -> None:
+        assert written.checkpoint_sha256 is not None
+        keep_handover(self.computer.record_path.parent, handover.item_id, {
+            "checkpoint_sha256": written.checkpoint_sha256,
+            "restart_stages": dict(handover.restart_stages),
+            "run_folder": handover.run_folder, "at": handover.at, "who": handover.who})
+        restart = next(iter(handover.restart_stages.values()))
+        self.record.release_slot(handover.item_id)
+        self.record.add_event(
+            handover.item_id, key=f"relinquished:{written.checkpoint_sha256}",
+            kind="relinquished", stage=handover.stage,
+            data={"who": handover.who, "asked_at": handover.at,
+                  "restart_stages": dict(handover.restart_stages),
+                  "checkpoint_sha256": written.checkpoint_sha256, "files": written.files,
+                  "total_bytes": written.total_bytes, "released": written.released})
+        self.record.set_state(handover.item_id, status="free", stage=restart,
+                              reason=f"restarts at {restart}")
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Return the activity callables to register on a worker."""
+        return [self.hand_over]

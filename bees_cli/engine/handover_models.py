@@ -1,0 +1,53 @@
+"""Inputs and outputs of a handover inside the engine: the relinquish update and its activity.
+
+Wire format of the engine like :mod:`bees_cli.engine.models`: add fields with defaults,
+never rename, so running items still replay.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from bees_cli.agents.snapshot import ItemSnapshot
+
+RELINQUISH_UPDATE = "bees.relinquish"
+"""Update sent by ``bees relinquish``: stop the run, write the checkpoint, free the item."""
+
+HANDOVER_ACTIVITY = "bees.hand_over"
+"""Activity: snapshot and checkpoint into the run folder, release in Bees Cloud, mark free."""
+
+MAIN_PIECE = "main"
+"""The one piece of work a run hands to agents today (its stages); named in restart stages."""
+
+
+class HandoverInput(BaseModel):
+    """Input of ``bees.hand_over``: item ``item_id`` stopped at ``stage`` and restarts at
+    ``restart_stages`` (piece → stage); ``who`` asked at ``at`` (UTC ISO 8601)."""
+
+    item_id: str
+    run_folder: str
+    snapshot: ItemSnapshot
+    stage: str | None
+    restart_stages: dict[str, str]
+    who: str
+    at: str
+
+
+class HandoverOutput(BaseModel):
+    """Answer of the ``bees.relinquish`` update (and output of ``bees.hand_over``).
+
+    ``ok``: the checkpoint is written and the item is free; then ``checkpoint_sha256`` (hex),
+    ``files`` and ``total_bytes`` describe it and ``released`` says whether Bees Cloud was
+    told (False without a cloud). Not ok: ``reason`` says why; the item stays owned here and
+    its stage waits, failed, for a person's retry.
+    """
+
+    ok: bool
+    reason: str | None = None
+    stage: str | None = None
+    restart_stages: dict[str, str] = Field(default_factory=dict)
+    checkpoint: str | None = None
+    checkpoint_sha256: str | None = None
+    files: int = 0
+    total_bytes: int = 0
+    released: bool = False

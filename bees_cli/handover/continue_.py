@@ -1,0 +1,333 @@
+"""``bees continue ITEM``: take over a relinquished item on this computer, after checking it all.
+
+Rules (DESIGN.md, "Handover"; the post's "Handing a run over", step 9 of its example). In
+this order, and nothing changes anywhere until the claim:
+
+1. the expected checkpoint SHA-256 and restart stages: from the owner's release in Bees
+   Cloud when a cloud is used (refused while a computer holds the item); without a cloud,
+   from the digest kept here at relinquish or given with ``--digest``;
+2. the run folder: ``--from DIR`` (a copy), else the folder this computer relinquished it
+   from, else ``RUN_ROOT/ITEM`` where ``RUN_ROOT`` is the workspace's ``run_folder`` folder
+   linked here;
+3. the checkpoint and every file (:func:`~bees_cli.handover.checkpoint.verify_checkpoint`),
+   the checkpoint naming this item and the released restart stages, and ``snapshot.json``
+   matching the checkpoint's ``process_digest``;
+4. eligibility of the restart stage, exactly as for any start
+   (:func:`~bees_cli.agents.eligibility.check_eligibility`);
+5. only then the owner claim in Bees Cloud; then the item is recorded here as the next run
+   (``run`` + 1) starting at the restart stage from the top, with the checkpoint's journal
+   seeded (an action already run in that stage is answered from it, not run again), and
+   started when ``bees run`` is up (else ``bees run`` starts it).
+
+Workflow ids: every run of an item keeps the item's id as its workflow id; the continued
+run is started with Temporal's ``ALLOW_DUPLICATE`` reuse policy, which starts it only once
+the relinquished run has ended (:func:`bees_cli.engine.client.start_item`). So ``bees
+retry``, ``approve`` and ``bees action`` address the item by its id as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bees_cli.errors import CloudRefused, NotFound, Refused, UserError
+from bees_cli.machine.computer import Computer
+
+if TYPE_CHECKING:
+    from bees_cli.agents.snapshot import ItemSnapshot
+
+Progress = Callable[[int, int], None]
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Continued:
+    """What ``bees continue`` did: the item, its run folder, the stage it restarts at, the
+    checkpoint's SHA-256, how many journal entries were seeded, the run number, and
+    ``started`` (False: recorded ``pending`` until ``bees run`` starts it)."""
+
+    item: str
+    run_folder: str
+    stage: str
+    checkpoint_sha256: str
+    journal: int
+    run: int
+    started: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the outcome as JSON (``bees continue --json``)."""
+        return {"item": self.item, "run_folder": self.run_folder, "stage": self.stage,
+                "checkpoint_sha256": self.checkpoint_sha256, "journal": self.journal,
+                "run": self.run, "started": self.started}
+
+
+@dataclass(frozen=True)
+class _Expected:
+    sha256: str
+    restart_stages: dict[str, str] | None  # None: no cloud; taken from the checkpoint
+    source: str
+
+
+def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
+    """Step 1: what the checkpoint must be (see the module docstring)."""
+    from bees_cli.handover.store import kept_handover
+
+    api = here.sync_cloud(retries=2)
+    if api is not None:
+        with api:
+            owner = api.get_owner(item_id)
+        if owner is None:
+            raise NotFound(f"item {item_id} has no owner in Bees Cloud",
+                           hint="`bees status` lists the team's items")
+        if owner.held:
+            if owner.machine_id == here.machine_id:
+                raise Refused(f"item {item_id} is owned by this computer already: "
+                              "nothing to continue")
+            raise Refused(f"item {item_id} is owned by {owner.computer_name} "
+                          f"({owner.person}): it must be relinquished there first",
+                          hint=f"bees relinquish {item_id} on {owner.computer_name}")
+        assert owner.release is not None
+        released = owner.release.checkpoint_sha256
+        if digest is not None and digest.strip().lower() != released:
+            raise Refused(f"--digest {digest.strip()} does not match the checkpoint SHA-256 "
+                          f"released to Bees Cloud by {owner.computer_name} ({released})")
+        return _Expected(released, dict(owner.release.restart_stages),
+                         f"released by {owner.computer_name}")
+    if digest is not None:
+        return _Expected(digest, None, "--digest")
+    kept = kept_handover(here.record_path.parent, item_id)
+    if kept is not None and isinstance(kept.get("checkpoint_sha256"), str):
+        return _Expected(kept["checkpoint_sha256"], None, "kept on this computer")
+    raise UserError(f"no checkpoint digest for item {item_id} on this computer",
+                    hint="give --digest SHA256 (printed by bees relinquish on the computer "
+                         "that relinquished it)")
+
+
+def _run_folder(here: Computer, item_id: str, from_dir: Path | None,
+                workspace_path: Path | None) -> Path:
+    """Step 2: the run folder (see the module docstring)."""
+    from bees_cli.handover.store import kept_handover
+
+    if from_dir is not None:
+        if not from_dir.is_dir():
+            raise NotFound(f"not a folder: {from_dir}")
+        return from_dir.resolve()
+    kept = kept_handover(here.record_path.parent, item_id)
+    if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
+        return Path(str(kept["run_folder"]))
+    from bees_cli.engine.service import run_folder_root
+    from bees_cli.workspace.loader import load_workspace
+
+    workspace = load_workspace(workspace_path)
+    try:
+        root = run_folder_root(workspace)
+    except UserError as error:
+        raise Refused(f"cannot continue item {item_id} here: {error.message}",
+                      hint=error.hint) from None
+    folder = root / item_id
+    if not folder.is_dir():
+        raise Refused(f"cannot continue item {item_id} here: its run folder {folder} "
+                      "is not on this computer",
+                      hint="link the workspace's run folder here (bees link NAME PATH), or "
+                           "give a copy with --from DIR")
+    return folder
+
+
+def _snapshot(folder: Path, checkpoint: dict[str, Any]) -> ItemSnapshot:
+    """Step 3: the item's snapshot from ``RUN/snapshot.json``, matching the checkpoint."""
+    from pydantic import ValidationError
+
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.handover.store import SNAPSHOT_NAME, snapshot_path
+
+    try:
+        snapshot = ItemSnapshot.model_validate_json(snapshot_path(folder).read_bytes())
+    except FileNotFoundError:
+        raise Refused(f"{SNAPSHOT_NAME}: missing from the run folder {folder}") from None
+    except (OSError, ValidationError) as error:
+        first = str(error).splitlines()[0]
+        raise Refused(f"{SNAPSHOT_NAME}: not a valid item snapshot ({first})") from None
+    if snapshot.digest() != checkpoint.get("process_digest"):
+        raise Refused(f"{SNAPSHOT_NAME}: its digest {snapshot.digest()} does not match the "
+                      f"checkpoint's process digest {checkpoint.get('process_digest')}")
+    return snapshot
+
+
+def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
+                     workspace_path: Path | None = None, computer: Computer | None = None,
+                     progress: Progress | None = None) -> dict[str, Any]:
+    """Steps 1 to 4: everything ``bees continue`` checks before it claims; changes nothing.
+
+    Returns:
+        ``{"item", "folder", "checkpoint", "sha256", "restart", "snapshot", "title",
+        "process"}``.
+
+    Raises:
+        Refused: owned elsewhere, run folder not here, checkpoint invalid
+            (:class:`~bees_cli.handover.checkpoint.CheckpointInvalid`, each problem naming
+            its file), snapshot mismatch, or not eligible here (the reasons).
+        NotFound, UserError: no such item in Bees Cloud, no digest, bad ``--from``.
+        CloudError: Bees Cloud cannot be reached.
+    """
+    from bees_cli.agents.eligibility import check_eligibility
+    from bees_cli.handover.checkpoint import verify_checkpoint
+
+    here = computer or Computer.load()
+    item_id = item_id.strip().upper()
+    expected = _expected(here, item_id, digest)
+    folder = _run_folder(here, item_id, from_dir, workspace_path)
+    result = verify_checkpoint(folder, expected_sha256=expected.sha256, progress=progress)
+    result.raise_if_invalid()
+    checkpoint = result.checkpoint
+    assert checkpoint is not None and result.sha256 is not None
+    if checkpoint["item"] != item_id:
+        raise Refused(f"checkpoint.json: it is the checkpoint of item {checkpoint['item']}, "
+                      f"not {item_id}")
+    stages: dict[str, str] = dict(checkpoint["restart_stages"])
+    if expected.restart_stages is not None and stages != expected.restart_stages:
+        raise Refused(f"checkpoint.json: restart stages {stages} differ from those released "
+                      f"to Bees Cloud {expected.restart_stages}")
+    snapshot = _snapshot(folder, checkpoint)
+    restart = next(iter(stages.values()))
+    if not Path(snapshot.workspace_root).is_dir() and workspace_path is not None:
+        # the workspace lives elsewhere on this computer: read folders and agents from there
+        snapshot = snapshot.model_copy(
+            update={"workspace_root": str(workspace_path.resolve())})
+    if restart not in [s.name for s in snapshot.process.stages]:
+        raise Refused(f"checkpoint.json: restart stage {restart} is not a stage of process "
+                      f"{snapshot.process_name}")
+    check = check_eligibility(snapshot=snapshot, stage_name=restart, reviewed_by=None)
+    if not check.ok:
+        raise Refused(f"cannot continue item {item_id} here: " + "; ".join(check.reasons),
+                      hint="the item stays free; fix this and run bees continue again")
+    return {"item": item_id, "folder": folder, "checkpoint": checkpoint,
+            "sha256": result.sha256, "restart": restart, "snapshot": snapshot}
+
+
+def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
+                  workspace_path: Path | None = None, title: str | None = None,
+                  computer: Computer | None = None, progress: Progress | None = None,
+                  say: Say = _quiet) -> Continued:
+    """Continue relinquished item ``item_id`` on this computer (see the module docstring).
+
+    Args:
+        item_id: the item's full id.
+        from_dir: a copy of the run folder, used as the run folder of the new run.
+        digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
+            that did not relinquish the item).
+        workspace_path: the workspace (for its ``run_folder``), default: found from the cwd.
+        title: the item's title when this computer never saw it (default: the process's).
+        computer: this computer (default: the one ``BEES_HOME`` describes).
+        progress: ``progress(bytes_done, bytes_total)`` while hashing.
+        say: one line of talk per step.
+
+    Returns:
+        The :class:`Continued` outcome.
+
+    Raises:
+        Refused: see :func:`prepare_continue`; or another computer claimed it first.
+        NotFound, UserError, CloudError: see :func:`prepare_continue`.
+    """
+    from bees_cli.engine.models import ItemInput, JournalEntry
+    from bees_cli.record.fires import FireLog
+    from bees_cli.record.local import LocalRecord
+
+    here = computer or Computer.load()
+    ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
+                             workspace_path=workspace_path, computer=here, progress=progress)
+    item_id = ready["item"]
+    checkpoint: dict[str, Any] = ready["checkpoint"]
+    snapshot = ready["snapshot"]
+    restart: str = ready["restart"]
+    folder: Path = ready["folder"]
+    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
+    try:
+        journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
+    except ValueError as error:
+        raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
+    _claim(here, item_id)
+    record = LocalRecord(here.record_path)
+    try:
+        row = record.item(item_id)
+    except NotFound:
+        row = None
+    previous = ItemInput.model_validate_json(row.input) if row is not None else None
+    # the next run; a computer that never saw the item counts the relinquished run as 1
+    run = (previous.run if previous is not None else 1) + 1
+    item_title = (previous.title if previous is not None
+                  else title or snapshot.process.title or snapshot.process_name)
+    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
+                     snapshot=snapshot, start_stage=restart, journal=journal, run=run)
+    if row is None:
+        record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
+                        workspace=snapshot.workspace_root, run_folder=str(folder),
+                        input=item.model_dump_json(), stage=restart)
+    else:
+        record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
+                            stage=restart)
+    for entry in journal:
+        record.add_journal(item_id, entry.model_dump(mode="json"))
+    record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",
+                     stage=restart,
+                     data={"from": checkpoint["computer"], "checkpoint_sha256": ready["sha256"],
+                           "restart_stages": dict(checkpoint["restart_stages"]),
+                           "files": len(checkpoint["files"]), "journal": len(journal),
+                           "run": run})
+    FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
+                                        computer=here.computer, detail=None,
+                                        tried=datetime.now(UTC))
+    started = _start_if_worker_up(here, record, item_id)
+    if not started:
+        say("bees run is not running here: the item starts when `bees run` starts")
+    return Continued(item=item_id, run_folder=str(folder), stage=restart,
+                     checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
+                     started=started)
+
+
+def _claim(here: Computer, item_id: str) -> None:
+    """Step 5: claim the item in Bees Cloud (no cloud: nothing to ask).
+
+    Raises:
+        Refused: another computer claimed it first (the message names it).
+        CloudError: the cloud cannot be reached (nothing changed).
+    """
+    from bees_cli.cloud import wire
+
+    api = here.sync_cloud(retries=2)
+    if api is None:
+        return
+    with api:
+        try:
+            answer = api.claim_owner(wire.OwnerClaim(
+                item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
+        except CloudRefused as error:
+            raise Refused(f"item {item_id} could not be claimed: {error.message}") from None
+    if not answer.granted:
+        raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
+                      f"({answer.owner.person}): it continued there first")
+
+
+def _start_if_worker_up(here: Computer, record: Any, item_id: str) -> bool:
+    """Start the new run now when ``bees run`` is up on this computer; True when started."""
+    from bees_cli.engine.control import running_worker
+
+    address = running_worker(here.record_path.parent)
+    if address is None:
+        return False
+
+    async def start() -> int:
+        from bees_cli.engine.client import connect
+        from bees_cli.engine.service import start_pending
+
+        client = await connect(address, timeout=5)
+        return await start_pending(client, record, only=item_id, computer=here)
+
+    return asyncio.run(start()) == 1

@@ -1,0 +1,47 @@
+"""What a handover keeps on disk besides the checkpoint: the snapshot file, the kept digest.
+
+- ``RUN/snapshot.json``: the item's snapshot as canonical JSON; listed (and so hashed) by the
+  checkpoint, and its digest is the checkpoint's ``process_digest``. A computer that never
+  saw the item reads the item's process, agents and folders from it.
+- ``<data dir>/handovers/ITEM.json``: on the computer that relinquished, the checkpoint's
+  SHA-256, restart stages, run folder, who and when. Without a Bees Cloud it is the
+  expected digest ``bees continue`` checks on this computer (post: "Without a cloud").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT_NAME = "snapshot.json"
+
+
+def snapshot_path(run_folder: Path) -> Path:
+    """Return ``RUN/snapshot.json``."""
+    return run_folder / SNAPSHOT_NAME
+
+
+def _kept_path(data: Path, item_id: str) -> Path:
+    return data / "handovers" / f"{item_id}.json"
+
+
+def keep_handover(data: Path, item_id: str, facts: dict[str, Any]) -> Path:
+    """Keep a handover's facts (``checkpoint_sha256``, ``restart_stages``, ``run_folder``,
+    ``at``, ``who``) in ``data/handovers/ITEM.json``; return the file."""
+    from bees_cli.machine.files import write_json_atomic
+
+    path = _kept_path(data, item_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, facts)
+    return path
+
+
+def kept_handover(data: Path, item_id: str) -> dict[str, Any] | None:
+    """Return the facts :func:`keep_handover` kept for ``item_id`` here, or None."""
+    from bees_cli.machine.files import read_json
+
+    try:
+        value = read_json(_kept_path(data, item_id), None)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,206 @@
+"""Handover on one computer without a Bees Cloud (issue 7, point 4): relinquish during Draft
+stops the agent and writes the checkpoint; continue checks it against the digest kept here
+or given with ``--digest``, checks eligibility, and restarts Draft from the top with the
+journal seeded, so an action already sent is answered from it. Refusals with exact text."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from bees_cli.engine.control import note_worker
+from bees_cli.engine.models import task_queue
+from bees_cli.engine.service import create_item, start_pending
+from bees_cli.engine.worker import make_worker
+from bees_cli.errors import Refused
+from bees_cli.handover.checkpoint import CheckpointInvalid, verify_checkpoint
+from bees_cli.handover.continue_ import continue_item
+from bees_cli.handover.relinquish import Relinquished, relinquish_item
+from bees_cli.machine.identity import load_identity, set_identity
+from bees_cli.machine.links import link_folder, unlink_folder
+from bees_cli.machine.paths import data_dir
+from bees_cli.record.local import LocalRecord
+from tests.engine.conftest import Space, until
+
+HERE = Path(__file__).resolve().parent
+
+PROCESS = """\
+stages:
+  - name: Draft
+    kind: work
+    agents: [writer]
+    reads: [notes]
+  - name: Review
+    kind: review
+    reviews: Draft
+    agents: [reviewer]
+  - name: Done
+    kind: done
+"""
+
+
+def handover_agent(space: Space, name: str, *, hold: Path, actions: list[object]) -> None:
+    """Declare agent ``name`` running ``handover_agent.py`` (tools: mail.send)."""
+    lines = ["instructions: drafts", "tools: [mail.send]", "runner:",
+             f'  command: ["${{BEES_PYTHON}}", "{HERE / "handover_agent.py"}"]', "  env:",
+             f'    AGENT_LOG: "{space.log}"',
+             f"    ADDON_LOG: '{space.root.parent / 'addon.log'}'",
+             f"    ACTIONS: '{json.dumps(actions)}'",
+             f'    HOLD: "{hold}"']
+    space.write(f"agents/{name}.yaml", "\n".join(lines) + "\n")
+
+
+def write_space(space: Space, hold: Path) -> None:
+    """Draft (writer, sends one mail, holds while ``hold`` exists) → Review → Done."""
+    command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+        """)
+    space.write("folders/notes.yaml", "description: team notes\n")
+    notes = space.root.parent / "notes"
+    notes.mkdir()
+    link_folder("notes", notes, ["notes"])
+    handover_agent(space, "writer", hold=hold, actions=[["mail.send", {"to": "boss"}]])
+    handover_agent(space, "reviewer", hold=hold, actions=[])
+    space.write("processes/report.yaml", PROCESS)
+
+
+@dataclass
+class Setup:
+    """The relinquished item and what relinquish said."""
+
+    item_id: str
+    run_folder: Path
+    done: Relinquished
+
+
+@pytest_asyncio.fixture
+async def worker(dev_env: WorkflowEnvironment, space: Space,
+                 record: LocalRecord) -> AsyncIterator[Worker]:
+    """This computer's worker on the dev server, noted as `bees run`."""
+    queue = task_queue(load_identity().machine_id)
+    set_identity(person="maya@example.com", computer="maya-laptop")
+    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
+    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5) as running:
+        yield running
+
+
+async def relinquished_in_draft(env: WorkflowEnvironment, space: Space,
+                                record: LocalRecord, hold: Path) -> Setup:
+    """Create the item, let Draft send its mail and hold, then relinquish it."""
+    write_space(space, hold)
+    hold.touch()
+    item = create_item(space.root, "report", title="Week 2", agents=[], folders=[],
+                       record=record)
+    assert await start_pending(env.client, record) == 1
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while "holding Draft" not in space.lines():
+        assert loop.time() < deadline, space.lines()
+        await asyncio.sleep(0.05)
+    done = await asyncio.to_thread(relinquish_item, item.id)
+    return Setup(item.id, item.run_folder, done)
+
+
+def lines(space: Space) -> list[str]:
+    return space.log.read_text().splitlines()
+
+
+async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothing_twice(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    setup = await relinquished_in_draft(dev_env, space, record, hold)
+    item_id, folder, done = setup.item_id, setup.run_folder, setup.done
+    first = dev_env.client.get_workflow_handle(item_id)
+    assert await first.result() == "relinquished: restarts at Draft"
+    assert (done.stage, done.restart_stages, done.released) == ("Draft", {"main": "Draft"},
+                                                                False)
+    # the agent was stopped mid-Draft: it never reached its end
+    assert lines(space) == ["run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft"]
+    row = record.item(item_id)
+    assert (row.stage, row.status, row.status_text) == ("Draft", "free",
+                                                        "free, restarts at Draft")
+    checkpoint = json.loads((folder / "checkpoint.json").read_text())
+    assert hashlib.sha256((folder / "checkpoint.json").read_bytes()).hexdigest() == \
+        done.checkpoint_sha256
+    assert (checkpoint["format"], checkpoint["item"], checkpoint["restart_stages"],
+            checkpoint["computer"]) == (1, item_id, {"main": "Draft"}, "maya-laptop")
+    assert [e["action"] for e in checkpoint["journal"]] == ["mail.send"]
+    paths = [f["path"] for f in checkpoint["files"]]
+    assert "snapshot.json" in paths and "Draft/notes.txt" in paths
+    assert verify_checkpoint(folder, expected_sha256=done.checkpoint_sha256).ok
+
+    with pytest.raises(Refused) as again:
+        await asyncio.to_thread(relinquish_item, item_id)
+    assert again.value.message == (
+        f"item {item_id} is free, restarts at Draft: nothing to relinquish")
+
+    hold.unlink()
+    cont = await asyncio.to_thread(continue_item, item_id)
+    assert (cont.stage, cont.journal, cont.run, cont.started) == ("Draft", 1, 2, True)
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    ran_at = checkpoint["journal"][0]["at"]
+    assert lines(space)[3:] == [
+        "run Draft writer 1",
+        f"mail.send 0 done 1 | mail.send: answered from the journal (it ran at {ran_at}); "
+        "not run again",
+        "end Draft", "run Review reviewer 1", "end Review"]
+    addon = (space.root.parent / "addon.log").read_text().splitlines()
+    assert addon == ['mail.send {"to": "boss"}']
+    kinds = [e.kind for e in record.events(item_id)]
+    assert kinds.count("relinquished") == 1 and kinds.count("continued") == 1
+    assert record.item(item_id).status == "done"
+
+
+async def test_continue_refuses_a_wrong_digest_a_changed_file_and_a_missing_folder_link(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    setup = await relinquished_in_draft(dev_env, space, record, hold)
+    item_id, folder, sha = setup.item_id, setup.run_folder, setup.done.checkpoint_sha256
+    hold.unlink()
+
+    wrong = "0" * 64
+    with pytest.raises(CheckpointInvalid) as bad_digest:
+        await asyncio.to_thread(continue_item, item_id, digest=wrong)
+    assert [p.format() for p in bad_digest.value.problems] == [
+        f"checkpoint.json: sha256 {sha} does not match the expected {wrong}"]
+    assert bad_digest.value.exit_code == 3
+
+    notes = folder / "Draft" / "notes.txt"
+    kept = notes.read_bytes()
+    notes.write_bytes(kept.replace(b"writer", b"WRITER"))
+    with pytest.raises(CheckpointInvalid) as changed:
+        await asyncio.to_thread(continue_item, item_id)
+    listed = hashlib.sha256(kept).hexdigest()
+    real = hashlib.sha256(notes.read_bytes()).hexdigest()
+    assert [p.format() for p in changed.value.problems] == [
+        f"Draft/notes.txt: content changed (sha256 {real} expected {listed})"]
+    notes.write_bytes(kept)
+
+    unlink_folder("notes")
+    with pytest.raises(Refused) as not_eligible:
+        await asyncio.to_thread(continue_item, item_id)
+    assert not_eligible.value.message == (
+        f"cannot continue item {item_id} here: folder notes: not linked on this computer "
+        "(bees link notes PATH)")
+    assert not_eligible.value.exit_code == 3
+
+    # every refusal left the item free, nothing started
+    row = record.item(item_id)
+    assert row.status_text == "free, restarts at Draft"
+    assert [e.kind for e in record.events(item_id)].count("continued") == 0
+    assert lines(space) == ["run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft"]
+    await until(record, item_id, lambda r: r.status == "free")
