@@ -278,11 +278,21 @@ def wait_for_item(record: LocalRecord, item_id: str, *, say: Say = _quiet,
 
 def status_rows() -> list[dict[str, Any]]:
     """Return every item of this computer for ``bees status``: the record row plus
-    ``since_human`` (``"2m ago"``). Reads only the local record."""
+    ``since_human`` (``"2m ago"``). Reads only the local record.
+
+    An item this computer relinquished (``free``) that another computer has since changed
+    in the shared record is left out, so ``bees status`` shows the team's newer row
+    ("Draft, running on maya-desktop") instead of the stale ``free``.
+    """
+    from bees_cli.handover.store import taken_over
     from bees_cli.record.local import human_since, open_record
 
     rows = []
-    for row in open_record().items():
+    record = open_record()
+    moved = taken_over(record.path, [r for r in record.items() if r.status == "free"])
+    for row in record.items():
+        if row.id in moved:
+            continue
         data: dict[str, Any] = row.to_json()
         data["since_human"] = human_since(row.since)
         rows.append(data)
