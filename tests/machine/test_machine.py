@@ -1,4 +1,4 @@
-"""This computer's state: identity per BEES_HOME, folder links, add-on connections, atomic writes."""
+"""This computer's state: identity per BEES_HOME, folder links, add-on connections, atomic files."""
 
 from __future__ import annotations
 
@@ -43,9 +43,18 @@ def test_links_persist_across_invocations(bees, tmp_path: Path) -> None:
     assert linked.returncode == 0, linked.stderr
     listed = bees("links", "--json", "-w", str(EXAMPLE))
     assert json.loads(listed.stdout) == [
-        {"folder": "outbox", "path": str(EXAMPLE / "outbox"), "linked": True,
-         "reason": "default path"},
-        {"folder": "team-notes", "path": str(notes), "linked": True, "reason": "linked with bees link"},
+        {
+            "folder": "outbox",
+            "path": str(EXAMPLE / "outbox"),
+            "linked": True,
+            "reason": "default path",
+        },
+        {
+            "folder": "team-notes",
+            "path": str(notes),
+            "linked": True,
+            "reason": "linked with bees link",
+        },
     ]
     assert bees("unlink", "team-notes").returncode == 0
     listed = bees("links", "--json", "-w", str(EXAMPLE))
@@ -60,7 +69,9 @@ def test_link_errors_name_the_problem(bees, tmp_path: Path) -> None:
     )
     missing = bees("link", "team-notes", str(tmp_path / "nope"), "-w", str(EXAMPLE))
     assert missing.returncode == 2
-    assert missing.stderr.splitlines()[0] == f"error: {tmp_path / 'nope'}: not an existing directory"
+    assert (
+        missing.stderr.splitlines()[0] == f"error: {tmp_path / 'nope'}: not an existing directory"
+    )
     assert "Traceback" not in typo.stderr + missing.stderr
 
 
