@@ -1,7 +1,7 @@
 """Test agent for handovers: logs its runs, runs add-on actions, holds while a file exists.
 
 Environment: AGENT_LOG (file to append to), ACTIONS (JSON list of ``[ACTION, INPUT]``, run on
-work stages), HOLD (a path: while it exists the agent waits after its actions). Log lines:
+work stages), HOLD (a path: while it exists the agent waits, after its actions). Log lines:
 ``run STAGE AGENT ATTEMPT``, per action ``ACTION EXIT STDOUT | LAST-STDERR-LINE``,
 ``holding STAGE`` and ``end STAGE``. A work stage writes ``notes.txt``; a review approves.
 """
@@ -32,9 +32,9 @@ else:
                               capture_output=True, text=True, check=False)
         last = (done.stderr.strip().splitlines() or [""])[-1]
         write(f"{name} {done.returncode} {done.stdout.strip()} | {last}")
-    hold = os.environ.get("HOLD")
-    if hold and os.path.exists(hold):
-        write(f"holding {stage}")
-        while os.path.exists(hold):
-            time.sleep(0.05)
+hold = os.environ.get("HOLD")
+if hold and os.path.exists(hold):
+    write(f"holding {stage}")
+    while os.path.exists(hold):
+        time.sleep(0.05)
 write(f"end {stage}")

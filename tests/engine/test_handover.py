@@ -60,8 +60,9 @@ def handover_agent(space: Space, name: str, *, hold: Path, actions: list[object]
     space.write(f"agents/{name}.yaml", "\n".join(lines) + "\n")
 
 
-def write_space(space: Space, hold: Path) -> None:
-    """Draft (writer, sends one mail, holds while ``hold`` exists) → Review → Done."""
+def write_space(space: Space, hold: Path, review_hold: Path | None = None) -> None:
+    """Draft (writer, sends one mail, holds while ``hold`` exists) → Review (holds while
+    ``review_hold`` exists) → Done."""
     command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
     space.write("addons/mail.yaml", f"""\
         actions:
@@ -72,7 +73,7 @@ def write_space(space: Space, hold: Path) -> None:
     notes.mkdir()
     link_folder("notes", notes, ["notes"])
     handover_agent(space, "writer", hold=hold, actions=[["mail.send", {"to": "boss"}]])
-    handover_agent(space, "reviewer", hold=hold, actions=[])
+    handover_agent(space, "reviewer", hold=review_hold or hold, actions=[])
     space.write("processes/report.yaml", PROCESS)
 
 
@@ -204,3 +205,27 @@ async def test_continue_refuses_a_wrong_digest_a_changed_file_and_a_missing_fold
     assert [e.kind for e in record.events(item_id)].count("continued") == 0
     assert lines(space) == ["run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft"]
     await until(record, item_id, lambda r: r.status == "free")
+
+
+async def test_relinquish_during_review_restarts_at_the_stage_under_review(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        tmp_path: Path) -> None:
+    review_hold = tmp_path / "review-hold"
+    write_space(space, tmp_path / "no-hold", review_hold)
+    review_hold.touch()
+    item = create_item(space.root, "report", title="Week 3", agents=[], folders=[],
+                       record=record)
+    assert await start_pending(dev_env.client, record) == 1
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while "holding Review" not in space.lines():
+        assert loop.time() < deadline, space.lines()
+        await asyncio.sleep(0.05)
+    done = await asyncio.to_thread(relinquish_item, item.id)
+    assert (done.stage, done.restart_stages) == ("Review", {"main": "Draft"})
+    assert record.item(item.id).status_text == "free, restarts at Draft"
+    checkpoint = json.loads((item.run_folder / "checkpoint.json").read_text())
+    assert checkpoint["restart_stages"] == {"main": "Draft"}
+    assert await dev_env.client.get_workflow_handle(item.id).result() == (
+        "relinquished: restarts at Draft")
+    assert lines(space)[-2:] == ["run Review reviewer 1", "holding Review"]
