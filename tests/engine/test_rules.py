@@ -185,6 +185,11 @@ async def test_retry_of_an_item_that_is_not_failed_is_refused_with_the_reason(
     space.write("processes/p.yaml", ONE)
     item_id = await start(dev_env, record, space, "p")
     await until(record, item_id, lambda r: r.status == "running")
+    for _ in range(600):  # the agent itself has started: the run is past its slot, in the stage
+        if space.lines():
+            break
+        await asyncio.sleep(0.05)
+    assert space.lines() == ["Work alpha 1 1 []"]
     with pytest.raises(Refused) as refused:
         await send_update(worker.client.service_client.config.target_host, item_id,
                           RETRY_UPDATE, MAYA, str)
