@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
 from bees_cli.engine.models import WORKFLOW_NAME, ItemInput
 from bees_cli.errors import EngineError
 
 CONNECT_TIMEOUT = 15.0
 """Seconds to keep trying to reach a Temporal server that is starting."""
+
+
+@functools.cache
+def quiet_runtime() -> Runtime:
+    """Return this process's Temporal runtime, its core logging only errors (made once).
+
+    Why: the SDK core warns on stderr about routine events after a restart (a workflow
+    task that timed out while no worker ran), which reads like a failure to a user.
+    """
+    logging = LoggingConfig(filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"))
+    return Runtime(telemetry=TelemetryConfig(logging=logging))
 
 
 async def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Client:
@@ -28,7 +41,9 @@ async def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Client:
     deadline = loop.time() + timeout
     while True:
         try:
-            return await Client.connect(address, data_converter=pydantic_data_converter)
+            return await Client.connect(
+                address, data_converter=pydantic_data_converter, runtime=quiet_runtime()
+            )
         except Exception as error:  # noqa: BLE001 - any connection failure is retried
             if loop.time() > deadline:
                 raise EngineError(f"cannot reach the Temporal engine at {address}: {error}",
