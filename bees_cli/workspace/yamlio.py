@@ -169,6 +169,8 @@ def _parse(text: str, rel: str) -> Any:
         return Problem(rel, line, column, "", f"invalid YAML: {problem}")
     except YAMLError as error:
         return Problem(rel, 1, 1, "", f"invalid YAML: {error}")
+    except TypeError:  # ruamel cannot hash a mapping or list used as a key (`? {a: 1}`)
+        return Problem(rel, 1, 1, "", "invalid YAML: a key must be plain text, not a mapping or list")
     except RecursionError:
         return Problem(rel, 1, 1, "", f"nesting is too deep (the limit is {MAX_DEPTH} levels)")
 

@@ -65,7 +65,8 @@ SEE = """
 import json, os, sys
 from pathlib import Path
 env = {k: v for k, v in os.environ.items()
-       if (k.startswith("BEES_") and k != "BEES_HOME") or k in ("AGENT_VAR", "PARENT_VAR")}
+       if (k.startswith("BEES_") and k != "BEES_HOME" and not k.startswith("BEES_TEST_"))
+       or k in ("AGENT_VAR", "PARENT_VAR")}
 context = json.loads(Path(os.environ["BEES_CONTEXT"]).read_text(encoding="utf-8"))
 seen = {"cwd": os.getcwd(), "argv": sys.argv[1:], "env": env, "context": context,
         "path_head": os.environ["PATH"].split(os.pathsep)[0]}

@@ -130,3 +130,9 @@ def test_problem_format_and_json() -> None:
         "message": "bad",
         "severity": "error",
     }
+
+
+def test_a_mapping_used_as_a_key_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    assert _read(tmp_path, "? : a: 1\n") == Problem(
+        "agents/f.yaml", 1, 1, "", "invalid YAML: a key must be plain text, not a mapping or list"
+    )
