@@ -170,7 +170,8 @@ def _parse(text: str, rel: str) -> Any:
     except YAMLError as error:
         return Problem(rel, 1, 1, "", f"invalid YAML: {error}")
     except TypeError:  # ruamel cannot hash a mapping or list used as a key (`? {a: 1}`)
-        return Problem(rel, 1, 1, "", "invalid YAML: a key must be plain text, not a mapping or list")
+        message = "invalid YAML: a key must be plain text, not a mapping or list"
+        return Problem(rel, 1, 1, "", message)
     except RecursionError:
         return Problem(rel, 1, 1, "", f"nesting is too deep (the limit is {MAX_DEPTH} levels)")
 
