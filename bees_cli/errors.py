@@ -5,6 +5,7 @@
     BeesError                      exit 1   anything Bees raises on purpose
     ├── UserError                  exit 2   bad usage or input the user can fix
     │   ├── NotFound               exit 2   a named thing (item, agent, folder…) does not exist
+    │   ├── StateFileInvalid       exit 2   a state file of this computer is unreadable
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
@@ -53,6 +54,15 @@ class NotFound(UserError):
     """A named item, agent, folder or other object does not exist (exit 2)."""
 
     code = "not_found"
+
+
+class StateFileInvalid(UserError, ValueError):
+    """A state file of this computer (``machine.json``, ``links.json``…) is not what Bees wrote.
+
+    Also a ``ValueError``, so callers that catch a JSON decoding error still catch it.
+    """
+
+    code = "state_file_invalid"
 
 
 class WorkspaceInvalid(UserError):

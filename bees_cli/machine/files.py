@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bees_cli.errors import StateFileInvalid
+
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` atomically.
@@ -46,9 +48,39 @@ def write_json_atomic(path: Path, value: Any, *, mode: int = 0o644) -> None:
     write_atomic(path, text.encode("utf-8"), mode=mode)
 
 
-def read_json(path: Path, default: Any) -> Any:
-    """Return the JSON value in ``path``, or ``default`` when the file does not exist."""
+def read_json(path: Path, default: Any, *, hint: str | None = None) -> Any:
+    """Return the JSON value in ``path``, or ``default`` when the file does not exist.
+
+    Raises:
+        StateFileInvalid: the file is not UTF-8 JSON (``hint`` says how to repair it;
+            by default: move the file aside).
+    """
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return default
+    except IsADirectoryError:
+        raise StateFileInvalid(f"{path}: a folder, not a file", hint=hint or _aside(path)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StateFileInvalid(
+            f"{path}: not valid JSON ({error})", hint=hint or _aside(path)
+        ) from None
+
+
+def read_json_object(path: Path, *, hint: str | None = None) -> dict[str, Any]:
+    """Return the JSON object in ``path``, or ``{}`` when the file does not exist.
+
+    Raises:
+        StateFileInvalid: the file is not UTF-8 JSON, or holds something else than an object.
+    """
+    value = read_json(path, {}, hint=hint)
+    if not isinstance(value, dict):
+        raise StateFileInvalid(
+            f"{path}: expected a JSON object, got {type(value).__name__}",
+            hint=hint or _aside(path),
+        )
+    return value
+
+
+def _aside(path: Path) -> str:
+    return f"move it aside (mv {path} {path}.bad) and try again"

@@ -6,12 +6,15 @@ import re
 import secrets
 import socket
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from bees_cli.errors import UserError
-from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.errors import StateFileInvalid, UserError
+from bees_cli.machine.files import read_json_object, write_json_atomic
 from bees_cli.machine.paths import state_dir
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+$")
+MACHINE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(frozen=True)
@@ -24,13 +27,36 @@ class Identity:
     person: str | None
 
 
-def _path():  # noqa: ANN202 - small private helper
+def _path() -> Path:
     return state_dir() / "machine.json"
 
 
+def _read() -> dict[str, Any]:
+    """Return ``machine.json`` checked field by field ({} when it does not exist yet)."""
+    path = _path()
+    hint = (
+        f"repair it, or move it aside to make a new machine id (mv {path} {path}.bad); "
+        "items this computer owns in Bees Cloud stay with the old id"
+    )
+    data = read_json_object(path, hint=hint)
+    checks = {
+        "machine_id": lambda v: isinstance(v, str) and MACHINE_ID_RE.match(v),
+        "computer": lambda v: isinstance(v, str) and v.strip(),
+        "person": lambda v: v is None or (isinstance(v, str) and EMAIL_RE.match(v)),
+    }
+    for field, check in checks.items():
+        if field in data and not check(data[field]):
+            raise StateFileInvalid(f"{path}: {field} {data[field]!r} is not valid", hint=hint)
+    return data
+
+
 def load_identity() -> Identity:
-    """Return this computer's identity, creating the machine id on first use (atomically)."""
-    data = read_json(_path(), {})
+    """Return this computer's identity, creating the machine id on first use (atomically).
+
+    Raises:
+        StateFileInvalid: ``machine.json`` is not JSON or holds a malformed field.
+    """
+    data = _read()
     changed = False
     if not data.get("machine_id"):
         data["machine_id"] = secrets.token_hex(16)
@@ -50,7 +76,7 @@ def set_identity(*, person: str | None = None, computer: str | None = None) -> I
         UserError: ``person`` is not an email address, or ``computer`` is empty.
     """
     current = load_identity()
-    data = read_json(_path(), {})
+    data = _read()
     if person is not None:
         if not EMAIL_RE.match(person):
             raise UserError(

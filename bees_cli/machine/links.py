@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bees_cli.errors import NotFound, UserError
-from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.errors import NotFound, StateFileInvalid, UserError
+from bees_cli.machine.files import read_json_object, write_json_atomic
 from bees_cli.machine.paths import state_dir
 from bees_cli.suggest import did_you_mean
 
@@ -41,7 +41,13 @@ def _links_path() -> Path:
 
 def read_links() -> dict[str, str]:
     """Return the folder links set on this computer: folder name → absolute path."""
-    return dict(read_json(_links_path(), {}))
+    path = _links_path()
+    hint = f"repair it, or move it aside and link again (mv {path} {path}.bad)"
+    links = read_json_object(path, hint=hint)
+    for name, target in links.items():
+        if not isinstance(target, str) or not target:
+            raise StateFileInvalid(f"{path}: the link of {name!r} is not a path", hint=hint)
+    return links
 
 
 def expand_path(text: str, base: Path | None = None) -> tuple[Path | None, str | None]:

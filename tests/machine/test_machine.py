@@ -138,3 +138,50 @@ def test_secret_mode(tmp_path: Path) -> None:
     target = tmp_path / "cloud.json"
     files.write_json_atomic(target, {"token": "x"}, mode=0o600)
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b"{garbage",
+            "not valid JSON (Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1))",
+        ),
+        (b"", "not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+        (b"[]", "expected a JSON object, got list"),
+        (b'{"machine_id": 5}', "machine_id 5 is not valid"),
+        (b'{"person": "maya"}', "person 'maya' is not valid"),
+        (
+            b"\xff\xfe",
+            "not valid JSON ('utf-8' codec can't decode byte 0xff in position 0: "
+            "invalid start byte)",
+        ),
+    ],
+)
+def test_a_damaged_machine_file_is_a_clear_error(
+    bees, bees_home: Path, content: bytes, message: str
+) -> None:
+    state = bees_home / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "machine.json").write_bytes(content)
+    for args in (["whoami"], ["whoami", "--set-person", "maya@example.com"]):
+        shown = bees(*args)
+        assert shown.returncode == 2
+        assert shown.stderr.splitlines()[0] == f"error: {state / 'machine.json'}: {message}"
+        assert shown.stderr.splitlines()[1].startswith("hint: repair it, or move it aside")
+    as_json = bees("whoami", "--json")
+    assert json.loads(as_json.stdout)["error"]["code"] == "state_file_invalid"
+    assert (state / "machine.json").read_bytes() == content  # nothing overwritten
+
+
+def test_a_damaged_links_file_is_a_clear_error(bees, bees_home: Path) -> None:
+    state = bees_home / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "links.json").write_text('{"team-notes": 7}')
+    shown = bees("links", "-w", str(EXAMPLE))
+    assert shown.returncode == 2
+    assert shown.stderr.splitlines()[0] == (
+        f"error: {state / 'links.json'}: the link of 'team-notes' is not a path"
+    )
+    assert "Traceback" not in shown.stderr
