@@ -14,7 +14,7 @@ import asyncio
 import getpass
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bees_cli.errors import EngineError, NotFound, Refused
 from bees_cli.machine.files import read_json, write_json_atomic
@@ -35,6 +35,35 @@ def note_worker(data: Path, address: str, queue: str) -> None:
     """Record that this process runs the worker of this computer (``bees run``)."""
     write_json_atomic(worker_file(data), {"pid": os.getpid(), "address": address,
                                           "task_queue": queue})
+
+
+def hold_worker_lock(data: Path) -> IO[str]:
+    """Take this computer's worker lock (``<data>/worker.lock``) for the life of the process.
+
+    Only one ``bees run`` may run per computer: a second one would reuse the first one's
+    engine and lose it when the first stops. The lock is held while the returned file is
+    open (the OS drops it when the process ends, even on kill -9).
+
+    Raises:
+        Refused: another ``bees run`` holds it (its pid in the message).
+    """
+    import fcntl
+
+    data.mkdir(parents=True, exist_ok=True)
+    handle = open(data / "worker.lock", "a+", encoding="utf-8")  # noqa: SIM115 - kept open
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        pid = handle.read().strip() or "unknown"
+        handle.close()
+        raise Refused(f"bees run is already running on this computer (pid {pid})",
+                      hint="stop it first (Ctrl-C), or use the one that runs") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 def forget_worker(data: Path) -> None:

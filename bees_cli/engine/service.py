@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import UserError
+from bees_cli.errors import EngineError, UserError
 from bees_cli.record.local import ACTIVE_STATUSES, END_STATUSES, ItemRow, LocalRecord
 
 if TYPE_CHECKING:
+    from bees_cli.engine.server import EngineServer
     from bees_cli.machine.computer import Computer
 
 Say = Callable[[str], None]
@@ -175,15 +176,42 @@ def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_id
         The exit code: 0.
 
     Raises:
+        Refused: another ``bees run`` runs on this computer (see
+            :func:`~bees_cli.engine.control.hold_worker_lock`).
         WorkspaceInvalid: ``workspace_path`` is given and does not load.
-        EngineError: the engine cannot be started or reached.
+        EngineError: the engine cannot be started or reached, or went away while it ran.
     """
-    if workspace_path is not None:
-        from bees_cli.workspace.loader import load_workspace
+    from bees_cli.engine.control import hold_worker_lock
+    from bees_cli.machine.paths import data_dir
 
-        load_workspace(workspace_path)
-    return asyncio.run(_run_engine(address, exit_when_idle, record, say, heartbeat_every,
-                                   workspace_path=workspace_path))
+    lock = hold_worker_lock(data_dir())
+    try:
+        if workspace_path is not None:
+            from bees_cli.workspace.loader import load_workspace
+
+            load_workspace(workspace_path)
+        return asyncio.run(_run_engine(address, exit_when_idle, record, say, heartbeat_every,
+                                       workspace_path=workspace_path))
+    finally:
+        lock.close()
+
+
+ENGINE_CHECK_EVERY = 2.0
+"""Seconds between checks that the engine ``bees run`` uses is still there."""
+
+
+def engine_gone(server: EngineServer) -> str | None:
+    """Return why the engine ``server`` is gone (its process ended, or its address does not
+    answer), or None while it is there."""
+    from bees_cli.engine.server import answers, pid_alive
+
+    if server.pid is not None:
+        if not pid_alive(server.pid):
+            return f"the engine at {server.address} stopped (process {server.pid} is gone)"
+        return None
+    if not answers(server.address):
+        return f"the engine at {server.address} does not answer any more"
+    return None
 
 
 async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRecord,
@@ -226,7 +254,14 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
         from bees_cli.engine.background import start_background
 
         background = await start_background(client, queue, workspace_path, say)
+        gone: str | None = None
+        checked = loop.time()
         while not stop.is_set():
+            if loop.time() - checked >= ENGINE_CHECK_EVERY:
+                checked = loop.time()
+                gone = await asyncio.to_thread(engine_gone, server)
+                if gone is not None:
+                    break
             await start_pending(client, record)
             await deliver_queued(client, record, say)
             if worker_task.done():
@@ -239,6 +274,11 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
             except TimeoutError:
                 pass
         await background.stop()
+        if gone is not None:
+            # the server is gone: a graceful shutdown would wait on it forever
+            worker_task.cancel()
+            raise EngineError(gone, hint=f"start it again with `bees run`; see "
+                              f"{data / 'temporal.log'}")
         if not worker_task.done():
             await worker.shutdown()
         await worker_task
