@@ -1,5 +1,8 @@
 """The starter workspace that ``bees init`` writes: a draft → review → done process, two agents.
 
+The two agents run small Python scripts written into ``scripts/``, so the starter runs
+end to end as soon as it is written (model runners are not run yet).
+
 Each YAML file begins with ``# yaml-language-server: $schema=…`` pointing at the copy of
 the JSON Schemas written into the new workspace's ``schemas/`` folder, so editors
 validate offline; ``bees schemas write`` refreshes that copy after an upgrade.
@@ -46,13 +49,14 @@ instructions: |
   Write a short summary of the files in the notes folder.
   Address every review comment.
 runner:
-  model:
-    base_url: https://api.openai.com/v1
-    name: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY
-# Or run a program of your own instead of a model:
+  command: ["${{BEES_PYTHON}}", "${{BEES_WORKSPACE}}/scripts/write.py"]
+# Model runners (a model over HTTP) are checked but not run yet; an agent with one is
+# skipped. When they run, this is how to ask a model instead of a script:
 # runner:
-#   command: ["${{BEES_PYTHON}}", "${{BEES_WORKSPACE}}/scripts/write.py"]
+#   model:
+#     base_url: https://api.openai.com/v1
+#     name: gpt-4o-mini
+#     api_key_env: OPENAI_API_KEY
 """
 
 _REVIEWER = """\
@@ -62,10 +66,52 @@ instructions: |
   Check the summary: it must be accurate and under one page.
   Approve it, or ask for changes with clear comments.
 runner:
-  model:
-    base_url: https://api.openai.com/v1
-    name: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY
+  command: ["${{BEES_PYTHON}}", "${{BEES_WORKSPACE}}/scripts/review.py"]
+"""
+
+_WRITE_SCRIPT = """\
+\"\"\"Starter writer: lists the notes folder in summary.md, in the stage's own folder.
+
+Bees runs it in the stage folder; BEES_CONTEXT names a JSON file with the item, the
+linked folders, earlier stages' folders and any review comments. Replace it with your own.
+\"\"\"
+
+import json
+import os
+from pathlib import Path
+
+context = json.loads(Path(os.environ["BEES_CONTEXT"]).read_text(encoding="utf-8"))
+notes = Path(context["folders"]["notes"])
+files = sorted(p for p in notes.iterdir() if p.is_file() and not p.name.startswith("."))
+lines = [f"# {context['item']['title']}", "", f"{len(files)} note files:", ""]
+for path in files:
+    first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[:1]
+    lines.append(f"- {path.name}: {first[0] if first else '(empty)'}")
+for comment in context["review_comments"]:
+    lines.append(f"- review comment addressed: {comment}")
+Path("summary.md").write_text("\\n".join(lines) + "\\n", encoding="utf-8")
+print(f"wrote summary.md from {len(files)} note files")
+"""
+
+_REVIEW_SCRIPT = """\
+\"\"\"Starter reviewer: approves the draft's summary.md when it is there, in verdict.json.
+
+A review stage writes {"verdict": "approve"} or
+{"verdict": "changes_requested", "comments": ["..."]} in its folder. Replace it with your own.
+\"\"\"
+
+import json
+import os
+from pathlib import Path
+
+context = json.loads(Path(os.environ["BEES_CONTEXT"]).read_text(encoding="utf-8"))
+summary = Path(context["previous"][context["stage"]["reviews"]]) / "summary.md"
+if summary.is_file() and summary.read_text(encoding="utf-8").strip():
+    verdict = {"verdict": "approve"}
+else:
+    verdict = {"verdict": "changes_requested", "comments": ["write summary.md"]}
+Path("verdict.json").write_text(json.dumps(verdict) + "\\n", encoding="utf-8")
+print(f"verdict: {verdict['verdict']}")
 """
 
 _FOLDER = """\
@@ -94,10 +140,19 @@ def starter_files(name: str) -> dict[str, str]:
         "bees.yaml": _BEES.format(name=name),
         "processes/draft-review.yaml": _PROCESS,
         "agents/writer.yaml": _WRITER.format(),
-        "agents/reviewer.yaml": _REVIEWER,
+        "agents/reviewer.yaml": _REVIEWER.format(),
         "folders/notes.yaml": _FOLDER,
         "schedules/weekly-summary.yaml": _SCHEDULE.format(),
     }
+
+
+def starter_scripts() -> dict[str, str]:
+    """Return relative path → text of the starter agents' programs (``scripts/*.py``).
+
+    Why scripts and not models: model runners are not run yet, and a starter that cannot
+    run end to end teaches nothing; the scripts show the runner's contract instead.
+    """
+    return {"scripts/write.py": _WRITE_SCRIPT, "scripts/review.py": _REVIEW_SCRIPT}
 
 
 def workspace_name(folder: Path) -> str:
@@ -109,9 +164,11 @@ def workspace_name(folder: Path) -> str:
 def create(folder: Path) -> list[Path]:
     """Write a starter workspace into ``folder`` (created if missing).
 
+    Also makes the empty ``notes/`` folder the starter's folder declaration points at.
+
     Returns:
-        Every file written (YAML files, ``schemas/*.json``), plus the empty ``notes/``
-        folder the starter's folder declaration points at.
+        Every file written (YAML files, ``scripts/*.py``, ``schemas/*.json``); folders
+        are not listed.
 
     Raises:
         UserError: ``folder`` exists and is not a folder, or already holds ``bees.yaml``
@@ -123,7 +180,7 @@ def create(folder: Path) -> list[Path]:
     folder = folder.expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder}: exists and is not a folder")
-    files = starter_files(workspace_name(folder))
+    files = {**starter_files(workspace_name(folder)), **starter_scripts()}
     if (folder / "bees.yaml").exists():
         raise UserError(
             f"{folder / 'bees.yaml'} already exists; nothing was written",
@@ -146,7 +203,5 @@ def create(folder: Path) -> list[Path]:
         write_atomic(path, text.encode("utf-8"))
         written.append(path)
     written += schemas.write(folder / "schemas")
-    notes = folder / "notes"
-    notes.mkdir(exist_ok=True)
-    written.append(notes)
+    (folder / "notes").mkdir(exist_ok=True)
     return written

@@ -93,9 +93,11 @@ def test_init_then_validate(bees: BeesRunner, tmp_path: Path) -> None:
     target = tmp_path / "My Team"
     created = bees("init", str(target))
     assert created.returncode == 0
+    files = [p for p in target.rglob("*") if p.is_file()]
+    assert len(files) == 14
     assert (
         created.stderr
-        == f"created a workspace in {target} (13 files)\nnext: bees validate {target}\n"
+        == f"created a workspace in {target} (14 files)\nnext: bees validate {target}\n"
     )
     result = bees("validate", str(target))
     assert (result.returncode, result.stdout, result.stderr) == (
@@ -152,3 +154,21 @@ def test_schemas_write(bees: BeesRunner, tmp_path: Path) -> None:
     names = ["workspace", "process", "agent", "schedule", "folder", "addon"]
     assert result.stdout.splitlines() == [str(tmp_path / "out" / f"{n}.json") for n in names]
     assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == generate()
+
+
+def test_starter_runs_to_done(bees: BeesRunner, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    assert bees("init", str(root)).returncode == 0
+    (root / "notes" / "a.md").write_text("first note\n")
+    created = bees("item", "create", "draft-review", "-w", str(root))
+    assert created.returncode == 0, created.stderr
+    ran = bees("run", "-w", str(root), "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    status = bees("status", "--json", cwd=root)
+    assert status.returncode == 0, status.stderr
+    [item] = json.loads(status.stdout)
+    assert (item["stage"], item["status"], item["reason"]) == ("Done", "done", None)
+    draft = Path(item["run_folder"]) / "Draft" / "summary.md"
+    assert draft.read_text().splitlines() == [
+        "# Draft and review", "", "1 note files:", "", "- a.md: first note"
+    ]
