@@ -88,19 +88,33 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     item_id = str(ULID())
     item_title = title or snapshot.process.title or process
     folder = run_folder_root(workspace) / item_id
-    folder.mkdir(parents=True, exist_ok=False)
     item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
                      snapshot=snapshot)
-    record.add_item(id=item_id, process=process, title=item_title,
-                    workspace=str(workspace.root), run_folder=str(folder),
-                    input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
     from bees_cli.engine.owners import claim_at_create
 
-    claim = claim_at_create(record, item_id)
+    folder.mkdir(parents=True, exist_ok=False)
+    try:
+        record.add_item(id=item_id, process=process, title=item_title,
+                        workspace=str(workspace.root), run_folder=str(folder),
+                        input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+        claim = claim_at_create(record, item_id)
+    except BaseException:
+        # a half-made item is no item: no row, no run folder
+        _undo_create(record, item_id, folder)
+        raise
     if claim.reason:
         say(f"{item_id}: waiting: {claim.reason}")
     started = _start_if_engine_up(record, item_id, say)
     return CreatedItem(item_id, process, item_title, folder, started)
+
+
+def _undo_create(record: LocalRecord, item_id: str, folder: Path) -> None:
+    import contextlib
+    import shutil
+
+    with contextlib.suppress(Exception):
+        record.remove_item(item_id)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _start_if_engine_up(record: LocalRecord, item_id: str, say: Say) -> bool:

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bees_cli.errors import NotFound
+from bees_cli.errors import BeesError, NotFound
 
 ACTIVE_STATUSES: frozenset[str] = frozenset({"pending", "starting", "running"})
 """Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
@@ -201,9 +201,18 @@ class LocalRecord:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
 
+    def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
+        return BeesError(
+            f"{self.path} is not a Bees record ({error})",
+            hint=f"move it aside (mv {self.path} {self.path}.bad) and Bees starts an empty "
+            "one; the engine's history of every run is in temporal.db beside it")
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.DatabaseError as error:
+            raise self._corrupt(error) from None
         try:
             db.execute("PRAGMA busy_timeout=30000")
             # WAL with NORMAL sync survives a crash of Bees; only an OS crash may lose the
@@ -211,6 +220,12 @@ class LocalRecord:
             db.execute("PRAGMA synchronous=NORMAL")
             db.row_factory = sqlite3.Row
             yield db
+        except sqlite3.DatabaseError as error:
+            # exactly DatabaseError: not a database, or malformed (locks and constraints
+            # are subclasses and stay what they are)
+            if type(error) is sqlite3.DatabaseError:
+                raise self._corrupt(error) from None
+            raise
         finally:
             db.close()
 
@@ -231,6 +246,12 @@ class LocalRecord:
                 " VALUES (?, 'created', ?, 'created', NULL, NULL, '{}')",
                 (id, at),
             )
+
+    def remove_item(self, item_id: str) -> None:
+        """Remove an item and its history (an item whose creation failed half-way)."""
+        with self._connect() as db:
+            db.execute("DELETE FROM events WHERE item_id = ?", (item_id,))
+            db.execute("DELETE FROM items WHERE id = ?", (item_id,))
 
     def restart_item(self, item_id: str, *, input: str, run_folder: str,
                      stage: str | None) -> None:

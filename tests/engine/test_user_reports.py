@@ -11,8 +11,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bees_cli.engine.server import pid_alive
+from bees_cli.errors import EngineError
+from bees_cli.record.local import LocalRecord
 from tests.conftest import BeesRunner
+from tests.engine.conftest import Space
+
+ONE_STAGE = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+  - name: Done
+    kind: done
+"""
 
 
 def start_bees(home: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
@@ -62,3 +76,42 @@ def test_bees_run_stops_when_its_engine_goes_away(bees_home: Path, tmp_path: Pat
     assert "error: the engine at " in err and f"stopped (process {pid} is gone)" in err
     assert "Traceback" not in err
     assert not pid_alive(pid)
+
+
+# -- 2. a corrupt record, and a create that fails half-way ---------------------------------
+
+def test_a_corrupt_record_is_one_error_not_a_traceback(bees: BeesRunner, bees_home: Path,
+                                                       tmp_path: Path) -> None:
+    db = bees_home / "data" / "record.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(bytes(range(256)) * 16)
+    shown = bees("item", "show", "01ABCDEF")
+    assert shown.returncode == 1
+    assert shown.stderr.splitlines()[0] == (
+        f"error: {db} is not a Bees record (file is not a database)")
+    assert "move it aside" in shown.stderr and "temporal.db" in shown.stderr
+    assert "Traceback" not in shown.stderr
+    as_json = bees("status", "--json")
+    assert as_json.returncode == 1
+    error = json.loads(as_json.stdout)["error"]
+    assert error["message"] == f"{db} is not a Bees record (file is not a database)"
+
+
+def test_a_create_that_fails_half_way_leaves_no_item(space: Space, record: LocalRecord,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.engine import owners
+    from bees_cli.engine.service import create_item
+    from bees_cli.machine.paths import default_runs_dir
+
+    space.agent("alpha")
+    space.write("processes/p.yaml", ONE_STAGE)
+
+    def broken(*_: object) -> None:
+        raise EngineError("the claim step broke")
+
+    monkeypatch.setattr(owners, "claim_at_create", broken)
+    with pytest.raises(EngineError, match="the claim step broke"):
+        create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    assert record.items() == []
+    runs = default_runs_dir()
+    assert not runs.exists() or list(runs.iterdir()) == []
