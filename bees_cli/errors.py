@@ -5,6 +5,7 @@
     BeesError                      exit 1   anything Bees raises on purpose
     ├── UserError                  exit 2   bad usage or input the user can fix
     │   ├── NotFound               exit 2   a named thing (item, agent, folder…) does not exist
+    │   │   └── Ambiguous          exit 2   an id prefix matches several items
     │   ├── StateFileInvalid       exit 2   a state file of this computer is unreadable
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
@@ -54,6 +55,12 @@ class NotFound(UserError):
     """A named item, agent, folder or other object does not exist (exit 2)."""
 
     code = "not_found"
+
+
+class Ambiguous(NotFound):
+    """An id prefix matches several items (exit 2)."""
+
+    code = "ambiguous"
 
 
 class StateFileInvalid(UserError, ValueError):

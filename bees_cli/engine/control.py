@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from bees_cli.errors import EngineError, NotFound, Refused
+from bees_cli.errors import EngineError, Refused, UserError
 from bees_cli.machine.files import read_json, write_json_atomic
 from bees_cli.record.local import LocalRecord, now_utc, open_record
 
@@ -228,17 +228,17 @@ def decide(item_id: str, *, approve: bool, request_id: int | None,
         ``{"item", "decided": [ids] | None, "queued": bool, "who", "at"}``.
 
     Raises:
-        Refused: the item does not run on this computer, nothing of it waits, or
-            ``request_id`` does not wait.
+        UserError: a denial without a reason.
+        NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
+        Refused: nothing of the item waits, or ``request_id`` does not wait.
     """
     from bees_cli.engine.models import DECIDE_UPDATE, DecideInput
 
+    if not approve and not (reason or "").strip():
+        raise UserError("a denial needs a reason (--reason TEXT)",
+                        hint=f'bees deny {item_id} --reason "what is wrong"')
     record = open_record()
-    try:
-        row = record.item(item_id)
-    except NotFound:
-        raise Refused(f"item {item_id} is not running on this computer",
-                      hint="approve on the computer that runs the stage") from None
+    row = record.item(item_id)
     waiting = [r["id"] for r in record.approvals(row.id)]
     if not waiting:
         raise Refused(f"nothing waits for approval on item {row.id} (it is {row.status_text})")

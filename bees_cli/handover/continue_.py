@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import CloudRefused, NotFound, Refused, UserError
+from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
 from bees_cli.machine.computer import Computer
 
 if TYPE_CHECKING:
@@ -257,6 +257,8 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
     record = LocalRecord(here.record_path)
     try:
         row = record.item(item_id)
+    except Ambiguous:
+        raise
     except NotFound:
         row = None
     previous = ItemInput.model_validate_json(row.input) if row is not None else None

@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from bees_cli.errors import EngineError, NotFound, Refused
+from bees_cli.errors import Ambiguous, EngineError, NotFound, Refused
 from bees_cli.machine.computer import Computer
 
 RELINQUISH_TIMEOUT = 600.0
@@ -119,6 +119,8 @@ def relinquish_item(item_id: str, *, computer: Computer | None = None,
     try:
         row = record.item(item_id)
         item_id = row.id
+    except Ambiguous:
+        raise
     except NotFound:
         row = None
     check_owner_here(here, item_id)

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bees_cli.errors import BeesError, NotFound
+from bees_cli.errors import Ambiguous, BeesError, NotFound
 
 ACTIVE_STATUSES: frozenset[str] = frozenset({"pending", "starting", "running"})
 """Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
@@ -315,8 +315,11 @@ class LocalRecord:
         """Return the item ``item_id``; a unique prefix of the id (at least 6 characters),
         case-insensitive, is enough.
 
+        This is how every command finds the item it is given.
+
         Raises:
-            NotFound: no item, or the prefix matches several.
+            NotFound: no item.
+            Ambiguous: the prefix matches several.
         """
         wanted = item_id.strip().upper()
         with self._connect() as db:
@@ -326,7 +329,7 @@ class LocalRecord:
                     "SELECT * FROM items WHERE id LIKE ? ORDER BY id", (wanted + "%",)
                 ).fetchall()
                 if len(rows) > 1:
-                    raise NotFound(f"{item_id!r} matches {len(rows)} items",
+                    raise Ambiguous(f"{item_id!r} matches {len(rows)} items",
                                    hint="give more of the id")
                 row = rows[0] if rows else None
         if row is None:

@@ -232,9 +232,9 @@ def test_person_commands_refuse_with_the_reason(bees: BeesRunner, space: Space) 
     assert retried.stderr.splitlines()[0] == (
         f"error: item {item_id} has not started yet: start it with bees run")
     unknown = bees("approve", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
-    assert unknown.returncode == 3
+    assert unknown.returncode == 2
     assert unknown.stderr.splitlines()[0] == (
-        "error: item 01ZZZZZZZZZZZZZZZZZZZZZZZZ is not running on this computer")
+        "error: no work item '01ZZZZZZZZZZZZZZZZZZZZZZZZ' on this computer")
     nothing = bees("approve", item_id)
     assert nothing.returncode == 3
     assert nothing.stderr.splitlines()[0] == (

@@ -115,3 +115,39 @@ def test_a_create_that_fails_half_way_leaves_no_item(space: Space, record: Local
     assert record.items() == []
     runs = default_runs_dir()
     assert not runs.exists() or list(runs.iterdir()) == []
+
+
+# -- 3. a denial needs a reason, engine up or not ------------------------------------------
+
+def test_a_denial_without_a_reason_is_refused_at_once(bees: BeesRunner, space: Space,
+                                                      record: LocalRecord) -> None:
+    space.agent("alpha")
+    space.write("processes/p.yaml", ONE_STAGE)
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    for reason in ("", "  "):
+        denied = bees("deny", item_id, "--reason", reason)
+        assert denied.returncode == 2, denied.stderr
+        assert denied.stderr.splitlines()[0] == "error: a denial needs a reason (--reason TEXT)"
+    assert record.queued_controls() == 0
+
+
+# -- 7. unknown and ambiguous ids, the same everywhere -------------------------------------
+
+def test_unknown_and_ambiguous_ids_read_the_same_in_every_command(
+        bees: BeesRunner, record: LocalRecord) -> None:
+    for n in range(3):
+        record.add_item(id=f"01M8KFMAAAAAAAAAAAAAAAAAA{n}", process="p", title="T",
+                        workspace="/w", run_folder="/r", input="{}", stage="Work")
+    commands = [("approve",), ("deny", "--reason", "no"), ("retry",), ("item", "accept"),
+                ("item", "cancel"), ("item", "show")]
+    for command in commands:
+        unknown = bees(*command[:2 if command[0] == "item" else 1], "NOSUCHITEM",
+                       *command[2 if command[0] == "item" else 1:])
+        assert unknown.returncode == 2, (command, unknown.stderr)
+        assert unknown.stderr.splitlines()[0] == "error: no work item 'NOSUCHITEM' on this computer"
+        many = bees(*command[:2 if command[0] == "item" else 1], "01m8kfm",
+                    *command[2 if command[0] == "item" else 1:])
+        assert many.returncode == 2, (command, many.stderr)
+        assert many.stderr.splitlines()[0] == "error: '01m8kfm' matches 3 items"
+    as_json = bees("item", "show", "01M8KFM", "--json")
+    assert json.loads(as_json.stdout)["error"]["code"] == "ambiguous"
