@@ -9,6 +9,12 @@ from bees_cli.machine.connections import AddonConnection
 from bees_cli.workspace.models import Agent, CommandRunner, Stage
 
 RUNNER = CommandRunner(command=["true"])
+MODEL = {"model": {"base_url": "https://api.example.com/v1", "name": "m",
+                   "api_key_env": "EXAMPLE_API_KEY"}}
+
+
+def model_agent(*, enabled: bool = True) -> Agent:
+    return Agent.model_validate({"enabled": enabled, "runner": MODEL})
 REVIEWED = Skipped("writer", "did the work under review")
 
 
@@ -82,6 +88,19 @@ def test_addon_reasons_connected_missing_and_undeclared() -> None:
             "add-on slack not connected (env SLACK_TOKEN), "
             "add-on drive not connected (not declared in the workspace)",
         ),
+    )
+
+
+def test_model_runner_agents_are_skipped_until_model_runners_run() -> None:
+    agents = {"writer": model_agent(), "helper": agent(), "off": model_agent(enabled=False)}
+    assert pick(item_agents=("off",), agents=agents) == Pick(
+        "helper", "stage agents of weekly-report.Draft",
+        (Skipped("off", "disabled"), Skipped("writer", "model runners are not supported yet")),
+    )
+    only = {"writer": model_agent()}
+    assert pick(Stage(name="Draft", kind="work"), agents=only) == Pick(
+        None, "no enabled agent for Draft: writer model runners are not supported yet",
+        (Skipped("writer", "model runners are not supported yet"),),
     )
 
 
