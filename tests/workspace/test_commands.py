@@ -172,3 +172,22 @@ def test_starter_runs_to_done(bees: BeesRunner, tmp_path: Path) -> None:
     assert draft.read_text().splitlines() == [
         "# Draft and review", "", "1 note files:", "", "- a.md: first note"
     ]
+
+
+def test_model_runner_is_a_warning(bees: BeesRunner, tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    shutil.copytree(BASE, root)
+    (root / "agents" / "reviewer.yaml").write_text(
+        "runner:\n"
+        "  model:\n"
+        "    base_url: https://api.example.com/v1\n"
+        "    name: small-model\n"
+        "    api_key_env: EXAMPLE_API_KEY\n"
+    )
+    result = bees("validate", str(root))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "ok: 1 process, 2 agents, 1 schedule, 2 folders, 1 add-on\n",
+        "agents/reviewer.yaml:2:3  runner.model  "
+        "warning: model runners are not run yet; this agent will be skipped\n",
+    )
