@@ -63,8 +63,13 @@ def item_cancel(item: ItemArg) -> None:
         done = cancel_item(item)
     except BeesError as error:
         _fail_hard(error)
-    say(f"{done['item']}: " + ("cancel requested; its run stops now" if done["requested"]
-                               else "cancelled"))
+    if not done["requested"]:
+        say(f"{done['item']}: cancelled")
+    elif done["cancelled"]:
+        say(f"{done['item']}: cancel requested; cancelled")
+    else:
+        say(f"{done['item']}: cancel requested; still stopping (see bees item show "
+            f"{done['item']})")
     exit_hard(0)
 
 

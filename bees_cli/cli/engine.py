@@ -136,6 +136,8 @@ def _event_line(event: dict[str, Any]) -> str:
                         "not run again")
     if kind == "resumed":
         return where + "running again after approval"
+    if kind == "approval_cancelled":
+        return where + f"request {event['request']} closed: the item was cancelled"
     if kind in ("cancelled", "cancel_asked"):
         who = f" by {event['who']}" if event.get("who") else ""
         return where + ("cancel asked" if kind == "cancel_asked" else "cancelled") + who

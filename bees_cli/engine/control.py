@@ -23,6 +23,10 @@ from bees_cli.record.local import LocalRecord, now_utc, open_record
 UPDATE_TIMEOUT = 30.0
 """Seconds to wait for ``bees run`` to answer a person's request."""
 
+CANCEL_WAIT = 10.0
+"""Seconds ``bees item cancel`` waits for the record to say ``cancelled``."""
+
+
 NOT_UP = "bees run is not running on this computer: start it with bees run"
 
 
@@ -158,12 +162,15 @@ def person_request(item_id: str, what: str) -> dict[str, Any]:
     return {"item": row.id, "stage": stage, "who": person.who, "at": person.at}
 
 
-def cancel_item(item_id: str) -> dict[str, Any]:
-    """Cancel item ``item_id``: its running stage is stopped, its slots freed, its status
-    becomes ``cancelled``. An item not started yet is cancelled in the record at once.
+def cancel_item(item_id: str, *, wait: float = CANCEL_WAIT) -> dict[str, Any]:
+    """Cancel item ``item_id``: its running stage is stopped, its slots freed, its open
+    approval requests closed, its status becomes ``cancelled``. An item not started yet is
+    cancelled in the record at once; for a running one, waits up to ``wait`` seconds for the
+    record to say ``cancelled``.
 
     Returns:
-        ``{"item", "requested": bool}`` (False: cancelled at once, no run to stop).
+        ``{"item", "requested": bool, "cancelled": bool}`` (requested False: cancelled at
+        once, no run to stop; cancelled False: still stopping after ``wait`` s).
 
     Raises:
         NotFound, Refused: no such item; it is done or cancelled already.
@@ -178,7 +185,7 @@ def cancel_item(item_id: str) -> dict[str, Any]:
     if row.status == "pending":
         record.add_event(row.id, key="cancelled", kind="cancelled", data={"who": who})
         record.set_state(row.id, status="cancelled", stage=row.stage)
-        return {"item": row.id, "requested": False}
+        return {"item": row.id, "requested": False, "cancelled": True}
     address = running_worker()
     if address is None:
         engine = running_engine(data_dir())
@@ -200,7 +207,20 @@ def cancel_item(item_id: str) -> dict[str, Any]:
 
     asyncio.run(cancel())
     record.add_event(row.id, key=f"cancel:{now_utc()}", kind="cancel_asked", data={"who": who})
-    return {"item": row.id, "requested": True}
+    return {"item": row.id, "requested": True,
+            "cancelled": _wait_cancelled(record, row.id, wait)}
+
+
+def _wait_cancelled(record: LocalRecord, item_id: str, wait: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        if record.item(item_id).status == "cancelled":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def waiting_approvals() -> list[dict[str, Any]]:

@@ -259,8 +259,8 @@ class ApprovalRequest(BaseModel):
     required``: a held action (``action`` ``ADDON.ACTION``) or the stage's finish (``action``
     None, ``kind`` ``finish``).
 
-    ``status`` is ``waiting``, ``approved`` or ``denied``; ``who``, ``at`` and ``reason`` say
-    who decided, when (UTC ISO 8601) and why (a denial's reason).
+    ``status`` is ``waiting``, ``approved``, ``denied`` or ``cancelled`` (with its item);
+    ``who``, ``at`` and ``reason`` say who decided, when (UTC ISO 8601) and why (a denial's reason).
     """
 
     id: int

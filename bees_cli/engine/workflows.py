@@ -257,6 +257,9 @@ class ItemWorkflow:
         if request.status == "waiting":
             await self._hold(request, attempt=ask.attempt)
             await workflow.wait_condition(lambda: request.status != "waiting")
+        if request.status == "cancelled":
+            return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
+                                reason=f"{ask.action} was not run: the item was cancelled")
         if request.status == "denied":
             return ActionAnswer(
                 decision="denied", kind=action.kind, request_id=request.id,
@@ -357,9 +360,19 @@ class ItemWorkflow:
                 RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id),
                 start_to_close_timeout=SHORT)
             self._state = "cancelled"
+            for request in self._waiting(None):
+                # closed, so `bees approvals` no longer lists it and a held action is
+                # answered (denied) instead of left waiting when the run ends
+                request.status = "cancelled"
+                await self._record(RecordInput(
+                    item_id=item.item_id, status=None, stage=request.stage,
+                    round=request.round, key=f"approval:{request.id}:cancelled",
+                    kind="approval_cancelled", approval=request.model_dump(mode="json"),
+                    data={"request": request.id, "action": request.action}))
             await self._record(RecordInput(
                 item_id=item.item_id, status="cancelled", stage=self._stage, key="cancelled",
                 kind="cancelled", data={}))
+            await workflow.wait_condition(workflow.all_handlers_finished)
             raise
 
     async def _run_until_handed_over(self, item: ItemInput) -> str:
@@ -377,6 +390,8 @@ class ItemWorkflow:
             except asyncio.CancelledError:
                 plan.cancel()  # the run is cancelled: stop the stage, then say so
                 await workflow.wait([plan])
+                if not plan.cancelled():
+                    plan.exception()  # retrieved: the stage's cancellation is expected
                 raise
             if plan.done():
                 return plan.result()

@@ -368,3 +368,26 @@ async def test_failed_and_cancelled_stages_give_their_slots_back(
     with pytest.raises(Refused, match="is cancelled: nothing to change"):
         control.cancel_item(running)
     await dev_env.client.get_workflow_handle(failed).terminate()
+
+
+async def test_cancel_closes_the_items_approval_requests(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        recwarn: pytest.WarningsRecorder) -> None:
+    mail_addon(space)
+    action_agent(space, "sender", tools=["mail.send"], actions=[["mail.send", {"to": "all"}]])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    assert [w["item_id"] for w in waiting_approvals()] == [item_id]
+    done = await asyncio.to_thread(control.cancel_item, item_id)
+    assert (done["requested"], done["cancelled"]) == (True, True)
+    assert waiting_approvals() == []
+    assert [a["status"] for a in record.approvals(item_id, status=None)] == ["cancelled"]
+    assert "request 1 closed: the item was cancelled" in "\n".join(
+        f"request {e.data['request']} closed: the item was cancelled"
+        for e in record.events(item_id) if e.kind == "approval_cancelled")
+    with pytest.raises(Refused, match=f"item {item_id} is cancelled: nothing to change"):
+        control.cancel_item(item_id)
+    with pytest.raises(Refused, match="nothing waits for approval"):
+        decide(item_id, approve=True, request_id=None, reason=None)
+    assert not [w for w in recwarn if "UnfinishedUpdateHandlers" in type(w.message).__name__]
