@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import string
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -253,8 +254,14 @@ class Schedule(Strict):
         return self
 
 
+CRON_HORIZON_YEARS = 8
+"""A cron expression that does not fire within this many years is an error (``0 9 30 2 *``)."""
+
+
 def check_cron(expression: str) -> None:
     """Check a cron expression: five fields (minute hour day month weekday) or a shorthand.
+
+    It must also fire at least once in the next :data:`CRON_HORIZON_YEARS` years.
 
     Raises:
         ValueError: with a one-line human message.
@@ -271,10 +278,14 @@ def check_cron(expression: str) -> None:
         raise ValueError(
             f"a cron expression has 5 fields (minute hour day month weekday), got {len(fields)}"
         )
-    from croniter import croniter
+    from croniter import CroniterBadDateError, croniter
 
     if not croniter.is_valid(text):
         raise ValueError(f"not a valid cron expression: '{expression}'")
+    try:
+        croniter(text, datetime.now(UTC), max_years_between_matches=CRON_HORIZON_YEARS).get_next()
+    except CroniterBadDateError:
+        raise ValueError(f"cron '{expression}' never fires") from None
 
 
 def check_timezone(name: str) -> None:
