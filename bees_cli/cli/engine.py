@@ -136,6 +136,8 @@ def _event_line(event: dict[str, Any]) -> str:
                         "not run again")
     if kind == "resumed":
         return where + "running again after approval"
+    if kind == "stage_interrupted":
+        return where + f"attempt {event['attempt']} interrupted: {event['reason']}"
     if kind == "approval_cancelled":
         return where + f"request {event['request']} closed: the item was cancelled"
     if kind in ("cancelled", "cancel_asked"):

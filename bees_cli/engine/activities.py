@@ -105,6 +105,8 @@ class BeesActivities:
         from bees_cli.workspace.models import CommandRunner
 
         attempt = stage.attempt_base + activity.info().attempt - 1
+        if activity.info().attempt > 1:
+            await asyncio.to_thread(self._interrupted, stage, attempt - 1)
         await asyncio.to_thread(self._started, stage, attempt)
         spec = find_stage(stage.snapshot, stage.stage)
         agent = stage.snapshot.agents[stage.agent]
@@ -143,6 +145,19 @@ class BeesActivities:
             exit_code=result.exit_code, attempt=attempt)
         await asyncio.to_thread(self._finish, stage, out)
         return out
+
+    def _interrupted(self, stage: StageInput, attempt: int) -> None:
+        """Say in the history that ``attempt`` of the stage did not end: ``bees run``
+        stopped (it marked the item waiting), or its worker was lost (kill -9, a crash)."""
+        from bees_cli.engine.service import NOT_RUNNING
+
+        row = self.record.item(stage.item_id)
+        stopped = row.status == "waiting" and row.reason == NOT_RUNNING
+        self.record.add_event(
+            stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
+            kind="stage_interrupted", stage=stage.stage, round=stage.round,
+            data={"agent": stage.agent, "attempt": attempt,
+                  "reason": "bees run stopped" if stopped else "its worker was lost"})
 
     def _started(self, stage: StageInput, attempt: int) -> None:
         self.record.set_state(stage.item_id, status="running", stage=stage.stage,

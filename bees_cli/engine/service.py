@@ -173,9 +173,14 @@ def is_idle(record: LocalRecord) -> bool:
 
     An item waiting for approval (or for a person) is idle: nothing happens to it until a
     person acts, so ``bees run --exit-when-idle`` returns; ``bees approve`` then queues the
-    decision and the next ``bees run`` delivers it.
+    decision and the next ``bees run`` delivers it. An item whose stage was interrupted when
+    ``bees run`` stopped (:func:`mark_interrupted`) is not idle: its stage runs again.
     """
-    return not record.items(statuses=ACTIVE_STATUSES) and not record.queued_controls()
+    if record.queued_controls():
+        return False
+    return not any(row.status in ACTIVE_STATUSES
+                   or (row.status == "waiting" and row.reason == NOT_RUNNING)
+                   for row in record.items())
 
 
 def run_engine(*, workspace_path: Path | None, address: str | None, exit_when_idle: bool,
@@ -296,10 +301,36 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
         if not worker_task.done():
             await worker.shutdown()
         await worker_task
+        interrupted = await asyncio.to_thread(mark_interrupted, record)
+        if interrupted:
+            say(f"{interrupted} running item(s) wait for the next `bees run`")
+        if stop.is_set():
+            say("stopped")
     finally:
         forget_worker(data)
         await asyncio.to_thread(stop_engine, data, server)
     return 0
+
+
+NOT_RUNNING = "the engine is not running (bees run)"
+"""The reason of an item whose stage was running when ``bees run`` stopped."""
+
+INTERRUPTED_STATUSES: frozenset[str] = frozenset({"starting", "running"})
+
+
+def mark_interrupted(record: LocalRecord) -> int:
+    """Say in the local record that the items running here wait for the next ``bees run``
+    (``waiting: the engine is not running (bees run)``); return how many.
+
+    Why: a stage interrupted by Ctrl-C would otherwise read ``running`` in ``bees status``
+    while nothing runs it. The next ``bees run`` starts the stage again (a new attempt) and
+    the history says the earlier attempt was interrupted.
+    """
+    rows = record.items(statuses=INTERRUPTED_STATUSES)
+    for row in rows:
+        record.set_state(row.id, status="waiting", stage=row.stage, reason=NOT_RUNNING,
+                         agent=row.agent, only_if=INTERRUPTED_STATUSES)
+    return len(rows)
 
 
 def describe(row: ItemRow) -> str:

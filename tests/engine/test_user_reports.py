@@ -151,3 +151,29 @@ def test_unknown_and_ambiguous_ids_read_the_same_in_every_command(
         assert many.stderr.splitlines()[0] == "error: '01m8kfm' matches 3 items"
     as_json = bees("item", "show", "01M8KFM", "--json")
     assert json.loads(as_json.stdout)["error"]["code"] == "ambiguous"
+
+
+# -- 5. Ctrl-C of bees run mid-stage ---------------------------------------------------------
+
+def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
+        bees: BeesRunner, bees_home: Path, space: Space) -> None:
+    space.agent("alpha", env={"SLEEP_FIRST": "60"})
+    space.write("processes/p.yaml", ONE_STAGE)
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    first = start_bees(bees_home, space.root, "run", "--exit-when-idle")
+    try:
+        wait_for(lambda: space.lines() == ["Work alpha 1 1 []"])
+        first.send_signal(signal.SIGINT)
+        _out, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    assert err.splitlines()[-1] == "stopped"
+    rows = json.loads(bees("status", "--json").stdout)
+    assert [r["status_text"] for r in rows] == ["waiting: the engine is not running (bees run)"]
+    second = bees("run", "--exit-when-idle", cwd=space.root, timeout=120)
+    assert second.returncode == 0, second.stderr
+    shown = bees("item", "show", item_id)
+    assert "Work round 1: attempt 1 interrupted: bees run stopped" in shown.stdout
+    assert json.loads(bees("status", "--json").stdout)[0]["status"] == "done"
