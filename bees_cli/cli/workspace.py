@@ -27,10 +27,10 @@ def validate(
     Example: bees validate examples/weekly-report
     """
     from bees_cli.cli.output import print_json, say
-    from bees_cli.workspace.loader import load_workspace
+    from bees_cli.workspace.loader import load_workspace, workspace_argument
     from bees_cli.workspace.summary import summary_json, summary_line
 
-    loaded = load_workspace(directory or workspace)
+    loaded = load_workspace(workspace_argument(directory, workspace))
     if as_json:
         print_json(summary_json(loaded))
         return

@@ -55,10 +55,27 @@ def find_workspace(start: Path | None = None) -> Path:
     """Return the workspace folder: ``start``, or else the nearest parent of cwd with ``bees.yaml``.
 
     Raises:
-        UserError: ``start`` has no ``bees.yaml``, or no parent of the cwd has one.
+        UserError: ``start`` does not exist, is not a folder, has no ``bees.yaml`` or has
+            a folder by that name; or no parent of the cwd has ``bees.yaml``.
     """
     if start is not None:
         root = start.expanduser().resolve()
+        if not root.exists():
+            raise UserError(
+                f"{start}: no such folder",
+                hint="check the path, or create a workspace with `bees init DIR`",
+            )
+        if not root.is_dir():
+            raise UserError(
+                f"{start}: not a folder",
+                hint="give the workspace folder, the one holding bees.yaml",
+            )
+        if (root / "bees.yaml").is_dir():
+            raise UserError(
+                f"{start / 'bees.yaml'} is a folder, not a file",
+                hint="bees.yaml is a file holding the workspace's name; "
+                "`bees init DIR` writes one",
+            )
         if not (root / "bees.yaml").is_file():
             hint = "pass the workspace folder with -w, or create one with `bees init DIR`"
             if (root / "bees.yml").is_file():
@@ -73,6 +90,24 @@ def find_workspace(start: Path | None = None) -> Path:
         "no workspace: neither this folder nor a parent holds bees.yaml",
         hint="pass the workspace folder with -w, or create one with `bees init DIR`",
     )
+
+
+def workspace_argument(directory: Path | None, option: Path | None) -> Path | None:
+    """Return the workspace a command was given, as the ``DIR`` argument or with ``-w``.
+
+    Returns:
+        ``directory`` or ``option`` (None when neither: the cwd's workspace is meant).
+
+    Raises:
+        UserError: both are given and name different folders.
+    """
+    if directory is not None and option is not None:
+        if directory.expanduser().resolve() != option.expanduser().resolve():
+            raise UserError(
+                "give the workspace either as DIR or with -w, not both",
+                hint=f"got {directory} and -w {option}",
+            )
+    return directory if directory is not None else option
 
 
 def load_workspace(start: Path | None = None) -> Workspace:
@@ -106,7 +141,9 @@ def load_workspace(start: Path | None = None) -> Workspace:
 
 def _invalid(problems: list[Problem], error_count: int) -> WorkspaceInvalid:
     """The exception for ``problems``, its message counting errors and warnings apart."""
-    invalid = WorkspaceInvalid(problems, hint="fix the lines above, then run `bees validate`")
+    invalid = WorkspaceInvalid(
+        problems, hint="fix the lines above, then run `bees validate`"
+    )
     warning_count = len(problems) - error_count
     message = f"the workspace has {error_count} problem{'' if error_count == 1 else 's'}"
     if warning_count:

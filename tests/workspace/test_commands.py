@@ -191,3 +191,41 @@ def test_model_runner_is_a_warning(bees: BeesRunner, tmp_path: Path) -> None:
         "agents/reviewer.yaml:2:3  runner.model  "
         "warning: model runners are not run yet; this agent will be skipped\n",
     )
+
+
+def test_validate_refuses_dir_and_a_different_w(bees: BeesRunner, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    result = bees("validate", str(EXAMPLE), "-w", str(other))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2,
+        "",
+        "error: give the workspace either as DIR or with -w, not both\n"
+        f"hint: got {EXAMPLE} and -w {other}\n",
+    )
+    same = bees("validate", str(EXAMPLE), "-w", str(EXAMPLE / "notes" / ".."))
+    assert (same.returncode, same.stdout) == (0, EXAMPLE_SUMMARY)
+
+
+def test_validate_a_missing_folder(bees: BeesRunner, tmp_path: Path) -> None:
+    result = bees("validate", str(tmp_path / "nowhere"))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {tmp_path / 'nowhere'}: no such folder\n"
+        "hint: check the path, or create a workspace with `bees init DIR`\n",
+    )
+    (tmp_path / "file").write_text("x\n")
+    result = bees("validate", str(tmp_path / "file"))
+    assert (result.returncode, result.stderr.splitlines()[0]) == (
+        2, f"error: {tmp_path / 'file'}: not a folder"
+    )
+
+
+def test_bees_yaml_that_is_a_folder(bees: BeesRunner, tmp_path: Path) -> None:
+    (tmp_path / "bees.yaml").mkdir()
+    result = bees("validate", str(tmp_path))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {tmp_path / 'bees.yaml'} is a folder, not a file\n"
+        "hint: bees.yaml is a file holding the workspace's name; `bees init DIR` writes one\n",
+    )
