@@ -58,15 +58,22 @@ def item_create(
     process: Annotated[str, typer.Argument(help="The process the item goes through.")],
     title: Annotated[str | None, typer.Option("--title", help="The item's title.")] = None,
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", help="An agent for the item's work stages (repeatable, in order).")] = None,
+        "--agent", metavar="AGENT",
+        help="An agent for the item's work stages (repeatable, in order).")] = None,
     folder: Annotated[list[str] | None, typer.Option(
-        "--folder", help="A folder the item reads (repeatable).")] = None,
+        "--folder", metavar="FOLDER", help="A folder the item reads (repeatable).")] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until the item is done (exit 0) or failed / waiting for a "
-        "person (exit 1).")] = False,
+        "person (exit 1); while bees run is down it waits for it to start.")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", metavar="SECONDS", min=0, help="With --wait: give up after SECONDS "
+        "(exit 1). Default: wait as long as it takes.")] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
+
+    With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
+    bounds the wait (exit 1: timed out).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
@@ -79,7 +86,7 @@ def item_create(
                               folders=folder or [], record=record, say=say)
         typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
-        code = wait_for_item(record, created.id, say=say) if wait else 0
+        code = wait_for_item(record, created.id, say=say, timeout=timeout) if wait else 0
     except BeesError as error:
         _fail_hard(error)
     exit_hard(code)

@@ -340,16 +340,34 @@ def describe(row: ItemRow) -> str:
 
 
 def wait_for_item(record: LocalRecord, item_id: str, *, say: Say = _quiet,
-                  poll: float = 0.2, sleep: Callable[[float], None] | None = None) -> int:
+                  poll: float = 0.2, sleep: Callable[[float], None] | None = None,
+                  timeout: float | None = None,
+                  engine_up: Callable[[], bool] | None = None) -> int:
     """Block until item ``item_id`` ends or stops for a person, saying each move.
+
+    Says once ``waiting for bees run to start (Ctrl-C to stop)`` when ``bees run`` is not
+    up (``engine_up``, default: this computer's worker is running).
 
     Returns:
         0 when it is done, 1 when it failed or waits for a person.
+
+    Raises:
+        BeesError: ``timeout`` seconds passed first (exit 1, with the item's status).
     """
     import time
 
+    from bees_cli.errors import BeesError
+
+    if engine_up is None:
+        from bees_cli.engine.control import running_worker
+
+        def engine_up() -> bool:
+            return running_worker() is not None
+
     pause = sleep or time.sleep
+    deadline = None if timeout is None else time.monotonic() + timeout
     last = ""
+    told = False
     while True:
         row = record.item(item_id)
         line = describe(row)
@@ -358,6 +376,13 @@ def wait_for_item(record: LocalRecord, item_id: str, *, say: Say = _quiet,
             last = line
         if row.status in END_STATUSES:
             return 0 if row.status == "done" else 1
+        if not told and not engine_up():
+            say("waiting for bees run to start (Ctrl-C to stop)")
+        told = True
+        if deadline is not None and time.monotonic() >= deadline:
+            raise BeesError(f"timed out after {timeout:g} s waiting for {row.id} "
+                            f"(status: {row.status_text})",
+                            hint=f"see bees item show {row.id}")
         pause(poll)
 
 

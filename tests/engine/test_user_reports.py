@@ -177,3 +177,20 @@ def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
     shown = bees("item", "show", item_id)
     assert "Work round 1: attempt 1 interrupted: bees run stopped" in shown.stdout
     assert json.loads(bees("status", "--json").stdout)[0]["status"] == "done"
+
+
+# -- 6. --wait with the engine down, --timeout ------------------------------------------------
+
+def test_wait_says_bees_run_is_down_and_times_out(bees: BeesRunner, space: Space) -> None:
+    space.agent("alpha")
+    space.write("processes/p.yaml", ONE_STAGE)
+    created = bees("item", "create", "p", "-w", str(space.root), "--wait", "--timeout", "0.5")
+    assert created.returncode == 1
+    item_id = created.stdout.strip()
+    lines = created.stderr.splitlines()
+    assert lines.count("waiting for bees run to start (Ctrl-C to stop)") == 1
+    assert lines[-2] == (f"error: timed out after 0.5 s waiting for {item_id} (status: "
+                         "waiting: the engine is not running (bees run))")
+    shown = bees("item", "create", "--help")
+    assert "--timeout SECONDS" in shown.stdout and "--agent AGENT" in shown.stdout
+    assert "--folder FOLDER" in shown.stdout
