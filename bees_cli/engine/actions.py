@@ -164,9 +164,9 @@ def run_action(name: str, input_text: str | None, *,
 
 
 def _engine_address() -> str:
-    from bees_cli.engine.control import running_worker
+    from bees_cli.engine.control import NOT_UP, running_worker
 
     address = running_worker()
     if address is None:
-        raise EngineError("bees run is not running on this computer: start it with bees run")
+        raise EngineError(NOT_UP, hint="start it with `bees run`")
     return address

@@ -27,7 +27,12 @@ CANCEL_WAIT = 10.0
 """Seconds ``bees item cancel`` waits for the record to say ``cancelled``."""
 
 
-NOT_UP = "bees run is not running on this computer: start it with bees run"
+NOT_UP = "the engine is not running on this computer"
+
+
+def start_hint(then: str) -> str:
+    """Return the hint for :data:`NOT_UP`: ``start it with `bees run`, then `THEN```."""
+    return f"start it with `bees run`, then `{then}`"
 
 
 def worker_file(data: Path) -> Path:
@@ -155,7 +160,8 @@ def person_request(item_id: str, what: str) -> dict[str, Any]:
         raise Refused(f"item {row.id} has not started yet: start it with bees run")
     address = running_worker()
     if address is None:
-        raise EngineError(NOT_UP, hint=f"bees run, then bees {what} {row.id}")
+        command = "bees retry" if what == "retry" else "bees item accept"
+        raise EngineError(NOT_UP, hint=start_hint(f"{command} {row.id}"))
     person = PersonInput(who=who_am_i(), at=now_utc())
     name = RETRY_UPDATE if what == "retry" else ACCEPT_UPDATE
     stage = asyncio.run(send_update(address, row.id, name, person, str))
@@ -190,7 +196,7 @@ def cancel_item(item_id: str, *, wait: float = CANCEL_WAIT) -> dict[str, Any]:
     if address is None:
         engine = running_engine(data_dir())
         if engine is None:
-            raise EngineError(NOT_UP, hint=f"bees run, then bees item cancel {row.id}")
+            raise EngineError(NOT_UP, hint=start_hint(f"bees item cancel {row.id}"))
         address = engine.address
 
     async def cancel() -> None:

@@ -257,7 +257,13 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
         server = EngineServer(address, None, started=False)
         record_external(data, address)
     try:
-        client = await connect(server.address)
+        try:
+            client = await connect(server.address)
+        except EngineError as error:
+            if address is None:
+                raise
+            raise EngineError(error.message,
+                              hint="check the address given with --temporal-address") from None
         queue = task_queue(load_identity().machine_id)
         freed = await asyncio.to_thread(record.free_stale_slots)
         if freed:

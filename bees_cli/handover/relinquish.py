@@ -109,7 +109,13 @@ def relinquish_item(item_id: str, *, computer: Computer | None = None,
         EngineError: ``bees run`` is not up on this computer.
         CloudError: the cloud cannot be reached (nothing changed).
     """
-    from bees_cli.engine.control import NOT_UP, running_worker, send_update, who_am_i
+    from bees_cli.engine.control import (
+        NOT_UP,
+        running_worker,
+        send_update,
+        start_hint,
+        who_am_i,
+    )
     from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
     from bees_cli.engine.models import PersonInput
     from bees_cli.record.local import LocalRecord, now_utc
@@ -137,7 +143,7 @@ def relinquish_item(item_id: str, *, computer: Computer | None = None,
                       "then relinquish it")
     address = running_worker(here.record_path.parent)
     if address is None:
-        raise EngineError(NOT_UP, hint=f"bees run, then bees relinquish {row.id}")
+        raise EngineError(NOT_UP, hint=start_hint(f"bees relinquish {row.id}"))
     person = PersonInput(who=who_am_i(), at=now_utc())
     answer: HandoverOutput = asyncio.run(send_update(
         address, row.id, RELINQUISH_UPDATE, person, HandoverOutput, timeout=timeout))

@@ -194,3 +194,33 @@ def test_wait_says_bees_run_is_down_and_times_out(bees: BeesRunner, space: Space
     shown = bees("item", "create", "--help")
     assert "--timeout SECONDS" in shown.stdout and "--agent AGENT" in shown.stdout
     assert "--folder FOLDER" in shown.stdout
+
+
+# -- 8. hints that name real commands ----------------------------------------------------------
+
+def test_engine_down_hints_name_the_real_command(bees: BeesRunner, record: LocalRecord) -> None:
+    record.add_item(id="01M8KFMAAAAAAAAAAAAAAAAAA0", process="p", title="T", workspace="/w",
+                    run_folder="/r", input="{}", stage="Review")
+    record.set_state("01M8KFMAAAAAAAAAAAAAAAAAA0", status="waiting for a person",
+                     reason="Review asked for changes 3 times")
+    accepted = bees("item", "accept", "01M8KFMAAAAAAAAAAAAAAAAAA0")
+    assert accepted.returncode == 1
+    assert accepted.stderr.splitlines() == [
+        "error: the engine is not running on this computer",
+        "hint: start it with `bees run`, then `bees item accept 01M8KFMAAAAAAAAAAAAAAAAAA0`"]
+
+
+def test_a_wrong_temporal_address_hints_at_the_option(
+        bees_home: Path, record: LocalRecord, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.engine import client
+    from bees_cli.engine.service import run_engine
+
+    async def refused(address: str, **_: object) -> None:
+        raise EngineError(f"cannot reach the Temporal engine at {address}: refused",
+                          hint="is `bees run` up? see temporal.log in the data dir")
+
+    monkeypatch.setattr(client, "connect", refused)
+    with pytest.raises(EngineError) as error:
+        run_engine(workspace_path=None, address="127.0.0.1:1", exit_when_idle=True,
+                   record=record)
+    assert error.value.hint == "check the address given with --temporal-address"
