@@ -142,7 +142,7 @@ def load_workspace(start: Path | None = None) -> Workspace:
 def _invalid(problems: list[Problem], error_count: int) -> WorkspaceInvalid:
     """The exception for ``problems``, its message counting errors and warnings apart."""
     invalid = WorkspaceInvalid(
-        problems, hint="fix the lines above, then run `bees validate`"
+        problems, hint="fix each problem listed, then run `bees validate`"
     )
     warning_count = len(problems) - error_count
     message = f"the workspace has {error_count} problem{'' if error_count == 1 else 's'}"

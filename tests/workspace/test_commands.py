@@ -85,7 +85,7 @@ def test_warnings_are_listed_with_errors(bees: BeesRunner, tmp_path: Path) -> No
         "agents/notes.txt:1:1  warning: file not read: a kind folder holds only NAME.yaml files",
         "bees.yml:1:1  Bees reads only bees.yaml; merge this file into it and delete it",
         "error: the workspace has 1 problem and 1 warning",
-        "hint: fix the lines above, then run `bees validate`",
+        "hint: fix each problem listed, then run `bees validate`",
     ]
 
 

@@ -17,7 +17,7 @@ CASES = case_names()
 CLI_CASES = CASES[::3]
 """A third of the cases (every third by name) also run through the real CLI in a subprocess."""
 
-HINT = "hint: fix the lines above, then run `bees validate`"
+HINT = "hint: fix each problem listed, then run `bees validate`"
 
 
 def test_corpus_is_large_enough() -> None:
@@ -62,7 +62,7 @@ def test_case_json_through_cli(tmp_path: Path, bees: BeesRunner) -> None:
         "error": {
             "code": "invalid_workspace",
             "message": "the workspace has 1 problem",
-            "hint": "fix the lines above, then run `bees validate`",
+            "hint": "fix each problem listed, then run `bees validate`",
             "problems": [
                 {
                     "file": "processes/report.yaml",
