@@ -18,14 +18,13 @@ def login(
         ),
     ] = None,
     token: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--token",
-            help="Bearer token from `bees cloud person add`.",
-            prompt=True,
-            hide_input=True,
+            help="Bearer token from `bees cloud person add` (asked for when omitted).",
+            show_default=False,
         ),
-    ] = "",
+    ] = None,
     workspace: WorkspaceOpt = None,
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Ask the server who the token is first.")
@@ -33,19 +32,31 @@ def login(
 ) -> None:
     """Sign this computer in to Bees Cloud (the token is stored with mode 0600).
 
+    A checked sign-in also makes the token's person this computer's person
+    (`bees whoami`). The URL is resolved before the token is asked for.
+
     Example: bees login https://cloud.example.com --token bees.0123abcd….…
     """
     from bees_cli.cloud.login import login as sign_in
+    from bees_cli.cloud.login import resolve_url
 
-    stored, me = sign_in(url, token, workspace=workspace, check=check)
-    if me is not None:
-        say(f"signed in to {stored.url} as {me.person} (team {me.team})")
-    else:
-        say(f"stored the token for {stored.url} (not checked)")
+    resolved = resolve_url(url, workspace)
+    if token is None:
+        token = typer.prompt("Token", hide_input=True)
+    done = sign_in(resolved, token, check=check)
+    me = done.me
+    if me is None:
+        say(f"stored the token for {done.login.url} (not checked)")
+        return
+    say(f"signed in to {done.login.url} as {me.person} (team {me.team})")
+    if done.person_changed and done.person_before:
+        say(f"person changed from {done.person_before} to {me.person}")
+    elif done.person_changed:
+        say(f"this computer's person is now {me.person}")
 
 
 def logout() -> None:
-    """Forget this computer's Bees Cloud token.
+    """Forget this computer's Bees Cloud token (this computer's person stays as it is).
 
     Example: bees logout
     """

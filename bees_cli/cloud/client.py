@@ -10,6 +10,10 @@ models and the same error mapping::
     any other 4xx, or an answer that is not the
     expected JSON                                  -> CloudError
 
+A base URL that is not a valid http(s) URL (a stored sign-in written by hand or by
+an older Bees) does not fail when the client is made: every call raises
+:class:`CloudUnreachable` naming the URL, with the hint ``bees logout``.
+
 Only connection errors and 5xx answers are retried, with exponential backoff; every
 call of the API is safe to repeat (a repeated claim or release returns the same answer).
 A claim that someone else holds is not an error: the answer's ``status`` is ``taken``.
@@ -159,7 +163,62 @@ def _delay(backoff: float, attempt: int) -> float:
 def _unreachable(base_url: str, error: Exception) -> CloudUnreachable:
     return CloudUnreachable(
         f"cannot reach Bees Cloud at {base_url}: {type(error).__name__}: {error}".rstrip(": "),
-        hint="check the URL and your network, or run `bees cloud status`",
+        hint="is the server up? check the URL with `bees login URL --token T`",
+    )
+
+
+def url_problem(url: str) -> str | None:
+    """Return why ``url`` is not a usable Bees Cloud URL, or None when it is.
+
+    A usable URL has the scheme http or https, a host, and no port or a numeric
+    port from 1 to 65535.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        text = str(error)
+        return text[:1].lower() + text[1:]
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        return "the port must be a number from 1 to 65535"
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as error:
+        text = str(error)
+        return text[:1].lower() + text[1:]
+    return None
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` stripped of blanks and a trailing slash, when it is usable.
+
+    Raises:
+        UserError: see :func:`url_problem`.
+    """
+    given = url.strip()
+    url = given.rstrip("/")
+    problem = url_problem(url)
+    if problem is not None:
+        raise UserError(
+            f"not a valid URL: {given} ({problem})",
+            hint="e.g. https://cloud.example.com or http://127.0.0.1:8765",
+        )
+    return url
+
+
+def _bad_base_url(base_url: str, problem: str) -> CloudUnreachable:
+    return CloudUnreachable(
+        f"cannot reach Bees Cloud: the stored URL is not valid: {base_url} ({problem})",
+        hint="run `bees logout`, then `bees login URL --token T` with a valid URL",
     )
 
 
@@ -220,8 +279,9 @@ class CloudClient:
         self.backoff = backoff
         self._sleep = sleep
         self._clock = clock
+        self._bad_url = url_problem(self.base_url)
         self._http = httpx.Client(
-            base_url=self.base_url,
+            base_url="" if self._bad_url else self.base_url,
             headers=_headers(token),
             timeout=timeout,
             transport=transport,
@@ -241,9 +301,12 @@ class CloudClient:
         """Send ``call`` with retries and return its answer (see :func:`read_answer`).
 
         Raises:
-            CloudUnreachable: every attempt failed to connect or timed out.
+            CloudUnreachable: every attempt failed to connect or timed out, or the
+                base URL is not valid (no request is sent).
             CloudError, CloudUnauthorized, CloudRefused: see :func:`read_answer`.
         """
+        if self._bad_url is not None:
+            raise _bad_base_url(self.base_url, self._bad_url)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
@@ -360,8 +423,9 @@ class AsyncCloudClient:
         self.backoff = backoff
         self._sleep = sleep
         self._clock = clock
+        self._bad_url = url_problem(self.base_url)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url,
+            base_url="" if self._bad_url else self.base_url,
             headers=_headers(token),
             timeout=timeout,
             transport=transport,
@@ -380,6 +444,8 @@ class AsyncCloudClient:
 
     async def call(self, call: Call[M]) -> M | None:
         """Send ``call`` with retries; see :meth:`CloudClient.call`."""
+        if self._bad_url is not None:
+            raise _bad_base_url(self.base_url, self._bad_url)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:

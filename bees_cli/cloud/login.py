@@ -99,15 +99,60 @@ def _workspace_root(workspace: Path | None) -> Path:
 
 
 def normalise_url(url: str) -> str:
-    """Return ``url`` without a trailing slash.
+    """Return ``url`` without blanks or a trailing slash.
 
     Raises:
-        UserError: not an http(s) URL.
+        UserError: not a valid http(s) URL: no host, or a port that is not a number
+            from 1 to 65535 (see :func:`bees_cli.cloud.client.url_problem`).
     """
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
-        raise UserError(f"not a Bees Cloud URL: {url!r}", hint="e.g. https://cloud.example.com")
-    return url
+    from bees_cli.cloud.client import check_url
+
+    return check_url(url)
+
+
+def resolve_url(url: str | None, workspace: Path | None = None) -> str:
+    """Return the server URL to sign in to: ``url``, or the workspace's ``cloud:`` URL.
+
+    Why: ``bees login`` asks for the token only after this succeeds, so a missing
+    URL fails before the prompt.
+
+    Raises:
+        UserError: ``url`` is None and no workspace is found or it names no ``cloud:``
+            URL; bees.yaml is unreadable; the URL is not valid.
+    """
+    if url is None:
+        root: Path | None = workspace
+        if workspace is None:
+            try:
+                root = _workspace_root(None)
+            except UserError:  # no workspace here: say what is missing, once
+                root = None
+        url = workspace_cloud_url(root) if root is not None else None
+        if url is None:
+            raise UserError(
+                "no URL given and no workspace cloud URL",
+                hint="pass it: bees login https://cloud.example.com --token T"
+                " (or set `cloud:` in bees.yaml)",
+            )
+    return normalise_url(url)
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """What ``bees login`` did: the stored login, who the server says the token is
+    (None when not checked), and this computer's person before (None when unset)."""
+
+    login: Login
+    me: Any
+    person_before: str | None
+
+    @property
+    def person_changed(self) -> bool:
+        """True when the check set a person other than the one set before (any case)."""
+        if self.me is None:
+            return False
+        before = (self.person_before or "").lower()
+        return before != str(self.me.person).lower()
 
 
 def login(
@@ -117,8 +162,11 @@ def login(
     workspace: Path | None = None,
     check: bool = True,
     transport: httpx.BaseTransport | None = None,
-) -> tuple[Login, Any]:
+) -> SignIn:
     """Sign this computer in: check the token against the server, then store it.
+
+    A checked sign-in also makes the token's person this computer's person
+    (``bees whoami``), since the server acts for that person.
 
     Args:
         url: server URL; None means the workspace's ``cloud:`` URL.
@@ -128,31 +176,33 @@ def login(
         transport: httpx transport (tests).
 
     Returns:
-        The stored login and the server's :class:`~bees_cli.cloud.wire.Me` (None unchecked).
+        The stored login, the server's :class:`~bees_cli.cloud.wire.Me` (None
+        unchecked) and the person set before.
 
     Raises:
-        UserError: no URL given and the workspace names none; empty token.
+        UserError: no URL given and the workspace names none; a URL that is not
+            valid; empty token.
         CloudUnreachable, CloudUnauthorized: the check failed; nothing is stored.
     """
-    if url is None:
-        url = workspace_cloud_url(workspace)
-        if url is None:
-            raise UserError(
-                "no URL given and the workspace has no `cloud:` URL",
-                hint="pass it: bees login https://cloud.example.com --token T",
-            )
+    from bees_cli.machine.identity import load_identity, set_identity
+
+    stored_url = resolve_url(url, workspace)
     token = token.strip()
     if not token:
         raise UserError("empty token", hint="pass the token from `bees cloud person add`")
-    stored = Login(url=normalise_url(url), token=token)
+    stored = Login(url=stored_url, token=token)
     me = None
     if check:
         from bees_cli.cloud.client import CloudClient
 
         with CloudClient(stored.url, stored.token, transport=transport, retries=1) as client:
             me = client.me()
+    before = load_identity().person
     save_login(stored)
-    return stored, me
+    done = SignIn(login=stored, me=me, person_before=before)
+    if me is not None and before != me.person:
+        set_identity(person=me.person)
+    return done
 
 
 def client(*, transport: httpx.BaseTransport | None = None, retries: int = 2) -> CloudClient:

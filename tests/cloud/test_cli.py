@@ -63,7 +63,10 @@ def test_login_status_logout(
 
     signed = bees("login", "-w", str(workspace), "--token", token)
     assert signed.returncode == 0, signed.stderr
-    assert signed.stderr == f"signed in to {server.url} as maya@example.com (team {name})\n"
+    assert signed.stderr == (
+        f"signed in to {server.url} as maya@example.com (team {name})\n"
+        "this computer's person is now maya@example.com\n"
+    )
     stored = bees_home / "state" / "cloud.json"
     assert stat.S_IMODE(stored.stat().st_mode) == 0o600
     assert json.loads(stored.read_text()) == {"url": server.url, "token": token}
@@ -103,3 +106,120 @@ def test_status_when_the_server_is_down(bees: BeesRunner, bees_home: Path) -> No
     assert done.returncode == 1
     data = json.loads(done.stdout)
     assert (data["reachable"], data["error"]["code"]) == (False, "cloud_unreachable")
+
+
+BAD_URLS = [
+    ("http://[::1", "invalid IPv6 URL"),
+    ("http://127.0.0.1:abc", "the port must be a number from 1 to 65535"),
+    ("http://127.0.0.1:99999", "the port must be a number from 1 to 65535"),
+]
+
+
+def test_login_refuses_a_url_that_is_not_valid(bees: BeesRunner, bees_home: Path) -> None:
+    for url, problem in BAD_URLS:
+        for check in ("--check", "--no-check"):
+            done = bees("login", url, "--token", "x", check)
+            assert (done.returncode, done.stderr) == (
+                2,
+                f"error: not a valid URL: {url} ({problem})\n"
+                "hint: e.g. https://cloud.example.com or http://127.0.0.1:8765\n",
+            ), check
+            assert not (bees_home / "state" / "cloud.json").exists()
+
+
+def test_a_stored_bad_url_is_an_error_not_a_traceback(bees: BeesRunner, bees_home: Path) -> None:
+    state = bees_home / "state"
+    state.mkdir(parents=True)
+    for url, problem in BAD_URLS:
+        (state / "cloud.json").write_text(json.dumps({"url": url, "token": "t"}))
+        message = f"cannot reach Bees Cloud: the stored URL is not valid: {url} ({problem})"
+        hint = "run `bees logout`, then `bees login URL --token T` with a valid URL"
+        plain = bees("cloud", "status")
+        assert (plain.returncode, plain.stdout, plain.stderr) == (
+            1,
+            f"url        {url}\nreachable  no\n",
+            f"error: {message}\nhint: {hint}\n",
+        )
+        as_json = bees("cloud", "status", "--json")
+        assert as_json.returncode == 1
+        data = json.loads(as_json.stdout)
+        assert (data["reachable"], data["error"]) == (
+            False,
+            {"code": "cloud_unreachable", "message": message, "hint": hint},
+        )
+        doctor = bees("doctor", "--json")
+        assert "Traceback" not in doctor.stderr
+        checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
+        assert checks["cloud"]["ok"] is False
+        assert message in checks["cloud"]["detail"]
+    assert bees("logout").stderr == "signed out\n"
+
+
+def test_status_hint_when_the_server_is_down_is_not_status_itself(
+    bees: BeesRunner, bees_home: Path
+) -> None:
+    state = bees_home / "state"
+    state.mkdir(parents=True)
+    (state / "cloud.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "token": "t"}))
+    done = bees("cloud", "status")
+    assert done.returncode == 1
+    assert done.stderr.endswith(
+        "hint: is the server up? check the URL with `bees login URL --token T`\n"
+    )
+    assert "bees cloud status" not in done.stderr
+
+
+def test_login_sets_the_person_and_logout_keeps_it(
+    bees: BeesRunner, bees_home: Path, admin: Storage, server: ServerProcess, tmp_path: Path
+) -> None:
+    name = f"who-{tmp_path.name[-8:]}".replace("_", "-")
+    admin.add_team(name)
+    maya = admin.add_person("maya@example.com", name)
+    sam = admin.add_person("sam@example.com", name)
+
+    def person() -> str | None:
+        done = bees("whoami", "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["person"]
+
+    assert person() is None
+    first = bees("login", server.url, "--token", maya)
+    assert (first.returncode, first.stderr) == (
+        0,
+        f"signed in to {server.url} as maya@example.com (team {name})\n"
+        "this computer's person is now maya@example.com\n",
+    )
+    assert person() == "maya@example.com"
+    again = bees("login", server.url, "--token", maya)
+    assert again.stderr == f"signed in to {server.url} as maya@example.com (team {name})\n"
+    switched = bees("login", server.url, "--token", sam)
+    assert (switched.returncode, switched.stderr) == (
+        0,
+        f"signed in to {server.url} as sam@example.com (team {name})\n"
+        "person changed from maya@example.com to sam@example.com\n",
+    )
+    assert person() == "sam@example.com"
+    unchecked = bees("login", server.url, "--token", maya, "--no-check")
+    assert unchecked.stderr == f"stored the token for {server.url} (not checked)\n"
+    assert person() == "sam@example.com"
+    assert bees("logout").stderr == "signed out\n"
+    assert person() == "sam@example.com"
+
+
+def test_login_without_a_url_fails_before_asking_for_the_token(
+    bees: BeesRunner, tmp_path: Path
+) -> None:
+    expected = (
+        2,
+        "",
+        "error: no URL given and no workspace cloud URL\n"
+        "hint: pass it: bees login https://cloud.example.com --token T"
+        " (or set `cloud:` in bees.yaml)\n",
+    )
+    outside = bees("login", cwd=tmp_path)
+    assert (outside.returncode, outside.stdout, outside.stderr) == expected
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "bees.yaml").write_text("name: demo\n")
+    inside = bees("login", cwd=workspace)
+    assert (inside.returncode, inside.stdout, inside.stderr) == expected

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from bees_cli.cloud import wire
-from bees_cli.cloud.client import AsyncCloudClient, CloudClient
+from bees_cli.cloud.client import AsyncCloudClient, CloudClient, check_url
 from bees_cli.errors import CloudError, CloudRefused, CloudUnauthorized, CloudUnreachable, UserError
 
 from .conftest import ThreadServer
@@ -184,3 +184,48 @@ def test_server_clock_and_skew_over_http(clocked_server: ThreadServer) -> None:
     assert owned.owner.since == datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
     assert released.release is not None
     assert released.release.released_at == datetime(2025, 1, 6, 9, 1, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://[::1", "invalid IPv6 URL"),
+        ("http://127.0.0.1:abc", "the port must be a number from 1 to 65535"),
+        ("http://127.0.0.1:99999", "the port must be a number from 1 to 65535"),
+        ("http://127.0.0.1:0", "the port must be a number from 1 to 65535"),
+        ("ftp://cloud.example.com", "the scheme must be http or https"),
+        ("cloud.example.com", "the scheme must be http or https"),
+        ("http://:8765", "no host"),
+    ],
+)
+def test_a_bad_base_url_fails_each_call_not_the_constructor(url: str, problem: str) -> None:
+    script = Script()
+    with CloudClient(url, "t", transport=httpx.MockTransport(script)) as api:
+        with pytest.raises(CloudUnreachable) as caught:
+            api.me()
+    assert caught.value.message == (
+        f"cannot reach Bees Cloud: the stored URL is not valid: {url} ({problem})"
+    )
+    assert caught.value.hint is not None and "bees logout" in caught.value.hint
+    assert script.requests == []
+
+    async def call() -> None:
+        async with AsyncCloudClient(url, "t", transport=httpx.MockTransport(script)) as api:
+            await api.me()
+
+    with pytest.raises(CloudUnreachable):
+        asyncio.run(call())
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8765", "https://cloud.example.com/", "http://[::1]:80", "http://h"]
+)
+def test_good_urls_pass_the_check(url: str) -> None:
+    assert check_url(f" {url} ") == url.rstrip("/")
+
+
+def test_unreachable_hint_does_not_point_at_status_itself() -> None:
+    script = Script(httpx.ConnectError("refused"))
+    with pytest.raises(CloudUnreachable) as caught:
+        _client(script, [], retries=0).me()
+    assert caught.value.hint == "is the server up? check the URL with `bees login URL --token T`"
