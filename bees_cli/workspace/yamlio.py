@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,9 @@ class Document:
 
     data: Any
     positions: Positions
+
+
+KEY_NOT_PLAIN = "a key must be plain text, not a mapping or list"
 
 
 class _Limit(Exception):
@@ -170,8 +174,7 @@ def _parse(text: str, rel: str) -> Any:
     except YAMLError as error:
         return Problem(rel, 1, 1, "", f"invalid YAML: {error}")
     except TypeError:  # ruamel cannot hash a mapping or list used as a key (`? {a: 1}`)
-        message = "invalid YAML: a key must be plain text, not a mapping or list"
-        return Problem(rel, 1, 1, "", message)
+        return Problem(rel, 1, 1, "", KEY_NOT_PLAIN)
     except RecursionError:
         return Problem(rel, 1, 1, "", f"nesting is too deep (the limit is {MAX_DEPTH} levels)")
 
@@ -221,6 +224,8 @@ def _walk_container(
     if isinstance(node, dict):
         out: dict[Any, Any] = {}
         for raw_key, value in node.items():
+            if isinstance(raw_key, tuple | list | Mapping):  # `? [a, b]`, `? {a: 1}`
+                raise _Limit(KEY_NOT_PLAIN, _lc_pos(lc, "key", raw_key, here))
             key = _plain_key(raw_key)
             child = (*path, key)
             positions.keys[child] = _lc_pos(lc, "key", raw_key, here)

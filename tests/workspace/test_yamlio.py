@@ -134,5 +134,12 @@ def test_problem_format_and_json() -> None:
 
 def test_a_mapping_used_as_a_key_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert _read(tmp_path, "? : a: 1\n") == Problem(
-        "agents/f.yaml", 1, 1, "", "invalid YAML: a key must be plain text, not a mapping or list"
+        "agents/f.yaml", 1, 1, "", "a key must be plain text, not a mapping or list"
+    )
+
+
+@pytest.mark.parametrize("key", ["? [a, b]\n: 2\n", "? {x: 1}\n: 2\n", "? - a\n  - b\n: 2\n"])
+def test_a_list_or_mapping_key_is_reported_at_its_position(tmp_path: Path, key: str) -> None:
+    assert _read(tmp_path, "enabled: true\n" + key) == Problem(
+        "agents/f.yaml", 2, 3, "", "a key must be plain text, not a mapping or list"
     )
