@@ -8,8 +8,9 @@ Candidates come in four tiers, and the first usable one wins:
 4. every declared agent in name order.
 
 A candidate is usable when it is declared, enabled, runs a command (model runners are
-not run yet) and every add-on its tools use is connected on this computer. On a review stage, the agent that did the work under review
-is never used. Each candidate looked at and not used is kept with the reason.
+not run yet) and every add-on its tools use is connected on this computer. On a review
+stage, the agent that did the work under review is never used. Each candidate looked at
+and not used is kept with the reason.
 """
 
 from __future__ import annotations
