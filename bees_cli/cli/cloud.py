@@ -16,7 +16,7 @@ DbOpt = Annotated[
     typer.Option(
         "--db",
         help="Database URL: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
-        " (default: cloud.db in this computer's data folder).",
+        " (default: cloud.db in this computer's data folder; a bare path is refused).",
         show_default=False,
     ),
 ]
@@ -26,7 +26,9 @@ TeamOpt = Annotated[str, typer.Option("--team", help="The team's name.")]
 def serve(
     db: DbOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port (0 picks a free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")
+    ] = 8765,
 ) -> None:
     """Run the Bees Cloud server until interrupted (migrates the database first).
 

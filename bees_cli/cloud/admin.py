@@ -16,19 +16,40 @@ if TYPE_CHECKING:
     from bees_cli.cloud.server.storage import Storage
 
 
+DB_HINT = "give sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+
+
 def database_url(db: str | None) -> str:
     """Return ``db``, or the default SQLite file in the data dir when None or empty.
 
-    A bare path (no ``://``) is taken as a SQLite file.
+    Why: a bare path is refused rather than taken as a SQLite file, so a typo such
+    as ``--db postgres`` does not quietly create a file named ``postgres``; an
+    in-memory SQLite database is refused because a server must keep its record.
+
+    Raises:
+        UserError: ``db`` is not a URL (no ``://``), cannot be parsed, or is an
+            in-memory SQLite database.
     """
     from bees_cli.cloud.server.storage import default_sqlite_url
 
     if not db:
         return default_sqlite_url()
     if "://" not in db:
-        from pathlib import Path
+        raise UserError(f"--db {db}: not a database URL", hint=DB_HINT)
+    import sqlalchemy as sa
+    import sqlalchemy.exc
 
-        return f"sqlite:///{Path(db).expanduser().resolve()}"
+    try:
+        parsed = sa.make_url(db)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        raise UserError(f"--db {db}: not a database URL", hint=DB_HINT) from None
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:") or parsed.query.get("mode") == "memory":
+            raise UserError(
+                "an in-memory database keeps nothing; give sqlite:///PATH",
+                hint="e.g. --db sqlite:///cloud.db (a file in this folder)",
+            )
     return db
 
 
@@ -43,7 +64,7 @@ def _database_errors(url: str) -> Iterator[None]:
         detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
         raise UserError(
             f"database {shown}: {detail}",
-            hint="check --db (sqlite:///PATH or postgresql+psycopg://USER@HOST/DB)",
+            hint=f"check --db: {DB_HINT}",
         ) from None
     except ModuleNotFoundError as error:
         raise UserError(

@@ -223,3 +223,32 @@ def test_login_without_a_url_fails_before_asking_for_the_token(
     (workspace / "bees.yaml").write_text("name: demo\n")
     inside = bees("login", cwd=workspace)
     assert (inside.returncode, inside.stdout, inside.stderr) == expected
+
+
+def test_serve_refuses_a_port_out_of_range(bees: BeesRunner, tmp_path: Path) -> None:
+    for port in ("99999", "-1", "65536"):
+        done = bees("cloud", "serve", "--db", f"sqlite:///{tmp_path / 'c.db'}", "--port", port)
+        assert done.returncode == 2, done.stderr
+        assert "Invalid value for '--port'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "c.db").exists()
+
+
+def test_in_memory_and_bare_path_databases_are_refused(bees: BeesRunner, tmp_path: Path) -> None:
+    memory = (
+        2,
+        "error: an in-memory database keeps nothing; give sqlite:///PATH\n"
+        "hint: e.g. --db sqlite:///cloud.db (a file in this folder)\n",
+    )
+    for db in ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite://"):
+        done = bees("cloud", "team", "add", "t", "--db", db, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == memory, db
+    served = bees("cloud", "serve", "--db", "sqlite://", "--port", "0", cwd=tmp_path)
+    assert (served.returncode, served.stderr) == memory
+    for db in ("notaurl", "postgres"):
+        done = bees("cloud", "team", "add", "t", "--db", db, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (
+            2,
+            f"error: --db {db}: not a database URL\n"
+            "hint: give sqlite:///PATH or postgresql+psycopg://USER@HOST/DB\n",
+        )
+    assert list(tmp_path.iterdir()) == [tmp_path / "home"]
