@@ -161,6 +161,22 @@ def _snapshot(folder: Path, checkpoint: dict[str, Any]) -> ItemSnapshot:
     return snapshot
 
 
+def _refuse_unless_free(here: Computer, item_id: str) -> None:
+    """Refuse an item this computer knows that is not free (it was never relinquished)."""
+    from bees_cli.record.local import LocalRecord
+
+    try:
+        row = LocalRecord(here.record_path).item(item_id)
+    except Ambiguous:
+        raise
+    except NotFound:
+        return
+    if row.status != "free":
+        raise Refused(f"item {row.id} is not relinquished (status: {row.status_text}): only a "
+                      "relinquished item can be continued",
+                      hint=f"bees relinquish {row.id} on the computer that runs it, first")
+
+
 def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
                      workspace_path: Path | None = None, computer: Computer | None = None,
                      progress: Progress | None = None) -> dict[str, Any]:
@@ -171,7 +187,8 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
         "process"}``.
 
     Raises:
-        Refused: owned elsewhere, run folder not here, checkpoint invalid
+        Refused: this computer knows the item and it is not free (never relinquished),
+            owned elsewhere, run folder not here, checkpoint invalid
             (:class:`~bees_cli.handover.checkpoint.CheckpointInvalid`, each problem naming
             its file), snapshot mismatch, or not eligible here (the reasons).
         NotFound, UserError: no such item in Bees Cloud, no digest, bad ``--from``.
@@ -182,6 +199,7 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
 
     here = computer or Computer.load()
     item_id = item_id.strip().upper()
+    _refuse_unless_free(here, item_id)
     expected = _expected(here, item_id, digest)
     folder = _run_folder(here, item_id, from_dir, workspace_path)
     result = verify_checkpoint(folder, expected_sha256=expected.sha256, progress=progress)

@@ -224,3 +224,17 @@ def test_a_wrong_temporal_address_hints_at_the_option(
         run_engine(workspace_path=None, address="127.0.0.1:1", exit_when_idle=True,
                    record=record)
     assert error.value.hint == "check the address given with --temporal-address"
+
+
+# -- 9. continue of an item that was never relinquished ----------------------------------------
+
+def test_continue_of_an_item_never_relinquished_is_refused(bees: BeesRunner,
+                                                           space: Space) -> None:
+    space.agent("alpha")
+    space.write("processes/p.yaml", ONE_STAGE)
+    item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+    continued = bees("continue", item_id, "-w", str(space.root))
+    assert continued.returncode == 3, continued.stderr
+    assert continued.stderr.splitlines()[0] == (
+        f"error: item {item_id} is not relinquished (status: waiting: the engine is not "
+        "running (bees run)): only a relinquished item can be continued")
