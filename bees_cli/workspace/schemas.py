@@ -57,16 +57,24 @@ def write(folder: Path) -> list[Path]:
     """Write every schema into ``folder`` (created if missing); return the paths written.
 
     Raises:
-        OSError: the folder or a file cannot be written.
+        UserError: ``folder`` is an existing file, or it or a file in it cannot be
+            written (no permission, a parent that is a file, disk full).
     """
+    from bees_cli.errors import UserError
     from bees_cli.machine.files import write_atomic
 
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder}: not a folder", hint="give a folder to write the *.json into")
     written = []
-    for file_name, text in generate().items():
-        path = folder / file_name
-        write_atomic(path, text.encode("utf-8"))
-        written.append(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for file_name, text in generate().items():
+            path = folder / file_name
+            write_atomic(path, text.encode("utf-8"))
+            written.append(path)
+    except OSError as error:
+        where = error.filename or folder
+        raise UserError(f"{where}: cannot write: {error.strerror or error}") from None
     return written
 
 
