@@ -292,7 +292,7 @@ async def _run_engine(address: str | None, exit_when_idle: bool, record: LocalRe
             if worker_task.done():
                 break
             if exit_when_idle and is_idle(record):
-                say("no item is running or about to run: stopping")
+                say(idle_line(record))
                 break
             try:
                 await asyncio.wait_for(stop.wait(), IDLE_POLL)
@@ -337,6 +337,23 @@ def mark_interrupted(record: LocalRecord) -> int:
         record.set_state(row.id, status="waiting", stage=row.stage, reason=NOT_RUNNING,
                          agent=row.agent, only_if=INTERRUPTED_STATUSES)
     return len(rows)
+
+
+def idle_line(record: LocalRecord) -> str:
+    """Return what ``bees run --exit-when-idle`` says when it stops: ``nothing left to run
+    here: 1 item waits for approval (bees approvals)``, naming what waits for a person."""
+    rows = record.items()
+    approval = sum(r.status == "waiting for approval" for r in rows)
+    person = sum(r.status in ("waiting for a person", "failed") for r in rows)
+    parts = []
+    if approval:
+        parts.append(f"{approval} {'item waits' if approval == 1 else 'items wait'} for "
+                     "approval (bees approvals)")
+    if person:
+        parts.append(f"{person} {'item waits' if person == 1 else 'items wait'} for a person "
+                     "(bees status)")
+    return "nothing left to run here" + (": " + "; ".join(parts) if parts else "") + \
+        "; stopping"
 
 
 def describe(row: ItemRow) -> str:
@@ -435,6 +452,14 @@ def item_details(item_id: str) -> dict[str, Any]:
             path = event.get(key)
             if isinstance(path, str) and path not in logs:
                 logs.append(path)
+    # every attempt's logs, also those of an attempt that never ended (interrupted)
+    from bees_cli.agents.runner import logs_dir
+
+    folder = logs_dir(row.run_folder)
+    if folder.is_dir():
+        found = sorted((f for f in folder.iterdir() if f.suffix in (".stdout", ".stderr")),
+                       key=lambda f: (f.stat().st_mtime, f.name))
+        logs += [str(f) for f in found if str(f) not in logs]
     return {"item": row.to_json(), "since_human": human_since(row.since), "history": history,
             "logs": logs, "engine_log": str(data_dir() / "temporal.log"),
             "journal": record.journal(row.id),

@@ -151,9 +151,11 @@ class ItemRow:
         return self.status
 
     def to_json(self) -> dict[str, Any]:
-        """Return the row as JSON (without the workflow input)."""
+        """Return the row as JSON (without the workflow input); ``item_id`` repeats ``id``,
+        the name ``bees approvals --json`` uses for the item."""
         return {
             "id": self.id,
+            "item_id": self.id,
             "process": self.process,
             "title": self.title,
             "workspace": self.workspace,

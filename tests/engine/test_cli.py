@@ -69,6 +69,8 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     # the run returns when the item waits for a person's approval of the send
     ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
     assert ran.returncode == 0, ran.stderr
+    assert ("nothing left to run here: 1 item waits for approval (bees approvals); stopping"
+            in ran.stderr.splitlines())
     assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
     rows = json.loads(bees("status", "--json").stdout)
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]

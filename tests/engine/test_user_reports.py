@@ -176,7 +176,10 @@ def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
     assert second.returncode == 0, second.stderr
     shown = bees("item", "show", item_id)
     assert "Work round 1: attempt 1 interrupted: bees run stopped" in shown.stdout
-    assert json.loads(bees("status", "--json").stdout)[0]["status"] == "done"
+    rows = json.loads(bees("status", "--json").stdout)
+    assert (rows[0]["status"], rows[0]["item_id"]) == ("done", item_id)
+    logs = json.loads(bees("item", "show", item_id, "--json").stdout)["logs"]
+    assert {Path(log).name for log in logs} >= {"Work-r1-a1.stdout", "Work-r1-a2.stdout"}
 
 
 # -- 6. --wait with the engine down, --timeout ------------------------------------------------
