@@ -358,7 +358,8 @@ def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
             continue
         fields = item.fields
         rows.append({
-            "id": item.item_id, "item_id": item.item_id, "process": fields.get("process"), "title": fields.get("title"),
+            "id": item.item_id, "item_id": item.item_id, "process": fields.get("process"),
+            "title": fields.get("title"),
             "stage": fields.get("stage"), "status": fields.get("status"),
             "status_text": item.where, "computer": item.computer, "person": item.person,
             "agent": fields.get("agent"),
