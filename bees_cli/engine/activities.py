@@ -148,7 +148,8 @@ class BeesActivities:
 
     def _interrupted(self, stage: StageInput, attempt: int) -> None:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
-        stopped (it marked the item waiting), or its worker was lost (kill -9, a crash)."""
+        stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
+        while the stage waited for approval, kill -9, a crash)."""
         from bees_cli.engine.service import NOT_RUNNING
 
         row = self.record.item(stage.item_id)
@@ -157,7 +158,8 @@ class BeesActivities:
             stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
             kind="stage_interrupted", stage=stage.stage, round=stage.round,
             data={"agent": stage.agent, "attempt": attempt,
-                  "reason": "bees run stopped" if stopped else "its worker was lost"})
+                  "reason": "bees run stopped" if stopped
+                  else "its worker stopped (bees run ended or was killed)"})
 
     def _started(self, stage: StageInput, attempt: int) -> None:
         self.record.set_state(stage.item_id, status="running", stage=stage.stage,
