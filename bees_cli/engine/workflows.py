@@ -350,7 +350,10 @@ class ItemWorkflow:
         ``cancelled``, frees its slots, and ends as cancelled)."""
         self._item = item
         try:
-            return await self._run_until_handed_over(item)
+            result = await self._run_until_handed_over(item)
+            # a decision still writing its facts finishes before the run ends
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            return result
         except (asyncio.CancelledError, ActivityError) as error:
             # a cancelled stage surfaces as an ActivityError caused by its cancellation
             if isinstance(error, ActivityError) and not isinstance(error.cause,
