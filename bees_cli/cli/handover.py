@@ -10,9 +10,15 @@ import typer
 
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, render_error, say
-from bees_cli.errors import BeesError
+from bees_cli.errors import BeesError, UserError
 
 ItemArg = Annotated[str, typer.Argument(help="The item id.", show_default=False)]
+
+
+def _is_sha256(text: str) -> bool:
+    """True when ``text`` is 64 hex characters (surrounding spaces ignored)."""
+    text = text.strip()
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _fail_hard(error: BeesError, *, as_json: bool) -> None:
@@ -64,6 +70,10 @@ def continue_(
     from bees_cli.cli.checkpoint import progress_printer
     from bees_cli.handover.continue_ import continue_item
 
+    if digest is not None and not _is_sha256(digest):
+        _fail_hard(UserError(f"--digest {digest}: not a SHA-256 (64 hex characters)",
+                             hint="give the SHA-256 printed by bees relinquish"),
+                   as_json=as_json)
     progress = progress_printer(sys.stderr)
     try:
         done = continue_item(item, from_dir=from_dir, digest=digest, workspace_path=workspace,
