@@ -244,6 +244,21 @@ def waiting_approvals() -> list[dict[str, Any]]:
     return out
 
 
+def _refuse_decision_elsewhere(record: LocalRecord, row: Any) -> None:
+    """Refuse a decision on an item another computer runs (the shared record knows which)
+    or that this computer relinquished and that waits, free, for a ``bees continue``."""
+    from bees_cli.machine.identity import load_identity
+    from bees_cli.record.sync import SharedRecord
+
+    mine = load_identity().machine_id
+    for team in SharedRecord(record.path).team():
+        if (team.item_id == row.id and team.machine_id != mine
+                and team.fields.get("status") not in (None, "free")):
+            raise Refused(f"{row.id} runs on {team.computer} ({team.person}): approve it there")
+    if row.status == "free":
+        raise Refused(f"{row.id} is free, restarts at {row.stage or '?'}: nothing waits here")
+
+
 def decide(item_id: str, *, approve: bool, request_id: int | None,
            reason: str | None) -> dict[str, Any]:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
@@ -265,6 +280,7 @@ def decide(item_id: str, *, approve: bool, request_id: int | None,
                         hint=f'bees deny {item_id} --reason "what is wrong"')
     record = open_record()
     row = record.item(item_id)
+    _refuse_decision_elsewhere(record, row)
     waiting = [r["id"] for r in record.approvals(row.id)]
     if not waiting:
         raise Refused(f"nothing waits for approval on item {row.id} (it is {row.status_text})")

@@ -5,8 +5,9 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
 
 1. kill whatever the stage left running (``kill_leftover``: belt and braces; the stage
    activity already waited for its agent's process group to end);
-2. write ``snapshot.json`` (the item's snapshot, canonical JSON) at the top of the run
-   folder, so a computer that never saw the item can continue it;
+2. write ``snapshot.json`` (the item's snapshot, canonical JSON) and ``item.json`` (id,
+   title, process, run, created) at the top of the run folder, so a computer that never
+   saw the item can continue it, under its title;
 3. write ``checkpoint.json`` (:func:`~bees_cli.handover.checkpoint.write_checkpoint`) with
    the journal of add-on actions from the local record;
 4. keep its SHA-256 on this computer (``<data>/handovers/ITEM.json``);
@@ -31,8 +32,8 @@ from typing import Any
 from temporalio import activity
 
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
-from bees_cli.errors import CloudRefused, Refused
-from bees_cli.handover.store import keep_handover, snapshot_path
+from bees_cli.errors import BeesError, CloudRefused, Refused
+from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 
@@ -103,6 +104,7 @@ class HandoverActivities:
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(snapshot_path(folder),
                          canonical_json(handover.snapshot.model_dump(mode="json")))
+            write_atomic(item_path(folder), canonical_json(self._item_json(handover)))
             info = write_checkpoint(
                 folder, item_id=handover.item_id, workspace=handover.snapshot.workspace_root,
                 process_digest=handover.snapshot.digest(),
@@ -118,6 +120,24 @@ class HandoverActivities:
             ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
             total_bytes=info.total_bytes)
+
+    def _item_json(self, handover: HandoverInput) -> dict[str, Any]:
+        """``RUN/item.json``: the item's id, title, process, run and created."""
+        try:
+            row = self.record.item(handover.item_id)
+        except BeesError:
+            row = None
+        run = 1
+        if row is not None and row.input:
+            from bees_cli.engine.models import ItemInput
+
+            run = ItemInput.model_validate_json(row.input).run
+        title = handover.title or (row.title if row is not None else None)
+        return {"id": handover.item_id, "title": title,
+                "process": handover.snapshot.process_name, "run": run,
+                "created": row.created if row is not None else None,
+                "item_agents": list(handover.snapshot.item_agents),
+                "item_folders": list(handover.snapshot.item_folders)}
 
     def _mark_free(self, handover: HandoverInput, written: HandoverOutput) -> None:
         assert written.checkpoint_sha256 is not None

@@ -31,6 +31,8 @@ class HandoverInput(BaseModel):
     restart_stages: dict[str, str]
     who: str
     at: str
+    title: str | None = None
+    """The item's title, written to ``RUN/item.json`` so the computer that continues keeps it."""
 
 
 class HandoverOutput(BaseModel):

@@ -59,6 +59,12 @@ class ItemInput(BaseModel):
     """Continued run: add-on actions already run, from the checkpoint (answered, not re-run)."""
     run: int = 1
     """Which run of the item this is: 1, then 2 after the first handover…"""
+    previous: dict[str, str] = Field(default_factory=dict)
+    """Continued run: stage → output folder of the stages before the restart stage that are
+    in the run folder (handed to the stages as ``previous``, as without a handover)."""
+    attempts: dict[str, int] = Field(default_factory=dict)
+    """Continued run: ``"STAGE:ROUND"`` → the first attempt number to use, one after the
+    attempts whose logs are in the checkpoint (so their logs stay)."""
 
 
 class CheckInput(BaseModel):

@@ -257,9 +257,10 @@ class ItemWorkflow:
         if request.status == "waiting":
             await self._hold(request, attempt=ask.attempt)
             await workflow.wait_condition(lambda: request.status != "waiting")
-        if request.status == "cancelled":
+        if request.status in ("cancelled", "relinquished"):
             return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
-                                reason=f"{ask.action} was not run: the item was cancelled")
+                                reason=f"{ask.action} was not run: the item was "
+                                       f"{request.status}")
         if request.status == "denied":
             return ActionAnswer(
                 decision="denied", kind=action.kind, request_id=request.id,
@@ -363,20 +364,24 @@ class ItemWorkflow:
                 RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id),
                 start_to_close_timeout=SHORT)
             self._state = "cancelled"
-            for request in self._waiting(None):
-                # closed, so `bees approvals` no longer lists it and a held action is
-                # answered (denied) instead of left waiting when the run ends
-                request.status = "cancelled"
-                await self._record(RecordInput(
-                    item_id=item.item_id, status=None, stage=request.stage,
-                    round=request.round, key=f"approval:{request.id}:cancelled",
-                    kind="approval_cancelled", approval=request.model_dump(mode="json"),
-                    data={"request": request.id, "action": request.action}))
+            await self._close_waiting("cancelled")
             await self._record(RecordInput(
                 item_id=item.item_id, status="cancelled", stage=self._stage, key="cancelled",
                 kind="cancelled", data={}))
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
+
+    async def _close_waiting(self, status: str) -> None:
+        """Close every waiting approval request with ``status`` (``cancelled`` or
+        ``relinquished``), so `bees approvals` no longer lists it and a held action is
+        answered (denied) instead of left waiting when the run ends."""
+        for request in self._waiting(None):
+            request.status = status
+            await self._record(RecordInput(
+                item_id=self._id, status=None, stage=request.stage,
+                round=request.round, key=f"approval:{request.id}:{status}",
+                kind=f"approval_{status}", approval=request.model_dump(mode="json"),
+                data={"request": request.id, "action": request.action}))
 
     async def _run_until_handed_over(self, item: ItemInput) -> str:
         """Run the plan as a task, so that a relinquish can cancel it wherever it waits.
@@ -400,11 +405,14 @@ class ItemWorkflow:
                 return plan.result()
             plan.cancel()
             await workflow.wait([plan])  # the stage activity waits for its agent to stop
+            if not plan.cancelled():
+                plan.exception()  # retrieved: the stage's cancellation is expected
             assert self._relinquish is not None
             restart = self._restart_stage(item)
             handed: HandoverOutput = await workflow.execute_activity(
                 HANDOVER_ACTIVITY,
-                HandoverInput(item_id=item.item_id, run_folder=item.run_folder,
+                HandoverInput(item_id=item.item_id, title=item.title,
+                              run_folder=item.run_folder,
                               snapshot=item.snapshot, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
                               who=self._relinquish.who, at=self._relinquish.at),
@@ -413,6 +421,7 @@ class ItemWorkflow:
             self._handed = handed
             if handed.ok:
                 self._state = "relinquished"
+                await self._close_waiting("relinquished")
                 return f"relinquished: restarts at {restart}"
             # the checkpoint could not be written: the item stays here, failed, until retried
             await self._fail(restart, self._round, self._agent or "-",
@@ -439,7 +448,7 @@ class ItemWorkflow:
         rounds: dict[str, int] = {}
         attempts: dict[tuple[str, int], int] = {}
         done_by: dict[str, str] = {}
-        outputs: dict[str, str] = {}
+        outputs: dict[str, str] = dict(item.previous)
         comments: list[str] = []
         change_requests: dict[str, list[list[str]]] = {}
         again = False  # a person's retry: same round, new attempt
@@ -474,7 +483,8 @@ class ItemWorkflow:
                 await self._wait_for_person()
                 again = True
                 continue
-            base = attempts.get((stage.name, round_), 1)
+            base = attempts.get((stage.name, round_),
+                                item.attempts.get(f"{stage.name}:{round_}", 1))
             self._state = RUNNING
             try:
                 result: StageOutput = await workflow.execute_activity(

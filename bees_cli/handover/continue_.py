@@ -28,6 +28,7 @@ retry``, ``approve`` and ``bees action`` address the item by its id as before.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -161,6 +162,65 @@ def _snapshot(folder: Path, checkpoint: dict[str, Any]) -> ItemSnapshot:
     return snapshot
 
 
+def _local_workspace(item_id: str, workspace_path: Path | None) -> Path:
+    """The workspace on this computer: ``-w`` or the one found from the current folder."""
+    from bees_cli.workspace.loader import find_workspace
+
+    try:
+        return find_workspace(workspace_path)
+    except UserError as error:
+        raise UserError(f"cannot continue item {item_id} here: {error.message}",
+                        hint="give this computer's workspace with -w DIR, or run bees "
+                             "continue inside it") from None
+
+
+def _previous(folder: Path, snapshot: ItemSnapshot, restart: str) -> dict[str, str]:
+    """The stages before ``restart`` whose output folder is in the run folder → that folder
+    (what the stages get as ``previous`` without a handover)."""
+    from bees_cli.agents.runner import stage_dir
+
+    out: dict[str, str] = {}
+    for stage in snapshot.process.stages:
+        if stage.name == restart:
+            break
+        if stage.kind != "done" and stage_dir(folder, stage.name).is_dir():
+            out[stage.name] = str(stage_dir(folder, stage.name))
+    return out
+
+
+_LOG_NAME = re.compile(r"^logs/(?P<stage>.+)-r(?P<round>[0-9]+)-a(?P<attempt>[0-9]+)\.")
+
+
+def _next_attempts(checkpoint: dict[str, Any]) -> dict[str, int]:
+    """``"STAGE:ROUND"`` → one more than the highest attempt whose logs the checkpoint lists,
+    so the continued run's logs never overwrite them."""
+    out: dict[str, int] = {}
+    for entry in checkpoint.get("files", []):
+        found = _LOG_NAME.match(str(entry.get("path", "")))
+        if found is not None:
+            key = f"{found['stage']}:{int(found['round'])}"
+            out[key] = max(out.get(key, 1), int(found["attempt"]) + 1)
+    return out
+
+
+def _title(here: Computer, item_id: str, folder: Path, row: Any, given: str | None,
+           snapshot: ItemSnapshot) -> str:
+    """The item's title: ``RUN/item.json`` (written at relinquish), else this computer's
+    row, else the team's row, else ``given``, else the process's title."""
+    from bees_cli.handover.store import read_item
+    from bees_cli.record.sync import SharedRecord
+
+    title = read_item(folder).get("title")
+    if isinstance(title, str) and title.strip():
+        return title
+    if row is not None and row.title:
+        return str(row.title)
+    for team in SharedRecord(here.record_path).team():
+        if team.item_id == item_id and team.fields.get("title"):
+            return str(team.fields["title"])
+    return given or snapshot.process.title or snapshot.process_name
+
+
 def _refuse_unless_free(here: Computer, item_id: str) -> None:
     """Refuse an item this computer knows that is not free (it was never relinquished)."""
     from bees_cli.record.local import LocalRecord
@@ -215,10 +275,9 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
                       f"to Bees Cloud {expected.restart_stages}")
     snapshot = _snapshot(folder, checkpoint)
     restart = next(iter(stages.values()))
-    if not Path(snapshot.workspace_root).is_dir() and workspace_path is not None:
-        # the workspace lives elsewhere on this computer: read folders and agents from there
-        snapshot = snapshot.model_copy(
-            update={"workspace_root": str(workspace_path.resolve())})
+    # this computer's workspace, always: scripts and relative folder paths resolve here
+    snapshot = snapshot.model_copy(
+        update={"workspace_root": str(_local_workspace(item_id, workspace_path))})
     if restart not in [s.name for s in snapshot.process.stages]:
         raise Refused(f"checkpoint.json: restart stage {restart} is not a stage of process "
                       f"{snapshot.process_name}")
@@ -255,6 +314,7 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
         NotFound, UserError, CloudError: see :func:`prepare_continue`.
     """
     from bees_cli.engine.models import ItemInput, JournalEntry
+    from bees_cli.handover.store import read_item
     from bees_cli.record.fires import FireLog
     from bees_cli.record.local import LocalRecord
 
@@ -279,13 +339,17 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
         raise
     except NotFound:
         row = None
-    previous = ItemInput.model_validate_json(row.input) if row is not None else None
+    previous = (ItemInput.model_validate_json(row.input)
+                if row is not None and row.input else None)
     # the next run; a computer that never saw the item counts the relinquished run as 1
-    run = (previous.run if previous is not None else 1) + 1
-    item_title = (previous.title if previous is not None
-                  else title or snapshot.process.title or snapshot.process_name)
+    kept_run = read_item(folder).get("run")
+    run = (previous.run if previous is not None
+           else kept_run if isinstance(kept_run, int) else 1) + 1
+    item_title = _title(here, item_id, folder, row, title, snapshot)
     item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=snapshot, start_stage=restart, journal=journal, run=run)
+                     snapshot=snapshot, start_stage=restart, journal=journal, run=run,
+                     previous=_previous(folder, snapshot, restart),
+                     attempts=_next_attempts(checkpoint))
     if row is None:
         record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
                         workspace=snapshot.workspace_root, run_folder=str(folder),
@@ -305,7 +369,9 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
                                         computer=here.computer, detail=None,
                                         tried=datetime.now(UTC))
     started = _start_if_worker_up(here, record, item_id)
-    if not started:
+    if started:
+        say("started; bees run picks it up")
+    else:
         say("bees run is not running here: the item starts when `bees run` starts")
     return Continued(item=item_id, run_folder=str(folder), stage=restart,
                      checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
@@ -336,7 +402,9 @@ def _claim(here: Computer, item_id: str) -> None:
 
 
 def _start_if_worker_up(here: Computer, record: Any, item_id: str) -> bool:
-    """Start the new run now when ``bees run`` is up on this computer; True when started."""
+    """Start the new run now when ``bees run`` is up on this computer; True when it is up
+    (the run is started here, or ``bees run``'s own pass over pending items started it
+    first)."""
     from bees_cli.engine.control import running_worker
 
     address = running_worker(here.record_path.parent)
@@ -350,4 +418,5 @@ def _start_if_worker_up(here: Computer, record: Any, item_id: str) -> bool:
         client = await connect(address, timeout=5)
         return await start_pending(client, record, only=item_id, computer=here)
 
-    return asyncio.run(start()) == 1
+    asyncio.run(start())
+    return True

@@ -3,6 +3,8 @@
 - ``RUN/snapshot.json``: the item's snapshot as canonical JSON; listed (and so hashed) by the
   checkpoint, and its digest is the checkpoint's ``process_digest``. A computer that never
   saw the item reads the item's process, agents and folders from it.
+- ``RUN/item.json``: id, title, process, run and created of the item, also listed by the
+  checkpoint; the computer that continues takes the title from it.
 - ``<data dir>/handovers/ITEM.json``: on the computer that relinquished, the checkpoint's
   SHA-256, restart stages, run folder, who and when. Without a Bees Cloud it is the
   expected digest ``bees continue`` checks on this computer (post: "Without a cloud").
@@ -10,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,25 @@ SNAPSHOT_NAME = "snapshot.json"
 def snapshot_path(run_folder: Path) -> Path:
     """Return ``RUN/snapshot.json``."""
     return run_folder / SNAPSHOT_NAME
+
+
+ITEM_NAME = "item.json"
+"""``RUN/item.json``: the item as the relinquishing computer knew it (id, title, process,
+run, created), so the computer that continues keeps its title."""
+
+
+def item_path(run_folder: Path) -> Path:
+    """Return ``RUN/item.json``."""
+    return run_folder / ITEM_NAME
+
+
+def read_item(run_folder: Path) -> dict[str, Any]:
+    """Return ``RUN/item.json`` as a dict ({} when missing or not a JSON object)."""
+    try:
+        data = json.loads(item_path(run_folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _kept_path(data: Path, item_id: str) -> Path:

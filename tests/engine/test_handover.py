@@ -18,6 +18,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.engine import service
 from bees_cli.engine.control import note_worker
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.service import create_item, start_pending
@@ -120,7 +121,7 @@ def lines(space: Space) -> list[str]:
 
 async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothing_twice(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hold = tmp_path / "hold"
     setup = await relinquished_in_draft(dev_env, space, record, hold)
     item_id, folder, done = setup.item_id, setup.run_folder, setup.done
@@ -149,12 +150,26 @@ async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothin
         f"item {item_id} is free, restarts at Draft: nothing to relinquish")
 
     hold.unlink()
-    cont = await asyncio.to_thread(continue_item, item_id)
+    real_start = service.start_pending
+
+    async def bees_run_first(client: object, rec: LocalRecord, **options: object) -> int:
+        # bees run's own pass over pending items starts the run first: this one starts none
+        assert await real_start(client, rec, **options) == 1  # type: ignore[arg-type]
+        return await real_start(client, rec, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service, "start_pending", bees_run_first)
+    said: list[str] = []
+    cont = await asyncio.to_thread(continue_item, item_id, workspace_path=space.root,
+                                   say=said.append)
     assert (cont.stage, cont.journal, cont.run, cont.started) == ("Draft", 1, 2, True)
+    assert said[-1] == "started; bees run picks it up"
     assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
     ran_at = checkpoint["journal"][0]["at"]
+    # the continued run starts at attempt 2: the relinquished attempt's logs stay
+    assert (folder / "logs" / "Draft-r1-a1.stdout").exists()
+    assert (folder / "logs" / "Draft-r1-a2.stdout").exists()
     assert lines(space)[3:] == [
-        "run Draft writer 1",
+        "run Draft writer 2",
         f"mail.send 0 done 1 | mail.send: answered from the journal (it ran at {ran_at}); "
         "not run again",
         "end Draft", "run Review reviewer 1", "end Review"]
@@ -193,7 +208,7 @@ async def test_continue_refuses_a_wrong_digest_a_changed_file_and_a_missing_fold
 
     unlink_folder("notes")
     with pytest.raises(Refused) as not_eligible:
-        await asyncio.to_thread(continue_item, item_id)
+        await asyncio.to_thread(continue_item, item_id, workspace_path=space.root)
     assert not_eligible.value.message == (
         f"cannot continue item {item_id} here: folder notes: not linked on this computer "
         "(bees link notes PATH)")
@@ -229,3 +244,61 @@ async def test_relinquish_during_review_restarts_at_the_stage_under_review(
     assert await dev_env.client.get_workflow_handle(item.id).result() == (
         "relinquished: restarts at Draft")
     assert lines(space)[-2:] == ["run Review reviewer 1", "holding Review"]
+
+
+SEND_PROCESS = """\
+stages:
+  - name: Draft
+    kind: work
+    agents: [writer]
+  - name: Send
+    kind: work
+    agents: [sender]
+    approval: required
+  - name: Done
+    kind: done
+"""
+
+
+async def test_relinquish_while_send_waits_for_approval_then_continue_keeps_previous(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        tmp_path: Path) -> None:
+    from bees_cli.engine.control import decide, waiting_approvals
+
+    write_space(space, tmp_path / "no-hold")
+    space.write("agents/sender.yaml", (space.root / "agents/writer.yaml").read_text()
+                .replace("ACTIONS:", "SHOW_PREVIOUS: '1'\n    ACTIONS:"))
+    space.write("processes/send.yaml", SEND_PROCESS)
+    item = create_item(space.root, "send", title="Week 4", agents=[], folders=[],
+                       record=record)
+    assert await start_pending(dev_env.client, record) == 1
+    await until(record, item.id, lambda r: r.status == "waiting for approval")
+    assert [r["item_id"] for r in waiting_approvals()] == [item.id]
+
+    done = await asyncio.to_thread(relinquish_item, item.id)
+    assert (done.stage, done.restart_stages) == ("Send", {"main": "Send"})
+    assert await dev_env.client.get_workflow_handle(item.id).result() == (
+        "relinquished: restarts at Send")
+    # the open request is closed: nothing lists it, nothing here accepts a decision
+    assert waiting_approvals() == []
+    assert [r["status"] for r in record.approvals(item.id, status=None)] == ["relinquished"]
+    with pytest.raises(Refused) as refused:
+        await asyncio.to_thread(decide, item.id, approve=True, request_id=None, reason=None)
+    assert refused.value.message == f"{item.id} is free, restarts at Send: nothing waits here"
+    assert refused.value.exit_code == 3
+    item_json = json.loads((item.run_folder / "item.json").read_text())
+    assert (item_json["id"], item_json["title"], item_json["process"]) == (
+        item.id, "Week 4", "send")
+
+    cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert (cont.stage, cont.run) == ("Send", 2)
+    await until(record, item.id, lambda r: r.status == "waiting for approval")
+    assert [r["item_id"] for r in waiting_approvals()] == [item.id]
+    await asyncio.to_thread(decide, item.id, approve=True, request_id=None, reason=None)
+    assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
+    draft = item.run_folder / "Draft"
+    sends = [line for line in lines(space) if line.startswith(("run Send", "previous"))]
+    # as without a handover: the Send agent is told where Draft's output is, both times
+    assert sends == ["run Send sender 1", f"previous Draft={draft}",
+                     "run Send sender 2", f"previous Draft={draft}"]
+    assert record.item(item.id).title == "Week 4"
