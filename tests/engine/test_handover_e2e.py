@@ -63,7 +63,8 @@ def write_workspace(root: Path, log: Path, addon_log: Path, hold: Path) -> Path:
         "folders/shared.yaml": "description: run folders, synced between computers\n",
         "processes/weekly-report.yaml": PROCESS,
         "addons/mail.yaml": f"actions:\n  send: {{kind: send, command: {command}}}\n",
-        "agents/writer.yaml": agent(log, addon_log, hold, [["mail.send", {"to": "sam"}]]),
+        "agents/writer.yaml": agent(log, addon_log, hold,
+                                    [["mail.send", {"to": "sam", "subject": "$TITLE"}]]),
         "agents/reviewer.yaml": agent(log, addon_log, hold, []),
     }
     for relative, text in files.items():
@@ -142,6 +143,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         monkeypatch: pytest.MonkeyPatch) -> None:
     log, addon_log, hold = tmp_path / "agents.log", tmp_path / "addon.log", tmp_path / "hold"
     workspace = write_workspace(tmp_path / "ws", log, addon_log, hold)
+    desktop_ws = write_workspace(tmp_path / "ws-desktop", log, addon_log, hold).resolve()
     shared = tmp_path / "Dropbox" / "bees-runs"
     shared.mkdir(parents=True)
     url, maya_token = team.cloud.url, team.tokens[team.maya]
@@ -164,7 +166,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
 
         # the report runs on the laptop; Draft sends its mail, then keeps working
         hold.touch()
-        created = laptop.bees("item", "create", "weekly-report", "--title", "Weekly report",
+        # a title of its own, not the process's: the mail's input names it
+        created = laptop.bees("item", "create", "weekly-report", "--title", "Week 48 report",
                               "-w", str(workspace))
         assert created.returncode == 0, created.stderr
         item = created.stdout.strip()
@@ -232,9 +235,14 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert still is not None and not still.held
         assert desktop.record.items() == []
 
-        # step 9: Continue on this machine, on the desktop
-        going = desktop.bees("continue", item, "-w", str(workspace))
+        # step 9: Continue on this machine, on the desktop, in the desktop's own copy of the
+        # workspace (the laptop's is still there: it is not used)
+        going = desktop.bees("continue", item, "-w", str(desktop_ws))
         assert going.returncode == 0, going.stderr
+        assert "started; bees run picks it up" in going.stderr
+        continued = desktop.record.item(item)
+        assert (continued.title, continued.workspace) == ("Week 48 report", str(desktop_ws))
+        assert json.loads(continued.input)["snapshot"]["workspace_root"] == str(desktop_ws)
         await wait_for(lambda: lines().count("holding Draft") == 2, "Draft did not restart")
         await desktop.sync()
         await sam.sync()
@@ -251,18 +259,24 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         ran_at = desktop.record.journal(item)[0]["at"]
         assert lines() == [
             "run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft",
-            "run Draft writer 1",
+            "run Draft writer 2",
             f"mail.send 0 done 1 | mail.send: answered from the journal (it ran at {ran_at}); "
             "not run again",
             "holding Draft", "end Draft", "run Review reviewer 1", "end Review"]
-        assert addon_log.read_text().splitlines() == ['mail.send {"to": "sam"}']
+        assert addon_log.read_text().splitlines() == [
+            'mail.send {"subject": "Week 48 report", "to": "sam"}']
+        # the relinquished attempt's logs stay; the continued run wrote attempt 2
+        assert (run_folder / "logs" / "Draft-r1-a1.stdout").exists()
+        assert (run_folder / "logs" / "Draft-r1-a2.stdout").exists()
         await desktop.sync()
         await sam.sync()
         await laptop.sync()
         assert sam.sees() == {item: "Done, done on maya-desktop"}
         on_laptop = json.loads(laptop.bees("status", "--json").stdout)
-        assert [(r["id"], r["status_text"]) for r in on_laptop] == [
-            (item, "Done, done on maya-desktop")]
+        assert [(r["id"], r["title"], r["status_text"]) for r in on_laptop] == [
+            (item, "Week 48 report", "Done, done on maya-desktop")]
     finally:
         for computer in (laptop, desktop):
             computer.stop()
+    # the relinquish's cancelled stage is expected: no traceback in the laptop's bees run
+    assert "never retrieved" not in (laptop.home / "run.log").read_text()
