@@ -203,6 +203,9 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         await sam.sync()
         await desktop.sync()
         assert sam.sees() == {item: "free, restarts at Draft"}
+        free = laptop.bees("approve", item)
+        assert (free.returncode, free.stderr.splitlines()[0]) == (
+            3, f"error: {item} is free, restarts at Draft: nothing waits here")
         seen = json.loads(desktop.bees("status", "--json").stdout)
         assert [(r["id"], r["status_text"]) for r in seen] == [(item, "free, restarts at Draft")]
 
@@ -247,6 +250,10 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         await desktop.sync()
         await sam.sync()
         assert sam.sees() == {item: "Draft, running on maya-desktop"}
+        await laptop.sync()
+        elsewhere = laptop.bees("deny", item, "--reason", "no")
+        assert (elsewhere.returncode, elsewhere.stderr.splitlines()[0]) == (
+            3, f"error: {item} runs on maya-desktop ({team.maya}): approve it there")
         async with desktop.computer.cloud() as api:  # type: ignore[union-attr]
             now = await api.get_owner(item)
         assert now is not None and (now.computer_name, now.held, now.epoch) == (
