@@ -13,11 +13,15 @@ this order, and nothing changes anywhere until the claim:
    the checkpoint naming this item and the released restart stages, and ``snapshot.json``
    matching the checkpoint's ``process_digest``;
 4. eligibility of the restart stage, exactly as for any start
-   (:func:`~bees_cli.agents.eligibility.check_eligibility`);
+   (:func:`~bees_cli.agents.eligibility.check_eligibility`), with the snapshot's
+   ``workspace_root`` rebased to this computer's workspace (``-w`` or found from the
+   current folder, always): scripts and relative folder paths resolve here;
 5. only then the owner claim in Bees Cloud; then the item is recorded here as the next run
-   (``run`` + 1) starting at the restart stage from the top, with the checkpoint's journal
-   seeded (an action already run in that stage is answered from it, not run again), and
-   started when ``bees run`` is up (else ``bees run`` starts it).
+   (``run`` + 1) under its own title (``RUN/item.json``, else the team's row), starting at
+   the restart stage from the top, with the checkpoint's journal seeded (an action already
+   run in that stage is answered from it, not run again), ``previous`` naming the earlier
+   stages' folders in the run folder, and attempts numbered after those whose logs the
+   checkpoint lists; started when ``bees run`` is up (else ``bees run`` starts it).
 
 Workflow ids: every run of an item keeps the item's id as its workflow id; the continued
 run is started with Temporal's ``ALLOW_DUPLICATE`` reuse policy, which starts it only once
