@@ -304,8 +304,10 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
         from_dir: a copy of the run folder, used as the run folder of the new run.
         digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
             that did not relinquish the item).
-        workspace_path: the workspace (for its ``run_folder``), default: found from the cwd.
-        title: the item's title when this computer never saw it (default: the process's).
+        workspace_path: this computer's workspace (its ``run_folder``, and the one the run
+            uses), default: found from the current folder.
+        title: the item's title when neither ``RUN/item.json``, this computer nor the team
+            knows it (default: the process's).
         computer: this computer (default: the one ``BEES_HOME`` describes).
         progress: ``progress(bytes_done, bytes_total)`` while hashing.
         say: one line of talk per step.
