@@ -69,8 +69,11 @@ def item_create(
         "--timeout", metavar="SECONDS", min=0, help="With --wait: give up after SECONDS "
         "(exit 1). Default: wait as long as it takes.")] = None,
     workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
+
+    With --json, stdout is ``{"item_id", "process", "title", "run_folder"}`` instead.
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
     bounds the wait (exit 1: timed out).
@@ -84,7 +87,11 @@ def item_create(
     try:
         created = create_item(workspace, process, title=title, agents=agent or [],
                               folders=folder or [], record=record, say=say)
-        typer.echo(created.id)
+        if as_json:
+            print_json({"item_id": created.id, "process": created.process,
+                        "title": created.title, "run_folder": str(created.run_folder)})
+        else:
+            typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
         code = wait_for_item(record, created.id, say=say, timeout=timeout) if wait else 0
     except BeesError as error:
