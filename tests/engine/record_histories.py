@@ -1,0 +1,196 @@
+"""Regenerate the saved ``ItemWorkflow`` histories that ``test_replay.py`` replays.
+
+Run from the repository root: ``.venv/bin/python -m tests.engine.record_histories``.
+Each scenario runs one real item on a fresh dev server and worker (an isolated computer in a
+temporary ``BEES_HOME``) and writes its event history to ``tests/engine/histories/NAME.json``.
+Regenerate only on purpose: a changed history means running items of the old shape would break.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from bees_cli.engine.models import DECIDE_UPDATE, RETRY_UPDATE, DecideInput, PersonInput
+from bees_cli.record.local import LocalRecord
+from tests.engine.conftest import SCRIPTS, Space, until
+
+HERE = Path(__file__).resolve().parent
+HISTORIES = HERE / "histories"
+MAYA = PersonInput(who="maya@example.com", at="2025-01-06T09:00:00Z")
+
+WORK_REVIEW = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+  - name: Review
+    kind: review
+    reviews: Work
+    agents: [beta]
+  - name: Done
+    kind: done
+"""
+
+ONE = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+  - name: Done
+    kind: done
+"""
+
+SEND = """\
+stages:
+  - name: Send
+    kind: work
+    agents: [sender]
+    approval: required
+  - name: Done
+    kind: done
+"""
+
+
+def action_agent(space: Space, name: str, *, tools: list[str], actions: list[object],
+                 **env: str) -> None:
+    """Declare agent ``name`` running ``action_agent.py`` (as in ``test_rules.py``)."""
+    lines = ["instructions: test", f"tools: [{', '.join(tools)}]", "runner:",
+             f'  command: ["${{BEES_PYTHON}}", "{HERE / "action_agent.py"}"]', "  env:",
+             f'    AGENT_LOG: "{space.log}"',
+             f"    ADDON_LOG: '{space.root.parent / 'addon.log'}'",
+             f"    ACTIONS: '{json.dumps(actions)}'"]
+    lines += [f'    {key}: "{value}"' for key, value in env.items()]
+    space.write(f"agents/{name}.yaml", "\n".join(lines) + "\n")
+
+
+async def plain(client: Client, record: LocalRecord, space: Space) -> str:
+    """Work → Review (approve) → Done."""
+    space.agent("alpha")
+    space.agent("beta")
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
+async def review_send_back(client: Client, record: LocalRecord, space: Space) -> str:
+    """The review asks for changes once: Work → Review → Work (round 2) → Review → Done."""
+    space.agent("alpha")
+    space.agent("beta", env={"VERDICTS": "changes_requested,approve"})
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
+async def failed_then_retry(client: Client, record: LocalRecord, space: Space) -> str:
+    """Work fails on attempt 1; a person's retry runs attempt 2, which finishes → Done."""
+    action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
+    space.write("processes/p.yaml", ONE)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    handle = client.get_workflow_handle(item_id)
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
+async def approval_approved(client: Client, record: LocalRecord, space: Space) -> str:
+    """A gated send is held for approval, a person approves it, the stage finishes → Done."""
+    command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+          list: {{kind: read, command: {command}}}
+        """)
+    mail = {"to": "team@example.com", "subject": "Week 2"}
+    action_agent(space, "sender", tools=["mail.send", "mail.list"],
+                 actions=[["mail.list", {}], ["mail.send", mail]])
+    space.write("processes/p.yaml", SEND)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    handle = client.get_workflow_handle(item_id)
+    decision = DecideInput(approve=True, request_id=None, who=MAYA.who, at=MAYA.at)
+    assert await handle.execute_update(DECIDE_UPDATE, decision, result_type=list[int]) == [1]
+    assert await handle.result() == "done"
+    return item_id
+
+
+Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
+SCENARIOS: dict[str, Scenario] = {
+    "plain_work_review_done": plain,
+    "review_send_back": review_send_back,
+    "failed_then_retry": failed_then_retry,
+    "approval_held_then_approved": approval_approved,
+}
+
+
+async def _start(client: Client, record: LocalRecord, space: Space) -> str:
+    from bees_cli.engine.service import create_item, start_pending
+
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    assert await start_pending(client, record) == 1
+    return item.id
+
+
+async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario,
+                     base: Path) -> Path:
+    """Run ``scenario`` on a fresh computer under ``base``; save its history; return the file."""
+    from bees_cli.engine.control import note_worker
+    from bees_cli.engine.models import task_queue
+    from bees_cli.engine.worker import make_worker
+    from bees_cli.machine.identity import load_identity, set_identity
+    from bees_cli.machine.paths import data_dir
+    from bees_cli.record.local import open_record
+
+    folder = base / name
+    home = folder / "home"
+    home.mkdir(parents=True)
+    os.environ["BEES_HOME"] = str(home)
+    root = folder / "ws"
+    root.mkdir()
+    (root / "bees.yaml").write_text("name: test-space\n", encoding="utf-8")
+    space = Space(root, folder / "agents.log")
+    record = open_record()
+    queue = task_queue(load_identity().machine_id)
+    set_identity(person=MAYA.who)
+    note_worker(data_dir(), env.client.service_client.config.target_host, queue)
+    async with make_worker(env.client, queue, record, heartbeat_every=0.5):
+        item_id = await scenario(env.client, record, space)
+    history = await env.client.get_workflow_handle(item_id).fetch_history()
+    path = HISTORIES / f"{name}.json"
+    path.write_text(history.to_json() + "\n", encoding="utf-8")
+    return path
+
+
+async def main(names: list[str]) -> None:
+    # the agents' `bees action` must find this venv's `bees`
+    os.environ["PATH"] = f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"
+    HISTORIES.mkdir(exist_ok=True)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(SCRIPTS / "temporal"),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    try:
+        with tempfile.TemporaryDirectory(prefix="bees-histories-") as base:
+            for name in names or list(SCENARIOS):
+                path = await asyncio.wait_for(
+                    record_one(env, name, SCENARIOS[name], Path(base)), timeout=120)
+                print(f"wrote {path}")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))
