@@ -1,6 +1,6 @@
 """Schedule fires and owner claims of this computer, kept in the local record file.
 
-Tables (in ``record.db`` beside the tables of :mod:`bees_cli.record.local`)::
+Tables (in ``record.db``; :mod:`bees_cli.record.schema` makes and migrates them)::
 
     fires       one row per fire handled here: schedule, key, scheduled instant (UTC),
                 wall-clock time, when handled, outcome, detail, cloud tries
@@ -30,32 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS fires (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    schedule_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    scheduled TEXT NOT NULL,
-    local TEXT NOT NULL,
-    handled TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT,
-    tries INTEGER NOT NULL DEFAULT 0,
-    UNIQUE (schedule_id, scheduled)
-);
-CREATE TABLE IF NOT EXISTS fired_keys (
-    key TEXT PRIMARY KEY,
-    scheduled TEXT NOT NULL,
-    at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS claims (
-    item_id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    computer TEXT,
-    detail TEXT,
-    tried TEXT NOT NULL
-);
-"""
+from bees_cli.record import schema
 
 OUTCOMES = ("ran_here", "taken", "skipped", "not_eligible", "gave_up", "already_fired", "failed")
 
@@ -148,7 +123,7 @@ class FireLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         with connect(path) as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            schema.upgrade(db, path)
 
     # -- fires -----------------------------------------------------------------------------
 

@@ -16,11 +16,9 @@ Tables::
     controls   a person's decisions (approve, deny) queued while ``bees run`` is down;
                ``bees run`` delivers them when it starts
 
-Statuses (``items.status``): ``pending`` (recorded, its run not started yet: no engine),
-``starting`` (its run was started, no stage yet), ``waiting`` (eligibility failed or agent
-busy; ``reason`` says why), ``running``, ``waiting for approval`` (``reason``: what waits),
-``failed`` (``reason``), ``waiting for a person`` (``reason``), ``done``, ``cancelled``,
-``free`` (relinquished: ``reason`` is ``restarts at STAGE``; shown ``free, restarts at STAGE``).
+Statuses (``items.status``) are the values of :class:`~bees_cli.record.states.Status`;
+``items.wait`` (version 2) a :class:`~bees_cli.record.states.WaitKind` when the writer said
+why the item waits. The tables and their migrations live in :mod:`bees_cli.record.schema`.
 """
 
 from __future__ import annotations
@@ -35,82 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
+from bees_cli.record import schema
+from bees_cli.record.states import (
+    ACTIVE_STATUSES,
+    END_STATUSES,
+    SLOT_KEEPING_STATUSES,
+    Status,
+    WaitKind,
+    status_text,
+)
 
-ACTIVE_STATUSES: frozenset[str] = frozenset({"pending", "starting", "running"})
-"""Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
-
-END_STATUSES: frozenset[str] = frozenset(
-    {"done", "failed", "waiting for a person", "waiting for approval", "cancelled"})
-"""Statuses where an item stops until a person acts (or forever, for ``done``, ``cancelled``)."""
-
-SLOT_KEEPING_STATUSES: frozenset[str] = frozenset(
-    {"starting", "running", "waiting", "waiting for approval"})
-"""Statuses of items whose slots ``bees run`` keeps when it starts; other items' slots are
-freed (their stage ended, failed or was cancelled while no worker was there to say so)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS items (
-    id TEXT PRIMARY KEY,
-    process TEXT NOT NULL,
-    title TEXT NOT NULL,
-    workspace TEXT NOT NULL,
-    run_folder TEXT NOT NULL,
-    stage TEXT,
-    status TEXT NOT NULL,
-    reason TEXT,
-    agent TEXT,
-    since TEXT NOT NULL,
-    created TEXT NOT NULL,
-    input TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    item_id TEXT NOT NULL REFERENCES items(id),
-    key TEXT NOT NULL,
-    at TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    stage TEXT,
-    round INTEGER,
-    data TEXT NOT NULL,
-    UNIQUE (item_id, key)
-);
-CREATE TABLE IF NOT EXISTS approvals (
-    item_id TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    stage TEXT NOT NULL,
-    status TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (item_id, id)
-);
-CREATE TABLE IF NOT EXISTS journal (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    item_id TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    action TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    exit_code INTEGER NOT NULL,
-    at TEXT NOT NULL,
-    data TEXT NOT NULL,
-    UNIQUE (item_id, stage, action, digest, at)
-);
-CREATE TABLE IF NOT EXISTS slots (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    agent TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    requested TEXT NOT NULL,
-    granted INTEGER NOT NULL DEFAULT 0,
-    UNIQUE (item_id, stage)
-);
-CREATE TABLE IF NOT EXISTS controls (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    item_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'queued',
-    at TEXT NOT NULL
-);
-"""
+__all__ = ["ACTIVE_STATUSES", "END_STATUSES", "SLOT_KEEPING_STATUSES", "Event", "ItemRow",
+           "LocalRecord", "Status", "WaitKind", "human_since", "item_journal", "now_utc",
+           "open_record"]
 
 
 def now_utc() -> str:
@@ -123,7 +58,8 @@ class ItemRow:
     """One work item as the local record holds it (see the module docstring for statuses).
 
     ``input`` is the JSON of the run's workflow input (snapshot included), kept so
-    ``bees run`` can start a pending item.
+    ``bees run`` can start a pending item. ``wait`` says why a waiting item waits, when its
+    writer said so (None for rows written before version 2 of the record).
     """
 
     id: str
@@ -132,23 +68,26 @@ class ItemRow:
     workspace: str
     run_folder: str
     stage: str | None
-    status: str
+    status: Status
     reason: str | None
     agent: str | None
     since: str
     created: str
     input: str = field(repr=False)
+    wait: WaitKind | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ItemRow:
+        """Return the item of one ``items`` row (``status`` and ``wait`` as enum members)."""
+        data = dict(row)
+        data["status"] = Status(data["status"])
+        data["wait"] = None if data.get("wait") is None else WaitKind(data["wait"])
+        return cls(**data)
 
     @property
     def status_text(self) -> str:
-        """Return the status as users read it: ``waiting: REASON``, ``failed: REASON``…"""
-        if self.status in ("waiting", "failed", "waiting for approval") and self.reason:
-            return f"{self.status}: {self.reason}"
-        if self.status == "pending":
-            return "waiting: the engine is not running (bees run)"
-        if self.status == "free" and self.reason:
-            return f"free, {self.reason}"
-        return self.status
+        """Return the status as users read it (:func:`~bees_cli.record.states.status_text`)."""
+        return status_text(self.status, self.reason)
 
     def to_json(self) -> dict[str, Any]:
         """Return the row as JSON (without the workflow input); ``item_id`` repeats ``id``,
@@ -161,9 +100,10 @@ class ItemRow:
             "workspace": self.workspace,
             "run_folder": self.run_folder,
             "stage": self.stage,
-            "status": self.status,
+            "status": str(self.status),
             "status_text": self.status_text,
             "reason": self.reason,
+            "wait": None if self.wait is None else str(self.wait),
             "agent": self.agent,
             "since": self.since,
             "created": self.created,
@@ -201,7 +141,7 @@ class LocalRecord:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            schema.upgrade(db, path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
         return BeesError(
@@ -240,8 +180,9 @@ class LocalRecord:
         with self._connect() as db:
             db.execute(
                 "INSERT INTO items (id, process, title, workspace, run_folder, stage, status,"
-                " since, created, input) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-                (id, process, title, workspace, run_folder, stage, at, at, input),
+                " since, created, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (id, process, title, workspace, run_folder, stage, str(Status.PENDING), at, at,
+                 input),
             )
             db.execute(
                 "INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
@@ -262,34 +203,51 @@ class LocalRecord:
         at = now_utc()
         with self._connect() as db:
             db.execute(
-                "UPDATE items SET input = ?, run_folder = ?, stage = ?, status = 'pending',"
-                " reason = NULL, agent = NULL, since = ? WHERE id = ?",
-                (input, run_folder, stage, at, item_id))
+                "UPDATE items SET input = ?, run_folder = ?, stage = ?, status = ?,"
+                " reason = NULL, agent = NULL, wait = NULL, since = ? WHERE id = ?",
+                (input, run_folder, stage, str(Status.PENDING), at, item_id))
 
-    def set_state(self, item_id: str, *, status: str, stage: str | None = None,
+    def set_state(self, item_id: str, *, status: Status | str, stage: str | None = None,
                   reason: str | None = None, agent: str | None = None,
-                  only_if: frozenset[str] | None = None) -> None:
-        """Set the item's status (and stage, reason, agent); ``since`` moves only when the
-        status, stage, reason or agent changed. With ``only_if``, change nothing unless the
-        current status is one of these."""
+                  only_if: frozenset[Status] | frozenset[str] | None = None,
+                  wait: WaitKind | None = None) -> None:
+        """Set the item's status (and stage, reason, agent, wait kind).
+
+        ``since`` moves only when the status, stage, reason, agent or wait kind changed.
+
+        Args:
+            item_id: the item (a missing one is ignored).
+            status: the new status (a :class:`Status` or its value).
+            stage: the new stage; None keeps the current one.
+            reason: the text people read beside the status, or None.
+            agent: the agent running it, or None.
+            only_if: change nothing unless the current status is one of these.
+            wait: why it waits (for ``waiting`` and the statuses that wait for a person),
+                else None. Decisions read this, never ``reason``.
+
+        Raises:
+            ValueError: ``status`` is not a :class:`Status` value.
+        """
+        status = Status(status)
         at = now_utc()
         with self._connect() as db:
             row = db.execute(
-                "SELECT stage, status, reason, agent FROM items WHERE id = ?", (item_id,)
+                "SELECT stage, status, reason, agent, wait FROM items WHERE id = ?", (item_id,)
             ).fetchone()
             if row is None:
                 return
             if only_if is not None and row["status"] not in only_if:
                 return
             new_stage = stage if stage is not None else row["stage"]
-            if (row["stage"], row["status"], row["reason"], row["agent"]) == (
-                new_stage, status, reason, agent
+            new_wait = None if wait is None else str(wait)
+            if (row["stage"], row["status"], row["reason"], row["agent"], row["wait"]) == (
+                new_stage, status, reason, agent, new_wait
             ):
                 return
             db.execute(
-                "UPDATE items SET stage = ?, status = ?, reason = ?, agent = ?, since = ?"
-                " WHERE id = ?",
-                (new_stage, status, reason, agent, at, item_id),
+                "UPDATE items SET stage = ?, status = ?, reason = ?, agent = ?, wait = ?,"
+                " since = ? WHERE id = ?",
+                (new_stage, str(status), reason, agent, new_wait, at, item_id),
             )
 
     def add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,
@@ -304,11 +262,12 @@ class LocalRecord:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def items(self, *, statuses: frozenset[str] | None = None) -> list[ItemRow]:
+    def items(self, *, statuses: frozenset[Status] | frozenset[str] | None = None
+              ) -> list[ItemRow]:
         """Return every item (oldest first), or those whose status is in ``statuses``."""
         with self._connect() as db:
             rows = db.execute("SELECT * FROM items ORDER BY id").fetchall()
-        found = [ItemRow(**dict(r)) for r in rows]
+        found = [ItemRow.from_row(r) for r in rows]
         if statuses is not None:
             found = [r for r in found if r.status in statuses]
         return found
@@ -337,7 +296,7 @@ class LocalRecord:
         if row is None:
             raise NotFound(f"no work item {item_id!r} on this computer",
                            hint="`bees status` lists this computer's items")
-        return ItemRow(**dict(row))
+        return ItemRow.from_row(row)
 
     def events(self, item_id: str) -> list[Event]:
         """Return the item's history, oldest first."""
@@ -464,7 +423,7 @@ class LocalRecord:
     def free_stale_slots(self) -> int:
         """Free the slots of items that are not running (see :data:`SLOT_KEEPING_STATUSES`)
         or not in the record; return how many. ``bees run`` calls it when it starts."""
-        keep = sorted(SLOT_KEEPING_STATUSES)
+        keep = sorted(str(s) for s in SLOT_KEEPING_STATUSES)
         marks = ", ".join("?" for _ in keep)
         with self._connect() as db:
             cursor = db.execute(

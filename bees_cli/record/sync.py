@@ -7,7 +7,8 @@ clock of the computer that made it) wins, ties broken by machine id, then by the
 SHA-256 of the fields — the same order Bees Cloud applies, so every computer ends with
 the same team table.
 
-How changes are found: SQLite triggers on the local ``items`` table note each item whose
+How changes are found: SQLite triggers on the local ``items`` table (made by
+:mod:`bees_cli.record.schema`) note each item whose
 stage, status, reason, agent or title changed in ``sync_outbox``, with this computer's
 clock at that moment (UTC, milliseconds) as the origin time. A push sends the outbox and
 removes what it sent (a change made during the push stays for the next one). A round
@@ -37,8 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import CloudError, CloudRefused
+from bees_cli.record import states
 from bees_cli.record.fires import connect, iso, parse_iso
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.schema import NOW_MS
 
 if TYPE_CHECKING:
     from bees_cli.cloud import wire
@@ -51,35 +54,6 @@ SYNC_EVERY = 15.0
 """Seconds between sync rounds (DESIGN.md: every 15 s)."""
 SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""
-
-_NOW_MS = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS sync_outbox (
-    item_id TEXT PRIMARY KEY,
-    origin TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS team_items (
-    item_id TEXT PRIMARY KEY,
-    fields TEXT NOT NULL,
-    origin_us INTEGER NOT NULL,
-    machine_id TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    person TEXT NOT NULL,
-    seq INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sync_meta (
-    key TEXT PRIMARY KEY,
-    value TEXT
-);
-CREATE TRIGGER IF NOT EXISTS sync_item_added AFTER INSERT ON items BEGIN
-    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {_NOW_MS});
-END;
-CREATE TRIGGER IF NOT EXISTS sync_item_changed
-AFTER UPDATE OF stage, status, reason, agent, title ON items BEGIN
-    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {_NOW_MS});
-END;
-"""
-
 
 def canonical(fields: dict[str, Any]) -> str:
     """Return fields as compact JSON with sorted keys (the form Bees Cloud digests)."""
@@ -111,7 +85,7 @@ class TeamItem:
     def where(self) -> str:
         """``Draft, running on maya-laptop``: stage, status and the computer running it."""
         stage = self.fields.get("stage") or "-"
-        if self.fields.get("status") == "free":  # relinquished: no computer runs it
+        if self.fields.get("status") == states.Status.FREE:  # relinquished: no computer runs it
             return str(self.fields.get("status_text") or "free")
         return f"{stage}, {self.fields.get('status') or '?'} on {self.computer}"
 
@@ -137,14 +111,13 @@ class SharedRecord:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        LocalRecord(path)
+        LocalRecord(path)  # makes or migrates every table (bees_cli.record.schema)
         with connect(path) as db:
-            db.executescript(_SCHEMA)
             seeded = db.execute("SELECT value FROM sync_meta WHERE key = 'seeded'").fetchone()
             if seeded is None:  # items made before the triggers existed
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(f"INSERT OR IGNORE INTO sync_outbox (item_id, origin)"
-                           f" SELECT id, {_NOW_MS} FROM items")
+                           f" SELECT id, {NOW_MS} FROM items")
                 db.execute("INSERT OR REPLACE INTO sync_meta VALUES ('seeded', '1')")
                 db.execute("COMMIT")
 
@@ -184,12 +157,9 @@ class SharedRecord:
         changes = []
         for row in rows:
             data = dict(row)
-            status_text = data["status"]
-            if data["status"] in ("waiting", "failed", "waiting for approval") and data["reason"]:
-                status_text = f"{data['status']}: {data['reason']}"
-            elif data["status"] == "free" and data["reason"]:
-                status_text = f"free, {data['reason']}"
-            agent = f" ({data['agent']})" if data["agent"] and data["status"] == "running" else ""
+            status_text = states.status_text(data["status"], data["reason"])
+            running = data["status"] == states.Status.RUNNING
+            agent = f" ({data['agent']})" if data["agent"] and running else ""
             fields = {
                 "title": data["title"], "process": data["process"], "stage": data["stage"],
                 "status": data["status"], "status_text": status_text,

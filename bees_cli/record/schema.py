@@ -1,0 +1,212 @@
+"""Every table of ``record.db`` and its ordered migrations, counted by ``PRAGMA user_version``.
+
+Version 1 is exactly the tables the local record had before it was versioned (those of
+``record/local.py``, ``record/fires.py`` and ``record/sync.py``, all ``IF NOT EXISTS``, so
+a file made then becomes version 1 unchanged). Each later version only adds (a column, a
+table, an index): a file keeps its rows and stays readable by the Bees that made it.
+Opening a file runs the pending migrations in one transaction; a file from a newer Bees
+(a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
+
+Tables (what each holds is described where it is used)::
+
+    items, events, approvals, journal, slots, controls   bees_cli.record.local
+    fires, fired_keys, claims                             bees_cli.record.fires
+    sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from bees_cli.errors import UserError
+
+NOW_MS = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+"""SQLite's clock as UTC ISO 8601 with milliseconds (the origin time of a change)."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the record's schema: ``version`` reached after running ``statements``."""
+
+    version: int
+    what: str
+    statements: tuple[str, ...]
+
+
+V1 = Migration(1, "the tables of record.db before it was versioned", (
+    """CREATE TABLE IF NOT EXISTS items (
+    id TEXT PRIMARY KEY,
+    process TEXT NOT NULL,
+    title TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    run_folder TEXT NOT NULL,
+    stage TEXT,
+    status TEXT NOT NULL,
+    reason TEXT,
+    agent TEXT,
+    since TEXT NOT NULL,
+    created TEXT NOT NULL,
+    input TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL REFERENCES items(id),
+    key TEXT NOT NULL,
+    at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    stage TEXT,
+    round INTEGER,
+    data TEXT NOT NULL,
+    UNIQUE (item_id, key)
+)""",
+    """CREATE TABLE IF NOT EXISTS approvals (
+    item_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    stage TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (item_id, id)
+)""",
+    """CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    action TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    exit_code INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    data TEXT NOT NULL,
+    UNIQUE (item_id, stage, action, digest, at)
+)""",
+    """CREATE TABLE IF NOT EXISTS slots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    requested TEXT NOT NULL,
+    granted INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (item_id, stage)
+)""",
+    """CREATE TABLE IF NOT EXISTS controls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'queued',
+    at TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS fires (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    schedule_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    scheduled TEXT NOT NULL,
+    local TEXT NOT NULL,
+    handled TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT,
+    tries INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (schedule_id, scheduled)
+)""",
+    """CREATE TABLE IF NOT EXISTS fired_keys (
+    key TEXT PRIMARY KEY,
+    scheduled TEXT NOT NULL,
+    at TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS claims (
+    item_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    computer TEXT,
+    detail TEXT,
+    tried TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS sync_outbox (
+    item_id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS team_items (
+    item_id TEXT PRIMARY KEY,
+    fields TEXT NOT NULL,
+    origin_us INTEGER NOT NULL,
+    machine_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    person TEXT NOT NULL,
+    seq INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS sync_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT
+)""",
+    f"""CREATE TRIGGER IF NOT EXISTS sync_item_added AFTER INSERT ON items BEGIN
+    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {NOW_MS});
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS sync_item_changed
+AFTER UPDATE OF stage, status, reason, agent, title ON items BEGIN
+    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {NOW_MS});
+END""",
+))
+
+V2 = Migration(2, "items.wait: why a waiting item waits (a WaitKind value)", (
+    "ALTER TABLE items ADD COLUMN wait TEXT",
+))
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2)
+"""Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
+
+LATEST = MIGRATIONS[-1].version
+"""The version this code writes and reads."""
+
+
+def version(db: sqlite3.Connection) -> int:
+    """Return the file's ``PRAGMA user_version`` (0: made before versions existed, or new)."""
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def upgrade(db: sqlite3.Connection, path: Path,
+            migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    """Bring the open record ``db`` to the latest version; return the version it had.
+
+    The pending migrations run in one ``BEGIN IMMEDIATE`` transaction, together with the
+    new ``user_version``: a crash or a failing step leaves the file as it was, and two
+    processes opening it at once migrate it once (the second finds it done).
+
+    Args:
+        db: an autocommit connection (``isolation_level=None``) to the record file.
+        path: the file, for messages.
+        migrations: the ordered steps (tests pass their own).
+
+    Returns:
+        The version found before upgrading (0 for a new or unversioned file).
+
+    Raises:
+        UserError: the file has a version newer than this code knows (a newer Bees wrote it).
+    """
+    latest = migrations[-1].version
+    found = version(db)
+    if found == latest:
+        return found
+    _refuse_newer(found, latest, path)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        found = version(db)  # another process may have migrated it meanwhile
+        _refuse_newer(found, latest, path)
+        for step in migrations:
+            if step.version > found:
+                for statement in step.statements:
+                    db.execute(statement)
+        db.execute(f"PRAGMA user_version = {int(latest)}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return found
+
+
+def _refuse_newer(found: int, latest: int, path: Path) -> None:
+    if found > latest:
+        raise UserError(
+            f"{path} was written by a newer Bees (record version {found}; this Bees reads "
+            f"up to {latest})",
+            hint="upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
+                 f"(mv {path} {path}.newer) and Bees starts an empty one")

@@ -1,0 +1,108 @@
+"""The closed sets of an item's state: its status, why it waits, and the one way to show them.
+
+Decisions compare members of :class:`Status` and :class:`WaitKind`; the ``reason`` beside a
+status is for people only (STYLE.md, habit 18). Both enums are ``StrEnum`` whose values are
+the strings the local record has always stored, so ``record.db`` keeps its format and
+``Status.RUNNING == "running"``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """An item's status in the local record (``items.status``) and in the shared record."""
+
+    PENDING = "pending"
+    """Recorded, its run not started yet (the engine is not running)."""
+    STARTING = "starting"
+    """Its run was started (or a person retried), no stage runs yet."""
+    WAITING = "waiting"
+    """Eligibility failed, its agent is busy, its owner claim is not settled: ``reason`` says
+    why, :class:`WaitKind` says which."""
+    RUNNING = "running"
+    """A stage runs."""
+    WAITING_FOR_APPROVAL = "waiting for approval"
+    """A held action or a finished stage waits for a person's approval (``reason``: what)."""
+    FAILED = "failed"
+    """A stage failed (``reason``); it waits for a person's retry."""
+    WAITING_FOR_PERSON = "waiting for a person"
+    """Stopped at the review limit (``reason``); a person retries or accepts."""
+    DONE = "done"
+    """The item reached its ``done`` stage."""
+    CANCELLED = "cancelled"
+    """A person cancelled it."""
+    FREE = "free"
+    """Relinquished here (``reason``: ``restarts at STAGE``); another computer may continue it."""
+
+
+class WaitKind(StrEnum):
+    """Why an item does not move on its own: what must change before it runs again."""
+
+    ELIGIBILITY = "eligibility"
+    """An eligibility check failed (agent, add-on or folder missing here); re-checked every 15 s."""
+    BUSY_AGENT = "busy_agent"
+    """Its agent is at its cap of concurrent runs; re-checked every 15 s, failed after 10 min."""
+    ENGINE_NOT_RUNNING = "engine_not_running"
+    """``bees run`` is not running on this computer."""
+    OWNED_ELSEWHERE = "owned_elsewhere"
+    """Another computer owns the item; it never runs here."""
+    CLAIM_PENDING = "claim_pending"
+    """The owner claim could not be made yet (Bees Cloud unreachable or erred); tried again."""
+    APPROVAL = "approval"
+    """A person's approval (``bees approve`` / ``bees deny``)."""
+    PERSON = "person"
+    """A person's retry or accept (a failed stage, the review limit)."""
+
+
+ACTIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.STARTING, Status.RUNNING})
+"""Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
+
+END_STATUSES: frozenset[Status] = frozenset({
+    Status.DONE, Status.FAILED, Status.WAITING_FOR_PERSON, Status.WAITING_FOR_APPROVAL,
+    Status.CANCELLED})
+"""Statuses where an item stops until a person acts (or forever, for ``done``, ``cancelled``)."""
+
+SLOT_KEEPING_STATUSES: frozenset[Status] = frozenset({
+    Status.STARTING, Status.RUNNING, Status.WAITING, Status.WAITING_FOR_APPROVAL})
+"""Statuses of items whose slots ``bees run`` keeps when it starts; other items' slots are
+freed (their stage ended, failed or was cancelled while no worker was there to say so)."""
+
+NOT_RUNNING_TEXT = "the engine is not running (bees run)"
+"""What a ``pending`` item shows after ``waiting:``: nothing runs it until ``bees run``."""
+
+_WITH_REASON = frozenset({Status.WAITING, Status.FAILED, Status.WAITING_FOR_APPROVAL})
+
+
+def status_text(status: str, reason: str | None) -> str:
+    """Return an item's status as people read it, the one place that words it.
+
+    ``waiting: REASON``, ``failed: REASON``, ``waiting for approval: WHAT``;
+    ``waiting: the engine is not running (bees run)`` for ``pending``;
+    ``free, restarts at STAGE`` for a relinquished item; else the status itself.
+    A status this Bees does not know (written by a newer one) is shown as it is.
+
+    Args:
+        status: the stored status (a :class:`Status` value, or unknown text).
+        reason: the stored reason, or None.
+
+    Returns:
+        One line of text; used by ``bees status``, ``bees item show`` and the shared record.
+    """
+    if status in _WITH_REASON and reason:
+        return f"{status}: {reason}"
+    if status == Status.PENDING:
+        return f"waiting: {NOT_RUNNING_TEXT}"
+    if status == Status.FREE and reason:
+        return f"free, {reason}"
+    return str(status)
+
+
+def parse_status(text: str) -> Status | None:
+    """Return the :class:`Status` stored as ``text``, or None for a status this Bees does not
+    know (a newer Bees wrote it; it is shown as it is and decides nothing)."""
+    try:
+        return Status(text)
+    except ValueError:
+        return None

@@ -1,0 +1,189 @@
+"""``record.db`` migrates: an unversioned file upgrades without loss; a newer one is refused."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bees_cli.errors import UserError
+from bees_cli.record import schema
+from bees_cli.record.fires import FireLog
+from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status, WaitKind
+from bees_cli.record.sync import SharedRecord
+from tests.conftest import BeesRunner
+from tests.record.make_fixture import FIXTURE, ITEM_A, ITEM_B, ITEM_C, TEAM_ITEM
+
+
+def _dump(path: Path) -> dict[str, list[dict[str, Any]]]:
+    db = sqlite3.connect(path)
+    db.row_factory = sqlite3.Row
+    tables = [r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence'"
+        " ORDER BY name")]
+    dump = {t: [dict(r) for r in db.execute(f"SELECT * FROM {t} ORDER BY rowid")]
+            for t in tables}
+    db.close()
+    return dump
+
+
+def _layout(path: Path) -> list[tuple[str, str, str]]:
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+                      " ORDER BY type, name").fetchall()
+    db.close()
+    return rows
+
+
+@pytest.fixture
+def old_file(tmp_path: Path) -> Path:
+    path = tmp_path / "record.db"
+    shutil.copy(FIXTURE, path)
+    return path
+
+
+def test_the_fixture_is_unversioned(old_file: Path) -> None:
+    db = sqlite3.connect(old_file)
+    assert schema.version(db) == 0
+    db.close()
+
+
+def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
+    before = _dump(old_file)
+    record = LocalRecord(old_file)
+    after = _dump(old_file)
+    db = sqlite3.connect(old_file)
+    assert schema.version(db) == schema.LATEST == 2
+    db.close()
+    assert sorted(after) == sorted(before)
+    # version 2 only adds items.wait (NULL on old rows); every other value is unchanged
+    assert after["items"] == [{**row, "wait": None} for row in before["items"]]
+    assert {t: rows for t, rows in after.items() if t != "items"} == {
+        t: rows for t, rows in before.items() if t != "items"}
+
+    a = record.item(ITEM_A)
+    assert (a.process, a.title, a.workspace, a.run_folder, a.stage, a.status, a.reason,
+            a.agent, a.since, a.created, a.input, a.wait) == (
+        "weekly-report", "Week 2", "/ws", "/runs/A", "Draft", Status.FAILED, "exit 3",
+        "writer", "2025-01-06T09:00:08Z", "2025-01-06T09:00:00Z", '{"item_id": "A"}', None)
+    assert a.status_text == "failed: exit 3"
+    assert [(r.id, r.status) for r in record.items()] == [
+        (ITEM_A, Status.FAILED), (ITEM_B, Status.DONE),
+        (ITEM_C, Status.WAITING_FOR_APPROVAL)]
+    assert [(e.seq, e.at, e.kind, e.stage, e.round) for e in record.events(ITEM_A)] == [
+        (1, "2025-01-06T09:00:00Z", "created", None, None),
+        (4, "2025-01-06T09:00:03Z", "waiting", "Draft", 1),
+        (5, "2025-01-06T09:00:05Z", "pick", "Draft", 1),
+        (6, "2025-01-06T09:00:06Z", "stage_started", "Draft", 1),
+        (7, "2025-01-06T09:00:07Z", "stage_failed", "Draft", 1)]
+    assert record.events(ITEM_A)[4].data == {
+        "agent": "writer", "attempt": 1, "reason": "exit 3", "verdict": None, "comments": [],
+        "output_dir": "/runs/A/Draft", "stdout": "/l/1.stdout", "stderr": "/l/1.stderr",
+        "exit_code": 3}
+    assert record.approvals(ITEM_C) == [{
+        "id": 1, "item_id": ITEM_C, "stage": "Send", "round": 1, "action": "mail.send",
+        "kind": "send", "summary": "to bob", "status": "waiting"}]
+    assert [j["action"] for j in record.journal(ITEM_C)] == ["mail.read"]
+    assert record.slots() == [{"agent": "mailer", "item_id": ITEM_C, "stage": "Send",
+                               "requested": "2025-01-06T09:00:12Z", "granted": True}]
+    assert record.queued_controls() == 1
+
+    fires = FireLog(old_file)
+    assert [(f.schedule_id, f.scheduled, f.outcome, f.detail, f.tries, f.text)
+            for f in fires.fires()] == [
+        ("weekly", "2025-01-13T08:00:00.000Z", "skipped", "90", 0, "skipped (late by 90 s)"),
+        ("weekly", "2025-01-06T08:00:00.000Z", "ran_here", ITEM_B, 1, f"ran here ({ITEM_B})")]
+    claim = fires.claim(ITEM_A)
+    assert claim is not None
+    assert (claim.status, claim.computer, claim.tried) == (
+        "owner", "maya-laptop", "2025-01-06T09:00:05.000Z")
+
+    shared = SharedRecord(old_file)
+    assert (shared.cursor, shared.skew, shared.meta("last_sync")) == (
+        7, 0.25, "2025-01-06T09:30:01.000Z")
+    [team] = shared.team()
+    assert (team.item_id, team.fields, team.machine_id, team.person) == (
+        TEAM_ITEM, {"title": "Theirs", "status": "running", "stage": "Review"}, "m-2", "ana")
+
+
+def test_an_upgraded_record_is_laid_out_like_a_new_one(old_file: Path, tmp_path: Path) -> None:
+    LocalRecord(old_file)
+    fresh = tmp_path / "fresh.db"
+    LocalRecord(fresh)
+    assert _layout(old_file) == _layout(fresh)
+
+
+def test_the_triggers_still_fill_the_outbox_after_upgrade(old_file: Path) -> None:
+    record = LocalRecord(old_file)
+    db = sqlite3.connect(old_file)
+    db.execute("DELETE FROM sync_outbox")
+    db.commit()
+    db.close()
+    record.set_state(ITEM_B, status=Status.WAITING, reason="agent writer is busy",
+                     wait=WaitKind.BUSY_AGENT)
+    assert [i for i, _, _ in SharedRecord(old_file).outbox(_Here())] == [ITEM_B]
+    row = record.item(ITEM_B)
+    assert (row.status, row.wait, row.status_text) == (
+        Status.WAITING, WaitKind.BUSY_AGENT, "waiting: agent writer is busy")
+
+
+class _Here:
+    computer, machine_id, person = "maya-laptop", "m-1", "maya"
+
+
+def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
+    db = sqlite3.connect(old_file)
+    db.execute(f"PRAGMA user_version = {schema.LATEST + 1}")
+    db.close()
+    with pytest.raises(UserError) as caught:
+        LocalRecord(old_file)
+    assert caught.value.message == (
+        f"{old_file} was written by a newer Bees (record version 3; this Bees reads up to 2)")
+    assert caught.value.hint == (
+        "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
+        f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
+
+
+def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) -> None:
+    path = bees_home / "data" / "record.db"
+    path.parent.mkdir(parents=True)
+    shutil.copy(FIXTURE, path)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 9")
+    db.close()
+    done = bees("status")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0] == (
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 2)")
+
+
+def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
+    broken = (*schema.MIGRATIONS, schema.Migration(3, "broken", (
+        "ALTER TABLE items ADD COLUMN extra TEXT", "ALTER TABLE nowhere ADD COLUMN x TEXT")))
+    before = _dump(old_file)
+    db = sqlite3.connect(old_file, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError):
+        schema.upgrade(db, old_file, broken)
+    assert schema.version(db) == 0
+    db.close()
+    assert _dump(old_file) == before  # not even versions 1 and 2 were kept
+
+
+def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
+    LocalRecord(old_file)
+    more = (*schema.MIGRATIONS, schema.Migration(3, "notes", (
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
+    db = sqlite3.connect(old_file, isolation_level=None)
+    assert schema.upgrade(db, old_file, more) == 2
+    assert schema.upgrade(db, old_file, more) == 3
+    assert schema.version(db) == 3
+    db.close()
+
+
+def test_versions_are_numbered_one_by_one() -> None:
+    assert [m.version for m in schema.MIGRATIONS] == list(range(1, len(schema.MIGRATIONS) + 1))
