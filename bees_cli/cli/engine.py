@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -99,67 +99,6 @@ def item_create(
     exit_hard(code)
 
 
-def _event_line(event: dict[str, Any]) -> str:
-    where = f"{event['stage']}: " if event.get("stage") else ""
-    if event.get("stage") and event.get("round") is not None:
-        where = f"{event['stage']} round {event['round']}: "
-    kind = event["kind"]
-    if kind == "pick":
-        pick = event["pick"]
-        skipped = "; ".join(f"{s['agent']} ({s['why']})" for s in pick.get("skipped", []))
-        text = f"picked {pick['agent']}: {pick['reason']}"
-        return where + text + (f"; skipped {skipped}" if skipped else "")
-    if kind == "waiting":
-        return where + "waiting: " + "; ".join(event["reasons"])
-    if kind == "stage_started":
-        comments = event.get("comments") or []
-        sent = f", with review comments: {' | '.join(comments)}" if comments else ""
-        return where + f"started {event['agent']} (attempt {event['attempt']}){sent}"
-    if kind == "stage_finished":
-        verdict = f", verdict {event['verdict']}" if event.get("verdict") else ""
-        comments = event.get("comments") or []
-        said = f", comments: {' | '.join(comments)}" if comments else ""
-        return where + f"finished{verdict}{said}; output {event['output_dir']}"
-    if kind == "stage_failed":
-        attempt = f" (attempt {event['attempt']})" if event.get("attempt") else ""
-        return where + f"failed{attempt}: {event.get('reason')}"
-    if kind == "review_limit":
-        rounds = "; ".join(f"round {n}: {' | '.join(c) or '(no comments)'}"
-                           for n, c in enumerate(event.get("rounds") or [], start=1))
-        return where + f"stopped for a person after 3 requests for changes — {rounds}"
-    if kind in ("retried", "accepted"):
-        return where + f"{kind} by {event['who']} at {event['asked_at']}"
-    if kind == "busy":
-        return where + event["reason"]
-    if kind == "approval_asked":
-        what = f"{event['action']} {event['summary']}" if event.get("action") else \
-            f"finish ({event['summary']})"
-        return where + f"waiting for approval (request {event['request']}): {what}"
-    if kind in ("approved", "denied"):
-        what = f"{event['action']} {event['summary']}" if event.get("action") else \
-            f"finish ({event['summary']})"
-        why = f": {event['reason']}" if event.get("reason") else ""
-        return where + (f"request {event['request']} {kind} by {event['who']} at "
-                        f"{event['decided_at']}{why} — {what}")
-    if kind == "action_ran":
-        return where + (f"ran {event['action']} (attempt {event['attempt']}), exit "
-                        f"{event['exit_code']}, input sha256 {event['digest'][:12]}")
-    if kind == "action_answered":
-        return where + (f"{event['action']} (attempt {event['attempt']}) answered from the "
-                        f"journal: it ran at {event['ran_at']}, exit {event['exit_code']}; "
-                        "not run again")
-    if kind == "resumed":
-        return where + "running again after approval"
-    if kind == "stage_interrupted":
-        return where + f"attempt {event['attempt']} interrupted: {event['reason']}"
-    if kind == "approval_cancelled":
-        return where + f"request {event['request']} closed: the item was cancelled"
-    if kind in ("cancelled", "cancel_asked"):
-        who = f" by {event['who']}" if event.get("who") else ""
-        return where + ("cancel asked" if kind == "cancel_asked" else "cancelled") + who
-    return where + kind
-
-
 @item_app.command("show")
 def item_show(
     item: Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")],
@@ -170,25 +109,26 @@ def item_show(
     Example: bees item show 01JH3
     """
     from bees_cli.engine.service import item_details
+    from bees_cli.record.views import ItemShow
 
-    details = item_details(item)
+    details = ItemShow.model_validate(item_details(item))
     if as_json:
-        print_json(details)
+        print_json(details.to_json())
         return
-    row = details["item"]
-    typer.echo(f"item        {row['id']}  {row['title']}")
-    typer.echo(f"process     {row['process']}")
-    typer.echo(f"stage       {row['stage']}")
-    typer.echo(f"status      {row['status_text']}")
-    typer.echo(f"agent       {row['agent'] or '-'}")
-    typer.echo(f"since       {row['since']} ({details['since_human']})")
-    typer.echo(f"run folder  {row['run_folder']}")
-    typer.echo(f"engine log  {details['engine_log']}")
-    for log in details["logs"]:
+    row = details.item
+    typer.echo(f"item        {row.id}  {row.title}")
+    typer.echo(f"process     {row.process}")
+    typer.echo(f"stage       {row.stage}")
+    typer.echo(f"status      {row.status_text}")
+    typer.echo(f"agent       {row.agent or '-'}")
+    typer.echo(f"since       {row.since} ({details.since_human})")
+    typer.echo(f"run folder  {row.run_folder}")
+    typer.echo(f"engine log  {details.engine_log}")
+    for log in details.logs:
         typer.echo(f"log         {log}")
     typer.echo("history")
-    for event in details["history"]:
-        typer.echo(f"  {event['at']}  {_event_line(event)}")
+    for event in details.events():
+        typer.echo(f"  {event.at}  {event.render()}")
 
 
 def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(

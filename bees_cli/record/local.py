@@ -34,6 +34,7 @@ from typing import Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema
+from bees_cli.record.events import EventBase, parse_event
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
     END_STATUSES,
@@ -112,8 +113,9 @@ class ItemRow:
 
 @dataclass(frozen=True)
 class Event:
-    """One fact of an item's history: ``kind`` (``pick``, ``stage_started``, ``stage_finished``,
-    ``stage_failed``, ``review``, ``waiting``, ``done``, …) with its ``data`` (a JSON object)."""
+    """One fact of an item's history as stored: ``kind`` (``pick``, ``stage_started``, …) with
+    its ``data`` (a JSON object). :meth:`typed` reads it as its model
+    (:mod:`bees_cli.record.events`)."""
 
     seq: int
     at: str
@@ -122,10 +124,14 @@ class Event:
     round: int | None
     data: dict[str, Any]
 
+    def typed(self) -> EventBase:
+        """Return the fact as its typed model (an unknown kind as ``UnknownEvent``)."""
+        return parse_event(self.kind, self.data, at=self.at, stage=self.stage, round=self.round)
+
     def to_json(self) -> dict[str, Any]:
-        """Return the event as JSON."""
-        return {"at": self.at, "kind": self.kind, "stage": self.stage, "round": self.round,
-                **self.data}
+        """Return the event as ``bees item show --json`` emits it: the typed model's dump
+        (``at``, ``kind``, ``stage``, ``round`` and the kind's fields)."""
+        return self.typed().to_json()
 
 
 class LocalRecord:

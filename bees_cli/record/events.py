@@ -1,0 +1,491 @@
+"""The facts of an item's history, one typed model per kind, each with its one-line rendering.
+
+Writers (the workflow, its activities, ``bees item create``, a schedule, a handover) store
+each fact as a row of ``events``: ``kind`` plus a JSON ``data`` object. :func:`parse_event`
+reads a row back as a member of :data:`HistoryEvent`, a pydantic union discriminated on
+``kind``; ``bees item show`` prints :meth:`EventBase.render` and ``--json`` the models'
+dump. Old rows stay readable: fields a model does not know are ignored, missing ones take
+their defaults, and a kind this Bees does not know (or a row that does not fit its model)
+becomes :class:`UnknownEvent`, shown as it is rather than crashing.
+
+A new kind needs a model here with its own ``render`` (``render`` is abstract: a model
+without it cannot be made, which mypy and ``tests/record/test_events.py`` both notice).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class EventBase(BaseModel):
+    """What every fact has: when (UTC ISO 8601), and the stage and round it belongs to."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True,
+                              json_schema_serialization_defaults_required=True)
+
+    kind: str
+    at: str
+    stage: str | None = None
+    round: int | None = None
+
+    def where(self) -> str:
+        """Return the prefix naming the stage (``Draft: ``, ``Draft round 2: ``), or ``""``."""
+        if not self.stage:
+            return ""
+        if self.round is not None:
+            return f"{self.stage} round {self.round}: "
+        return f"{self.stage}: "
+
+    @abstractmethod
+    def render(self) -> str:
+        """Return the fact as one line for people (``bees item show``), stage prefix included."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the fact as ``bees item show --json`` emits it (flat, JSON-safe)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def _joined(comments: list[str]) -> str:
+    return " | ".join(comments)
+
+
+def _what(action: str | None, summary: str | None) -> str:
+    """An approval's object: ``ACTION SUMMARY`` for a held action, ``finish (SUMMARY)``."""
+    return f"{action} {summary}" if action else f"finish ({summary})"
+
+
+class Created(EventBase):
+    """The item was recorded here (``bees item create``)."""
+
+    kind: Literal["created"] = "created"
+
+    def render(self) -> str:
+        return self.where() + "created"
+
+
+class Scheduled(EventBase):
+    """A schedule's fire made the item."""
+
+    kind: Literal["scheduled"] = "scheduled"
+    schedule: str | None = None
+
+    def render(self) -> str:
+        return self.where() + f"created by schedule {self.schedule or '?'}"
+
+
+class Skipped(BaseModel):
+    """A candidate agent a pick looked at and did not use, and why."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    agent: str
+    why: str
+
+
+class PickData(BaseModel):
+    """An agent pick (``bees_cli.agents.selection.Pick`` as JSON)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    agent: str | None = None
+    reason: str
+    skipped: list[Skipped] = Field(default_factory=list)
+
+
+class Picked(EventBase):
+    """Eligibility passed and an agent was chosen for the stage."""
+
+    kind: Literal["pick"] = "pick"
+    pick: PickData
+    reviewed_by: str | None = None
+
+    def render(self) -> str:
+        skipped = "; ".join(f"{s.agent} ({s.why})" for s in self.pick.skipped)
+        text = f"picked {self.pick.agent}: {self.pick.reason}"
+        return self.where() + text + (f"; skipped {skipped}" if skipped else "")
+
+
+class Waiting(EventBase):
+    """An eligibility check failed; the item waits and checks again every 15 s."""
+
+    kind: Literal["waiting"] = "waiting"
+    reasons: list[str] = Field(default_factory=list)
+    pick: PickData | None = None
+
+    def render(self) -> str:
+        return self.where() + "waiting: " + "; ".join(self.reasons)
+
+
+class Busy(EventBase):
+    """The stage's agent is at its cap; the stage waits for a slot."""
+
+    kind: Literal["busy"] = "busy"
+    reason: str
+    position: int | None = None
+
+    def render(self) -> str:
+        return self.where() + self.reason
+
+
+class StageStarted(EventBase):
+    """An attempt of the stage started (with the review comments it was sent)."""
+
+    kind: Literal["stage_started"] = "stage_started"
+    agent: str
+    attempt: int
+    comments: list[str] = Field(default_factory=list)
+
+    def render(self) -> str:
+        sent = f", with review comments: {_joined(self.comments)}" if self.comments else ""
+        return self.where() + f"started {self.agent} (attempt {self.attempt}){sent}"
+
+
+class _StageEnd(EventBase):
+    """What a stage attempt left: its agent, output folder, logs and exit code."""
+
+    agent: str | None = None
+    attempt: int | None = None
+    reason: str | None = None
+    verdict: str | None = None
+    comments: list[str] = Field(default_factory=list)
+    output_dir: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    exit_code: int | None = None
+
+
+class StageFinished(_StageEnd):
+    """An attempt of the stage finished (a review: with its verdict and comments)."""
+
+    kind: Literal["stage_finished"] = "stage_finished"
+
+    def render(self) -> str:
+        verdict = f", verdict {self.verdict}" if self.verdict else ""
+        said = f", comments: {_joined(self.comments)}" if self.comments else ""
+        return self.where() + f"finished{verdict}{said}; output {self.output_dir}"
+
+
+class StageFailed(_StageEnd):
+    """The stage failed (its agent, a busy wait over 10 minutes, a denial, a relinquish)."""
+
+    kind: Literal["stage_failed"] = "stage_failed"
+
+    def render(self) -> str:
+        attempt = f" (attempt {self.attempt})" if self.attempt else ""
+        return self.where() + f"failed{attempt}: {self.reason}"
+
+
+class StageInterrupted(EventBase):
+    """An attempt did not end: ``bees run`` stopped or its worker was lost."""
+
+    kind: Literal["stage_interrupted"] = "stage_interrupted"
+    agent: str | None = None
+    attempt: int
+    reason: str
+
+    def render(self) -> str:
+        return self.where() + f"attempt {self.attempt} interrupted: {self.reason}"
+
+
+class ReviewLimit(EventBase):
+    """The third request for changes stopped the item for a person (every round's comments)."""
+
+    kind: Literal["review_limit"] = "review_limit"
+    rounds: list[list[str]] = Field(default_factory=list)
+
+    def render(self) -> str:
+        rounds = "; ".join(f"round {n}: {_joined(c) or '(no comments)'}"
+                           for n, c in enumerate(self.rounds, start=1))
+        return self.where() + (f"stopped for a person after {len(self.rounds)} requests for "
+                               f"changes — {rounds}")
+
+
+class Retried(EventBase):
+    """A person retried the stopped stage."""
+
+    kind: Literal["retried"] = "retried"
+    who: str
+    asked_at: str
+
+    def render(self) -> str:
+        return self.where() + f"retried by {self.who} at {self.asked_at}"
+
+
+class Accepted(EventBase):
+    """A person accepted the work past the review limit."""
+
+    kind: Literal["accepted"] = "accepted"
+    who: str
+    asked_at: str
+
+    def render(self) -> str:
+        return self.where() + f"accepted by {self.who} at {self.asked_at}"
+
+
+class ApprovalAsked(EventBase):
+    """A held action, or the finish of a stage, waits for a person's approval."""
+
+    kind: Literal["approval_asked"] = "approval_asked"
+    request: int
+    action: str | None = None
+    action_kind: str | None = None
+    summary: str | None = None
+    digest: str | None = None
+
+    def render(self) -> str:
+        return self.where() + (f"waiting for approval (request {self.request}): "
+                               f"{_what(self.action, self.summary)}")
+
+
+class _Decision(EventBase):
+    """A person's answer to an approval request."""
+
+    request: int
+    action: str | None = None
+    action_kind: str | None = None
+    summary: str | None = None
+    digest: str | None = None
+    input: Any = None
+    who: str
+    decided_at: str
+    reason: str | None = None
+
+    def _line(self, verb: str) -> str:
+        why = f": {self.reason}" if self.reason else ""
+        return self.where() + (f"request {self.request} {verb} by {self.who} at "
+                               f"{self.decided_at}{why} — {_what(self.action, self.summary)}")
+
+
+class Approved(_Decision):
+    """A person approved the request."""
+
+    kind: Literal["approved"] = "approved"
+
+    def render(self) -> str:
+        return self._line("approved")
+
+
+class Denied(_Decision):
+    """A person denied the request (with a reason)."""
+
+    kind: Literal["denied"] = "denied"
+
+    def render(self) -> str:
+        return self._line("denied")
+
+
+class ApprovalCancelled(EventBase):
+    """A waiting request was closed because the item was cancelled."""
+
+    kind: Literal["approval_cancelled"] = "approval_cancelled"
+    request: int
+    action: str | None = None
+
+    def render(self) -> str:
+        return self.where() + f"request {self.request} closed: the item was cancelled"
+
+
+class ApprovalRelinquished(EventBase):
+    """A waiting request was closed because the item was relinquished."""
+
+    kind: Literal["approval_relinquished"] = "approval_relinquished"
+    request: int
+    action: str | None = None
+
+    def render(self) -> str:
+        return self.where() + f"request {self.request} closed: the item was relinquished"
+
+
+class Resumed(EventBase):
+    """Every waiting request was answered; the stage runs again."""
+
+    kind: Literal["resumed"] = "resumed"
+
+    def render(self) -> str:
+        return self.where() + "running again after approval"
+
+
+class ActionRan(EventBase):
+    """An add-on action ran (its journal entry: input digest and exit code)."""
+
+    kind: Literal["action_ran"] = "action_ran"
+    action: str
+    action_kind: str | None = None
+    digest: str
+    attempt: int
+    exit_code: int
+    request: int | None = None
+
+    def render(self) -> str:
+        return self.where() + (f"ran {self.action} (attempt {self.attempt}), exit "
+                               f"{self.exit_code}, input sha256 {self.digest[:12]}")
+
+
+class ActionAnswered(EventBase):
+    """An action already run with the same input was answered from the journal, not rerun."""
+
+    kind: Literal["action_answered"] = "action_answered"
+    action: str
+    digest: str | None = None
+    attempt: int
+    exit_code: int
+    ran_at: str
+
+    def render(self) -> str:
+        return self.where() + (f"{self.action} (attempt {self.attempt}) answered from the "
+                               f"journal: it ran at {self.ran_at}, exit {self.exit_code}; "
+                               "not run again")
+
+
+class Done(EventBase):
+    """The item reached its ``done`` stage."""
+
+    kind: Literal["done"] = "done"
+
+    def render(self) -> str:
+        return self.where() + "done"
+
+
+class CancelAsked(EventBase):
+    """A person asked the run to cancel."""
+
+    kind: Literal["cancel_asked"] = "cancel_asked"
+    who: str | None = None
+
+    def render(self) -> str:
+        return self.where() + "cancel asked" + (f" by {self.who}" if self.who else "")
+
+
+class Cancelled(EventBase):
+    """The item was cancelled."""
+
+    kind: Literal["cancelled"] = "cancelled"
+    who: str | None = None
+
+    def render(self) -> str:
+        return self.where() + "cancelled" + (f" by {self.who}" if self.who else "")
+
+
+def _restarts(stages: dict[str, str]) -> str:
+    """``Draft`` for the main piece alone, else ``main at Draft, piece-2 at Review``."""
+    if list(stages) == ["main"]:
+        return stages["main"]
+    return ", ".join(f"{piece} at {stage}" for piece, stage in stages.items()) or "?"
+
+
+class Relinquished(EventBase):
+    """This computer handed the item over: the checkpoint it wrote and where it restarts."""
+
+    kind: Literal["relinquished"] = "relinquished"
+    who: str | None = None
+    asked_at: str | None = None
+    restart_stages: dict[str, str] = Field(default_factory=dict)
+    checkpoint_sha256: str
+    files: int | None = None
+    total_bytes: int | None = None
+    released: bool | None = None
+
+    def render(self) -> str:
+        who = f" by {self.who}" if self.who else ""
+        return self.where() + (f"relinquished{who}; restarts at "
+                               f"{_restarts(self.restart_stages)}; checkpoint "
+                               f"{self.checkpoint_sha256[:12]} ({self.files} files, "
+                               f"{self.total_bytes} bytes)")
+
+
+class Continued(EventBase):
+    """This computer continued an item handed over by another (from its checkpoint)."""
+
+    kind: Literal["continued"] = "continued"
+    from_computer: str | None = Field(default=None, alias="from")
+    checkpoint_sha256: str
+    restart_stages: dict[str, str] = Field(default_factory=dict)
+    files: int | None = None
+    journal: int | None = None
+    run: int | None = None
+
+    def render(self) -> str:
+        run = f" as run {self.run}" if self.run is not None else ""
+        return self.where() + (f"continued here{run} from {self.from_computer or '?'}; "
+                               f"restarts at {_restarts(self.restart_stages)}; checkpoint "
+                               f"{self.checkpoint_sha256[:12]} ({self.files} files)")
+
+
+class UnknownEvent(EventBase):
+    """A fact this Bees cannot read: a kind it does not know (a newer Bees wrote it), or a
+    row that does not fit its kind's model. Kept whole, shown as it is."""
+
+    kind: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    def render(self) -> str:
+        data = json.dumps(self.data, sort_keys=True, ensure_ascii=False)
+        return self.where() + f"{self.kind} {data}"
+
+
+KnownEvent = Annotated[
+    Created | Scheduled | Picked | Waiting | Busy | StageStarted | StageFinished | StageFailed
+    | StageInterrupted | ReviewLimit | Retried | Accepted | ApprovalAsked | Approved | Denied
+    | ApprovalCancelled | ApprovalRelinquished | Resumed | ActionRan | ActionAnswered | Done
+    | CancelAsked | Cancelled | Relinquished | Continued,
+    Field(discriminator="kind"),
+]
+"""Every kind of fact this Bees writes, discriminated on ``kind``."""
+
+HistoryEvent = KnownEvent | UnknownEvent
+"""One fact of a history as read back: a known kind, or :class:`UnknownEvent`."""
+
+_KNOWN: TypeAdapter[Any] = TypeAdapter(KnownEvent)
+
+KNOWN_MODELS: tuple[type[EventBase], ...] = get_args(get_args(KnownEvent)[0])
+"""The model of each known kind, in the order of :data:`KnownEvent`."""
+
+KINDS: frozenset[str] = frozenset(m.model_fields["kind"].default for m in KNOWN_MODELS)
+"""The kinds :data:`KnownEvent` reads."""
+
+
+def parse_event(kind: str, data: dict[str, Any], *, at: str, stage: str | None = None,
+                round: int | None = None) -> EventBase:
+    """Read one stored fact (an ``events`` row) as its typed model.
+
+    Args:
+        kind: the row's ``kind``.
+        data: its ``data`` object (decoded JSON).
+        at: when it was recorded (UTC ISO 8601).
+        stage: the stage it belongs to, or None.
+        round: the stage's round, or None.
+
+    Returns:
+        The member of :data:`KnownEvent` for ``kind``; :class:`UnknownEvent` (with ``data``
+        kept whole) for a kind this Bees does not know or data that does not fit. Never
+        raises for what a row holds.
+    """
+    if kind in KINDS:
+        try:
+            event: EventBase = _KNOWN.validate_python(
+                {**data, "kind": kind, "at": at, "stage": stage, "round": round})
+            return event
+        except ValidationError:
+            pass
+    return UnknownEvent(kind=kind, at=at, stage=stage, round=round, data=data)
+
+
+def parse_event_json(item: dict[str, Any]) -> EventBase:
+    """Read back one fact as :meth:`EventBase.to_json` emitted it (``item show --json``).
+
+    Args:
+        item: the flat JSON object (``kind``, ``at``, ``stage``, ``round`` and the kind's
+            fields; an unknown kind's fields under ``data``).
+
+    Returns:
+        The typed fact, as :func:`parse_event` would.
+    """
+    fields = {k: v for k, v in item.items() if k not in ("kind", "at", "stage", "round")}
+    kind, at, stage, round_ = (str(item.get("kind")), str(item.get("at")), item.get("stage"),
+                               item.get("round"))
+    if set(fields) == {"data"} and isinstance(fields["data"], dict):
+        # an UnknownEvent's dump (no known model has a field named data)
+        return UnknownEvent(kind=kind, at=at, stage=stage, round=round_, data=fields["data"])
+    return parse_event(kind, fields, at=at, stage=stage, round=round_)

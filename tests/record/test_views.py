@@ -1,0 +1,68 @@
+"""``bees item show``: typed history in text and JSON; the committed JSON Schema is current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status, WaitKind
+from bees_cli.record.views import generate
+from tests.conftest import REPO, BeesRunner
+from tests.record.test_events import SAMPLES
+
+OUTPUT_SCHEMAS = REPO / "schemas" / "output"
+ITEM = "01JH3ZK4Q8W2M5N7P9R1T3V5X7"
+
+
+def test_output_schema_files_are_current() -> None:
+    on_disk = {p.name: p.read_text("utf-8") for p in OUTPUT_SCHEMAS.glob("*.json")}
+    assert on_disk == generate(), "run: python -m bees_cli.record.views"
+
+
+@pytest.fixture
+def shown_item(bees_home: Path, tmp_path: Path) -> str:
+    """An item of this computer whose history holds one fact of every kind, and one unknown."""
+    record = LocalRecord(bees_home / "data" / "record.db")
+    record.add_item(id=ITEM, process="weekly-report", title="Week 2", workspace="/ws",
+                    run_folder=str(tmp_path / "run"), input="{}", stage="Draft")
+    for kind, (data, stage, round_, _) in sorted(SAMPLES.items()):
+        if kind != "created":
+            record.add_event(ITEM, key=kind, kind=kind, stage=stage, round=round_, data=data)
+    record.add_event(ITEM, key="new", kind="piece_started", data={"piece": "p-2"})
+    record.set_state(ITEM, status=Status.WAITING, reason="folder reports is not linked here",
+                     wait=WaitKind.ELIGIBILITY)
+    return ITEM
+
+
+def test_item_show_json_is_typed_and_matches_its_schema(bees: BeesRunner, shown_item: str
+                                                        ) -> None:
+    done = bees("item", "show", shown_item, "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    schema = json.loads((OUTPUT_SCHEMAS / "item-show.json").read_text("utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(shown)) == []
+    assert (shown["item"]["status"], shown["item"]["wait"], shown["item"]["status_text"]) == (
+        "waiting", "eligibility", "waiting: folder reports is not linked here")
+    kinds = [e["kind"] for e in shown["history"]]
+    assert kinds == ["created", *sorted(k for k in SAMPLES if k != "created"), "piece_started"]
+    continued = next(e for e in shown["history"] if e["kind"] == "continued")
+    assert continued["from"] == "maya-laptop"
+    assert shown["history"][-1]["data"] == {"piece": "p-2"}
+    assert shown["logs"] == ["/l/a.stdout", "/l/a.stderr"]
+
+
+def test_item_show_renders_every_fact_as_a_sentence(bees: BeesRunner, shown_item: str
+                                                    ) -> None:
+    done = bees("item", "show", shown_item)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[3] == "status      waiting: folder reports is not linked here"
+    history = [line.split("  ", 2)[2] for line in lines[lines.index("history") + 1:]]
+    assert history == [SAMPLES["created"][3],
+                       *(SAMPLES[k][3] for k in sorted(SAMPLES) if k != "created"),
+                       'piece_started {"piece": "p-2"}']
