@@ -42,6 +42,7 @@ from bees_cli.record.states import (
     Status,
     WaitKind,
     status_text,
+    wait_kind,
 )
 
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "SLOT_KEEPING_STATUSES", "Event", "ItemRow",
@@ -59,8 +60,10 @@ class ItemRow:
     """One work item as the local record holds it (see the module docstring for statuses).
 
     ``input`` is the JSON of the run's workflow input (snapshot included), kept so
-    ``bees run`` can start a pending item. ``wait`` says why a waiting item waits, when its
-    writer said so (None for rows written before version 2 of the record).
+    ``bees run`` can start a pending item. ``wait`` says why the item waits: the kind its
+    writer stored, else the one its status implies
+    (:func:`~bees_cli.record.states.wait_kind`); None when it does not wait, or when a
+    ``waiting`` row's writer did not say (rows written before version 2 of the record).
     """
 
     id: str
@@ -82,7 +85,7 @@ class ItemRow:
         """Return the item of one ``items`` row (``status`` and ``wait`` as enum members)."""
         data = dict(row)
         data["status"] = Status(data["status"])
-        data["wait"] = None if data.get("wait") is None else WaitKind(data["wait"])
+        data["wait"] = wait_kind(data["status"], data.get("wait"))
         return cls(**data)
 
     @property

@@ -69,6 +69,31 @@ SLOT_KEEPING_STATUSES: frozenset[Status] = frozenset({
 """Statuses of items whose slots ``bees run`` keeps when it starts; other items' slots are
 freed (their stage ended, failed or was cancelled while no worker was there to say so)."""
 
+IMPLIED_WAITS: dict[Status, WaitKind] = {
+    Status.PENDING: WaitKind.ENGINE_NOT_RUNNING,
+    Status.WAITING_FOR_APPROVAL: WaitKind.APPROVAL,
+    Status.FAILED: WaitKind.PERSON,
+    Status.WAITING_FOR_PERSON: WaitKind.PERSON,
+}
+"""The wait kind a status implies by itself; ``waiting`` implies none (its writer says which)."""
+
+
+def wait_kind(status: Status, stored: str | None) -> WaitKind | None:
+    """Return why an item waits: the kind its writer stored, else the one its status implies.
+
+    Args:
+        status: the item's status.
+        stored: ``items.wait`` (a :class:`WaitKind` value), or None.
+
+    Returns:
+        The wait kind, or None for an item that does not wait (or whose writer did not say
+        why it waits).
+    """
+    if stored is not None:
+        return WaitKind(stored)
+    return IMPLIED_WAITS.get(status)
+
+
 NOT_RUNNING_TEXT = "the engine is not running (bees run)"
 """What a ``pending`` item shows after ``waiting:``: nothing runs it until ``bees run``."""
 

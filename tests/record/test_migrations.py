@@ -69,11 +69,12 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     assert (a.process, a.title, a.workspace, a.run_folder, a.stage, a.status, a.reason,
             a.agent, a.since, a.created, a.input, a.wait) == (
         "weekly-report", "Week 2", "/ws", "/runs/A", "Draft", Status.FAILED, "exit 3",
-        "writer", "2025-01-06T09:00:08Z", "2025-01-06T09:00:00Z", '{"item_id": "A"}', None)
+        "writer", "2025-01-06T09:00:08Z", "2025-01-06T09:00:00Z", '{"item_id": "A"}',
+        WaitKind.PERSON)
     assert a.status_text == "failed: exit 3"
-    assert [(r.id, r.status) for r in record.items()] == [
-        (ITEM_A, Status.FAILED), (ITEM_B, Status.DONE),
-        (ITEM_C, Status.WAITING_FOR_APPROVAL)]
+    assert [(r.id, r.status, r.wait) for r in record.items()] == [
+        (ITEM_A, Status.FAILED, WaitKind.PERSON), (ITEM_B, Status.DONE, None),
+        (ITEM_C, Status.WAITING_FOR_APPROVAL, WaitKind.APPROVAL)]
     assert [(e.seq, e.at, e.kind, e.stage, e.round) for e in record.events(ITEM_A)] == [
         (1, "2025-01-06T09:00:00Z", "created", None, None),
         (4, "2025-01-06T09:00:03Z", "waiting", "Draft", 1),
