@@ -27,12 +27,37 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bees_cli.record import schema
 
-OUTCOMES = ("ran_here", "taken", "skipped", "not_eligible", "gave_up", "already_fired", "failed")
+
+class FireOutcome(StrEnum):
+    """How a fire handled here ended (``fires.outcome``; the module docstring shows each)."""
+
+    RAN_HERE = "ran_here"
+    TAKEN = "taken"
+    SKIPPED = "skipped"
+    NOT_ELIGIBLE = "not_eligible"
+    GAVE_UP = "gave_up"
+    ALREADY_FIRED = "already_fired"
+    FAILED = "failed"
+
+
+class ClaimStatus(StrEnum):
+    """The outcome of the latest owner claim of an item made here (``claims.status``)."""
+
+    OWNER = "owner"
+    TAKEN = "taken"
+    UNREACHABLE = "unreachable"
+    NO_CLOUD = "no_cloud"
+    ERROR = "error"
+
+
+OUTCOMES = tuple(FireOutcome)
+"""Every fire outcome, in the module docstring's order."""
 
 
 def iso(moment: datetime) -> str:
@@ -71,7 +96,7 @@ class FireRow:
     scheduled: str
     local: str
     handled: str
-    outcome: str
+    outcome: FireOutcome
     detail: str | None
     tries: int
 
@@ -83,21 +108,21 @@ class FireRow:
     def to_json(self) -> dict[str, Any]:
         """Return the row as JSON, with ``text``."""
         return {"schedule": self.schedule_id, "key": self.key, "scheduled": self.scheduled,
-                "local": self.local, "handled": self.handled, "outcome": self.outcome,
+                "local": self.local, "handled": self.handled, "outcome": str(self.outcome),
                 "detail": self.detail, "tries": self.tries, "text": self.text}
 
 
-def outcome_text(outcome: str, detail: str | None) -> str:
+def outcome_text(outcome: FireOutcome, detail: str | None) -> str:
     """Return the human text of a fire's outcome (module docstring)."""
-    if outcome == "ran_here":
+    if outcome is FireOutcome.RAN_HERE:
         return f"ran here ({detail})"
-    if outcome == "taken":
+    if outcome is FireOutcome.TAKEN:
         return f"taken by {detail}"
-    if outcome == "skipped":
+    if outcome is FireOutcome.SKIPPED:
         return f"skipped (late by {detail} s)"
-    if outcome == "already_fired":
+    if outcome is FireOutcome.ALREADY_FIRED:
         return "already fired here"
-    return f"{outcome.replace('_', ' ')} ({detail})"
+    return f"{outcome.value.replace('_', ' ')} ({detail})"
 
 
 @dataclass(frozen=True)
@@ -105,7 +130,7 @@ class ClaimRow:
     """The owner claim of one item made here: ``status`` and when it was last ``tried`` (UTC)."""
 
     item_id: str
-    status: str
+    status: ClaimStatus
     computer: str | None
     detail: str | None
     tried: str
@@ -141,18 +166,23 @@ class FireLog:
         return bool(row["scheduled"] == iso(scheduled))
 
     def add_fire(self, *, schedule_id: str, key: str, scheduled: datetime, local: str,
-                 handled: datetime, outcome: str, detail: str | None, tries: int = 0) -> FireRow:
-        """Record how a fire ended (one row per schedule and instant; a retry replaces it)."""
+                 handled: datetime, outcome: FireOutcome | str, detail: str | None,
+                 tries: int = 0) -> FireRow:
+        """Record how a fire ended (one row per schedule and instant; a retry replaces it).
+
+        Raises:
+            ValueError: ``outcome`` is not a :class:`FireOutcome` value.
+        """
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown fire outcome {outcome!r}")
-        row = FireRow(schedule_id, key, iso(scheduled), local, iso(handled), outcome, detail,
-                      tries)
+        row = FireRow(schedule_id, key, iso(scheduled), local, iso(handled),
+                      FireOutcome(outcome), detail, tries)
         with connect(self.path) as db:
             db.execute(
                 "INSERT OR REPLACE INTO fires (schedule_id, key, scheduled, local, handled,"
                 " outcome, detail, tries) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (row.schedule_id, row.key, row.scheduled, row.local, row.handled, row.outcome,
-                 row.detail, row.tries))
+                (row.schedule_id, row.key, row.scheduled, row.local, row.handled,
+                 str(row.outcome), row.detail, row.tries))
         return row
 
     def fires(self, schedule_id: str | None = None, *, limit: int | None = None) -> list[FireRow]:
@@ -169,27 +199,36 @@ class FireLog:
             args.append(limit)
         with connect(self.path) as db:
             rows = db.execute(query, args).fetchall()
-        return [FireRow(**dict(r)) for r in rows]
+        return [FireRow(**{**dict(r), "outcome": FireOutcome(r["outcome"])}) for r in rows]
 
     # -- claims ----------------------------------------------------------------------------
 
-    def set_claim(self, item_id: str, status: str, *, computer: str | None, detail: str | None,
-                  tried: datetime) -> None:
-        """Record the outcome of the latest owner claim of ``item_id`` made here."""
+    def set_claim(self, item_id: str, status: ClaimStatus | str, *, computer: str | None,
+                  detail: str | None, tried: datetime) -> None:
+        """Record the outcome of the latest owner claim of ``item_id`` made here.
+
+        Raises:
+            ValueError: ``status`` is not a :class:`ClaimStatus` value.
+        """
+        status = ClaimStatus(status)
         with connect(self.path) as db:
             db.execute(
                 "INSERT OR REPLACE INTO claims (item_id, status, computer, detail, tried)"
-                " VALUES (?, ?, ?, ?, ?)", (item_id, status, computer, detail, iso(tried)))
+                " VALUES (?, ?, ?, ?, ?)", (item_id, str(status), computer, detail, iso(tried)))
 
     def claim(self, item_id: str) -> ClaimRow | None:
         """Return the latest claim of ``item_id`` made here, or None."""
         with connect(self.path) as db:
             row = db.execute("SELECT * FROM claims WHERE item_id = ?", (item_id,)).fetchone()
-        return None if row is None else ClaimRow(**dict(row))
+        return None if row is None else _claim(row)
 
-    def claims(self, status: str) -> list[ClaimRow]:
+    def claims(self, status: ClaimStatus | str) -> list[ClaimRow]:
         """Return every claim in ``status`` (e.g. ``unreachable``), oldest item first."""
         with connect(self.path) as db:
             rows = db.execute("SELECT * FROM claims WHERE status = ? ORDER BY item_id",
-                              (status,)).fetchall()
-        return [ClaimRow(**dict(r)) for r in rows]
+                              (str(ClaimStatus(status)),)).fetchall()
+        return [_claim(r) for r in rows]
+
+
+def _claim(row: sqlite3.Row) -> ClaimRow:
+    return ClaimRow(**{**dict(row), "status": ClaimStatus(row["status"])})
