@@ -15,47 +15,11 @@ without it cannot be made, which mypy and ``tests/record/test_events.py`` both n
 from __future__ import annotations
 
 import json
-from abc import abstractmethod
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-
-class EventBase(BaseModel):
-    """What every fact has: when (UTC ISO 8601), and the stage and round it belongs to."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True,
-                              json_schema_serialization_defaults_required=True)
-
-    kind: str
-    at: str
-    stage: str | None = None
-    round: int | None = None
-
-    def where(self) -> str:
-        """Return the prefix naming the stage (``Draft: ``, ``Draft round 2: ``), or ``""``."""
-        if not self.stage:
-            return ""
-        if self.round is not None:
-            return f"{self.stage} round {self.round}: "
-        return f"{self.stage}: "
-
-    @abstractmethod
-    def render(self) -> str:
-        """Return the fact as one line for people (``bees item show``), stage prefix included."""
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the fact as ``bees item show --json`` emits it (flat, JSON-safe)."""
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def _joined(comments: list[str]) -> str:
-    return " | ".join(comments)
-
-
-def _what(action: str | None, summary: str | None) -> str:
-    """An approval's object: ``ACTION SUMMARY`` for a held action, ``finish (SUMMARY)``."""
-    return f"{action} {summary}" if action else f"finish ({summary})"
+from bees_cli.record.event_base import EventBase, approval_object, joined, restarts
 
 
 class Created(EventBase):
@@ -138,7 +102,7 @@ class StageStarted(EventBase):
     comments: list[str] = Field(default_factory=list)
 
     def render(self) -> str:
-        sent = f", with review comments: {_joined(self.comments)}" if self.comments else ""
+        sent = f", with review comments: {joined(self.comments)}" if self.comments else ""
         return self.where() + f"started {self.agent} (attempt {self.attempt}){sent}"
 
 
@@ -163,7 +127,7 @@ class StageFinished(_StageEnd):
 
     def render(self) -> str:
         verdict = f", verdict {self.verdict}" if self.verdict else ""
-        said = f", comments: {_joined(self.comments)}" if self.comments else ""
+        said = f", comments: {joined(self.comments)}" if self.comments else ""
         return self.where() + f"finished{verdict}{said}; output {self.output_dir}"
 
 
@@ -196,7 +160,7 @@ class ReviewLimit(EventBase):
     rounds: list[list[str]] = Field(default_factory=list)
 
     def render(self) -> str:
-        rounds = "; ".join(f"round {n}: {_joined(c) or '(no comments)'}"
+        rounds = "; ".join(f"round {n}: {joined(c) or '(no comments)'}"
                            for n, c in enumerate(self.rounds, start=1))
         return self.where() + (f"stopped for a person after {len(self.rounds)} requests for "
                                f"changes — {rounds}")
@@ -236,7 +200,7 @@ class ApprovalAsked(EventBase):
 
     def render(self) -> str:
         return self.where() + (f"waiting for approval (request {self.request}): "
-                               f"{_what(self.action, self.summary)}")
+                               f"{approval_object(self.action, self.summary)}")
 
 
 class _Decision(EventBase):
@@ -254,8 +218,9 @@ class _Decision(EventBase):
 
     def _line(self, verb: str) -> str:
         why = f": {self.reason}" if self.reason else ""
+        what = approval_object(self.action, self.summary)
         return self.where() + (f"request {self.request} {verb} by {self.who} at "
-                               f"{self.decided_at}{why} — {_what(self.action, self.summary)}")
+                               f"{self.decided_at}{why} — {what}")
 
 
 class Approved(_Decision):
@@ -368,13 +333,6 @@ class Cancelled(EventBase):
         return self.where() + "cancelled" + (f" by {self.who}" if self.who else "")
 
 
-def _restarts(stages: dict[str, str]) -> str:
-    """``Draft`` for the main piece alone, else ``main at Draft, piece-2 at Review``."""
-    if list(stages) == ["main"]:
-        return stages["main"]
-    return ", ".join(f"{piece} at {stage}" for piece, stage in stages.items()) or "?"
-
-
 class Relinquished(EventBase):
     """This computer handed the item over: the checkpoint it wrote and where it restarts."""
 
@@ -390,7 +348,7 @@ class Relinquished(EventBase):
     def render(self) -> str:
         who = f" by {self.who}" if self.who else ""
         return self.where() + (f"relinquished{who}; restarts at "
-                               f"{_restarts(self.restart_stages)}; checkpoint "
+                               f"{restarts(self.restart_stages)}; checkpoint "
                                f"{self.checkpoint_sha256[:12]} ({self.files} files, "
                                f"{self.total_bytes} bytes)")
 
@@ -409,7 +367,7 @@ class Continued(EventBase):
     def render(self) -> str:
         run = f" as run {self.run}" if self.run is not None else ""
         return self.where() + (f"continued here{run} from {self.from_computer or '?'}; "
-                               f"restarts at {_restarts(self.restart_stages)}; checkpoint "
+                               f"restarts at {restarts(self.restart_stages)}; checkpoint "
                                f"{self.checkpoint_sha256[:12]} ({self.files} files)")
 
 

@@ -1,0 +1,53 @@
+"""The base of every history fact (:mod:`bees_cli.record.events`) and the wording they share."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class EventBase(BaseModel):
+    """What every fact has: when (UTC ISO 8601), and the stage and round it belongs to."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True,
+                              json_schema_serialization_defaults_required=True)
+
+    kind: str
+    at: str
+    stage: str | None = None
+    round: int | None = None
+
+    def where(self) -> str:
+        """Return the prefix naming the stage (``Draft: ``, ``Draft round 2: ``), or ``""``."""
+        if not self.stage:
+            return ""
+        if self.round is not None:
+            return f"{self.stage} round {self.round}: "
+        return f"{self.stage}: "
+
+    @abstractmethod
+    def render(self) -> str:
+        """Return the fact as one line for people (``bees item show``), stage prefix included."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the fact as ``bees item show --json`` emits it (flat, JSON-safe)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def joined(comments: list[str]) -> str:
+    """Return comments as one line: ``first | second``."""
+    return " | ".join(comments)
+
+
+def approval_object(action: str | None, summary: str | None) -> str:
+    """An approval's object: ``ACTION SUMMARY`` for a held action, ``finish (SUMMARY)``."""
+    return f"{action} {summary}" if action else f"finish ({summary})"
+
+
+def restarts(stages: dict[str, str]) -> str:
+    """``Draft`` for the main piece alone, else ``main at Draft, piece-2 at Review``."""
+    if list(stages) == ["main"]:
+        return stages["main"]
+    return ", ".join(f"{piece} at {stage}" for piece, stage in stages.items()) or "?"
