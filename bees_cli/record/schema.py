@@ -6,6 +6,8 @@ a file made then becomes version 1 unchanged). Each later version only adds (a c
 table, an index): a file keeps its rows and stays readable by the Bees that made it.
 Opening a file runs the pending migrations in one transaction; a file from a newer Bees
 (a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
+A new value of a closed set stored here (a ``Status``, a ``WaitKind``) is a migration too,
+even one with no statement, so an older Bees refuses the file instead of misreading a row.
 
 Tables (what each holds is described where it is used)::
 
