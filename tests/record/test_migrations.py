@@ -188,3 +188,31 @@ def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
 
 def test_versions_are_numbered_one_by_one() -> None:
     assert [m.version for m in schema.MIGRATIONS] == list(range(1, len(schema.MIGRATIONS) + 1))
+
+
+def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        records = list(pool.map(lambda _: LocalRecord(old_file), range(8)))
+    assert len(records) == 8
+    db = sqlite3.connect(old_file)
+    assert schema.version(db) == 2
+    assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
+    db.close()
+
+
+def test_item_show_reads_an_old_file(bees: BeesRunner, bees_home: Path) -> None:
+    path = bees_home / "data" / "record.db"
+    path.parent.mkdir(parents=True)
+    shutil.copy(FIXTURE, path)
+    done = bees("item", "show", ITEM_A[:8])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[3] == "status      failed: exit 3"
+    assert lines[lines.index("history") + 1:] == [
+        "  2025-01-06T09:00:00Z  created",
+        "  2025-01-06T09:00:03Z  Draft round 1: waiting: folder reports is not linked here",
+        "  2025-01-06T09:00:05Z  Draft round 1: picked writer: named on the item",
+        "  2025-01-06T09:00:06Z  Draft round 1: started writer (attempt 1)",
+        "  2025-01-06T09:00:07Z  Draft round 1: failed (attempt 1): exit 3"]
