@@ -13,6 +13,7 @@ import pytest
 
 from bees_cli.errors import Refused
 from bees_cli.handover.checkpoint import (
+    CHUNK_BYTES,
     DEFAULT_LIMITS,
     MAX_CHECKPOINT_BYTES,
     MAX_FILE_BYTES,
@@ -196,3 +197,24 @@ def test_past_the_total_the_rest_is_not_hashed(run: Path) -> None:
          "brings the files past the limit of 30 bytes in all; 1 file after it not hashed"),
     ]
     assert verification.total_bytes == 38
+
+
+def test_one_byte_over_a_limit_of_whole_read_chunks(tmp_path: Path) -> None:
+    # Hashing reads CHUNK_BYTES at a time; a limit that is a whole number of chunks must
+    # still read the byte past it.
+    limits = Limits(max_file_bytes=2 * CHUNK_BYTES, max_total_bytes=4 * CHUNK_BYTES)
+    folder = tmp_path / "run"
+    sparse(folder / "video.bin", 2 * CHUNK_BYTES)
+    write(folder, limits=limits)
+    sparse(folder / "video.bin", 2 * CHUNK_BYTES + 1)
+    with pytest.raises(Refused) as caught:
+        write(folder, limits=limits)
+    assert caught.value.message == (
+        "cannot write the checkpoint: video.bin: is larger than the limit of "
+        "2,097,152 bytes per file"
+    )
+    verification = verify_checkpoint(folder, limits=limits)
+    assert found(verification) == [
+        ("file_too_large", "video.bin", "is larger than the limit of 2,097,152 bytes per file"),
+    ]
+    assert verification.total_bytes == 2 * CHUNK_BYTES + 1
