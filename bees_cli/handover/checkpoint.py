@@ -1,26 +1,13 @@
-"""The checkpoint: ``checkpoint.json`` atop a run folder, written on relinquish, checked later.
+"""The checkpoint's public door: `checkpoint.json`, written on relinquish, verified on continue."""
 
-A checkpoint lists every regular file of the run folder with its size in bytes and its
-SHA-256, and says which stage each piece of the run restarts at. It is canonical JSON
-(sorted keys, fixed separators, UTF-8), so its own SHA-256 is reproducible and can be
-released to Bees Cloud (or kept on this computer) and checked by the computer that
-continues the run.
-
-Limits of a handover (the post's "What this costs"): at most 1,000 files, 20 MB each,
-250 MB in all. MB means 10^6 bytes here, as the post says MB, not MiB: 20,000,000 bytes
-per file, 250,000,000 bytes in all. Sizes are always counted from the bytes actually
-read from disk, never from the sizes a checkpoint claims.
-
-This module is the public door; the work lives in sibling modules:
-
-- :mod:`~bees_cli.handover.checkpoint_model`: the document, a strict pydantic model, and
-  how its bytes are parsed and validated;
-- :mod:`~bees_cli.handover.limits`: the limits, one named constant per rule;
-- :mod:`~bees_cli.handover.problems`: the problem codes, :class:`Problem` and
-  :class:`CheckpointInvalid`;
-- :mod:`~bees_cli.handover.folder`: the path, collision and on-disk checks;
-- :mod:`~bees_cli.handover.write` and :mod:`~bees_cli.handover.verify`.
-"""
+# A checkpoint lists every regular file of the run folder with its size and SHA-256 and
+# the stage each piece restarts at, in canonical JSON so its own SHA-256 is reproducible.
+# The work lives in sibling modules:
+#   checkpoint_model  the document (a strict pydantic model), parsing and validation
+#   limits            the post's limits, one named constant per rule
+#   problems          the problem codes, Problem and CheckpointInvalid
+#   folder            the path, collision and on-disk checks
+#   write, verify     write_checkpoint and verify_checkpoint
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""Why a checkpoint is invalid: the problem codes, one problem, and the error that carries them.
-
-Problem codes (stable; ``Problem.code``, a :class:`ProblemCode`):
-
-- the checkpoint itself: ``checkpoint_missing``, ``checkpoint_not_regular``,
-  ``checkpoint_too_large``, ``checkpoint_unreadable``, ``checkpoint_malformed``,
-  ``checkpoint_format``, ``checkpoint_schema``, ``checkpoint_digest``;
-- a listed path: ``path_empty``, ``path_control``, ``path_backslash``, ``path_absolute``,
-  ``path_dotdot``, ``path_not_normal``, ``path_reserved``, ``path_duplicate``,
-  ``path_collision_case``, ``path_collision_unicode``, ``path_symlink``, ``path_escapes``;
-- a listed file: ``file_missing``, ``file_not_regular``, ``file_unreadable``,
-  ``size_changed``, ``content_changed``, ``file_too_large``, ``total_too_large``;
-- the folder: ``too_many_files``, ``extra_file``, ``extra_symlink``, ``extra_special``,
-  ``extra_more``, ``folder_unreadable``.
-"""
+"""Why a checkpoint is invalid: the problem codes, one problem, and the error that carries them."""
 
 from __future__ import annotations
 
@@ -24,7 +10,12 @@ from bees_cli.errors import Refused
 
 
 class ProblemCode(StrEnum):
-    """The closed set of problem codes; each value is the stable string shown in ``--json``."""
+    """The closed set of problem codes; each value is the stable string shown in ``--json``.
+
+    About the checkpoint itself (``checkpoint_*``), a listed path (``path_*``), a listed
+    file (``file_*``, ``size_changed``, ``content_changed``, ``total_too_large``), or the
+    folder (``too_many_files``, ``extra_*``, ``folder_unreadable``).
+    """
 
     CHECKPOINT_MISSING = "checkpoint_missing"
     CHECKPOINT_NOT_REGULAR = "checkpoint_not_regular"
@@ -66,7 +57,7 @@ class Problem:
     """One reason a checkpoint is invalid.
 
     Attributes:
-        code: a stable code (see the module docstring); it compares equal to its string.
+        code: a stable code (:class:`ProblemCode`); it compares equal to its string.
         path: the path it names (as listed, or as found on disk), or None for the folder.
         message: one exact human sentence, without the path.
     """
