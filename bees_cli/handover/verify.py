@@ -38,7 +38,7 @@ from bees_cli.handover.problems import (
 )
 
 MAX_EXTRA_REPORTED = 100  # extra files named one by one; the rest are counted
-SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while hashing."""
@@ -51,7 +51,8 @@ class Verification:
     Attributes:
         ok: True when there is no problem.
         problems: every problem found, in a stable order.
-        checkpoint: the parsed checkpoint, or None when it could not be read or parsed.
+        checkpoint: the parsed JSON object as read (also when a field is wrong), or None
+            when it could not be read or parsed.
         sha256: SHA-256 of the checkpoint file's bytes, or None when it could not be read.
         files: number of files the checkpoint lists (0 when unreadable).
         total_bytes: bytes actually read from the listed files.
@@ -138,7 +139,8 @@ def verify_checkpoint(
     """Verify the checkpoint of a run folder and every file it lists; collect every problem.
 
     Checks (the post's "Handing a run over"): ``checkpoint.json`` exists, is a regular file
-    of at most 16 MiB, is valid JSON of format 1 with every field well typed; its SHA-256
+    of at most 16 MiB, is strict JSON of format 1 that passes :class:`CheckpointDocument`
+    (each wrong field named, see :func:`check_document`); its SHA-256
     equals ``expected_sha256`` when given; every listed path is well formed (relative, no
     ``..``, no empty or ``.`` part, no backslash, no control character, no collision with
     another under NFC or case folding); every listed file exists as a regular file inside
@@ -171,7 +173,7 @@ def verify_checkpoint(
     """
     if expected_sha256 is not None:
         expected_sha256 = expected_sha256.strip().lower()
-        if not SHA256_RE.fullmatch(expected_sha256):
+        if not _SHA256_RE.fullmatch(expected_sha256):
             raise UserError(f"not a SHA-256 digest (64 hex digits): {expected_sha256!r}")
     if not folder.is_dir():
         raise NotFound(f"not a folder: {folder}")
