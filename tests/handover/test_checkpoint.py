@@ -2,102 +2,37 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bees_cli.errors import NotFound, Refused, UserError
 from bees_cli.handover.checkpoint import (
-    DEFAULT_LIMITS,
     MAX_CHECKPOINT_BYTES,
     CheckpointInfo,
     CheckpointInvalid,
-    Limits,
     Problem,
-    Verification,
     canonical_json,
     display_path,
     verify_checkpoint,
-    write_checkpoint,
 )
-
-NOW = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
-CAFE = "notes/caf\u00e9 menu.md"
-FILES = {
-    "draft/report.md": b"# Weekly report\n\nDraft.\n",
-    "logs/stage.log": b"started Draft\n",
-    CAFE: b"soup\n",
-}
-MB20 = 20_000_000
-ZEROS_20MB = hashlib.sha256(bytes(MB20)).hexdigest()
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def make_run(folder: Path, files: dict[str, bytes] = FILES) -> Path:
-    for rel, data in files.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return folder
-
-
-def write(folder: Path, **overrides: Any) -> CheckpointInfo:
-    args: dict[str, Any] = {
-        "item_id": "01JH2Q0000000000000000TEST",
-        "workspace": "maya",
-        "process_digest": "sha256:abc",
-        "restart_stages": {"main": "Draft"},
-        "computer": "maya-laptop",
-        "machine_id": "m" * 32,
-        "journal": [{"action": "mail.send", "to": "sam@example.com"}],
-        "now": NOW,
-    }
-    args.update(overrides)
-    return write_checkpoint(folder, **args)
-
-
-def rewrite(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Hand-edit checkpoint.json: load it, apply ``change``, save it (ASCII-escaped JSON)."""
-    path = folder / "checkpoint.json"
-    doc = json.loads(path.read_bytes())
-    change(doc)
-    path.write_text(json.dumps(doc, indent=1), encoding="ascii")
-
-
-def listing(*entries: tuple[str, int, str]) -> Callable[[dict[str, Any]], None]:
-    def change(doc: dict[str, Any]) -> None:
-        doc["files"] = [{"path": p, "size": s, "sha256": h} for p, s, h in entries]
-
-    return change
-
-
-def found(verification: Verification) -> list[tuple[str, str | None, str]]:
-    return [(p.code, p.path, p.message) for p in verification.problems]
-
-
-def sparse(path: Path, size: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as handle:
-        handle.truncate(size)
-
-
-@pytest.fixture
-def run(tmp_path: Path) -> Path:
-    folder = make_run(tmp_path / "run")
-    write(folder)
-    return folder
-
+from tests.handover.helpers import (
+    CAFE,
+    FILES,
+    found,
+    listing,
+    make_run,
+    rewrite,
+    sha,
+    sparse,
+    write,
+)
 
 # ------------------------------------------------------------------------------ write
 
@@ -167,55 +102,6 @@ def test_write_refuses_special_files_bad_names_and_collisions(tmp_path: Path) ->
         with pytest.raises(Refused) as caught:
             write(folder)
         assert caught.value.message == f"cannot write the checkpoint: {message}"
-
-
-def test_write_refuses_past_each_limit(tmp_path: Path) -> None:
-    many = tmp_path / "many"
-    many.mkdir()
-    for n in range(1_001):
-        (many / f"{n:04}.md").write_bytes(b"")
-    with pytest.raises(Refused) as caught:
-        write(many)
-    assert caught.value.message == (
-        "cannot write the checkpoint: the run folder holds 1,001 files; the limit is 1,000 files"
-    )
-
-    big = tmp_path / "big"
-    sparse(big / "video.bin", MB20 + 1)
-    with pytest.raises(Refused) as caught:
-        write(big)
-    assert caught.value.message == (
-        "cannot write the checkpoint: video.bin: is larger than the limit of "
-        "20 MB (20,000,000 bytes) per file"
-    )
-
-    heavy = tmp_path / "heavy"
-    for n in range(13):
-        sparse(heavy / f"part{n:02}.bin", MB20)
-    with pytest.raises(Refused) as caught:
-        write(heavy)
-    assert caught.value.message == (
-        "cannot write the checkpoint: part12.bin: brings the files past the limit of "
-        "250 MB (250,000,000 bytes) in all"
-    )
-    assert not (heavy / "checkpoint.json").exists()
-
-
-def test_write_accepts_exactly_the_limits(tmp_path: Path) -> None:
-    assert DEFAULT_LIMITS == Limits(max_files=1_000, max_file_bytes=20_000_000,
-                                    max_total_bytes=250_000_000)
-    folder = tmp_path / "full"
-    for n in range(12):
-        sparse(folder / f"part{n:02}.bin", MB20)
-    sparse(folder / "rest.bin", 10_000_000)
-    for n in range(987):
-        (folder / "small" / f"{n:03}.md").parent.mkdir(exist_ok=True)
-        (folder / "small" / f"{n:03}.md").write_bytes(b"")
-    info = write(folder)
-    assert (info.files, info.total_bytes) == (1_000, 250_000_000)
-    verification = verify_checkpoint(folder, expected_sha256=info.sha256)
-    assert (verification.ok, verification.files, verification.total_bytes) == (
-        True, 1_000, 250_000_000)
 
 
 # ------------------------------------------------------------------------------ round trip
@@ -401,74 +287,6 @@ def test_duplicate_listing(run: Path) -> None:
     assert found(verify_checkpoint(run)) == [("path_duplicate", "draft/report.md", "listed twice")]
 
 
-# ------------------------------------------------------------------------------ limits
-
-
-def test_one_thousand_and_one_files(tmp_path: Path) -> None:
-    folder = tmp_path / "many"
-    folder.mkdir()
-    for n in range(1_000):
-        (folder / f"{n:04}.md").write_bytes(b"")
-    write(folder)
-    (folder / "1000.md").write_bytes(b"")
-    rewrite(folder, lambda doc: doc["files"].append(
-        {"path": "1000.md", "size": 0, "sha256": sha(b"")}))
-    verification = verify_checkpoint(folder)
-    assert found(verification) == [
-        ("too_many_files", None, "the checkpoint lists 1,001 files; the limit is 1,000 files"),
-    ]
-    assert verification.files == 1_001
-
-
-def test_a_file_one_byte_over_twenty_mb(tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    sparse(folder / "video.bin", MB20)
-    write(folder)
-    sparse(folder / "video.bin", MB20 + 1)
-    verification = verify_checkpoint(folder)
-    assert found(verification) == [
-        ("file_too_large", "video.bin",
-         "is larger than the limit of 20 MB (20,000,000 bytes) per file"),
-    ]
-    assert verification.total_bytes == MB20 + 1  # counting stopped one byte past the limit
-
-
-def test_listed_sizes_are_not_trusted(tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    sparse(folder / "video.bin", 30_000_000)
-    write(folder, limits=Limits(max_file_bytes=40_000_000, max_total_bytes=40_000_000))
-    rewrite(folder, lambda doc: doc["files"][0].update(size=10))
-    assert found(verify_checkpoint(folder)) == [
-        ("file_too_large", "video.bin",
-         "is larger than the limit of 20 MB (20,000,000 bytes) per file"),
-    ]
-
-
-def test_more_than_250_mb_in_all(tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    names = [f"part{n:02}.bin" for n in range(13)]
-    for name in names:
-        sparse(folder / name, MB20)
-    write(folder, limits=Limits(max_total_bytes=260_000_000))
-    verification = verify_checkpoint(folder)
-    assert found(verification) == [
-        ("total_too_large", "part12.bin",
-         "brings the files past the limit of 250 MB (250,000,000 bytes) in all"),
-    ]
-    assert verification.total_bytes == 260_000_000
-
-
-def test_past_the_total_the_rest_is_not_hashed(run: Path) -> None:
-    (run / CAFE).write_bytes(b"changed, not hashed")
-    small = Limits(max_files=10, max_file_bytes=30, max_total_bytes=30)
-    verification = verify_checkpoint(run, limits=small)
-    assert found(verification) == [
-        ("total_too_large", "logs/stage.log",
-         "brings the files past the limit of 30 bytes in all; 1 file after it not hashed"),
-    ]
-    assert verification.total_bytes == 38
-
-
 # ------------------------------------------------------------------------------ the checkpoint
 
 
@@ -491,82 +309,6 @@ def test_a_reformatted_checkpoint_fails_the_expected_digest(run: Path) -> None:
     assert [p.code for p in verify_checkpoint(run, expected_sha256=released).problems] == [
         "checkpoint_digest"]
     assert verify_checkpoint(run).ok is True
-
-
-def listing_format(value: object) -> Callable[[dict[str, Any]], None]:
-    def change(doc: dict[str, Any]) -> None:
-        doc["format"] = value
-
-    return change
-
-
-def test_unknown_format(run: Path) -> None:
-    values: list[tuple[object, str]] = [(2, "2"), ("1", '"1"'), (True, "true"), (None, "null")]
-    for value, shown in values:
-        rewrite(run, listing_format(value))
-        verification = verify_checkpoint(run)
-        assert found(verification) == [
-            ("checkpoint_format", "checkpoint.json",
-             f"unknown checkpoint format {shown} (this Bees reads format 1)"),
-        ]
-        assert verification.files == 0
-
-
-def test_malformed_checkpoints(run: Path) -> None:
-    path = run / "checkpoint.json"
-    cases = [
-        (b"{not json", "Expecting property name enclosed in double quotes at line 1 column 2"),
-        (b'{"format": 1}\n{}', "Extra data at line 2 column 1"),
-        (b'{"format": 1, "format": 1}', "duplicate key 'format'"),
-        (b'{"format": NaN}', "NaN is not allowed"),
-        (b'{"format": 1, "item": "\xff"}', "not UTF-8 at byte 23"),
-        (b"[" * 100_000, "nested too deeply"),
-    ]
-    for data, detail in cases:
-        path.write_bytes(data)
-        verification = verify_checkpoint(run)
-        assert found(verification) == [
-            ("checkpoint_malformed", "checkpoint.json", f"not valid JSON: {detail}"),
-        ]
-        assert (verification.checkpoint, verification.sha256) == (None, sha(data))
-    path.write_bytes(b"[1]")
-    assert found(verify_checkpoint(run)) == [
-        ("checkpoint_schema", "checkpoint.json", "must be a JSON object"),
-    ]
-
-
-def test_schema_problems_name_the_field(run: Path) -> None:
-    def damage(doc: dict[str, Any]) -> None:
-        del doc["machine_id"]
-        doc["extra"] = 1
-        doc["item"] = ""
-        doc["restart_stages"] = {}
-        doc["time"] = "2026-01-05 09:30"
-        doc["journal"] = [1]
-        doc["files"][0]["size"] = -1
-        doc["files"][1]["sha256"] = "XYZ"
-        doc["files"][2] = {"path": 3, "size": 5, "sha256": "0" * 64}
-        doc["files"].append({"path": "x"})
-        doc["files"].append("x")
-
-    rewrite(run, damage)
-    assert found(verify_checkpoint(run)) == [
-        ("checkpoint_schema", "checkpoint.json", message) for message in [
-            "missing field 'machine_id'",
-            "unknown field 'extra'",
-            "'item' must be a non-empty string",
-            "'restart_stages' must map each piece to a stage name",
-            "'time' must be a UTC time like 2026-01-05T09:30:00Z",
-            "'journal' must be a list of objects",
-            "files[0].size must be a whole number of bytes, 0 or more",
-            "files[1].sha256 must be 64 lowercase hex digits",
-            "files[2].path must be a string",
-            "files[3] must have exactly 'path', 'size' and 'sha256'",
-            "files[4] must be an object",
-        ]
-    ] + [
-        ("extra_file", CAFE, "extra file not in the checkpoint"),
-    ]
 
 
 def test_missing_huge_symlinked_or_folder_checkpoint(run: Path, tmp_path: Path) -> None:

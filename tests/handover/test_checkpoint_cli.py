@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bees_cli.cli.checkpoint import progress_printer
 from tests.conftest import BeesRunner
-from tests.handover.test_checkpoint import make_run, write
+from tests.handover.helpers import make_run, write
 
 WEIRD = {
     "with space.md": b"spaces\n",

@@ -1,0 +1,51 @@
+"""The limits of a handover, one named constant per rule of the post's "What this costs"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_FILES = 1_000
+"""Most regular files a run folder may hold (``checkpoint.json`` excluded).
+
+The post's "What this costs": a handover carries at most 1,000 files.
+"""
+
+MAX_FILE_BYTES = 20_000_000
+"""Largest size of one file, in bytes: 20 MB, where MB means 10^6 bytes (not MiB).
+
+The post's "What this costs": each file is at most 20 MB.
+"""
+
+MAX_TOTAL_BYTES = 250_000_000
+"""Largest size of all files together, in bytes: 250 MB, where MB means 10^6 bytes.
+
+The post's "What this costs": a handover carries at most 250 MB in all.
+"""
+
+MAX_CHECKPOINT_BYTES = 16 * 1024 * 1024
+"""Largest ``checkpoint.json`` read or written, in bytes (16 MiB).
+
+Not a rule of the post: Bees' own bound, so that a hostile checkpoint cannot make a reader
+load an unbounded document into memory.
+"""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of a handover, in files and bytes (1 MB = 10^6 bytes).
+
+    Defaults are the post's rules (:data:`MAX_FILES`, :data:`MAX_FILE_BYTES`,
+    :data:`MAX_TOTAL_BYTES`); tests and benchmarks may pass others.
+
+    Attributes:
+        max_files: most regular files a run folder may hold (checkpoint.json excluded).
+        max_file_bytes: largest size of one file, in bytes.
+        max_total_bytes: largest size of all files together, in bytes.
+    """
+
+    max_files: int = MAX_FILES
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_total_bytes: int = MAX_TOTAL_BYTES
+
+
+DEFAULT_LIMITS = Limits()

@@ -1,0 +1,167 @@
+"""Writing ``checkpoint.json``: list and hash a run folder on relinquish, within the limits."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bees_cli.errors import NotFound, Refused
+from bees_cli.handover.checkpoint_model import (
+    CHECKPOINT_NAME,
+    FORMAT,
+    CheckpointDocument,
+    FileEntry,
+    canonical_json,
+)
+from bees_cli.handover.folder import (
+    NotRegular,
+    disk_name,
+    find_collisions,
+    hash_file,
+    path_problem,
+    scan_folder,
+)
+from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
+from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.machine.files import write_atomic
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What :func:`write_checkpoint` wrote.
+
+    Attributes:
+        path: the checkpoint file (``RUN_FOLDER/checkpoint.json``).
+        sha256: SHA-256 of the checkpoint file's bytes (lowercase hex); release this.
+        files: number of files listed.
+        total_bytes: sum of their sizes, in bytes.
+    """
+
+    path: Path
+    sha256: str
+    files: int
+    total_bytes: int
+
+
+def _format_time(now: datetime) -> str:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be an aware datetime (UTC)")
+    return now.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def write_checkpoint(
+    run_folder: Path,
+    *,
+    item_id: str,
+    workspace: str,
+    process_digest: str,
+    restart_stages: dict[str, str],
+    computer: str,
+    machine_id: str,
+    journal: list[dict[str, Any]],
+    now: datetime,
+    limits: Limits = DEFAULT_LIMITS,
+) -> CheckpointInfo:
+    """List and hash every file of ``run_folder`` and write ``checkpoint.json`` atomically.
+
+    The document is ``{"format": 1, "item", "workspace", "process_digest", "restart_stages",
+    "files": [{"path", "size", "sha256"}], "computer", "machine_id", "time", "journal"}``
+    in canonical JSON (:func:`canonical_json`). Paths are relative POSIX paths, sorted;
+    sizes are bytes; ``time`` is UTC ISO 8601 ending in ``Z``. A checkpoint this function
+    writes always passes :func:`verify_checkpoint` on an unchanged folder: whatever that
+    would reject is refused here first.
+
+    Args:
+        run_folder: the run folder; every regular file in it but the top ``checkpoint.json``
+            is listed.
+        item_id: the work item's id.
+        workspace: the workspace's name.
+        process_digest: digest of the process snapshot the run follows.
+        restart_stages: piece name → stage it restarts at (one piece, ``"main"``, for now).
+        computer: this computer's name.
+        machine_id: this computer's machine id.
+        journal: add-on actions already run (JSON objects), so they are not run twice.
+        now: the current time, an aware datetime (stored in UTC).
+        limits: the handover limits (default: 1,000 files, 20 MB each, 250 MB in all).
+
+    Returns:
+        The file written, its SHA-256 (to release to Bees Cloud or keep), file count and bytes.
+
+    Raises:
+        NotFound: ``run_folder`` is not a folder.
+        Refused: the folder holds a symlink, a special file, an unreadable entry, a name that
+            is not valid UTF-8 or that verification would reject (control characters,
+            backslash, collisions), or breaks a limit; the message names the file and limit.
+            Nothing is written then.
+        ValueError: ``now`` is naive, or a field would not pass :class:`CheckpointDocument`
+            (an empty name, ``restart_stages`` empty or not names to names, ``journal`` not a
+            list of objects): a bug (a pydantic ``ValidationError``, which is a ValueError).
+    """
+    if not run_folder.is_dir():
+        raise NotFound(f"not a folder: {run_folder}")
+    # Validated before any file is read; the files are filled in once hashed.
+    header = CheckpointDocument(
+        format=FORMAT, item=item_id, workspace=workspace, process_digest=process_digest,
+        restart_stages=dict(restart_stages), files=[], computer=computer,
+        machine_id=machine_id, time=_format_time(now), journal=journal,
+    )
+
+    def refuse(path: str | None, message: str, hint: str | None = None) -> Refused:
+        where = f"{display_path(path)}: " if path is not None else ""
+        return Refused(f"cannot write the checkpoint: {where}{message}", hint=hint)
+
+    top = run_folder / CHECKPOINT_NAME
+    if top.is_symlink() or (top.exists() and not top.is_file()):
+        raise refuse(CHECKPOINT_NAME, "exists and is not a regular file")
+    scan = scan_folder(run_folder)
+    if scan.unreadable:
+        rel, reason = scan.unreadable[0]
+        raise refuse(disk_name(rel), f"cannot read: {reason}")
+    if scan.symlinks:
+        raise refuse(disk_name(scan.symlinks[0]), "is a symlink; a symlink cannot travel safely",
+                     hint="replace it with a copy of the file or folder it points to")
+    if scan.special:
+        raise refuse(disk_name(scan.special[0]), "is not a regular file")
+    for rel in scan.files:
+        if disk_name(rel) != rel:
+            raise refuse(disk_name(rel), "file name is not valid UTF-8")
+    if len(scan.files) > limits.max_files:
+        raise refuse(None, f"the run folder holds {plural(len(scan.files), 'file')}; "
+                           f"the limit is {plural(limits.max_files, 'file')}")
+    for rel in scan.files:
+        problem = path_problem(rel)
+        if problem is not None:
+            raise refuse(rel, problem.message)
+    collisions = find_collisions(scan.files)
+    if collisions:
+        raise refuse(collisions[0].path, collisions[0].message)
+
+    entries: list[FileEntry] = []
+    total = 0
+    for rel in scan.files:
+        try:
+            size, digest = hash_file(run_folder / rel, limits.max_file_bytes, None)
+        except NotRegular:
+            raise refuse(rel, "is not a regular file") from None
+        except OSError as error:
+            raise refuse(rel, f"cannot read: {error.strerror or error}") from None
+        if size > limits.max_file_bytes:
+            raise refuse(rel, "is larger than the limit of "
+                              f"{format_bytes(limits.max_file_bytes)} per file")
+        total += size
+        if total > limits.max_total_bytes:
+            raise refuse(rel, "brings the files past the limit of "
+                              f"{format_bytes(limits.max_total_bytes)} in all")
+        entries.append(FileEntry(path=rel, size=size, sha256=digest))
+
+    document = header.model_copy(update={"files": entries})
+    data = canonical_json(document.model_dump())
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        raise refuse(CHECKPOINT_NAME, f"would be {len(data):,} bytes; the limit is "
+                                      f"{MAX_CHECKPOINT_BYTES:,} bytes (16 MiB)")
+    write_atomic(top, data)
+    return CheckpointInfo(path=top, sha256=hashlib.sha256(data).hexdigest(), files=len(entries),
+                          total_bytes=total)
