@@ -11,6 +11,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+INTEGRATION_FOLDERS = ("engine", "cloud", "e2e")
+"""Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
+so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under an integration folder ``integration`` (see INTEGRATION_FOLDERS)."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        relative = Path(item.path).resolve().relative_to(tests)
+        if relative.parts and relative.parts[0] in INTEGRATION_FOLDERS:
+            item.add_marker(pytest.mark.integration)
 EXAMPLE = REPO / "examples" / "weekly-report"
 
 

@@ -7,6 +7,7 @@ import os
 import signal
 from collections.abc import Callable
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -21,6 +22,7 @@ from .conftest import ServerProcess, make_team
 WORKERS = 16
 
 
+@pytest.mark.slow
 async def test_sigkill_loses_nothing_that_was_answered(
     db_url: str, admin: Storage, server_factory: Callable[[str], ServerProcess]
 ) -> None:

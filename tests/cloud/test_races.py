@@ -94,6 +94,7 @@ async def _close(clients: list[AsyncCloudClient]) -> None:
     await asyncio.gather(*(c.aclose() for c in clients))
 
 
+@pytest.mark.slow
 async def test_one_winner_per_key_and_owner_200_rounds(team: Team) -> None:
     clients = _clients(team, [team.url])
     try:
@@ -102,6 +103,7 @@ async def test_one_winner_per_key_and_owner_200_rounds(team: Team) -> None:
         await _close(clients)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 async def test_one_winner_with_two_server_processes_on_one_postgresql(
     postgres_url: str, server_factory: Callable[[str], ServerProcess]

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.server import pid_alive
@@ -137,6 +138,7 @@ def test_wait_reports_moves_and_sigterm_stops_the_engine(
     wait_for(lambda: not pid_alive(server_pid), timeout=15)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_stage_restarts_the_stage_and_finishes_once(
         bees: BeesRunner, bees_home: Path, space: Space) -> None:
     space.agent("writer", env={"SLEEP_FIRST": "60"})
@@ -186,6 +188,7 @@ async def test_run_on_a_given_temporal_address(
     assert space.lines() == ["Draft writer 1 1 []", "Review reviewer 1 1 []"]
 
 
+@pytest.mark.slow
 def test_kill_9_after_a_gated_send_does_not_send_twice(
         bees: BeesRunner, bees_home: Path, space: Space) -> None:
     from tests.engine.test_rules import SEND, action_agent, mail_addon

@@ -61,6 +61,7 @@ def test_a_second_bees_run_is_refused(bees: BeesRunner, bees_home: Path,
     assert "Traceback" not in second.stderr
 
 
+@pytest.mark.slow
 def test_bees_run_stops_when_its_engine_goes_away(bees_home: Path, tmp_path: Path) -> None:
     run = start_bees(bees_home, tmp_path, "run")
     engine = bees_home / "data" / "engine.json"

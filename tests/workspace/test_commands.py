@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bees_cli.workspace.schemas import generate
 from tests.conftest import EXAMPLE, BeesRunner
 from tests.workspace.corpus_cases import BASE
@@ -156,6 +158,7 @@ def test_schemas_write(bees: BeesRunner, tmp_path: Path) -> None:
     assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == generate()
 
 
+@pytest.mark.integration
 def test_starter_runs_to_done(bees: BeesRunner, tmp_path: Path) -> None:
     root = tmp_path / "ws"
     assert bees("init", str(root)).returncode == 0
