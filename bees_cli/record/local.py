@@ -39,6 +39,9 @@ from bees_cli.errors import Ambiguous, BeesError, NotFound
 ACTIVE_STATUSES: frozenset[str] = frozenset({"pending", "starting", "running"})
 """Statuses that keep ``bees run --exit-when-idle`` running: work is under way or about to be."""
 
+NOT_RUNNING = "the engine is not running (bees run)"
+"""The reason of an item whose stage was running when ``bees run`` stopped."""
+
 END_STATUSES: frozenset[str] = frozenset(
     {"done", "failed", "waiting for a person", "waiting for approval", "cancelled"})
 """Statuses where an item stops until a person acts (or forever, for ``done``, ``cancelled``)."""
