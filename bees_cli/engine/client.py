@@ -129,8 +129,15 @@ class EngineGateway:
         return self.client.service_client.config.target_host
 
     async def start(self, item: ItemInput, task_queue: str) -> bool:
-        """Start the run of ``item`` (see :func:`start_item`); True when this call did."""
-        return await start_item(self.client, item, task_queue)
+        """Start the run of ``item`` (see :func:`start_item`); True when this call did.
+
+        Raises:
+            EngineError: the engine refused the start (the RPC status named).
+        """
+        try:
+            return await start_item(self.client, item, task_queue)
+        except RPCError as error:
+            raise rpc_error(error, item.item_id) from None
 
     async def update(self, item_id: str, name: str, arg: object, result_type: object = None,
                      *, timeout: float | None = None) -> object:
