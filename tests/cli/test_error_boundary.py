@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 
 import pytest
 import typer
@@ -18,6 +19,7 @@ from bees_cli.engine import client as engine_client
 from bees_cli.engine.background import supervise
 from bees_cli.engine.client import connect, rpc_error
 from bees_cli.errors import EngineError, NotFound, Refused
+from tests.conftest import BeesRunner
 
 
 def test_json_mode_comes_from_the_parsed_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +120,17 @@ async def test_a_background_loop_logs_the_traceback_of_a_bug_and_runs_again(
     [logged] = caplog.records
     assert logged.getMessage() == "shared record: the loop stopped on an unexpected error"
     assert logged.exc_info is not None and logged.exc_info[0] is ZeroDivisionError
+
+
+def test_the_cli_reads_json_mode_from_the_parsed_options(bees: BeesRunner,
+                                                         tmp_path: Path) -> None:
+    missing = bees("item", "show", "01ZZZZ", "--json")
+    assert missing.returncode == 2, missing.stderr
+    assert json.loads(missing.stdout) == {"error": {
+        "code": "not_found", "message": "no work item '01ZZZZ' on this computer",
+        "hint": "`bees status` lists this computer's items"}}
+    # "--json" here is the title, not the option: the error is text on stderr
+    titled = bees("item", "create", "p", "--title", "--json", "-w", str(tmp_path / "none"))
+    assert titled.returncode == 2
+    assert titled.stdout == ""
+    assert titled.stderr.startswith("error: ")
