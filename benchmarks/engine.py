@@ -61,30 +61,34 @@ async def main(items: int, sequential: int) -> None:
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
+    from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.models import task_queue
-    from bees_cli.engine.service import create_item, start_pending
     from bees_cli.engine.worker import make_worker
-    from bees_cli.machine.identity import load_identity
-    from bees_cli.record.local import open_record
+    from bees_cli.machine.computer import Computer
+    from bees_cli.record.local import LocalRecord
+    from bees_cli.usecases.items import create_item
+    from bees_cli.usecases.run import start_pending
 
     temporal = Path(sys.executable).parent / "temporal"
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal), data_converter=pydantic_data_converter)
     workspace = Path(os.environ["BEES_HOME"]) / "ws"
     make_workspace(workspace)
-    record = open_record()
-    queue = task_queue(load_identity().machine_id)
+    here = Computer.load()
+    record = LocalRecord(here.record_path)
+    queue = task_queue(here.machine_id)
+    engine = EngineGateway(env.client)
 
     async def bees_items(count: int, *, one_by_one: bool) -> float:
         ids = [create_item(workspace, "three", title="b", agents=[], folders=[],
-                           record=record).id for _ in range(count)]
+                           record=record, computer=here).id for _ in range(count)]
         start = time.perf_counter()
         if one_by_one:
             for item_id in ids:
-                await start_pending(env.client, record, only=item_id)
+                await start_pending(engine, record, here, only=item_id)
                 await env.client.get_workflow_handle(item_id).result()
         else:
-            await start_pending(env.client, record)
+            await start_pending(engine, record, here)
             await asyncio.gather(*(env.client.get_workflow_handle(i).result() for i in ids))
         return time.perf_counter() - start
 
@@ -96,7 +100,8 @@ async def main(items: int, sequential: int) -> None:
         return time.perf_counter() - start
 
     try:
-        async with make_worker(env.client, queue, record, heartbeat_every=5.0), Worker(
+        async with make_worker(env.client, queue, record, computer=here,
+                               heartbeat_every=5.0), Worker(
                 env.client, task_queue="bench-bare", workflows=[ThreeActivities],
                 activities=[noop]):
             await bees_items(1, one_by_one=True)  # warm up

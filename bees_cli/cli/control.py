@@ -3,73 +3,56 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Annotated
 
 import typer
 
+from bees_cli.cli.context import bees_here
+from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt
-from bees_cli.cli.output import exit_hard, print_json, print_table, render_error, say
-from bees_cli.errors import BeesError
+from bees_cli.cli.output import exit_hard, print_json, print_table, say
 
 ItemArg = Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")]
 
 
-def _fail_hard(error: BeesError, *, as_json: bool = False) -> None:
-    render_error(error, as_json=as_json)
-    exit_hard(error.exit_code)
-
-
+@touches_engine
 def retry(item: ItemArg) -> None:
     """Start a failed stage again from the top, as a new attempt (or, for an item stopped at
     the review limit, one more round from the work stage). Needs `bees run` up.
 
     Example: bees retry 01JH3
     """
-    from bees_cli.engine.control import person_request
-
-    try:
-        done = person_request(item, "retry")
-    except BeesError as error:
-        _fail_hard(error)
-    say(f"{done['item']}: {done['stage']} starts again (asked by {done['who']})")
+    done = asyncio.run(bees_here().retry(item))
+    say(f"{done.item}: {done.stage} starts again (asked by {done.who})")
     exit_hard(0)
 
 
+@touches_engine
 def item_accept(item: ItemArg) -> None:
     """Take the work of an item stopped at the review limit as it is, and move past the review.
 
     Example: bees item accept 01JH3
     """
-    from bees_cli.engine.control import person_request
-
-    try:
-        done = person_request(item, "accept")
-    except BeesError as error:
-        _fail_hard(error)
-    say(f"{done['item']}: the work under review at {done['stage']} is accepted "
-        f"(by {done['who']})")
+    done = asyncio.run(bees_here().accept(item))
+    say(f"{done.item}: the work under review at {done.stage} is accepted (by {done.who})")
     exit_hard(0)
 
 
+@touches_engine
 def item_cancel(item: ItemArg) -> None:
     """Cancel an item: stop its running stage, free its agent slots, mark it cancelled.
 
     Example: bees item cancel 01JH3
     """
-    from bees_cli.engine.control import cancel_item
-
-    try:
-        done = cancel_item(item)
-    except BeesError as error:
-        _fail_hard(error)
-    if not done["requested"]:
-        say(f"{done['item']}: cancelled")
-    elif done["cancelled"]:
-        say(f"{done['item']}: cancel requested; cancelled")
+    done = asyncio.run(bees_here().cancel(item))
+    if not done.requested:
+        say(f"{done.item}: cancelled")
+    elif done.cancelled:
+        say(f"{done.item}: cancel requested; cancelled")
     else:
-        say(f"{done['item']}: cancel requested; still stopping (see bees item show "
-            f"{done['item']})")
+        say(f"{done.item}: cancel requested; still stopping (see bees item show {done.item})")
     exit_hard(0)
 
 
@@ -78,33 +61,27 @@ def approvals(as_json: JsonOpt = False) -> None:
 
     Example: bees approvals --json
     """
-    from bees_cli.engine.control import waiting_approvals
-
-    rows = waiting_approvals()
+    rows = asyncio.run(bees_here().approvals())
     if as_json:
-        print_json(rows)
+        print_json([r.to_json() for r in rows])
         return
     if not rows:
         say("nothing waits for approval on this computer")
         return
-    print_table([(r["item_id"], r["id"], r["title"], r["stage"], r["what"], r["asked_at"])
+    print_table([(r.item_id, r.id, r.title, r.stage, r.what, r.asked_at)
                  for r in rows], headers=["item", "request", "title", "stage", "waits",
                                           "asked"])
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None) -> None:
-    from bees_cli.engine.control import decide
-
-    try:
-        done = decide(item, approve=approve, request_id=action, reason=reason)
-    except BeesError as error:
-        _fail_hard(error)
+    done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
+                                          reason=reason))
     verb = "approved" if approve else "denied"
-    if done["queued"]:
-        say(f"{done['item']}: {verb} by {done['who']}; bees run delivers it when it starts")
+    if done.queued:
+        say(f"{done.item}: {verb} by {done.who}; bees run delivers it when it starts")
     else:
-        ids = ", ".join(str(i) for i in done["decided"])
-        say(f"{done['item']}: request {ids} {verb} by {done['who']}")
+        ids = ", ".join(str(i) for i in done.decided or [])
+        say(f"{done.item}: request {ids} {verb} by {done.who}")
     exit_hard(0)
 
 
@@ -113,6 +90,7 @@ ActionOpt = Annotated[int | None, typer.Option(
     "of the item.")]
 
 
+@touches_engine
 def approve(item: ItemArg, action: ActionOpt = None) -> None:
     """Approve what waits on an item (a held action, or its stage's finish).
 
@@ -121,6 +99,7 @@ def approve(item: ItemArg, action: ActionOpt = None) -> None:
     _decide(item, approve=True, action=action, reason=None)
 
 
+@touches_engine
 def deny(
     item: ItemArg,
     reason: Annotated[str, typer.Option("--reason", help="Why: the agent is told.")],
@@ -133,6 +112,7 @@ def deny(
     _decide(item, approve=False, action=action, reason=reason)
 
 
+@touches_engine
 def action(
     name: Annotated[str, typer.Argument(metavar="ADDON.ACTION", help="The add-on action.")],
     input: Annotated[str | None, typer.Option(  # noqa: A002 - the option is --input
@@ -147,12 +127,10 @@ def action(
 
     Example: bees action mail.send --input @mail.json
     """
-    from bees_cli.engine.actions import run_action
+    import os
 
-    try:
-        outcome = run_action(name, input)
-    except BeesError as error:
-        _fail_hard(error)
+    # the stage's environment names the item and this computer's home (the worker set it)
+    outcome = asyncio.run(bees_here().action(name, input, env=dict(os.environ)))
     sys.stdout.write(outcome.stdout)
     if outcome.from_journal:
         say(f"{name}: answered from the journal (it ran at {outcome.ran_at}); not run again")

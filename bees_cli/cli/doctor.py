@@ -15,23 +15,25 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees doctor -w examples/weekly-report
     """
-    from bees_cli.engine.doctor import doctor_report
+    import asyncio
 
-    report = doctor_report(workspace)
+    from bees_cli.cli.context import bees_here
+
+    report = asyncio.run(bees_here().doctor(workspace))
     if as_json:
-        print_json(report)
+        print_json(report.to_json())
     else:
-        typer.echo(f"computer  {report['computer']} ({report['person'] or 'no person set'})")
-        for check in report["checks"]:
-            mark = "ok  " if check["ok"] else "FAIL"
-            typer.echo(f"{mark}  {check['check']}: {check['detail']}")
-        for process in report["processes"]:
-            if process["can_run"]:
-                typer.echo(f"ok    process {process['process']}: could run here now")
+        typer.echo(f"computer  {report.computer} ({report.person or 'no person set'})")
+        for check in report.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            typer.echo(f"{mark}  {check.check}: {check.detail}")
+        for process in report.processes:
+            if process.can_run:
+                typer.echo(f"ok    process {process.process}: could run here now")
             else:
-                why = "; ".join(process["reasons"])
-                typer.echo(f"no    process {process['process']}: cannot run here now: {why}")
-    raise typer.Exit(0 if report["ok"] else 1)
+                why = "; ".join(process.reasons)
+                typer.echo(f"no    process {process.process}: cannot run here now: {why}")
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def register(app: typer.Typer) -> None:

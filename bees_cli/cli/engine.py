@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli.context import bees_here
+from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import exit_hard, print_json, print_table, render_error, say
-from bees_cli.errors import BeesError
+from bees_cli.cli.output import exit_hard, print_json, print_table, say
 
 item_app = typer.Typer(
     name="item", help="Work items: create one, show one.", no_args_is_help=True,
@@ -16,11 +17,7 @@ item_app = typer.Typer(
 )
 
 
-def _fail_hard(error: BeesError, *, as_json: bool = False) -> None:
-    render_error(error, as_json=as_json)
-    exit_hard(error.exit_code)
-
-
+@touches_engine
 def run(
     workspace: WorkspaceOpt = None,
     temporal_address: Annotated[
@@ -42,18 +39,16 @@ def run(
 
     Example: bees run -w examples/weekly-report --exit-when-idle
     """
-    from bees_cli.engine.service import run_engine
-    from bees_cli.record.local import open_record
+    import asyncio
 
-    try:
-        code = run_engine(workspace_path=workspace, address=temporal_address,
-                          exit_when_idle=exit_when_idle, record=open_record(), say=say)
-    except BeesError as error:
-        _fail_hard(error)
+    bees = bees_here()
+    code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
+                                exit_when_idle=exit_when_idle))
     exit_hard(code)
 
 
 @item_app.command("create")
+@touches_engine
 def item_create(
     process: Annotated[str, typer.Argument(help="The process the item goes through.")],
     title: Annotated[str | None, typer.Option("--title", help="The item's title.")] = None,
@@ -80,23 +75,22 @@ def item_create(
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
-    from bees_cli.engine.service import create_item, wait_for_item
-    from bees_cli.record.local import open_record
+    import asyncio
 
-    record = open_record()
-    try:
-        created = create_item(workspace, process, title=title, agents=agent or [],
-                              folders=folder or [], record=record, say=say)
+    bees = bees_here()
+
+    async def create_then_wait() -> int:
+        created = await bees.create_item(workspace, process, title=title, agents=agent,
+                                         folders=folder)
         if as_json:
             print_json({"item_id": created.id, "process": created.process,
                         "title": created.title, "run_folder": str(created.run_folder)})
         else:
             typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
-        code = wait_for_item(record, created.id, say=say, timeout=timeout) if wait else 0
-    except BeesError as error:
-        _fail_hard(error)
-    exit_hard(code)
+        return await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
+
+    exit_hard(asyncio.run(create_then_wait()))
 
 
 @item_app.command("show")
@@ -108,10 +102,11 @@ def item_show(
 
     Example: bees item show 01JH3
     """
-    from bees_cli.engine.service import item_details
+    import asyncio
+
     from bees_cli.record.views import ItemShow
 
-    details = ItemShow.model_validate(item_details(item))
+    details = ItemShow.model_validate(asyncio.run(bees_here().item_details(item)).to_json())
     if as_json:
         print_json(details.to_json())
         return
@@ -138,15 +133,12 @@ def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
 
     Example: bees status --mine --json
     """
-    from bees_cli.engine.service import status_rows
-    from bees_cli.record.sync import team_view
+    import asyncio
 
-    rows = status_rows()
-    team, warning = team_view({r["id"] for r in rows})
-    if warning:
-        say(warning)
-    if not mine:
-        rows += [dict(r, since_human=r["since"]) for r in team]
+    view = asyncio.run(bees_here().status(mine=mine))
+    if view.warning:
+        say(view.warning)
+    rows = view.rows
     if as_json:
         print_json(rows)
         return

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from bees_cli.cli.context import bees_here
+from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import exit_hard, print_json, render_error, say
-from bees_cli.errors import BeesError, UserError
+from bees_cli.cli.output import exit_hard, print_json, say
+from bees_cli.errors import UserError
 
 ItemArg = Annotated[str, typer.Argument(help="The item id.", show_default=False)]
 
@@ -21,11 +24,7 @@ def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
-def _fail_hard(error: BeesError, *, as_json: bool) -> None:
-    render_error(error, as_json=as_json)
-    exit_hard(error.exit_code)
-
-
+@touches_engine
 def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
     written into the run folder, and Bees Cloud learns that the item is free. Needs
@@ -33,12 +32,7 @@ def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
 
     Example: bees relinquish 01JH3QX5Z8
     """
-    from bees_cli.handover.relinquish import relinquish_item
-
-    try:
-        done = relinquish_item(item)
-    except BeesError as error:
-        _fail_hard(error, as_json=as_json)
+    done = asyncio.run(bees_here().relinquish(item))
     if as_json:
         print_json(done.to_json())
     else:
@@ -50,6 +44,7 @@ def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
     exit_hard(0)
 
 
+@touches_engine
 def continue_(
     item: ItemArg,
     from_dir: Annotated[Path | None, typer.Option(
@@ -68,22 +63,18 @@ def continue_(
     Example: bees continue 01JH3QX5Z8 -w ~/work/reports
     """
     from bees_cli.cli.checkpoint import progress_printer
-    from bees_cli.handover.continue_ import continue_item
 
     if digest is not None and not _is_sha256(digest):
-        _fail_hard(UserError(f"--digest {digest}: not a SHA-256 (64 hex characters)",
-                             hint="give the SHA-256 printed by bees relinquish"),
-                   as_json=as_json)
+        raise UserError(f"--digest {digest}: not a SHA-256 (64 hex characters)",
+                        hint="give the SHA-256 printed by bees relinquish")
     progress = progress_printer(sys.stderr)
     try:
-        done = continue_item(item, from_dir=from_dir, digest=digest, workspace_path=workspace,
-                             progress=progress, say=say)
-    except BeesError as error:
+        done = asyncio.run(bees_here().continue_item(
+            item, from_dir=from_dir, digest=digest, workspace_path=workspace,
+            progress=progress))
+    finally:
         if progress is not None:
             progress.close()
-        _fail_hard(error, as_json=as_json)
-    if progress is not None:
-        progress.close()
     if as_json:
         print_json(done.to_json())
     else:

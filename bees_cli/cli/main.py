@@ -1,14 +1,12 @@
-"""The root ``bees`` app: registers each command group explicitly and maps errors to exit codes."""
+"""The root ``bees`` app: registers each command group explicitly, behind the one error boundary."""
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from bees_cli import __version__
-from bees_cli.errors import BeesError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -45,9 +43,12 @@ def _register() -> None:
     """Attach every command module to ``app`` (explicit, no auto-import magic)."""
     import importlib
 
+    from bees_cli.cli.errors import guard_all
+
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(f"bees_cli.cli.{module_name}")
         module.register(app)
+    guard_all(app)
 
 
 # Each module has ``register(app)``; its heavy imports stay inside command bodies.
@@ -66,16 +67,7 @@ COMMAND_MODULES: list[str] = [
 
 
 def run() -> None:
-    """Console entry point: run the app; a :class:`BeesError` becomes a message and exit code."""
+    """Console entry point: register the commands and run the app (errors are mapped by
+    :mod:`bees_cli.cli.errors`)."""
     _register()
-    as_json = "--json" in sys.argv[1:]
-    try:
-        app()
-    except BeesError as error:
-        from bees_cli.cli.output import render_error
-
-        render_error(error, as_json=as_json)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
+    app()

@@ -15,9 +15,11 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees schedules -w examples/weekly-report --json
     """
-    from bees_cli.engine.doctor import schedules_report
+    import asyncio
 
-    rows = schedules_report(workspace)
+    from bees_cli.cli.context import bees_here
+
+    rows = [r.to_json() for r in asyncio.run(bees_here().schedules(workspace))]
     if as_json:
         print_json(rows)
         return

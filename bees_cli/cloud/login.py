@@ -22,14 +22,15 @@ class Login:
     token: str
 
 
-def login_path() -> Path:
-    """Return the file holding this computer's sign-in."""
+def login_path(state: Path | None = None) -> Path:
+    """Return the file holding the sign-in of the computer whose state folder is ``state``
+    (default: this one's)."""
     from bees_cli.machine.paths import state_dir
 
-    return state_dir() / "cloud.json"
+    return (state or state_dir()) / "cloud.json"
 
 
-def load_login() -> Login | None:
+def load_login(state: Path | None = None) -> Login | None:
     """Return the stored sign-in, or None when this computer is not signed in.
 
     Raises:
@@ -37,7 +38,7 @@ def load_login() -> Login | None:
     """
     from bees_cli.machine.files import read_json
 
-    path = login_path()
+    path = login_path(state)
     try:
         data = read_json(path, None)
     except ValueError:

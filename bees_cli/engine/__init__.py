@@ -1,1 +1,1 @@
-"""The engine: an embedded Temporal dev server, the worker, workflows (pure) and activities."""
+"""Temporal adapters: dev server, worker, workflows (pure), activities, client gateway."""

@@ -150,7 +150,7 @@ class BeesActivities:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
         stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
         while the stage waited for approval, kill -9, a crash)."""
-        from bees_cli.engine.service import NOT_RUNNING
+        from bees_cli.record.local import NOT_RUNNING
 
         row = self.record.item(stage.item_id)
         stopped = row.status == "waiting" and row.reason == NOT_RUNNING

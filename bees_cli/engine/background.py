@@ -2,19 +2,28 @@
 
 Both are asyncio tasks of the ``bees run`` process. Their failures are said once and
 logged; they never stop the worker (issue 6: "its own failures are logged, never crash
-the worker").
+the worker"). A loop that ends by an unexpected error has its traceback logged and is
+started again after :data:`RESTART_AFTER` seconds (a bug shows as a bug, the worker goes on).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bees_cli.machine.computer import Computer
+
 Say = Callable[[str], None]
+
+log = logging.getLogger(__name__)
+
+RESTART_AFTER = 15.0
+"""Seconds before a background loop that died of an unexpected error runs again."""
 
 
 @dataclass
@@ -36,8 +45,37 @@ class Background:
                 await task
 
 
+async def supervise(name: str, loop: Callable[[], Awaitable[None]], stop: asyncio.Event,
+                    say: Say, *, restart_after: float = RESTART_AFTER) -> None:
+    """Run ``loop()`` until ``stop`` is set; when it raises, log its traceback, say so once,
+    and run it again after ``restart_after`` seconds.
+
+    Args:
+        name: the loop's name in the log and the message (``shared record``).
+        loop: the loop's coroutine function (it returns when ``stop`` is set).
+        stop: ends supervision.
+        say: where to say one-line news.
+        restart_after: seconds before a restart.
+    """
+    while not stop.is_set():
+        try:
+            await loop()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.exception("%s: the loop stopped on an unexpected error", name)
+            say(f"{name}: unexpected error (see the log), running again in "
+                f"{restart_after:g} s: {error!r}")
+        try:
+            await asyncio.wait_for(stop.wait(), restart_after)
+        except TimeoutError:
+            pass
+
+
 async def start_background(client: object, task_queue: str, workspace_path: Path | None,
-                           say: Say, *, sync_every: float | None = None) -> Background:
+                           say: Say, *, computer: Computer,
+                           sync_every: float | None = None) -> Background:
     """Start the sync loop (when a Bees Cloud is configured) and the schedule registrar
     (when a workspace is found); say what runs and what does not.
 
@@ -46,19 +84,21 @@ async def start_background(client: object, task_queue: str, workspace_path: Path
         task_queue: this computer's queue.
         workspace_path: ``--workspace``, or None to look from the current folder.
         say: where to say one-line news.
+        computer: this computer (re-read from its home on each registrar pass: the
+            signed-in person may change while ``bees run`` is up).
         sync_every: seconds between sync rounds (default 15).
     """
     from bees_cli.engine.schedules import Registrar
     from bees_cli.errors import BeesError
-    from bees_cli.machine.computer import Computer
     from bees_cli.record.sync import SYNC_EVERY, Syncer
     from bees_cli.workspace.loader import find_workspace
 
     background = Background()
-    here = await asyncio.to_thread(Computer.load)
-    if here.has_cloud:
-        syncer = Syncer(here, interval=sync_every or SYNC_EVERY)
-        background.tasks.append(asyncio.create_task(syncer.run(background.stop_event, say)))
+    stop = background.stop_event
+    if computer.has_cloud:
+        syncer = Syncer(computer, interval=sync_every or SYNC_EVERY)
+        background.tasks.append(asyncio.create_task(supervise(
+            "shared record", lambda: syncer.run(stop, say), stop, say)))
         say(f"shared record: syncing every {syncer.interval:g} s")
     else:
         say("no Bees Cloud configured: no schedule keys, owners or shared record")
@@ -67,9 +107,14 @@ async def start_background(client: object, task_queue: str, workspace_path: Path
     except BeesError:
         say("no workspace here: schedules are not registered (bees run -w WORKSPACE)")
         return background
-    if here.person is None:
+    if computer.person is None:
         say("no person signed in here: schedules are not registered "
             "(bees whoami --set-person EMAIL)")
-    registrar = Registrar(client, root, task_queue)  # type: ignore[arg-type]
-    background.tasks.append(asyncio.create_task(registrar.run(background.stop_event, say)))
+
+    def here() -> Computer:
+        return Computer.load(computer.home) if computer.state is not None else computer
+
+    registrar = Registrar(client, root, task_queue, computer=here)  # type: ignore[arg-type]
+    background.tasks.append(asyncio.create_task(supervise(
+        "schedules", lambda: registrar.run(stop, say), stop, say)))
     return background

@@ -1,4 +1,4 @@
-"""Temporal client helpers: connect with the pydantic converter, start an item's run."""
+"""The engine gateway: connect to Temporal (pydantic converter), start runs, map RPC errors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+from temporalio.service import RPCError, RPCStatusCode
 
 from bees_cli.engine.models import WORKFLOW_NAME, ItemInput
-from bees_cli.errors import EngineError
+from bees_cli.errors import BeesError, EngineError, Refused
 
 CONNECT_TIMEOUT = 15.0
 """Seconds to keep trying to reach a Temporal server that is starting."""
@@ -32,7 +33,9 @@ def quiet_runtime() -> Runtime:
 async def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Client:
     """Connect to the Temporal server at ``address`` (``host:port``), namespace ``default``.
 
-    Retries for up to ``timeout`` seconds (a dev server answers 0.1–0.2 s after it starts).
+    Retries connection failures only (:func:`is_connection_failure`) for up to ``timeout``
+    seconds (a dev server answers 0.1–0.2 s after it starts); any other error is a bug or
+    a real answer and surfaces at once.
 
     Raises:
         EngineError: the server did not answer in time.
@@ -44,12 +47,44 @@ async def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Client:
             return await Client.connect(
                 address, data_converter=pydantic_data_converter, runtime=quiet_runtime()
             )
-        except Exception as error:  # noqa: BLE001 - any connection failure is retried
+        except Exception as error:
+            if not is_connection_failure(error):
+                raise
             if loop.time() > deadline:
                 raise EngineError(f"cannot reach the Temporal engine at {address}: {error}",
                                   hint="is `bees run` up? see temporal.log in the data dir"
                                   ) from error
             await asyncio.sleep(0.1)
+
+
+CONNECT_FAILED = "Failed client connect"
+"""How the SDK's ``RuntimeError`` begins when the server cannot be reached (temporalio 1.x)."""
+
+
+def is_connection_failure(error: BaseException) -> bool:
+    """Return True when ``error`` means the server could not be reached (worth retrying):
+    the SDK's ``Failed client connect`` runtime error, an ``OSError``, or an RPC error with
+    status ``UNAVAILABLE``."""
+    if isinstance(error, RPCError):
+        return error.status == RPCStatusCode.UNAVAILABLE
+    if isinstance(error, OSError):
+        return True
+    return isinstance(error, RuntimeError) and str(error).startswith(CONNECT_FAILED)
+
+
+def rpc_error(error: RPCError, item_id: str) -> BeesError:
+    """Map a Temporal RPC error about the run of ``item_id`` to the error tree, by status.
+
+    Returns:
+        :class:`~bees_cli.errors.Refused` (exit 3) for ``NOT_FOUND`` (the run is over or
+        unknown to the engine); an :class:`~bees_cli.errors.EngineError` naming the status
+        for any other (``UNAVAILABLE``, ``RESOURCE_EXHAUSTED``…).
+    """
+    if error.status == RPCStatusCode.NOT_FOUND:
+        return Refused(f"item {item_id}: its run is over or unknown to the engine "
+                       f"({error.message})")
+    return EngineError(f"the engine answered {error.status.name} about item {item_id}: "
+                       f"{error.message}", hint="see `bees doctor` and the engine log")
 
 
 async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
@@ -73,3 +108,76 @@ async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
         return False
     del handle
     return True
+
+
+class EngineGateway:
+    """The use cases' one door to Temporal: an already-connected client and the calls they make.
+
+    Every Temporal error is mapped here (:func:`rpc_error`, a validator's refusal), so the
+    application layer sees only the :mod:`bees_cli.errors` tree.
+
+    Args:
+        client: a client made by :func:`connect`.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    @property
+    def address(self) -> str:
+        """The server's ``host:port``."""
+        return self.client.service_client.config.target_host
+
+    async def start(self, item: ItemInput, task_queue: str) -> bool:
+        """Start the run of ``item`` (see :func:`start_item`); True when this call did.
+
+        Raises:
+            EngineError: the engine refused the start (the RPC status named).
+        """
+        try:
+            return await start_item(self.client, item, task_queue)
+        except RPCError as error:
+            raise rpc_error(error, item.item_id) from None
+
+    async def update(self, item_id: str, name: str, arg: object, result_type: object = None,
+                     *, timeout: float | None = None) -> object:
+        """Send update ``name`` to the run of ``item_id``; return its result.
+
+        Args:
+            timeout: seconds to wait for the answer, or None to wait as long as it takes.
+
+        Raises:
+            Refused: the run's validator refused (its reason), or the run is over or
+                unknown (``NOT_FOUND``).
+            EngineError: another RPC status (named), or no answer in ``timeout`` s.
+        """
+        from temporalio.client import WorkflowUpdateFailedError
+        from temporalio.exceptions import ApplicationError
+
+        handle = self.client.get_workflow_handle(item_id)
+        try:
+            return await asyncio.wait_for(
+                handle.execute_update(name, arg, result_type=result_type),  # type: ignore[call-overload]
+                timeout)
+        except WorkflowUpdateFailedError as error:
+            cause = error.cause
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause)
+            raise Refused(f"item {item_id}: {message}") from None
+        except RPCError as error:
+            raise rpc_error(error, item_id) from None
+        except TimeoutError:
+            raise EngineError(f"bees run did not answer about item {item_id} in "
+                              f"{timeout or 0:.0f} s",
+                              hint="see `bees status` and the engine log") from None
+
+    async def cancel(self, item_id: str) -> None:
+        """Ask the run of ``item_id`` to cancel.
+
+        Raises:
+            Refused: the run is over or unknown (``NOT_FOUND``).
+            EngineError: another RPC status (named).
+        """
+        try:
+            await self.client.get_workflow_handle(item_id).cancel()
+        except RPCError as error:
+            raise rpc_error(error, item_id) from None

@@ -223,9 +223,6 @@ class FireService:
         return item_id
 
     def _runs_root(self, workspace: Workspace) -> Path:
-        if not workspace.config.run_folder:
-            self.computer.runs_dir.mkdir(parents=True, exist_ok=True)
-            return self.computer.runs_dir
-        from bees_cli.engine.service import run_folder_root
+        from bees_cli.machine.links import run_folder_root
 
-        return run_folder_root(workspace)
+        return run_folder_root(workspace, self.computer.runs_dir)

@@ -43,20 +43,12 @@ class HandoverActivities:
 
     Args:
         record: the local record (journal read, item marked free).
-        computer: this computer (cloud sign-in, name, machine id); None loads it from
-            ``BEES_HOME`` when first needed.
+        computer: this computer (cloud sign-in, name, machine id).
     """
 
-    def __init__(self, record: LocalRecord, computer: Computer | None = None) -> None:
+    def __init__(self, record: LocalRecord, computer: Computer) -> None:
         self.record = record
-        self._computer = computer
-
-    @property
-    def computer(self) -> Computer:
-        """This computer (loaded once)."""
-        if self._computer is None:
-            self._computer = Computer.load()
-        return self._computer
+        self.computer = computer
 
     @activity.defn(name=HANDOVER_ACTIVITY)
     async def hand_over(self, handover: HandoverInput) -> HandoverOutput:

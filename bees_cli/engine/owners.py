@@ -133,14 +133,14 @@ def startable(record: LocalRecord) -> list[ItemRow]:
             and not str(r.reason).startswith("owned by ")]
 
 
-async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Computer | None = None,
+async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Computer,
                          clock: Clock = _utcnow) -> bool:
-    """Tell whether item ``row`` may start now, claiming it first when needed.
+    """Tell whether item ``row`` may start now on ``computer``, claiming it first when needed.
 
     An item already claimed here starts; one another computer owns never does; one whose
     claim failed is tried again once :data:`CLAIM_RETRY` seconds have passed.
     """
-    here = computer if computer is not None else await asyncio.to_thread(Computer.load)
+    here = computer
     if here.login is None:
         return True
     previous = await asyncio.to_thread(FireLog(here.record_path).claim, row.id)
@@ -159,14 +159,14 @@ async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Compute
     return outcome.may_start
 
 
-def claim_at_create(record: LocalRecord, item_id: str) -> ClaimOutcome:
-    """Claim a just-created item (``bees item create``), blocking; show the outcome on it.
+def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimOutcome:
+    """Claim a just-created item on computer ``here`` (``bees item create``), blocking; show
+    the outcome on it.
 
-    Uses the blocking client, so it is safe to call from inside an event loop too.
+    Uses the blocking client, so it is safe to call from a worker thread of an event loop.
     """
     from bees_cli.cloud import wire
 
-    here = Computer.load()
     api = here.sync_cloud(retries=2)
     if api is None:
         outcome = ClaimOutcome("no_cloud")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 
 from bees_cli.engine.fire_models import FIRE_ACTIVITY, FireRequest, FireResult
+from bees_cli.errors import BeesError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import parse_iso
 
@@ -172,7 +173,7 @@ class Registrar:
     client: Client
     workspace: Path
     task_queue: str
-    computer: Callable[[], Computer] = Computer.load
+    computer: Callable[[], Computer]
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     registered: dict[str, str] | None = None
     _stamp: tuple[Any, ...] | None = None
@@ -250,6 +251,9 @@ class Registrar:
                 text = getattr(error, "message", None) or repr(error)
                 if text != last_error and say:
                     say(f"schedules: cannot register: {text}")
+                # a Bees error is news; anything else is a bug: keep its traceback
+                log.warning("schedules: cannot register: %s", text,
+                            exc_info=not isinstance(error, BeesError))
                 last_error = text
             try:
                 await asyncio.wait_for(stop.wait(), every)
@@ -266,7 +270,7 @@ class FireActivities:
         make: builds the :class:`FireService` (tests inject clocks through it).
     """
 
-    def __init__(self, computer: Callable[[], Computer] = Computer.load, *,
+    def __init__(self, computer: Callable[[], Computer], *,
                  start: Starter | None = None,
                  make: Callable[[Computer, Path, Starter | None], FireService] | None = None
                  ) -> None:

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bees_cli.engine.activities import BeesActivities
+from bees_cli.engine.fire_workflow import FireWorkflow
 from bees_cli.engine.handover import HandoverActivities
 from bees_cli.engine.workflows import ItemWorkflow
+from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
     from bees_cli.engine.schedules import FireActivities
-    from bees_cli.machine.computer import Computer
+
+Starter = Callable[[str], Awaitable[int]]
 
 
-def make_worker(client: Client, task_queue: str, record: LocalRecord, *,
-                heartbeat_every: float = 2.0, computer: Computer | None = None,
+def make_worker(client: Client, task_queue: str, record: LocalRecord, *, computer: Computer,
+                start: Starter | None = None, heartbeat_every: float = 2.0,
                 fires: FireActivities | None = None) -> Worker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
@@ -27,27 +31,22 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *,
         client: a client made by :func:`bees_cli.engine.client.connect`.
         task_queue: this computer's queue (:func:`bees_cli.engine.models.task_queue`).
         record: the local record the activities write.
+        computer: this computer (owner claims, the home its stages' programs get).
+        start: starts a just-fired item's run (``bees run`` passes the use case), or None
+            (the item is left pending: ``bees run``'s next pass starts it).
         heartbeat_every: seconds between heartbeats of a running stage.
-        computer: this computer for owner claims (default: the one ``BEES_HOME`` describes).
-        fires: the fire activities (default: this computer's, starting claimed items).
+        fires: the fire activities (default: this computer's, starting with ``start``).
 
-    Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and
-    ``BEES_HOME`` (when set here), so ``bees action`` reaches this computer's run.
+    Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and the
+    computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
+    run and journal, whatever ``BEES_HOME`` this process has.
     """
-    import os
-
-    engine_env = {"BEES_TEMPORAL_ADDRESS": client.service_client.config.target_host}
-    if os.environ.get("BEES_HOME"):
-        engine_env["BEES_HOME"] = os.environ["BEES_HOME"]
-    activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env)
-    from bees_cli.engine.fire_workflow import FireWorkflow
     from bees_cli.engine.schedules import FireActivities
-    from bees_cli.engine.service import start_pending
 
-    async def start(item_id: str) -> int:
-        return await start_pending(client, record, only=item_id, computer=computer)
-
-    fires = fires or FireActivities(start=start)
+    engine_env = {"BEES_TEMPORAL_ADDRESS": client.service_client.config.target_host,
+                  **computer.process_env()}
+    activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env)
+    fires = fires or FireActivities(lambda: computer, start=start)
     return Worker(
         client,
         task_queue=task_queue,

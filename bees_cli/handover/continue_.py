@@ -21,7 +21,8 @@ this order, and nothing changes anywhere until the claim:
    the restart stage from the top, with the checkpoint's journal seeded (an action already
    run in that stage is answered from it, not run again), ``previous`` naming the earlier
    stages' folders in the run folder, and attempts numbered after those whose logs the
-   checkpoint lists; started when ``bees run`` is up (else ``bees run`` starts it).
+   checkpoint lists; started when ``bees run`` is up (else ``bees run`` starts it): the
+   use case :func:`bees_cli.usecases.handover.continue_item` does that step.
 
 Workflow ids: every run of an item keeps the item's id as its workflow id; the continued
 run is started with Temporal's ``ALLOW_DUPLICATE`` reuse policy, which starts it only once
@@ -31,7 +32,6 @@ retry``, ``approve`` and ``bees action`` address the item by its id as before.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,12 +128,12 @@ def _run_folder(here: Computer, item_id: str, from_dir: Path | None,
     kept = kept_handover(here.record_path.parent, item_id)
     if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
         return Path(str(kept["run_folder"]))
-    from bees_cli.engine.service import run_folder_root
+    from bees_cli.machine.links import run_folder_root
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)
     try:
-        root = run_folder_root(workspace)
+        root = run_folder_root(workspace, here.runs_dir)
     except UserError as error:
         raise Refused(f"cannot continue item {item_id} here: {error.message}",
                       hint=error.hint) from None
@@ -242,7 +242,7 @@ def _refuse_unless_free(here: Computer, item_id: str) -> None:
 
 
 def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
-                     workspace_path: Path | None = None, computer: Computer | None = None,
+                     workspace_path: Path | None = None, computer: Computer,
                      progress: Progress | None = None) -> dict[str, Any]:
     """Steps 1 to 4: everything ``bees continue`` checks before it claims; changes nothing.
 
@@ -261,7 +261,7 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
     from bees_cli.agents.eligibility import check_eligibility
     from bees_cli.handover.checkpoint import verify_checkpoint
 
-    here = computer or Computer.load()
+    here = computer
     item_id = item_id.strip().upper()
     _refuse_unless_free(here, item_id)
     expected = _expected(here, item_id, digest)
@@ -295,7 +295,7 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
 
 def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
                   workspace_path: Path | None = None, title: str | None = None,
-                  computer: Computer | None = None, progress: Progress | None = None,
+                  computer: Computer, progress: Progress | None = None,
                   say: Say = _quiet) -> Continued:
     """Continue relinquished item ``item_id`` on this computer (see the module docstring).
 
@@ -308,7 +308,7 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
             uses), default: found from the current folder.
         title: the item's title when neither ``RUN/item.json``, this computer nor the team
             knows it (default: the process's).
-        computer: this computer (default: the one ``BEES_HOME`` describes).
+        computer: this computer.
         progress: ``progress(bytes_done, bytes_total)`` while hashing.
         say: one line of talk per step.
 
@@ -324,7 +324,7 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
     from bees_cli.record.fires import FireLog
     from bees_cli.record.local import LocalRecord
 
-    here = computer or Computer.load()
+    here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
                              workspace_path=workspace_path, computer=here, progress=progress)
     item_id = ready["item"]
@@ -374,14 +374,9 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
     FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
                                         computer=here.computer, detail=None,
                                         tried=datetime.now(UTC))
-    started = _start_if_worker_up(here, record, item_id)
-    if started:
-        say("started; bees run picks it up")
-    else:
-        say("bees run is not running here: the item starts when `bees run` starts")
     return Continued(item=item_id, run_folder=str(folder), stage=restart,
                      checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
-                     started=started)
+                     started=False)
 
 
 def _claim(here: Computer, item_id: str) -> None:
@@ -405,24 +400,3 @@ def _claim(here: Computer, item_id: str) -> None:
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")
-
-
-def _start_if_worker_up(here: Computer, record: Any, item_id: str) -> bool:
-    """Start the new run now when ``bees run`` is up on this computer; True when it is up
-    (the run is started here, or ``bees run``'s own pass over pending items started it
-    first)."""
-    from bees_cli.engine.control import running_worker
-
-    address = running_worker(here.record_path.parent)
-    if address is None:
-        return False
-
-    async def start() -> int:
-        from bees_cli.engine.client import connect
-        from bees_cli.engine.service import start_pending
-
-        client = await connect(address, timeout=5)
-        return await start_pending(client, record, only=item_id, computer=here)
-
-    asyncio.run(start())
-    return True

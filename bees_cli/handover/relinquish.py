@@ -7,18 +7,17 @@ that the item is free, which stage each piece restarts at and the checkpoint's S
 the item shows ``free, restarts at STAGE`` here at once and on the team's computers after
 their next sync. A review stage restarts at the stage that made the work under review.
 
-The stop is the ``bees.relinquish`` update of the item's run (so ``bees run`` must be up);
-the checkpoint and the release are the run's ``bees.hand_over`` activity
-(:mod:`bees_cli.engine.handover`).
+The stop is the ``bees.relinquish`` update of the item's run (so ``bees run`` must be up;
+:func:`bees_cli.usecases.handover.relinquish` sends it); the checkpoint and the release are
+the run's ``bees.hand_over`` activity (:mod:`bees_cli.engine.handover`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from bees_cli.errors import Ambiguous, EngineError, NotFound, Refused
+from bees_cli.errors import Ambiguous, NotFound, Refused
 from bees_cli.machine.computer import Computer
 
 RELINQUISH_TIMEOUT = 600.0
@@ -89,39 +88,19 @@ def check_owner_here(computer: Computer, item_id: str) -> None:
                       hint=f"run bees relinquish {item_id} on {owner.computer_name}")
 
 
-def relinquish_item(item_id: str, *, computer: Computer | None = None,
-                    timeout: float = RELINQUISH_TIMEOUT) -> Relinquished:
-    """Relinquish item ``item_id`` on this computer (see the module docstring).
-
-    Args:
-        item_id: the item (a unique prefix of its id is enough when it is in this record).
-        computer: this computer (default: the one ``BEES_HOME`` describes).
-        timeout: seconds to wait for the run's answer.
-
-    Returns:
-        The :class:`Relinquished` outcome.
+def relinquishable(computer: Computer, item_id: str) -> Any:
+    """Return the local record row of ``item_id`` once it may be relinquished here: this
+    computer owns it and its run has started and is not over (blocking: the cloud check).
 
     Raises:
         Refused: another computer owns the item (exit 3, naming it); it is free, done,
-            cancelled or not started; the checkpoint could not be written (the reason names
-            the file and the limit; the stage then waits, failed, for a retry).
+            cancelled or not started.
         NotFound: no such item here (and none in Bees Cloud).
-        EngineError: ``bees run`` is not up on this computer.
         CloudError: the cloud cannot be reached (nothing changed).
     """
-    from bees_cli.engine.control import (
-        NOT_UP,
-        running_worker,
-        send_update,
-        start_hint,
-        who_am_i,
-    )
-    from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
-    from bees_cli.engine.models import PersonInput
-    from bees_cli.record.local import LocalRecord, now_utc
+    from bees_cli.record.local import LocalRecord
 
-    here = computer or Computer.load()
-    record = LocalRecord(here.record_path)
+    record = LocalRecord(computer.record_path)
     try:
         row = record.item(item_id)
         item_id = row.id
@@ -129,7 +108,7 @@ def relinquish_item(item_id: str, *, computer: Computer | None = None,
         raise
     except NotFound:
         row = None
-    check_owner_here(here, item_id)
+    check_owner_here(computer, item_id)
     if row is None:
         raise NotFound(f"no work item {item_id!r} on this computer",
                        hint="`bees status` lists this computer's items")
@@ -141,19 +120,4 @@ def relinquish_item(item_id: str, *, computer: Computer | None = None,
     if row.status == "pending":
         raise Refused(f"item {row.id} has not started yet: start it with bees run, "
                       "then relinquish it")
-    address = running_worker(here.record_path.parent)
-    if address is None:
-        raise EngineError(NOT_UP, hint=start_hint(f"bees relinquish {row.id}"))
-    person = PersonInput(who=who_am_i(), at=now_utc())
-    answer: HandoverOutput = asyncio.run(send_update(
-        address, row.id, RELINQUISH_UPDATE, person, HandoverOutput, timeout=timeout))
-    if not answer.ok:
-        raise Refused(f"item {row.id} was not relinquished: {answer.reason}",
-                      hint=f"its stage waits, failed: fix the run folder, then bees retry "
-                           f"{row.id}")
-    assert answer.checkpoint is not None and answer.checkpoint_sha256 is not None
-    return Relinquished(item=row.id, stage=answer.stage,
-                        restart_stages=dict(answer.restart_stages),
-                        checkpoint=answer.checkpoint,
-                        checkpoint_sha256=answer.checkpoint_sha256, files=answer.files,
-                        total_bytes=answer.total_bytes, released=answer.released)
+    return row

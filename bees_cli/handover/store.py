@@ -69,22 +69,22 @@ def kept_handover(data: Path, item_id: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def taken_over(record_path: Path, free_rows: list[Any]) -> set[str]:
+def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[str]:
     """Return the ids of ``free`` items of this record that another computer changed later
     in the shared record (continued elsewhere): ``bees status`` shows the team's row.
 
     Args:
         record_path: this computer's ``record.db``.
         free_rows: local rows (:class:`~bees_cli.record.local.ItemRow`) whose status is free.
+        machine_id: this computer's machine id.
     """
     if not free_rows:
         return set()
     from datetime import UTC, datetime
 
-    from bees_cli.machine.identity import load_identity
     from bees_cli.record.sync import SharedRecord
 
-    mine = load_identity().machine_id
+    mine = machine_id
     team = {t.item_id: t for t in SharedRecord(record_path).team()}
     moved = set()
     for row in free_rows:

@@ -1,7 +1,8 @@
-"""One computer as the engine sees it: identity, sign-in, record file, runs folder, passed around.
+"""One computer: the only door to its paths, identity, sign-in, record and engine address.
 
-Why: the fire path and the sync loop take this object instead of reading ``BEES_HOME``
-themselves, so a test can run two or three "computers" side by side in one process.
+Why: :meth:`Computer.load` at the CLI edge is the one place that reads ``BEES_HOME`` (or
+platformdirs); everything below takes this object, so a test can run two or three
+"computers" side by side in one process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ class Computer:
             cloud step is skipped: no keys, no owners, no shared record).
         record_path: the local record database (``record.db``).
         runs_dir: where run folders are made when the workspace names no run folder.
+        data: the data folder (temporal.db, engine.json, worker.json, logs); default: the
+            folder of ``record_path``.
+        home: the ``BEES_HOME`` this computer was loaded from, handed to the programs it
+            starts (stages, so ``bees action`` reaches this computer), or None (platformdirs).
+        state: the folder of small state files (machine.json, links.json, cloud.json), or
+            None when unknown (a computer made by a test).
         transport: an httpx async transport for the cloud client (tests), or None.
         cloud_sleep: how the cloud client waits between its own retries (tests), or None.
     """
@@ -40,29 +47,73 @@ class Computer:
     login: Login | None
     record_path: Path
     runs_dir: Path
+    data: Path | None = None
+    home: Path | None = None
+    state: Path | None = None
     transport: httpx.AsyncBaseTransport | None = field(default=None, compare=False)
     cloud_sleep: Callable[[float], Awaitable[None]] | None = field(default=None, compare=False)
 
     @classmethod
-    def load(cls) -> Computer:
-        """Return this computer as ``BEES_HOME`` (or platformdirs) describes it.
+    def load(cls, home: Path | None = None) -> Computer:
+        """Return the computer whose home is ``home``, or this one as ``BEES_HOME`` (or
+        platformdirs) describes it; the one place that reads them.
+
+        Args:
+            home: a computer's home folder (``state/`` and ``data/`` under it), or None.
 
         Raises:
             UserError: the stored sign-in file is not valid.
+            StateFileInvalid: ``machine.json`` is not valid.
         """
         from bees_cli.cloud.login import load_login
         from bees_cli.machine.identity import load_identity
-        from bees_cli.machine.paths import data_dir, default_runs_dir
+        from bees_cli.machine.paths import bees_home, data_dir, default_runs_dir, state_dir
 
-        identity = load_identity()
+        home = home.resolve() if home is not None else bees_home()
+        state = state_dir(home)
+        identity = load_identity(state)
+        data = data_dir(home)
         return cls(
             machine_id=identity.machine_id,
             computer=identity.computer,
             person=identity.person,
-            login=load_login(),
-            record_path=data_dir() / "record.db",
-            runs_dir=default_runs_dir(),
+            login=load_login(state),
+            record_path=data / "record.db",
+            runs_dir=default_runs_dir(home),
+            data=data,
+            home=home,
+            state=state,
         )
+
+    @property
+    def data_dir(self) -> Path:
+        """The data folder: databases, ``engine.json``, ``worker.json``, logs."""
+        return self.data if self.data is not None else self.record_path.parent
+
+    @property
+    def temporal_db(self) -> Path:
+        """The embedded engine's database (``temporal.db``)."""
+        return self.data_dir / "temporal.db"
+
+    @property
+    def engine_log(self) -> Path:
+        """The embedded engine's log (``temporal.log``)."""
+        return self.data_dir / "temporal.log"
+
+    @property
+    def worker_lock(self) -> Path:
+        """The lock one ``bees run`` holds on this computer (``worker.lock``)."""
+        return self.data_dir / "worker.lock"
+
+    @property
+    def links_path(self) -> Path | None:
+        """The folder links file (``links.json``), or None when the state folder is unknown."""
+        return None if self.state is None else self.state / "links.json"
+
+    def process_env(self) -> dict[str, str]:
+        """Return what a program this computer starts must know to reach it again
+        (``BEES_HOME`` when loaded from one), e.g. ``bees action`` inside a stage."""
+        return {} if self.home is None else {"BEES_HOME": str(self.home)}
 
     @property
     def has_cloud(self) -> bool:

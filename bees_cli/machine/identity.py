@@ -27,13 +27,13 @@ class Identity:
     person: str | None
 
 
-def _path() -> Path:
-    return state_dir() / "machine.json"
+def _path(state: Path | None = None) -> Path:
+    return (state or state_dir()) / "machine.json"
 
 
-def _read() -> dict[str, Any]:
+def _read(state: Path | None = None) -> dict[str, Any]:
     """Return ``machine.json`` checked field by field ({} when it does not exist yet)."""
-    path = _path()
+    path = _path(state)
     hint = (
         f"repair it, or move it aside to make a new machine id (mv {path} {path}.bad); "
         "items this computer owns in Bees Cloud stay with the old id"
@@ -50,13 +50,16 @@ def _read() -> dict[str, Any]:
     return data
 
 
-def load_identity() -> Identity:
+def load_identity(state: Path | None = None) -> Identity:
     """Return this computer's identity, creating the machine id on first use (atomically).
+
+    Args:
+        state: the computer's state folder (default: :func:`~bees_cli.machine.paths.state_dir`).
 
     Raises:
         StateFileInvalid: ``machine.json`` is not JSON or holds a malformed field.
     """
-    data = _read()
+    data = _read(state)
     changed = False
     if not data.get("machine_id"):
         data["machine_id"] = secrets.token_hex(16)
@@ -65,7 +68,7 @@ def load_identity() -> Identity:
         data["computer"] = socket.gethostname() or "computer"
         changed = True
     if changed:
-        write_json_atomic(_path(), data)
+        write_json_atomic(_path(state), data)
     return Identity(data["machine_id"], data["computer"], data.get("person"))
 
 

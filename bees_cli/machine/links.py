@@ -127,3 +127,22 @@ def unlink_folder(name: str) -> None:
         )
     del links[name]
     write_json_atomic(_links_path(), links)
+
+
+def run_folder_root(workspace: object, runs_dir: Path) -> Path:
+    """Return the folder that holds run folders: the directory of the workspace's
+    ``run_folder`` folder when it names one, else ``runs_dir`` (created), this computer's
+    default runs folder.
+
+    Raises:
+        UserError: the named folder is not linked on this computer.
+    """
+    config = workspace.config  # type: ignore[attr-defined]
+    if not config.run_folder:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        return runs_dir
+    name = config.run_folder
+    link = resolve_folder(name, workspace.folders.get(name), workspace.root)  # type: ignore[attr-defined]
+    if not link.linked or link.path is None:
+        raise UserError(f"run folder {name}: {link.reason}", hint=f"bees link {name} PATH")
+    return link.path

@@ -25,9 +25,13 @@ def bees_home() -> Path | None:
     return Path(value).expanduser().resolve()
 
 
-def state_dir() -> Path:
-    """Return (creating it, mode 0700) the folder of this computer's small state files."""
-    home = bees_home()
+def state_dir(home: Path | None = None) -> Path:
+    """Return (creating it, mode 0700) the folder of this computer's small state files.
+
+    Args:
+        home: the computer's home (its ``BEES_HOME``); default: ``BEES_HOME`` if set.
+    """
+    home = home or bees_home()
     if home is not None:
         path = home / "state"
     else:
@@ -38,9 +42,13 @@ def state_dir() -> Path:
     return path
 
 
-def data_dir() -> Path:
-    """Return (creating it) the folder of this computer's databases, logs and run folders."""
-    home = bees_home()
+def data_dir(home: Path | None = None) -> Path:
+    """Return (creating it) the folder of this computer's databases, logs and run folders.
+
+    Args:
+        home: the computer's home (its ``BEES_HOME``); default: ``BEES_HOME`` if set.
+    """
+    home = home or bees_home()
     if home is not None:
         path = home / "data"
     else:
@@ -51,8 +59,8 @@ def data_dir() -> Path:
     return path
 
 
-def default_runs_dir() -> Path:
+def default_runs_dir(home: Path | None = None) -> Path:
     """Return (creating it) the folder that holds run folders when the workspace names none."""
-    path = data_dir() / "runs"
+    path = data_dir(home) / "runs"
     path.mkdir(parents=True, exist_ok=True)
     return path

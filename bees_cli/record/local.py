@@ -38,6 +38,7 @@ from bees_cli.record.events import EventBase, parse_event
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
     END_STATUSES,
+    NOT_RUNNING_TEXT,
     SLOT_KEEPING_STATUSES,
     Status,
     WaitKind,
@@ -45,9 +46,12 @@ from bees_cli.record.states import (
     wait_kind,
 )
 
-__all__ = ["ACTIVE_STATUSES", "END_STATUSES", "SLOT_KEEPING_STATUSES", "Event", "ItemRow",
-           "LocalRecord", "Status", "WaitKind", "human_since", "item_journal", "now_utc",
-           "open_record"]
+__all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
+           "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
+           "now_utc", "open_record"]
+
+NOT_RUNNING = NOT_RUNNING_TEXT
+"""The reason of an item whose stage was running when ``bees run`` stopped."""
 
 
 def now_utc() -> str:

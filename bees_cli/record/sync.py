@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import CloudError, CloudRefused
+from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
 from bees_cli.record.fires import connect, iso, parse_iso
 from bees_cli.record.local import LocalRecord
@@ -304,7 +304,9 @@ class Syncer:
                 if text != last_error and say:
                     say(f"shared record: sync failed: {text}")
                 last_error = text
-                log.warning("shared record sync failed: %s", text)
+                # a Bees error is news; anything else is a bug: keep its traceback
+                log.warning("shared record sync failed: %s", text,
+                            exc_info=not isinstance(error, BeesError))
                 try:
                     await asyncio.to_thread(self.shared.set_meta, error=text)
                 except Exception:  # noqa: BLE001

@@ -136,22 +136,27 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 async def _start(client: Client, record: LocalRecord, space: Space) -> str:
-    from bees_cli.engine.service import create_item, start_pending
+    from bees_cli.engine.client import EngineGateway
+    from bees_cli.machine.computer import Computer
+    from bees_cli.usecases.items import create_item
+    from bees_cli.usecases.run import start_pending
 
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
-    assert await start_pending(client, record) == 1
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    assert await start_pending(EngineGateway(client), record, Computer.load()) == 1
     return item.id
 
 
 async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario,
                      base: Path) -> Path:
     """Run ``scenario`` on a fresh computer under ``base``; save its history; return the file."""
-    from bees_cli.engine.control import note_worker
     from bees_cli.engine.models import task_queue
     from bees_cli.engine.worker import make_worker
+    from bees_cli.machine.computer import Computer
     from bees_cli.machine.identity import load_identity, set_identity
     from bees_cli.machine.paths import data_dir
     from bees_cli.record.local import open_record
+    from bees_cli.usecases.run import note_worker
 
     folder = base / name
     home = folder / "home"
@@ -165,7 +170,8 @@ async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario,
     queue = task_queue(load_identity().machine_id)
     set_identity(person=MAYA.who)
     note_worker(data_dir(), env.client.service_client.config.target_host, queue)
-    async with make_worker(env.client, queue, record, heartbeat_every=0.5):
+    async with make_worker(env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
         item_id = await scenario(env.client, record, space)
     history = await env.client.get_workflow_handle(item_id).fetch_history()
     path = HISTORIES / f"{name}.json"

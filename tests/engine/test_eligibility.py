@@ -9,12 +9,15 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
+from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
-from bees_cli.engine.service import create_item, start_pending
 from bees_cli.engine.worker import make_worker
+from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.machine.links import link_folder
 from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import start_pending
 from tests.engine.conftest import Space, until
 
 PROCESS = """\
@@ -33,10 +36,12 @@ async def test_item_waits_with_reasons_and_rechecks_every_15_s(
     space.agent("alpha", enabled=False)
     space.write("folders/notes.yaml", "description: notes\n")
     space.write("processes/p.yaml", PROCESS)
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(skip_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(skip_env.client, record)
+    async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.status_text == (
             "waiting: folder notes: not linked on this computer (bees link notes PATH); "
@@ -79,10 +84,12 @@ async def test_waiting_item_starts_once_its_folder_is_linked(
     space.agent("alpha")
     space.write("folders/notes.yaml", "description: notes\n")
     space.write("processes/p.yaml", PROCESS)
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(skip_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(skip_env.client, record)
+    async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.reason == "folder notes: not linked on this computer (bees link notes PATH)"
         assert space.lines() == []

@@ -9,31 +9,45 @@ import asyncio
 import hashlib
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bees_cli.engine import service
-from bees_cli.engine.control import note_worker
+from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
-from bees_cli.engine.service import create_item, start_pending
 from bees_cli.engine.worker import make_worker
 from bees_cli.errors import Refused
 from bees_cli.handover.checkpoint import CheckpointInvalid, verify_checkpoint
-from bees_cli.handover.continue_ import continue_item
-from bees_cli.handover.relinquish import Relinquished, relinquish_item
+from bees_cli.handover.continue_ import Continued
+from bees_cli.handover.relinquish import Relinquished
+from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.links import link_folder, unlink_folder
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
+from bees_cli.usecases import Bees, run
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, until
 
 HERE = Path(__file__).resolve().parent
+
+
+def relinquish_item(item_id: str) -> Relinquished:
+    """``bees relinquish`` in a thread of its own (its own event loop)."""
+    return asyncio.run(Bees(Computer.load()).relinquish(item_id))
+
+
+def continue_item(item_id: str, *, say: Callable[[str], None] = lambda _: None,
+                  **options: Any) -> Continued:
+    """``bees continue`` in a thread of its own (its own event loop)."""
+    return asyncio.run(Bees(Computer.load(), say=say).continue_item(item_id, **options))
 
 PROCESS = """\
 stages:
@@ -94,7 +108,8 @@ async def worker(dev_env: WorkflowEnvironment, space: Space,
     queue = task_queue(load_identity().machine_id)
     set_identity(person="maya@example.com", computer="maya-laptop")
     note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
-    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5) as running:
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5) as running:
         yield running
 
 
@@ -104,8 +119,8 @@ async def relinquished_in_draft(env: WorkflowEnvironment, space: Space,
     write_space(space, hold)
     hold.touch()
     item = create_item(space.root, "report", title="Week 2", agents=[], folders=[],
-                       record=record)
-    assert await start_pending(env.client, record) == 1
+                       record=record, computer=Computer.load())
+    assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while "holding Draft" not in space.lines():
@@ -150,14 +165,15 @@ async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothin
         f"item {item_id} is free, restarts at Draft: nothing to relinquish")
 
     hold.unlink()
-    real_start = service.start_pending
+    real_start = run.start_pending
 
-    async def bees_run_first(client: object, rec: LocalRecord, **options: object) -> int:
+    async def bees_run_first(engine: EngineGateway, rec: LocalRecord, here: Computer,
+                             **options: Any) -> int:
         # bees run's own pass over pending items starts the run first: this one starts none
-        assert await real_start(client, rec, **options) == 1  # type: ignore[arg-type]
-        return await real_start(client, rec, **options)  # type: ignore[arg-type]
+        assert await real_start(engine, rec, here, **options) == 1
+        return await real_start(engine, rec, here, **options)
 
-    monkeypatch.setattr(service, "start_pending", bees_run_first)
+    monkeypatch.setattr(run, "start_pending", bees_run_first)
     said: list[str] = []
     cont = await asyncio.to_thread(continue_item, item_id, workspace_path=space.root,
                                    say=said.append)
@@ -229,8 +245,8 @@ async def test_relinquish_during_review_restarts_at_the_stage_under_review(
     write_space(space, tmp_path / "no-hold", review_hold)
     review_hold.touch()
     item = create_item(space.root, "report", title="Week 3", agents=[], folders=[],
-                       record=record)
-    assert await start_pending(dev_env.client, record) == 1
+                       record=record, computer=Computer.load())
+    assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while "holding Review" not in space.lines():
@@ -263,17 +279,24 @@ stages:
 async def test_relinquish_while_send_waits_for_approval_then_continue_keeps_previous(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         tmp_path: Path) -> None:
-    from bees_cli.engine.control import decide, waiting_approvals
+    from bees_cli.usecases.approvals import approvals_waiting
+    from bees_cli.usecases.models import ApprovalRow
+
+    def waiting_approvals() -> list[ApprovalRow]:
+        return approvals_waiting(record)
+
+    def decide(item_id: str, **options: Any) -> object:
+        return asyncio.run(Bees(Computer.load()).decide(item_id, **options))
 
     write_space(space, tmp_path / "no-hold")
     space.write("agents/sender.yaml", (space.root / "agents/writer.yaml").read_text()
                 .replace("ACTIONS:", "SHOW_PREVIOUS: '1'\n    ACTIONS:"))
     space.write("processes/send.yaml", SEND_PROCESS)
     item = create_item(space.root, "send", title="Week 4", agents=[], folders=[],
-                       record=record)
-    assert await start_pending(dev_env.client, record) == 1
+                       record=record, computer=Computer.load())
+    assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
     await until(record, item.id, lambda r: r.status == "waiting for approval")
-    assert [r["item_id"] for r in waiting_approvals()] == [item.id]
+    assert [r.item_id for r in waiting_approvals()] == [item.id]
 
     done = await asyncio.to_thread(relinquish_item, item.id)
     assert (done.stage, done.restart_stages) == ("Send", {"main": "Send"})
@@ -293,7 +316,7 @@ async def test_relinquish_while_send_waits_for_approval_then_continue_keeps_prev
     cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
     assert (cont.stage, cont.run) == ("Send", 2)
     await until(record, item.id, lambda r: r.status == "waiting for approval")
-    assert [r["item_id"] for r in waiting_approvals()] == [item.id]
+    assert [r.item_id for r in waiting_approvals()] == [item.id]
     await asyncio.to_thread(decide, item.id, approve=True, request_id=None, reason=None)
     assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
     draft = item.run_folder / "Draft"

@@ -17,13 +17,14 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.owners import claim_owner
 from bees_cli.engine.schedules import FireActivities, wanted_schedules
-from bees_cli.engine.service import start_pending
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import Syncer, team_rows
+from bees_cli.usecases.run import start_pending
 from bees_cli.workspace.loader import load_workspace
 from tests.e2e.conftest import (  # noqa: F401 - fixtures
     Team,
@@ -65,8 +66,8 @@ class Maya:
 
     def starter(self, computer: Computer):  # type: ignore[no-untyped-def]  # noqa: ANN201
         async def start(item_id: str) -> int:
-            return await start_pending(self.env.client, record_of(computer), only=item_id,
-                                       computer=computer)
+            return await start_pending(EngineGateway(self.env.client), record_of(computer),
+                                       computer, only=item_id)
         return start
 
     async def until(self, computer: Computer, stage: str, status: str,
@@ -118,8 +119,8 @@ class Maya:
     async def step_4_desktop_shows_it_running_on_the_laptop(self) -> None:
         await Syncer(self.desktop).sync_once()
         assert self.seen_by(self.desktop) == {self.item: "Draft, running on maya-laptop"}
-        assert await start_pending(self.env.client, record_of(self.desktop),
-                                   computer=self.desktop) == 0
+        assert await start_pending(EngineGateway(self.env.client), record_of(self.desktop),
+                                   self.desktop) == 0
         assert record_of(self.desktop).items() == []
 
     async def step_5_sam_sees_it_and_never_runs_it(self) -> None:
@@ -137,8 +138,8 @@ class Maya:
         assert record_of(self.laptop).item(self.item).stage == "Draft"
         for _ in range(2):  # the desktop keeps syncing and never starts it
             await Syncer(self.desktop).sync_once()
-            assert await start_pending(self.env.client, record_of(self.desktop),
-                                       computer=self.desktop) == 0
+            assert await start_pending(EngineGateway(self.env.client),
+                                       record_of(self.desktop), self.desktop) == 0
         assert self.seen_by(self.desktop) == {self.item: "Draft, running on maya-laptop"}
         assert record_of(self.desktop).items() == []
         async with self.desktop.cloud() as api:  # type: ignore[union-attr]

@@ -15,19 +15,49 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bees_cli.engine import control
-from bees_cli.engine.control import decide, note_worker, send_update, waiting_approvals
+from bees_cli.engine.client import EngineGateway, connect
 from bees_cli.engine.models import ACCEPT_UPDATE, RETRY_UPDATE, PersonInput, task_queue
-from bees_cli.engine.service import create_item, item_details, start_pending
 from bees_cli.engine.worker import make_worker
 from bees_cli.errors import Refused
+from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord, item_journal
+from bees_cli.usecases import Bees
+from bees_cli.usecases.approvals import approvals_waiting
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, until
 
 HERE = Path(__file__).resolve().parent
 MAYA = PersonInput(who="maya@example.com", at="2025-01-06T09:00:00Z")
+
+def here() -> Bees:
+    """This test's computer (``BEES_HOME``) as the application."""
+    return Bees(Computer.load())
+
+
+async def send_update(address: str, item_id: str, name: str, arg: object,
+                      result_type: object = None) -> object:
+    """Send update ``name`` to the run of ``item_id`` through a new engine gateway."""
+    gateway = EngineGateway(await connect(address, timeout=5))
+    return await gateway.update(item_id, name, arg, result_type, timeout=30)
+
+
+def waiting_approvals() -> list[dict[str, object]]:
+    """What waits for approval on this computer, as ``bees approvals --json`` prints it."""
+    return [r.to_json() for r in approvals_waiting(LocalRecord(Computer.load().record_path))]
+
+
+def decide(item_id: str, **options: object) -> dict[str, object]:
+    """``bees approve`` / ``bees deny`` in a thread of its own (its own event loop)."""
+    return asyncio.run(here().decide(item_id, **options)).to_json()  # type: ignore[arg-type]
+
+
+def cancel_item(item_id: str) -> dict[str, object]:
+    """``bees item cancel`` in a thread of its own (its own event loop)."""
+    return asyncio.run(here().cancel(item_id)).to_json()
+
 
 WORK_REVIEW = """\
 stages:
@@ -72,7 +102,8 @@ async def worker(dev_env: WorkflowEnvironment, space: Space,
     queue = task_queue(load_identity().machine_id)
     set_identity(person="maya@example.com")
     note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
-    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5) as running:
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5) as running:
         yield running
 
 
@@ -110,8 +141,9 @@ def kinds(record: LocalRecord, item_id: str) -> list[str]:
 
 async def start(env: WorkflowEnvironment, record: LocalRecord, space: Space, process: str,
                 **options: object) -> str:
-    item = create_item(space.root, process, title="T", agents=[], folders=[], record=record)
-    assert await start_pending(env.client, record) == 1
+    item = create_item(space.root, process, title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
     return item.id
 
 
@@ -251,7 +283,7 @@ async def test_denied_action_is_refused_and_the_stage_still_needs_approval_to_fi
     await until(record, item_id, lambda r: r.status == "waiting for approval")
     with pytest.raises(Refused, match="request 7 of item .* does not wait for approval "
                        r"\(waiting: 1\)"):
-        decide(item_id, approve=False, request_id=7, reason="no")
+        await asyncio.to_thread(decide, item_id, approve=False, request_id=7, reason="no")
     await asyncio.to_thread(decide, item_id, approve=False, request_id=1, reason="wrong list")
     row = await until(record, item_id, lambda r: r.status == "waiting for approval"
                       and r.reason is not None and r.reason.startswith("finish"))
@@ -311,8 +343,8 @@ async def test_a_retried_stage_answers_a_repeated_action_from_the_journal(
                 if e.kind == "action_answered"]
     assert answered == [("mail.send", 2), ("mail.send", 2)]
     assert len(item_journal(item_id)) == 2
-    shown = item_details(item_id)
-    assert len(shown["journal"]) == 2
+    shown = await here().item_details(item_id)
+    assert len(shown.journal) == 2
 
 
 # -- busy agents, cancel -------------------------------------------------------------------------
@@ -360,13 +392,13 @@ async def test_failed_and_cancelled_stages_give_their_slots_back(
     await until(record, waiting, lambda r: r.status == "waiting")
     assert [(s["item_id"], s["granted"]) for s in record.slots()] == [
         (running, True), (waiting, False)]
-    assert (await asyncio.to_thread(control.cancel_item, waiting))["requested"] is True
+    assert (await asyncio.to_thread(cancel_item, waiting))["requested"] is True
     await until(record, waiting, lambda r: r.status == "cancelled")
-    assert (await asyncio.to_thread(control.cancel_item, running))["requested"] is True
+    assert (await asyncio.to_thread(cancel_item, running))["requested"] is True
     await until(record, running, lambda r: r.status == "cancelled")
     assert record.slots() == []
     with pytest.raises(Refused, match="is cancelled: nothing to change"):
-        control.cancel_item(running)
+        await asyncio.to_thread(cancel_item, running)
     await dev_env.client.get_workflow_handle(failed).terminate()
 
 
@@ -379,7 +411,7 @@ async def test_cancel_closes_the_items_approval_requests(
     item_id = await start(dev_env, record, space, "p")
     await until(record, item_id, lambda r: r.status == "waiting for approval")
     assert [w["item_id"] for w in waiting_approvals()] == [item_id]
-    done = await asyncio.to_thread(control.cancel_item, item_id)
+    done = await asyncio.to_thread(cancel_item, item_id)
     assert (done["requested"], done["cancelled"]) == (True, True)
     assert waiting_approvals() == []
     assert [a["status"] for a in record.approvals(item_id, status=None)] == ["cancelled"]
@@ -387,7 +419,7 @@ async def test_cancel_closes_the_items_approval_requests(
         f"request {e.data['request']} closed: the item was cancelled"
         for e in record.events(item_id) if e.kind == "approval_cancelled")
     with pytest.raises(Refused, match=f"item {item_id} is cancelled: nothing to change"):
-        control.cancel_item(item_id)
+        await asyncio.to_thread(cancel_item, item_id)
     with pytest.raises(Refused, match="nothing waits for approval"):
-        decide(item_id, approve=True, request_id=None, reason=None)
+        await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
     assert not [w for w in recwarn if "UnfinishedUpdateHandlers" in type(w.message).__name__]

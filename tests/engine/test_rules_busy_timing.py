@@ -8,11 +8,14 @@ from datetime import timedelta
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
+from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import RETRY_UPDATE, PersonInput, task_queue
-from bees_cli.engine.service import create_item, start_pending
 from bees_cli.engine.worker import make_worker
+from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import start_pending
 from tests.engine.conftest import Space, until
 
 PROCESS = """\
@@ -33,10 +36,12 @@ async def test_busy_agent_rechecks_every_15_s_and_fails_after_10_minutes(
     space.write("processes/p.yaml", PROCESS)
     # another item holds alpha's only slot on this computer
     assert record.acquire_slot(agent="alpha", item_id="01OTHER", stage="Work", cap=1)[0]
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(skip_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(skip_env.client, record)
+    async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.status_text == "waiting: waiting for agent alpha: 1 of 1 busy (items 01OTHER)"
         start = await skip_env.get_current_time()

@@ -3,6 +3,7 @@ a corrupt record, refusals, hints, interrupted stages)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -48,7 +49,7 @@ def wait_for(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-d
 
 def test_a_second_bees_run_is_refused(bees: BeesRunner, bees_home: Path,
                                       tmp_path: Path) -> None:
-    from bees_cli.engine.control import hold_worker_lock
+    from bees_cli.usecases.run import hold_worker_lock
 
     lock = hold_worker_lock(bees_home / "data")
     try:
@@ -101,8 +102,9 @@ def test_a_corrupt_record_is_one_error_not_a_traceback(bees: BeesRunner, bees_ho
 def test_a_create_that_fails_half_way_leaves_no_item(space: Space, record: LocalRecord,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from bees_cli.engine import owners
-    from bees_cli.engine.service import create_item
+    from bees_cli.machine.computer import Computer
     from bees_cli.machine.paths import default_runs_dir
+    from bees_cli.usecases.items import create_item
 
     space.agent("alpha")
     space.write("processes/p.yaml", ONE_STAGE)
@@ -112,7 +114,8 @@ def test_a_create_that_fails_half_way_leaves_no_item(space: Space, record: Local
 
     monkeypatch.setattr(owners, "claim_at_create", broken)
     with pytest.raises(EngineError, match="the claim step broke"):
-        create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+        create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                    computer=Computer.load())
     assert record.items() == []
     runs = default_runs_dir()
     assert not runs.exists() or list(runs.iterdir()) == []
@@ -217,16 +220,18 @@ def test_engine_down_hints_name_the_real_command(bees: BeesRunner, record: Local
 def test_a_wrong_temporal_address_hints_at_the_option(
         bees_home: Path, record: LocalRecord, monkeypatch: pytest.MonkeyPatch) -> None:
     from bees_cli.engine import client
-    from bees_cli.engine.service import run_engine
+    from bees_cli.machine.computer import Computer
+    from bees_cli.usecases import Bees
 
     async def refused(address: str, **_: object) -> None:
         raise EngineError(f"cannot reach the Temporal engine at {address}: refused",
                           hint="is `bees run` up? see temporal.log in the data dir")
 
     monkeypatch.setattr(client, "connect", refused)
+    bees = Bees(Computer.load())
     with pytest.raises(EngineError) as error:
-        run_engine(workspace_path=None, address="127.0.0.1:1", exit_when_idle=True,
-                   record=record)
+        asyncio.run(bees.run(workspace_path=None, address="127.0.0.1:1",
+                             exit_when_idle=True))
     assert error.value.hint == "check the address given with --temporal-address"
 
 

@@ -8,11 +8,14 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
+from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import RETRY_UPDATE, PersonInput, task_queue
-from bees_cli.engine.service import create_item, start_pending
 from bees_cli.engine.worker import make_worker
+from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import start_pending
 from tests.engine.conftest import Space, until
 
 ONE_STAGE = """\
@@ -48,10 +51,11 @@ async def run_to_end(env: WorkflowEnvironment, space: Space, record: LocalRecord
                      *, agents: list[str] | None = None) -> str:
     """Create an item of ``process``, run it on a worker until its run returns; its id."""
     item = create_item(space.root, process, title="T", agents=agents or [], folders=[],
-                       record=record)
+                       record=record, computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(env.client, queue, record, heartbeat_every=0.5):
-        assert await start_pending(env.client, record) == 1
+    async with make_worker(env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
         assert await env.client.get_workflow_handle(item.id).result() == "done"
     return item.id
 
@@ -146,10 +150,12 @@ async def test_third_request_for_changes_waits_for_a_person(
     space.agent("alpha")
     space.agent("beta", env={"VERDICTS": "changes_requested,changes_requested,changes_requested"})
     space.write("processes/p.yaml", WORK_REVIEW)
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(dev_env.client, record)
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting for a person")
         assert (row.stage, row.reason) == ("Review", "Review asked for changes 3 times")
         assert [ln.split()[0] for ln in space.lines()] == ["Work", "Review"] * 3
@@ -160,10 +166,12 @@ async def test_failed_stage_waits_for_a_person_with_the_reason(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord) -> None:
     space.agent("alpha", env={"FAIL": "1"})
     space.write("processes/p.yaml", ONE_STAGE.format(agents="[alpha]"))
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(dev_env.client, record)
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
         row = await until(record, item.id, lambda r: r.status == "failed")
         assert row.status_text == "failed: exit 3: something broke"
         assert space.lines() == ["Work alpha 1 1 []"]
@@ -179,14 +187,16 @@ async def test_a_running_item_keeps_its_snapshot(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord) -> None:
     space.agent("alpha", env={"MARK": "before"})
     space.write("processes/p.yaml", ONE_STAGE.format(agents="[alpha]"))
-    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
     # edit the workspace after create: the agent's env and the process's stage agents
     space.agent("alpha", env={"MARK": "after"})
     space.agent("beta", env={"MARK": "after"})
     space.write("processes/p.yaml", ONE_STAGE.format(agents="[beta]"))
     queue = task_queue(load_identity().machine_id)
-    async with make_worker(dev_env.client, queue, record, heartbeat_every=0.5):
-        await start_pending(dev_env.client, record)
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
         assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
     assert (item.run_folder / "Work" / "out.txt").read_text() == "before"
     assert picks(record, item.id)[0]["agent"] == "alpha"

@@ -1,4 +1,4 @@
-"""What ``bees schedules`` and ``bees doctor`` show, as JSON-ready dicts (no Temporal import).
+"""What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
 ``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
 (reachable, authorized, clock skew against it, last shared-record sync), folder links,
@@ -9,12 +9,18 @@ when it could not.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
+from bees_cli.usecases.models import Check, DoctorReport, ProcessCheck, ScheduleRow
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
 
 NEXT_TIMES = 3
 """How many upcoming times ``bees schedules`` shows per schedule."""
@@ -22,8 +28,14 @@ LAST_FIRES = 5
 """How many past fires ``bees schedules`` shows per schedule."""
 
 
-def schedules_report(workspace_path: Path | None, *,
-                     now: datetime | None = None) -> list[dict[str, Any]]:
+async def schedules_report(bees: Bees, workspace_path: Path | None, *,
+                           now: datetime | None = None) -> list[ScheduleRow]:
+    """``bees schedules``: see :func:`schedules_rows` (run in a thread)."""
+    return await asyncio.to_thread(schedules_rows, bees.computer, workspace_path, now=now)
+
+
+def schedules_rows(here: Computer, workspace_path: Path | None, *,
+                   now: datetime | None = None) -> list[ScheduleRow]:
     """Return every schedule of the workspace for ``bees schedules``.
 
     Each: ``schedule``, ``process``, ``owner``, ``timezone``, ``enabled``, ``fires_here``
@@ -35,13 +47,11 @@ def schedules_report(workspace_path: Path | None, *,
     Raises:
         UserError, WorkspaceInvalid: no workspace, or it does not load.
     """
-    from bees_cli.machine.computer import Computer
     from bees_cli.record.fires import FireLog
     from bees_cli.schedules.times import fire_times
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)
-    here = Computer.load()
     log = FireLog(here.record_path)
     moment = now or datetime.now(UTC)
     rows = []
@@ -56,21 +66,26 @@ def schedules_report(workspace_path: Path | None, *,
         elif not mine:
             why_not = f"owned by {schedule.owner}"
         upcoming = fire_times(schedule, name, after=moment, count=NEXT_TIMES)
-        rows.append({
-            "schedule": name, "process": schedule.process, "owner": schedule.owner,
-            "timezone": schedule.timezone, "enabled": schedule.enabled,
-            "fires_here": why_not is None, "why_not": why_not,
-            "next": [f.utc.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for f in upcoming],
-            "last": [f.to_json() for f in log.fires(name, limit=LAST_FIRES)],
-        })
+        rows.append(ScheduleRow(
+            schedule=name, process=schedule.process, owner=schedule.owner,
+            timezone=schedule.timezone, enabled=schedule.enabled,
+            fires_here=why_not is None, why_not=why_not,
+            next=[f.utc.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for f in upcoming],
+            last=[f.to_json() for f in log.fires(name, limit=LAST_FIRES)],
+        ))
     return rows
 
 
-def _check(name: str, ok: bool, detail: str, **extra: Any) -> dict[str, Any]:
-    return {"check": name, "ok": ok, "detail": detail, **extra}
+def _check(name: str, ok: bool, detail: str, **extra: Any) -> Check:
+    return Check(check=name, ok=ok, detail=detail, **extra)
 
 
-def doctor_report(workspace_path: Path | None) -> dict[str, Any]:
+async def doctor_report(bees: Bees, workspace_path: Path | None) -> DoctorReport:
+    """``bees doctor``: see :func:`doctor_checks` (run in a thread)."""
+    return await asyncio.to_thread(doctor_checks, bees.computer, workspace_path)
+
+
+def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
     """Return ``{"ok", "checks", "processes"}`` for ``bees doctor``.
 
     ``checks``: one ``{"check", "ok", "detail"}`` each for the engine, the cloud, the
@@ -80,12 +95,9 @@ def doctor_report(workspace_path: Path | None) -> dict[str, Any]:
     counted as failures: they may simply wait for a folder link).
     """
     from bees_cli.errors import BeesError
-    from bees_cli.machine.computer import Computer
-    from bees_cli.machine.paths import data_dir
 
-    here = Computer.load()
-    checks = [_engine_check(data_dir()), *_cloud_checks(here)]
-    processes: list[dict[str, Any]] = []
+    checks = [_engine_check(here.data_dir), *_cloud_checks(here)]
+    processes: list[ProcessCheck] = []
     try:
         from bees_cli.workspace.loader import load_workspace
 
@@ -104,11 +116,11 @@ def doctor_report(workspace_path: Path | None) -> dict[str, Any]:
             checks.append(_check(f"add-on {addon.name}", addon.connected,
                                  "connected" if addon.connected else f"missing {missing}"))
         processes = _process_checks(workspace)
-    return {"ok": all(c["ok"] for c in checks), "checks": checks, "processes": processes,
-            "computer": here.computer, "machine_id": here.machine_id, "person": here.person}
+    return DoctorReport(ok=all(c.ok for c in checks), checks=checks, processes=processes,
+                        computer=here.computer, machine_id=here.machine_id, person=here.person)
 
 
-def _engine_check(data: Path) -> dict[str, Any]:
+def _engine_check(data: Path) -> Check:
     from bees_cli.engine.server import running_engine
     from bees_cli.machine.files import read_json
 
@@ -120,13 +132,14 @@ def _engine_check(data: Path) -> dict[str, Any]:
     return _check("engine", True, f"{engine.address}, {version}", address=engine.address)
 
 
-def _cloud_checks(here: Any) -> list[dict[str, Any]]:
+def _cloud_checks(here: Computer) -> list[Check]:
     from bees_cli.errors import CloudError, CloudUnauthorized
     from bees_cli.record.sync import SharedRecord
 
     if here.login is None:
         return [_check("cloud", True, "none configured: no keys, owners or shared record")]
     api = here.sync_cloud(retries=1)
+    assert api is not None
     try:
         skew = api.skew()
     except CloudUnauthorized as error:
@@ -152,7 +165,7 @@ def _cloud_checks(here: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _process_checks(workspace: Any) -> list[dict[str, Any]]:
+def _process_checks(workspace: Any) -> list[ProcessCheck]:
     from bees_cli.agents.eligibility import check_eligibility
     from bees_cli.agents.snapshot import make_snapshot
 
@@ -161,6 +174,6 @@ def _process_checks(workspace: Any) -> list[dict[str, Any]]:
         stage = process.stages[0].name
         result = check_eligibility(snapshot=make_snapshot(workspace, name), stage_name=stage,
                                    reviewed_by=None)
-        rows.append({"process": name, "stage": stage, "can_run": result.ok,
-                     "reasons": list(result.reasons)})
+        rows.append(ProcessCheck(process=name, stage=stage, can_run=result.ok,
+                                 reasons=list(result.reasons)))
     return rows

@@ -14,33 +14,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import EngineError, Refused, UserError
+from bees_cli.errors import Refused, UserError
+from bees_cli.usecases.models import ActionOutcome
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
 
 INPUT_KEPT = 4000
 """Characters of an action's input kept with an approval request (what the person approves)."""
-
-
-@dataclass(frozen=True)
-class ActionOutcome:
-    """How ``bees action`` ended: the add-on's ``exit_code`` and ``stdout`` (text), and
-    ``from_journal`` with ``ran_at`` when it was answered from the journal, not run."""
-
-    exit_code: int
-    stdout: str
-    from_journal: bool = False
-    ran_at: str | None = None
 
 
 def parse_input(text: str | None) -> Any:
@@ -86,13 +77,21 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def run_action(name: str, input_text: str | None, *,
-               env: Mapping[str, str] | None = None) -> ActionOutcome:
+async def run_action(bees: Bees, name: str, input_text: str | None, *,
+                     env: Mapping[str, str]) -> ActionOutcome:
     """Ask the run, then run add-on action ``name`` (``ADDON.ACTION``) with the input.
 
     The add-on's argv (``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}`` expanded) gets the input
-    as JSON on stdin, this environment plus ``BEES_ACTION`` and ``BEES_ACTION_DIGEST``, and
-    the current folder; its stderr passes through.
+    as JSON on stdin, ``env`` plus ``BEES_ACTION`` and ``BEES_ACTION_DIGEST``, and the
+    current folder; its stderr passes through. The result is journaled in ``bees``'s
+    computer's local record (the computer the stage runs on: the worker hands its home to
+    the stage), then told to the run.
+
+    Args:
+        bees: the computer the stage runs on.
+        name: ``ADDON.ACTION``.
+        input_text: ``--input`` (JSON, ``@FILE``, or None for ``{}``).
+        env: the stage's environment (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``…).
 
     Returns:
         The :class:`ActionOutcome`.
@@ -112,9 +111,8 @@ def run_action(name: str, input_text: str | None, *,
         ActionAsk,
         JournalEntry,
     )
-    from bees_cli.record.local import open_record
 
-    environ = dict(os.environ if env is None else env)
+    environ = dict(env)
     item_id, stage, agent = (environ.get(k, "") for k in
                              ("BEES_ITEM_ID", "BEES_STAGE", "BEES_AGENT"))
     if not (item_id and stage and agent):
@@ -127,46 +125,32 @@ def run_action(name: str, input_text: str | None, *,
     digest = digest_of(data)
     round_ = int(environ.get("BEES_ROUND", "1") or 1)
     attempt = int(environ.get("BEES_ATTEMPT", "1") or 1)
-    address = environ.get("BEES_TEMPORAL_ADDRESS") or _engine_address()
     ask = ActionAsk(stage=stage, agent=agent, action=name, digest=digest,
                     summary=summary_of(data), input=canonical(data)[:INPUT_KEPT],
                     attempt=attempt)
-
-    async def go() -> ActionOutcome:
-        from bees_cli.engine.control import send_update
-
-        answer: ActionAnswer = await send_update(
-            address, item_id, ACTION_UPDATE, ask, ActionAnswer, timeout=None)
-        if answer.decision == "denied":
-            raise Refused(answer.reason or f"{name} was denied")
-        if answer.decision == "journal":
-            return ActionOutcome(answer.exit_code or 0, answer.stdout, True, answer.at)
-        argv = expand_command(answer.command, environ.get("BEES_WORKSPACE", ""))
-        child_env = dict(environ, BEES_ACTION=name, BEES_ACTION_DIGEST=digest)
-        try:
-            done = await asyncio.to_thread(
-                subprocess.run, argv, input=json.dumps(data, ensure_ascii=False).encode(),
-                stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, check=False)
-        except OSError as error:
-            raise UserError(f"cannot start {argv[0]} for {name}: {error.strerror or error}"
-                            ) from None
-        stdout = done.stdout.decode("utf-8", "replace")
-        entry = JournalEntry(
-            stage=stage, round=round_, attempt=attempt, action=name, kind=answer.kind,
-            digest=digest, exit_code=done.returncode, stdout=stdout[:STDOUT_KEPT], at=_now(),
-            request_id=answer.request_id)
-        # the local record first: it survives a worker killed before the run hears of it
-        await asyncio.to_thread(open_record().add_journal, item_id, entry.model_dump(mode="json"))
-        await send_update(address, item_id, ACTION_DONE_UPDATE, entry)
-        return ActionOutcome(done.returncode, stdout)
-
-    return asyncio.run(go())
-
-
-def _engine_address() -> str:
-    from bees_cli.engine.control import NOT_UP, running_worker
-
-    address = running_worker()
-    if address is None:
-        raise EngineError(NOT_UP, hint="start it with `bees run`")
-    return address
+    engine = await bees.engine(environ.get("BEES_TEMPORAL_ADDRESS") or None)
+    answer = await engine.update(item_id, ACTION_UPDATE, ask, ActionAnswer, timeout=None)
+    assert isinstance(answer, ActionAnswer)
+    if answer.decision == "denied":
+        raise Refused(answer.reason or f"{name} was denied")
+    if answer.decision == "journal":
+        return ActionOutcome(exit_code=answer.exit_code or 0, stdout=answer.stdout,
+                             from_journal=True, ran_at=answer.at)
+    argv = expand_command(answer.command, environ.get("BEES_WORKSPACE", ""))
+    child_env = dict(environ, BEES_ACTION=name, BEES_ACTION_DIGEST=digest)
+    try:
+        done = await asyncio.to_thread(
+            subprocess.run, argv, input=json.dumps(data, ensure_ascii=False).encode(),
+            stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, check=False)
+    except OSError as error:
+        raise UserError(f"cannot start {argv[0]} for {name}: {error.strerror or error}"
+                        ) from None
+    stdout = done.stdout.decode("utf-8", "replace")
+    entry = JournalEntry(
+        stage=stage, round=round_, attempt=attempt, action=name, kind=answer.kind,
+        digest=digest, exit_code=done.returncode, stdout=stdout[:STDOUT_KEPT], at=_now(),
+        request_id=answer.request_id)
+    # the local record first: it survives a worker killed before the run hears of it
+    await asyncio.to_thread(bees.record.add_journal, item_id, entry.model_dump(mode="json"))
+    await engine.update(item_id, ACTION_DONE_UPDATE, entry, timeout=None)
+    return ActionOutcome(exit_code=done.returncode, stdout=stdout)

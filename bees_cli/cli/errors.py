@@ -1,0 +1,69 @@
+"""The CLI's one error boundary: a :class:`BeesError` becomes a message, a hint and an exit code.
+
+Exit codes (DESIGN.md, Interfaces): 0 ok, 1 failure, 2 bad usage or invalid workspace,
+3 refused. JSON mode is read from the command's parsed ``--json`` option (its ``as_json``
+parameter), never from ``sys.argv``; in JSON mode stdout gets ``{"error": {"code",
+"message", "hint"}}``. Bugs are not caught: they keep their traceback (STYLE habit 3).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from bees_cli.errors import BeesError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JSON_PARAM = "as_json"
+"""The parameter name every command gives its ``--json`` option (``JsonOpt``)."""
+
+ENGINE_ATTR = "__bees_touches_engine__"
+
+
+def touches_engine(fn: F) -> F:
+    """Mark a command that may use a temporalio client: the boundary leaves it with
+    :func:`~bees_cli.cli.output.exit_hard` (DESIGN.md, measured facts: sdk-python issue 300)."""
+    setattr(fn, ENGINE_ATTR, True)
+    return fn
+
+
+def error_boundary(fn: F) -> F:
+    """Wrap command ``fn``: a :class:`BeesError` it raises is rendered once (text on stderr,
+    or JSON on stdout when its parsed ``--json`` is set) and ends the process with the
+    error's exit code. A command marked :func:`touches_engine` leaves by ``os._exit``.
+    """
+    hard = bool(getattr(fn, ENGINE_ATTR, False))
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from bees_cli.cli.output import exit_hard, render_error
+
+        try:
+            return fn(*args, **kwargs)
+        except BeesError as error:
+            render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
+            if hard:
+                exit_hard(error.exit_code)
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            if hard:
+                exit_hard(130)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def guard_all(app: typer.Typer) -> None:
+    """Put :func:`error_boundary` around every command of ``app`` and of its groups, once."""
+    for command in app.registered_commands:
+        if command.callback is not None and not hasattr(command.callback, "__wrapped__"):
+            command.callback = error_boundary(command.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_all(group.typer_instance)

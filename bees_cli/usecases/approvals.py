@@ -1,0 +1,123 @@
+"""Approvals: what waits for a person here, ``bees approve`` / ``bees deny``, and queued decisions.
+
+A decision goes straight to the run when ``bees run`` is up, and is queued in the local
+record otherwise: ``bees run`` delivers it when it starts (so a script can run ``bees run
+--exit-when-idle``, approve, and run again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from bees_cli.errors import BeesError, Refused, UserError
+from bees_cli.record.local import ItemRow, LocalRecord, now_utc
+from bees_cli.usecases.models import ApprovalRow, DecideDone
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
+
+DECIDE_TIMEOUT = 30.0
+"""Seconds to wait for ``bees run`` to answer a decision."""
+
+
+def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
+    """Return what waits for approval in ``record`` (see :func:`waiting_approvals`)."""
+    from bees_cli.engine.models import ApprovalRequest
+
+    out = []
+    for data in record.approvals(status="waiting"):
+        row = record.item(data["item_id"])
+        request = ApprovalRequest.model_validate(data)
+        out.append(ApprovalRow.model_validate(
+            {**data, "title": row.title, "process": row.process, "what": request.label}))
+    return out
+
+
+async def waiting_approvals(bees: Bees) -> list[ApprovalRow]:
+    """Return what waits for approval on this computer, oldest item first: each request's
+    fields (``id``, ``item_id``, ``stage``, ``action``, ``kind``, ``summary``, ``input``,
+    ``asked_at``…) plus ``title`` and ``process`` of its item and ``what`` (one line)."""
+    return await asyncio.to_thread(approvals_waiting, bees.record)
+
+
+def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: str) -> None:
+    """Refuse a decision on an item another computer runs (the shared record knows which)
+    or that this computer relinquished and that waits, free, for a ``bees continue``."""
+    from bees_cli.record.sync import SharedRecord
+
+    for team in SharedRecord(record.path).team():
+        if (team.item_id == row.id and team.machine_id != machine_id
+                and team.fields.get("status") not in (None, "free")):
+            raise Refused(f"{row.id} runs on {team.computer} ({team.person}): approve it there")
+    if row.status == "free":
+        raise Refused(f"{row.id} is free, restarts at {row.stage or '?'}: nothing waits here")
+
+
+async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
+                 reason: str | None) -> DecideDone:
+    """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
+
+    Sent to the run now when ``bees run`` is up; queued for ``bees run`` otherwise.
+
+    Raises:
+        UserError: a denial without a reason.
+        NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
+        Refused: nothing of the item waits, or ``request_id`` does not wait.
+    """
+    from bees_cli.engine.models import DECIDE_UPDATE, DecideInput
+
+    if not approve and not (reason or "").strip():
+        raise UserError("a denial needs a reason (--reason TEXT)",
+                        hint=f'bees deny {item_id} --reason "what is wrong"')
+    record = bees.record
+    row = await asyncio.to_thread(record.item, item_id)
+    await asyncio.to_thread(_refuse_decision_elsewhere, record, row, bees.computer.machine_id)
+    waiting = [r["id"] for r in record.approvals(row.id)]
+    if not waiting:
+        raise Refused(f"nothing waits for approval on item {row.id} (it is {row.status_text})")
+    if request_id is not None and request_id not in waiting:
+        raise Refused(f"request {request_id} of item {row.id} does not wait for approval "
+                      f"(waiting: {', '.join(map(str, waiting))})")
+    decision = DecideInput(approve=approve, request_id=request_id, who=bees.who(),
+                           at=now_utc(), reason=reason)
+    address = await asyncio.to_thread(bees.worker_address)
+    if address is None:
+        record.queue_control(row.id, DECIDE_UPDATE, decision.model_dump(mode="json"))
+        return DecideDone(item=row.id, who=decision.who, at=decision.at, decided=None,
+                          queued=True)
+    engine = await bees.engine(address)
+    ids = await engine.update(row.id, DECIDE_UPDATE, decision, list[int],
+                              timeout=DECIDE_TIMEOUT)
+    return DecideDone(item=row.id, who=decision.who, at=decision.at,
+                      decided=list(ids),  # type: ignore[call-overload]
+                      queued=False)
+
+
+async def deliver_queued(bees: Bees) -> int:
+    """Deliver the decisions queued while ``bees run`` was down (``bees run`` calls it).
+
+    A decision the run refuses now (decided meanwhile) is reported with ``say`` and dropped.
+
+    Returns:
+        How many were delivered.
+    """
+    from bees_cli.engine.models import DecideInput
+
+    engine = await bees.engine()
+    delivered = 0
+    for _seq, item_id, name, payload in bees.record.claim_controls():
+        try:
+            await engine.update(item_id, name, DecideInput.model_validate(payload))
+        except BeesError as error:
+            bees.say(f"queued decision for {item_id} not delivered: {_bare(error, item_id)}")
+            continue
+        delivered += 1
+        bees.say(f"delivered the queued decision for {item_id}")
+    return delivered
+
+
+def _bare(error: BeesError, item_id: str) -> str:
+    """Return the error's message without the ``item ID: `` prefix the gateway adds."""
+    prefix = f"item {item_id}: "
+    return error.message[len(prefix):] if error.message.startswith(prefix) else error.message

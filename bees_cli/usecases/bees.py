@@ -1,0 +1,225 @@
+"""The application object: one computer's record, cloud clients and engine, and every use case.
+
+Why (STYLE habit 17): built once from an explicit :class:`Computer` at the CLI edge (or
+by a test, or the worker), it holds everything a use case needs, so two computers can
+live side by side in one process and the worker's event loop or a web handler can call
+the same use cases. Use cases are ``async``, take and return typed models and raise only
+the :mod:`bees_cli.errors` tree.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bees_cli.errors import EngineError
+from bees_cli.machine.computer import Computer
+from bees_cli.record.local import LocalRecord
+
+if TYPE_CHECKING:
+    from bees_cli.cloud.client import AsyncCloudClient
+    from bees_cli.engine.client import EngineGateway
+    from bees_cli.handover.checkpoint import Progress
+    from bees_cli.handover.continue_ import Continued
+    from bees_cli.handover.relinquish import Relinquished
+    from bees_cli.usecases.models import (
+        ActionOutcome,
+        ApprovalRow,
+        CancelDone,
+        CreatedItem,
+        DecideDone,
+        DoctorReport,
+        ItemDetails,
+        PersonDone,
+        ScheduleRow,
+        StatusView,
+    )
+
+Say = Callable[[str], None]
+
+ENGINE_CONNECT_TIMEOUT = 5.0
+"""Seconds a use case keeps trying to reach an engine its computer says is up."""
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+class Bees:
+    """One computer's application: its local record, a cloud-client factory, an engine gateway.
+
+    Args:
+        computer: this computer (paths, identity, sign-in).
+        say: where use cases say one-line news (the CLI: stderr).
+        engine: an already-connected engine gateway (``bees run``, tests), else one is
+            connected lazily, once, to the engine this computer runs.
+    """
+
+    def __init__(self, computer: Computer, *, say: Say = _quiet,
+                 engine: EngineGateway | None = None) -> None:
+        self.computer = computer
+        self.record = LocalRecord(computer.record_path)
+        self.say = say
+        self._engine = engine
+
+    # -- dependencies -----------------------------------------------------------------
+
+    def cloud(self, *, retries: int = 0, timeout: float = 5.0) -> AsyncCloudClient | None:
+        """Return a new async cloud client for this computer's sign-in, or None without one."""
+        return self.computer.cloud(retries=retries, timeout=timeout)
+
+    def who(self) -> str:
+        """Return who acts here: the person signed in on this computer, else the OS user."""
+        return self.computer.person or getpass.getuser()
+
+    def worker_address(self) -> str | None:
+        """Return the engine address of this computer's live ``bees run``, or None."""
+        from bees_cli.usecases.run import running_worker
+
+        return running_worker(self.computer.data_dir)
+
+    def engine_address(self) -> str | None:
+        """Return the address of the engine this computer runs now (``bees run``'s, else the
+        embedded server's), or None."""
+        from bees_cli.engine.server import running_engine
+
+        address = self.worker_address()
+        if address is not None:
+            return address
+        engine = running_engine(self.computer.data_dir)
+        return None if engine is None else engine.address
+
+    @property
+    def has_engine(self) -> bool:
+        """True once an engine gateway is connected (or was given)."""
+        return self._engine is not None
+
+    def use_engine(self, engine: EngineGateway) -> None:
+        """Use ``engine`` from now on (``bees run`` connects it itself)."""
+        self._engine = engine
+
+    async def engine(self, address: str | None = None) -> EngineGateway:
+        """Return the engine gateway, connecting once (lazily) to ``address`` or the engine
+        this computer runs.
+
+        Raises:
+            EngineError: no engine runs here, or it does not answer.
+        """
+        if self._engine is None:
+            from bees_cli.engine.client import EngineGateway, connect
+
+            address = address or self.engine_address()
+            if address is None:
+                from bees_cli.usecases.control import NOT_UP
+
+                raise EngineError(NOT_UP, hint="start it with `bees run`")
+            self._engine = EngineGateway(await connect(address,
+                                                       timeout=ENGINE_CONNECT_TIMEOUT))
+        return self._engine
+
+    # -- use cases ----------------------------------------------------------------------
+
+    async def run(self, *, workspace_path: Path | None, address: str | None,
+                  exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
+        """``bees run``: see :func:`bees_cli.usecases.run.run_engine`."""
+        from bees_cli.usecases.run import run_engine
+
+        return await run_engine(self, workspace_path=workspace_path, address=address,
+                                exit_when_idle=exit_when_idle,
+                                heartbeat_every=heartbeat_every)
+
+    async def create_item(self, workspace_path: Path | None, process: str, *,
+                          title: str | None = None, agents: list[str] | None = None,
+                          folders: list[str] | None = None) -> CreatedItem:
+        """``bees item create``: see :func:`bees_cli.usecases.items.create`."""
+        from bees_cli.usecases.items import create
+
+        return await create(self, workspace_path, process, title=title, agents=agents or [],
+                            folders=folders or [])
+
+    async def wait_for_item(self, item_id: str, *, timeout: float | None = None,
+                            poll: float = 0.2) -> int:
+        """``bees item create --wait``: see :func:`bees_cli.usecases.items.wait_for_item`."""
+        from bees_cli.usecases.items import wait_for_item
+
+        return await wait_for_item(self, item_id, timeout=timeout, poll=poll)
+
+    async def status(self, *, mine: bool = False) -> StatusView:
+        """``bees status``: see :func:`bees_cli.usecases.items.status`."""
+        from bees_cli.usecases.items import status
+
+        return await status(self, mine=mine)
+
+    async def item_details(self, item_id: str) -> ItemDetails:
+        """``bees item show``: see :func:`bees_cli.usecases.items.item_details`."""
+        from bees_cli.usecases.items import item_details
+
+        return await item_details(self, item_id)
+
+    async def retry(self, item_id: str) -> PersonDone:
+        """``bees retry``: see :func:`bees_cli.usecases.control.person_request`."""
+        from bees_cli.usecases.control import person_request
+
+        return await person_request(self, item_id, "retry")
+
+    async def accept(self, item_id: str) -> PersonDone:
+        """``bees item accept``: see :func:`bees_cli.usecases.control.person_request`."""
+        from bees_cli.usecases.control import person_request
+
+        return await person_request(self, item_id, "accept")
+
+    async def cancel(self, item_id: str) -> CancelDone:
+        """``bees item cancel``: see :func:`bees_cli.usecases.control.cancel_item`."""
+        from bees_cli.usecases.control import cancel_item
+
+        return await cancel_item(self, item_id)
+
+    async def approvals(self) -> list[ApprovalRow]:
+        """``bees approvals``: see :func:`bees_cli.usecases.approvals.waiting_approvals`."""
+        from bees_cli.usecases.approvals import waiting_approvals
+
+        return await waiting_approvals(self)
+
+    async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
+                     reason: str | None = None) -> DecideDone:
+        """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals.decide`."""
+        from bees_cli.usecases.approvals import decide
+
+        return await decide(self, item_id, approve=approve, request_id=request_id,
+                            reason=reason)
+
+    async def action(self, name: str, input_text: str | None, *,
+                     env: dict[str, str]) -> ActionOutcome:
+        """``bees action``: see :func:`bees_cli.usecases.actions.run_action`."""
+        from bees_cli.usecases.actions import run_action
+
+        return await run_action(self, name, input_text, env=env)
+
+    async def relinquish(self, item_id: str) -> Relinquished:
+        """``bees relinquish``: see :func:`bees_cli.usecases.handover.relinquish`."""
+        from bees_cli.usecases.handover import relinquish
+
+        return await relinquish(self, item_id)
+
+    async def continue_item(self, item_id: str, *, from_dir: Path | None = None,
+                            digest: str | None = None, workspace_path: Path | None = None,
+                            progress: Progress | None = None) -> Continued:
+        """``bees continue``: see :func:`bees_cli.usecases.handover.continue_item`."""
+        from bees_cli.usecases.handover import continue_item
+
+        return await continue_item(self, item_id, from_dir=from_dir, digest=digest,
+                                   workspace_path=workspace_path, progress=progress)
+
+    async def doctor(self, workspace_path: Path | None) -> DoctorReport:
+        """``bees doctor``: see :func:`bees_cli.usecases.doctor.doctor_report`."""
+        from bees_cli.usecases.doctor import doctor_report
+
+        return await doctor_report(self, workspace_path)
+
+    async def schedules(self, workspace_path: Path | None) -> list[ScheduleRow]:
+        """``bees schedules``: see :func:`bees_cli.usecases.doctor.schedules_report`."""
+        from bees_cli.usecases.doctor import schedules_report
+
+        return await schedules_report(self, workspace_path)

@@ -1,0 +1,107 @@
+"""A person's requests to the local run: retry, accept, cancel (updates through the gateway).
+
+``bees retry``, ``bees item accept`` and ``bees item cancel`` need ``bees run`` up on this
+computer (``worker.json`` in the data dir names its live process); a refusal from the
+workflow's validator comes back at once as :class:`~bees_cli.errors.Refused` (exit 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Literal
+
+from bees_cli.errors import EngineError, Refused
+from bees_cli.record.local import ItemRow, LocalRecord, now_utc
+from bees_cli.usecases.models import CancelDone, PersonDone
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
+
+UPDATE_TIMEOUT = 30.0
+"""Seconds to wait for ``bees run`` to answer a person's request."""
+
+CANCEL_WAIT = 10.0
+"""Seconds ``bees item cancel`` waits for the record to say ``cancelled``."""
+
+NOT_UP = "the engine is not running on this computer"
+
+
+def start_hint(then: str) -> str:
+    """Return the hint for :data:`NOT_UP`: ``start it with `bees run`, then `THEN```."""
+    return f"start it with `bees run`, then `{then}`"
+
+
+def changeable_row(record: LocalRecord, item_id: str) -> ItemRow:
+    """Return the row of ``item_id``, refusing an item that is done or cancelled.
+
+    Raises:
+        NotFound, Ambiguous: no such item here.
+        Refused: it is done or cancelled.
+    """
+    row = record.item(item_id)
+    if row.status in ("done", "cancelled"):
+        raise Refused(f"item {row.id} is {row.status}: nothing to change")
+    return row
+
+
+async def person_request(bees: Bees, item_id: str,
+                         what: Literal["retry", "accept"]) -> PersonDone:
+    """Ask the run of ``item_id`` to retry (``what="retry"``) or accept (``"accept"``).
+
+    Raises:
+        NotFound: no such item here.
+        Refused: the item is not failed or stopped (retry), not stopped at the review
+            limit (accept), or over.
+        EngineError: ``bees run`` is not up.
+    """
+    from bees_cli.engine.models import ACCEPT_UPDATE, RETRY_UPDATE, PersonInput
+
+    row = await asyncio.to_thread(changeable_row, bees.record, item_id)
+    if row.status == "pending":
+        raise Refused(f"item {row.id} has not started yet: start it with bees run")
+    address = await asyncio.to_thread(bees.worker_address)
+    if address is None:
+        command = "bees retry" if what == "retry" else "bees item accept"
+        raise EngineError(NOT_UP, hint=start_hint(f"{command} {row.id}"))
+    person = PersonInput(who=bees.who(), at=now_utc())
+    name = RETRY_UPDATE if what == "retry" else ACCEPT_UPDATE
+    engine = await bees.engine(address)
+    stage = await engine.update(row.id, name, person, str, timeout=UPDATE_TIMEOUT)
+    return PersonDone(item=row.id, stage=str(stage), who=person.who, at=person.at)
+
+
+async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) -> CancelDone:
+    """Cancel item ``item_id``: its running stage is stopped, its slots freed, its open
+    approval requests closed, its status becomes ``cancelled``. An item not started yet is
+    cancelled in the record at once; for a running one, waits up to ``wait`` seconds for the
+    record to say ``cancelled``.
+
+    Raises:
+        NotFound, Refused: no such item; it is done or cancelled already.
+        EngineError: the engine is not running.
+    """
+    record = bees.record
+    row = await asyncio.to_thread(changeable_row, record, item_id)
+    who = bees.who()
+    if row.status == "pending":
+        record.add_event(row.id, key="cancelled", kind="cancelled", data={"who": who})
+        record.set_state(row.id, status="cancelled", stage=row.stage)
+        return CancelDone(item=row.id, requested=False, cancelled=True)
+    if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
+        raise EngineError(NOT_UP, hint=start_hint(f"bees item cancel {row.id}"))
+    engine = await bees.engine()
+    await engine.cancel(row.id)
+    record.add_event(row.id, key=f"cancel:{now_utc()}", kind="cancel_asked", data={"who": who})
+    return CancelDone(item=row.id, requested=True,
+                      cancelled=await _wait_cancelled(record, row.id, wait))
+
+
+async def _wait_cancelled(record: LocalRecord, item_id: str, wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while True:
+        if record.item(item_id).status == "cancelled":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.1)

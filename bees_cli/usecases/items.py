@@ -1,0 +1,215 @@
+"""Work items: ``bees item create`` (and ``--wait``), ``bees status``, ``bees item show``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bees_cli.errors import BeesError
+from bees_cli.machine.computer import Computer
+from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
+from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
+
+Say = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def create_item(workspace_path: Path | None, process: str, *, title: str | None,
+                agents: list[str], folders: list[str], record: LocalRecord,
+                computer: Computer, say: Say = _quiet) -> CreatedItem:
+    """Make a work item of ``process`` on ``computer``: snapshot, run folder, local record
+    row and owner claim; its run is not started (``started`` False: pending).
+
+    Blocking (files, SQLite, the blocking cloud client); :func:`create` runs it in a thread.
+
+    Raises:
+        UserError: no workspace, or the run folder is not linked.
+        WorkspaceInvalid: the workspace does not load.
+        NotFound: the process, an agent or a folder is not declared.
+    """
+    from ulid import ULID
+
+    from bees_cli.agents.snapshot import make_snapshot
+    from bees_cli.engine import owners
+    from bees_cli.engine.models import ItemInput
+    from bees_cli.machine.links import run_folder_root
+    from bees_cli.workspace.loader import load_workspace
+
+    workspace = load_workspace(workspace_path)
+    snapshot = make_snapshot(workspace, process, item_agents=agents, item_folders=folders)
+    item_id = str(ULID())
+    item_title = title or snapshot.process.title or process
+    folder = run_folder_root(workspace, computer.runs_dir) / item_id
+    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
+                     snapshot=snapshot)
+    folder.mkdir(parents=True, exist_ok=False)
+    try:
+        record.add_item(id=item_id, process=process, title=item_title,
+                        workspace=str(workspace.root), run_folder=str(folder),
+                        input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+        claim = owners.claim_at_create(computer, record, item_id)
+    except BaseException:
+        # a half-made item is no item: no row, no run folder
+        _undo_create(record, item_id, folder)
+        raise
+    if claim.reason:
+        say(f"{item_id}: waiting: {claim.reason}")
+    return CreatedItem(id=item_id, process=process, title=item_title, run_folder=folder,
+                       started=False)
+
+
+def _undo_create(record: LocalRecord, item_id: str, folder: Path) -> None:
+    with contextlib.suppress(Exception):
+        record.remove_item(item_id)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def create(bees: Bees, workspace_path: Path | None, process: str, *,
+                 title: str | None, agents: list[str], folders: list[str]) -> CreatedItem:
+    """``bees item create``: make the item (:func:`create_item`) and start its run now when
+    this computer's engine answers; otherwise it stays ``pending`` and ``bees run`` starts it.
+
+    Raises:
+        UserError, WorkspaceInvalid, NotFound: see :func:`create_item`.
+        EngineError: the engine answers but refused the start.
+    """
+    from bees_cli.usecases.run import start_pending
+
+    created = await asyncio.to_thread(
+        create_item, workspace_path, process, title=title, agents=agents, folders=folders,
+        record=bees.record, computer=bees.computer, say=bees.say)
+    if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
+        bees.say("the engine is not running: the item starts when `bees run` starts")
+        return created
+    engine = await bees.engine()
+    await start_pending(engine, bees.record, bees.computer, only=created.id)
+    return created.model_copy(update={"started": True})
+
+
+def describe(row: ItemRow) -> str:
+    """Return one line for a stage move: ``ITEM Draft: running (writer)``."""
+    agent = f" ({row.agent})" if row.agent and row.status == "running" else ""
+    return f"{row.id} {row.stage}: {row.status_text}{agent}"
+
+
+async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
+                        timeout: float | None = None,
+                        engine_up: Callable[[], bool] | None = None) -> int:
+    """Wait until item ``item_id`` ends or stops for a person, saying each move.
+
+    Says once ``waiting for bees run to start (Ctrl-C to stop)`` when ``bees run`` is not
+    up (``engine_up``, default: this computer's worker is running).
+
+    Returns:
+        0 when it is done, 1 when it failed or waits for a person.
+
+    Raises:
+        BeesError: ``timeout`` seconds passed first (exit 1, with the item's status).
+    """
+    def worker_up() -> bool:
+        return bees.worker_address() is not None
+
+    up = engine_up or worker_up
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last = ""
+    told = False
+    while True:
+        row = await asyncio.to_thread(bees.record.item, item_id)
+        line = describe(row)
+        if line != last:
+            bees.say(line)
+            last = line
+        if row.status in END_STATUSES:
+            return 0 if row.status == "done" else 1
+        if not told and not await asyncio.to_thread(up):
+            bees.say("waiting for bees run to start (Ctrl-C to stop)")
+        told = True
+        if deadline is not None and time.monotonic() >= deadline:
+            raise BeesError(f"timed out after {timeout:g} s waiting for {row.id} "
+                            f"(status: {row.status_text})",
+                            hint=f"see bees item show {row.id}")
+        await asyncio.sleep(poll)
+
+
+def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
+    """Return every item of this computer for ``bees status``: the record row plus
+    ``since_human`` (``"2m ago"``). Reads only the local record.
+
+    An item this computer relinquished (``free``) that another computer has since changed
+    in the shared record is left out, so ``bees status`` shows the team's newer row
+    ("Draft, running on maya-desktop") instead of the stale ``free``.
+    """
+    from bees_cli.handover.store import taken_over
+    from bees_cli.record.local import human_since
+
+    rows = []
+    items = record.items()
+    moved = taken_over(record.path, [r for r in items if r.status == "free"], machine_id)
+    for row in items:
+        if row.id in moved:
+            continue
+        data: dict[str, Any] = row.to_json()
+        data["since_human"] = human_since(row.since)
+        rows.append(data)
+    return rows
+
+
+async def status(bees: Bees, *, mine: bool = False) -> StatusView:
+    """``bees status``: this computer's items, then (unless ``mine``) the team's from the
+    shared record ("Draft, running on maya-laptop"), and a clock-skew warning if any."""
+    from bees_cli.record.sync import skew_warning, team_rows
+
+    def read() -> StatusView:
+        rows = status_rows(bees.record, bees.computer.machine_id)
+        team = team_rows(bees.record.path, {r["id"] for r in rows})
+        if not mine:
+            rows += [dict(r, since_human=r["since"]) for r in team]
+        return StatusView(rows=rows, warning=skew_warning(bees.record.path))
+
+    return await asyncio.to_thread(read)
+
+
+async def item_details(bees: Bees, item_id: str) -> ItemDetails:
+    """``bees item show``: the row, its history (oldest first), each stage's stdout and
+    stderr files, the engine log, the journal of its add-on actions and every approval
+    request (any status).
+
+    Raises:
+        NotFound, Ambiguous: no such item here, or the prefix matches several.
+    """
+    return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
+
+
+def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetails:
+    from bees_cli.agents.runner import logs_dir
+    from bees_cli.record.local import human_since
+
+    row = record.item(item_id)
+    history = [event.to_json() for event in record.events(row.id)]
+    logs: list[str] = []
+    for event in history:
+        for key in ("stdout", "stderr"):
+            path = event.get(key)
+            if isinstance(path, str) and path not in logs:
+                logs.append(path)
+    # every attempt's logs, also those of an attempt that never ended (interrupted)
+    folder = logs_dir(row.run_folder)
+    if folder.is_dir():
+        found = sorted((f for f in folder.iterdir() if f.suffix in (".stdout", ".stderr")),
+                       key=lambda f: (f.stat().st_mtime, f.name))
+        logs += [str(f) for f in found if str(f) not in logs]
+    return ItemDetails(item=row.to_json(), since_human=human_since(row.since), history=history,
+                       logs=logs, engine_log=str(computer.engine_log),
+                       journal=record.journal(row.id),
+                       approvals=record.approvals(row.id, status=None))

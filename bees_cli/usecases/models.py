@@ -1,0 +1,150 @@
+"""What the use cases return: typed results the CLI renders and ``--json`` prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Result(BaseModel):
+    """Base of every use-case result: strict, with ``to_json`` for ``--json`` output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the result as JSON-ready data."""
+        return self.model_dump(mode="json")
+
+
+class OpenResult(Result):
+    """A result whose rows carry record fields beyond the declared ones (kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class CreatedItem(Result):
+    """A new work item; ``started`` False: recorded as pending until ``bees run`` starts it."""
+
+    id: str
+    process: str
+    title: str
+    run_folder: Path
+    started: bool
+
+
+class StatusView(Result):
+    """``bees status``: this computer's rows, then the team's; a clock-skew warning or None.
+
+    Each row is the record row's JSON plus ``since_human`` (``"2m ago"``).
+    """
+
+    rows: list[dict[str, Any]]
+    warning: str | None = None
+
+
+class ItemDetails(Result):
+    """``bees item show``: the row, its history (oldest first), log files, the engine log,
+    the journal of its add-on actions and every approval request."""
+
+    item: dict[str, Any]
+    since_human: str
+    history: list[dict[str, Any]]
+    logs: list[str]
+    engine_log: str
+    journal: list[dict[str, Any]]
+    approvals: list[dict[str, Any]]
+
+
+class PersonDone(Result):
+    """A person's retry or accept, answered by the run: the stage that starts again."""
+
+    item: str
+    stage: str
+    who: str
+    at: str
+
+
+class CancelDone(Result):
+    """``bees item cancel``: ``requested`` False: cancelled at once (no run to stop);
+    ``cancelled`` False: still stopping after the wait."""
+
+    item: str
+    requested: bool
+    cancelled: bool
+
+
+class ApprovalRow(OpenResult):
+    """One request waiting for approval: the request's fields plus its item's ``title`` and
+    ``process`` and ``what`` (one line)."""
+
+    id: int
+    item_id: str
+    stage: str
+    title: str
+    process: str
+    what: str
+    asked_at: str
+
+
+class DecideDone(Result):
+    """An approval or denial: the requests decided now, or ``queued`` for ``bees run``."""
+
+    item: str
+    who: str
+    at: str
+    decided: list[int] | None
+    queued: bool
+
+
+class ActionOutcome(Result):
+    """How ``bees action`` ended: the add-on's exit code and stdout, or the journal's answer."""
+
+    exit_code: int
+    stdout: str
+    from_journal: bool = False
+    ran_at: str | None = None
+
+
+class Check(OpenResult):
+    """One ``bees doctor`` check."""
+
+    check: str
+    ok: bool
+    detail: str
+
+
+class ProcessCheck(Result):
+    """Whether this computer could run a process's first stage now, and if not, why."""
+
+    process: str
+    stage: str
+    can_run: bool
+    reasons: list[str]
+
+
+class DoctorReport(Result):
+    """``bees doctor``: ``ok`` when every check passed (processes are reported, not counted)."""
+
+    ok: bool
+    checks: list[Check]
+    processes: list[ProcessCheck]
+    computer: str
+    machine_id: str
+    person: str | None
+
+
+class ScheduleRow(Result):
+    """One schedule for ``bees schedules``: whether it fires here, its next times in its own
+    zone, and this computer's last fires (newest first)."""
+
+    schedule: str
+    process: str
+    owner: str
+    timezone: str
+    enabled: bool
+    fires_here: bool
+    why_not: str | None
+    next: list[str]
+    last: list[dict[str, Any]]

@@ -1,0 +1,300 @@
+"""``bees run``: this computer's engine and worker, the start of pending items, idleness."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from bees_cli.errors import EngineError, Refused
+from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
+
+if TYPE_CHECKING:
+    from bees_cli.engine.client import EngineGateway
+    from bees_cli.engine.server import EngineServer
+    from bees_cli.machine.computer import Computer
+    from bees_cli.usecases.bees import Bees
+
+IDLE_POLL = 0.25
+"""Seconds between looks at the local record while ``bees run`` waits (idle, pending items)."""
+
+ENGINE_CHECK_EVERY = 2.0
+"""Seconds between checks that the engine ``bees run`` uses is still there."""
+
+INTERRUPTED_STATUSES: frozenset[str] = frozenset({"starting", "running"})
+"""Statuses of an item whose stage runs: ``bees run`` stopping leaves them waiting."""
+
+
+def worker_file(data: Path) -> Path:
+    """Return ``<data>/worker.json``: ``{"pid", "address", "task_queue"}`` of ``bees run``."""
+    return data / "worker.json"
+
+
+def note_worker(data: Path, address: str, queue: str) -> None:
+    """Record that this process runs the worker of the computer whose data folder is ``data``."""
+    write_json_atomic(worker_file(data), {"pid": os.getpid(), "address": address,
+                                          "task_queue": queue})
+
+
+def forget_worker(data: Path) -> None:
+    """Remove ``worker.json`` when this process wrote it."""
+    info = read_json(worker_file(data), None)
+    if isinstance(info, dict) and info.get("pid") == os.getpid():
+        worker_file(data).unlink(missing_ok=True)
+
+
+def running_worker(data: Path) -> str | None:
+    """Return the engine address of the live ``bees run`` of the computer whose data folder
+    is ``data``, or None."""
+    from bees_cli.engine.server import pid_alive
+
+    info = read_json(worker_file(data), None)
+    if not isinstance(info, dict) or not info.get("address") or not info.get("pid"):
+        return None
+    return str(info["address"]) if pid_alive(int(info["pid"])) else None
+
+
+def hold_worker_lock(data: Path) -> IO[str]:
+    """Take the worker lock (``<data>/worker.lock``) for the life of the process.
+
+    Only one ``bees run`` may run per computer: a second one would reuse the first one's
+    engine and lose it when the first stops. The lock is held while the returned file is
+    open (the OS drops it when the process ends, even on kill -9).
+
+    Raises:
+        Refused: another ``bees run`` holds it (its pid in the message).
+    """
+    import fcntl
+
+    data.mkdir(parents=True, exist_ok=True)
+    handle = open(data / "worker.lock", "a+", encoding="utf-8")  # noqa: SIM115 - kept open
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        pid = handle.read().strip() or "unknown"
+        handle.close()
+        raise Refused(f"bees run is already running on this computer (pid {pid})",
+                      hint="stop it first (Ctrl-C), or use the one that runs") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Computer, *,
+                        only: str | None = None) -> int:
+    """Start the run of every ``pending`` item of the local record (or only item ``only``).
+
+    Each is claimed in Bees Cloud first (:func:`bees_cli.engine.owners.ready_to_start`):
+    one whose claim cannot be made yet waits, one owned elsewhere never starts.
+
+    Args:
+        engine: the connected engine gateway.
+        record: this computer's local record.
+        computer: this computer (its machine id names the task queue; its sign-in claims).
+        only: start only this item.
+
+    Returns:
+        How many runs this call started.
+    """
+    from bees_cli.engine.models import ItemInput, task_queue
+    from bees_cli.engine.owners import ready_to_start, startable
+
+    queue = task_queue(computer.machine_id)
+    started = 0
+    for row in startable(record):
+        if only is not None and row.id != only:
+            continue
+        if not await ready_to_start(record, row, computer=computer):
+            continue
+        item = ItemInput.model_validate_json(row.input)
+        if await engine.start(item, queue):
+            started += 1
+        record.set_state(row.id, status="starting", stage=row.stage,
+                         only_if=frozenset({"pending"}))
+    return started
+
+
+def is_idle(record: LocalRecord) -> bool:
+    """Return True when no item of this computer is pending, starting or running, and no
+    decision waits to be delivered.
+
+    An item waiting for approval (or for a person) is idle: nothing happens to it until a
+    person acts, so ``bees run --exit-when-idle`` returns; ``bees approve`` then queues the
+    decision and the next ``bees run`` delivers it. An item whose stage was interrupted when
+    ``bees run`` stopped (:func:`mark_interrupted`) is not idle: its stage runs again.
+    """
+    if record.queued_controls():
+        return False
+    return not any(row.status in ACTIVE_STATUSES
+                   or (row.status == "waiting" and row.reason == NOT_RUNNING)
+                   for row in record.items())
+
+
+def mark_interrupted(record: LocalRecord) -> int:
+    """Say in the local record that the items running here wait for the next ``bees run``
+    (``waiting: the engine is not running (bees run)``); return how many.
+
+    Why: a stage interrupted by Ctrl-C would otherwise read ``running`` in ``bees status``
+    while nothing runs it. The next ``bees run`` starts the stage again (a new attempt) and
+    the history says the earlier attempt was interrupted.
+    """
+    rows = record.items(statuses=INTERRUPTED_STATUSES)
+    for row in rows:
+        record.set_state(row.id, status="waiting", stage=row.stage, reason=NOT_RUNNING,
+                         agent=row.agent, only_if=INTERRUPTED_STATUSES)
+    return len(rows)
+
+
+def idle_line(record: LocalRecord) -> str:
+    """Return what ``bees run --exit-when-idle`` says when it stops: ``nothing left to run
+    here: 1 item waits for approval (bees approvals)``, naming what waits for a person."""
+    rows = record.items()
+    approval = sum(r.status == "waiting for approval" for r in rows)
+    person = sum(r.status in ("waiting for a person", "failed") for r in rows)
+    parts = []
+    if approval:
+        parts.append(f"{approval} {'item waits' if approval == 1 else 'items wait'} for "
+                     "approval (bees approvals)")
+    if person:
+        parts.append(f"{person} {'item waits' if person == 1 else 'items wait'} for a person "
+                     "(bees status)")
+    return "nothing left to run here" + (": " + "; ".join(parts) if parts else "") + \
+        "; stopping"
+
+
+def engine_gone(server: EngineServer) -> str | None:
+    """Return why the engine ``server`` is gone (its process ended, or its address does not
+    answer), or None while it is there."""
+    from bees_cli.engine.server import answers, pid_alive
+
+    if server.pid is not None:
+        if not pid_alive(server.pid):
+            return f"the engine at {server.address} stopped (process {server.pid} is gone)"
+        return None
+    if not answers(server.address):
+        return f"the engine at {server.address} does not answer any more"
+    return None
+
+
+async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | None,
+                     exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
+    """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
+
+    Starts (or reuses) the embedded dev server, or uses the server at ``address``; runs the
+    worker on ``bees-<machine_id>``; starts pending items, now and whenever new ones appear;
+    stops the server it started on the way out.
+
+    Returns:
+        The exit code: 0.
+
+    Raises:
+        Refused: another ``bees run`` runs on this computer (:func:`hold_worker_lock`).
+        WorkspaceInvalid: ``workspace_path`` is given and does not load.
+        EngineError: the engine cannot be started or reached, or went away while it ran.
+    """
+    lock = await asyncio.to_thread(hold_worker_lock, bees.computer.data_dir)
+    try:
+        if workspace_path is not None:
+            from bees_cli.workspace.loader import load_workspace
+
+            await asyncio.to_thread(load_workspace, workspace_path)
+        return await _run_engine(bees, address, exit_when_idle, heartbeat_every,
+                                 workspace_path=workspace_path)
+    finally:
+        lock.close()
+
+
+async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
+                      heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
+    from bees_cli.engine.background import start_background
+    from bees_cli.engine.client import EngineGateway, connect
+    from bees_cli.engine.models import task_queue
+    from bees_cli.engine.server import (
+        EngineServer,
+        ensure_engine,
+        record_external,
+        stop_engine,
+    )
+    from bees_cli.engine.worker import make_worker
+    from bees_cli.usecases.approvals import deliver_queued
+
+    computer, record, say = bees.computer, bees.record, bees.say
+    data = computer.data_dir
+    if address is None:
+        server = await asyncio.to_thread(ensure_engine, data, say=say)
+        say(f"engine {'started' if server.started else 'reused'} at {server.address}")
+    else:
+        server = EngineServer(address, None, started=False)
+        record_external(data, address)
+    try:
+        try:
+            client = await connect(server.address)
+        except EngineError as error:
+            if address is None:
+                raise
+            raise EngineError(error.message,
+                              hint="check the address given with --temporal-address") from None
+        engine = EngineGateway(client)
+        bees.use_engine(engine)
+        queue = task_queue(computer.machine_id)
+        freed = await asyncio.to_thread(record.free_stale_slots)
+        if freed:
+            say(f"freed {freed} agent slot(s) of items that no longer run")
+
+        async def start(item_id: str) -> int:
+            return await start_pending(engine, record, computer, only=item_id)
+
+        worker = make_worker(client, queue, record, computer=computer, start=start,
+                             heartbeat_every=heartbeat_every)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        worker_task = asyncio.create_task(worker.run())
+        note_worker(data, server.address, queue)
+        say(f"worker on task queue {queue}")
+        background = await start_background(client, queue, workspace_path, say,
+                                            computer=computer)
+        gone: str | None = None
+        checked = loop.time()
+        while not stop.is_set():
+            if loop.time() - checked >= ENGINE_CHECK_EVERY:
+                checked = loop.time()
+                gone = await asyncio.to_thread(engine_gone, server)
+                if gone is not None:
+                    break
+            await start_pending(engine, record, computer)
+            await deliver_queued(bees)
+            if worker_task.done():
+                break
+            if exit_when_idle and is_idle(record):
+                say(idle_line(record))
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), IDLE_POLL)
+            except TimeoutError:
+                pass
+        await background.stop()
+        if gone is not None:
+            # the server is gone: a graceful shutdown would wait on it forever
+            worker_task.cancel()
+            raise EngineError(gone, hint=f"start it again with `bees run`; see "
+                              f"{computer.engine_log}")
+        if not worker_task.done():
+            await worker.shutdown()
+        await worker_task
+        interrupted = await asyncio.to_thread(mark_interrupted, record)
+        if interrupted:
+            say(f"{interrupted} running item(s) wait for the next `bees run`")
+        if stop.is_set():
+            say("stopped")
+    finally:
+        forget_worker(data)
+        await asyncio.to_thread(stop_engine, data, server)
+    return 0
