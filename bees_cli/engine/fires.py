@@ -32,6 +32,7 @@ from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnauthoriz
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog, FireRow
 from bees_cli.record.local import LocalRecord
+from bees_cli.rules import KEY_TRIES
 
 if TYPE_CHECKING:
     from bees_cli.agents.eligibility import Eligibility
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.workspace.loader import Workspace
 
-KEY_TRIES = 5
-"""Key requests sent before a fire gives up (DESIGN.md: it tries five times)."""
 KEY_BACKOFF = 0.5
 """Seconds before the second key request; doubled before each next one (0.5, 1, 2, 4)."""
 
@@ -103,6 +102,7 @@ class FireService:
             WorkspaceInvalid, NotFound: the workspace does not load or has no such schedule
                 (no row is written: there is no schedule to show it under).
         """
+        from bees_cli.rules import is_late
         from bees_cli.schedules.times import fire_for, lateness
         from bees_cli.workspace.loader import load_workspace
 
@@ -122,8 +122,8 @@ class FireService:
                                 local=local, handled=self.clock(), outcome=outcome,
                                 detail=detail, tries=tries)
 
-        late = lateness(scheduled, now)
-        if late > 60.0:
+        if is_late(scheduled, now):
+            late = lateness(scheduled, now)
             return await asyncio.to_thread(done, "skipped", f"{late:.0f}")
         if not await asyncio.to_thread(log.mark_key, fire.key, scheduled, now):
             return await asyncio.to_thread(done, "already_fired", None)

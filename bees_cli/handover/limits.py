@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_FILES = 1_000
-"""Most regular files a run folder may hold (``checkpoint.json`` excluded).
+from bees_cli.rules import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
 
-The post's "What this costs": a handover carries at most 1,000 files.
-"""
-
-MAX_FILE_BYTES = 20_000_000
-"""Largest size of one file, in bytes: 20 MB, where MB means 10^6 bytes (not MiB).
-
-The post's "What this costs": each file is at most 20 MB.
-"""
-
-MAX_TOTAL_BYTES = 250_000_000
-"""Largest size of all files together, in bytes: 250 MB, where MB means 10^6 bytes.
-
-The post's "What this costs": a handover carries at most 250 MB in all.
-"""
+__all__ = ["DEFAULT_LIMITS", "MAX_CHECKPOINT_BYTES", "MAX_FILES", "MAX_FILE_BYTES",
+           "MAX_TOTAL_BYTES", "Limits"]
 
 MAX_CHECKPOINT_BYTES = 16 * 1024 * 1024
 """Largest ``checkpoint.json`` read or written, in bytes (16 MiB).

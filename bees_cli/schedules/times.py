@@ -34,9 +34,6 @@ from croniter import CroniterBadDateError, croniter
 from bees_cli.errors import UserError
 from bees_cli.workspace.models import TITLE_FIELDS, Schedule
 
-MISSED_AFTER = 60.0
-"""Seconds: a fire that starts later than this after its scheduled instant is skipped."""
-
 KEY_TIME_FORMAT = "%Y-%m-%dT%H:%M"
 """strftime format of the wall-clock part of a schedule key, e.g. ``2026-11-30T09:00``."""
 
@@ -183,25 +180,6 @@ def lateness(scheduled_utc: datetime, now_utc: datetime) -> float:
     _require_aware(now_utc, "now_utc")
     return (now_utc - scheduled_utc).total_seconds()
 
-
-def is_missed(scheduled_utc: datetime, now_utc: datetime) -> bool:
-    """Tell whether a fire is too late to run: more than :data:`MISSED_AFTER` seconds late.
-
-    Rule (design, "Schedules"): a fire more than one minute late is skipped, never
-    caught up. The boundary is inclusive for running: exactly 60.0 s late still runs,
-    60.001 s late is missed.
-
-    Args:
-        scheduled_utc: the aware instant the fire was scheduled for.
-        now_utc: the aware instant it is handled at.
-
-    Returns:
-        True when the fire must be skipped.
-
-    Raises:
-        ValueError: either datetime is naive.
-    """
-    return lateness(scheduled_utc, now_utc) > MISSED_AFTER
 
 
 def item_title(schedule: Schedule, schedule_id: str, fire: Fire) -> str:

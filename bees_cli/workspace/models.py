@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from bees_cli.rules import GATED_KINDS as GATED_KINDS  # re-exported for older imports
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Names of objects, stages and actions: safe as file names and ids, no dots (dots join
 ``addon.action`` and ``process.stage``)."""
@@ -50,8 +52,6 @@ Text = Annotated[str, StringConstraints(min_length=1)]
 
 StageKind = Literal["work", "review", "done"]
 ActionKind = Literal["read", "write", "send", "post", "delete", "pay"]
-GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay"})
-"""Action kinds held until a person approves on a stage with ``approval: required``."""
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 

@@ -9,12 +9,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bees_cli.errors import UserError
+from bees_cli.rules import is_late
 from bees_cli.schedules.times import (
-    MISSED_AFTER,
     Fire,
     fire_for,
     fire_times,
-    is_missed,
     item_title,
     lateness,
     schedule_key,
@@ -286,14 +285,13 @@ def test_fire_for_an_instant_off_the_schedule_uses_its_wall_clock_minute() -> No
 
 def test_lateness_boundary() -> None:
     at = z(2026, 11, 30, 8, 0)
-    assert MISSED_AFTER == 60.0
     assert lateness(at, at + timedelta(seconds=60)) == 60.0
-    assert is_missed(at, at + timedelta(seconds=60)) is False
+    assert is_late(at, at + timedelta(seconds=60)) is False
     assert lateness(at, at + timedelta(seconds=60, milliseconds=1)) == 60.001
-    assert is_missed(at, at + timedelta(seconds=60, milliseconds=1)) is True
+    assert is_late(at, at + timedelta(seconds=60, milliseconds=1)) is True
     assert lateness(at, at - timedelta(seconds=2)) == -2.0
-    assert is_missed(at, at - timedelta(seconds=2)) is False
-    assert is_missed(at, at + timedelta(minutes=2)) is True
+    assert is_late(at, at - timedelta(seconds=2)) is False
+    assert is_late(at, at + timedelta(minutes=2)) is True
     with pytest.raises(ValueError, match="aware"):
         lateness(at, datetime(2026, 11, 30, 8, 1))
 

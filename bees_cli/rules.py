@@ -1,0 +1,88 @@
+"""The post's rules that are numbers or small decisions, each in one named place.
+
+Every constant and function here is used by the code that runs the rule (never a copy of
+it), and each names the rule of DESIGN.md ("Rules") it comes from. A mutation run over this
+module (``scripts/mutate_rules.sh``) shows the tests notice any of them changing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+RECHECK_EVERY = timedelta(seconds=15)
+"""How often an item that may not start yet checks again: eligibility and a busy agent's
+slot (Rules: eligibility, busy agent)."""
+
+BUSY_LIMIT = timedelta(minutes=10)
+"""How long a stage waits for a slot of a busy agent before it fails for a person to retry
+(Rules: busy agent)."""
+
+REVIEW_LIMIT = 3
+"""The request for changes of one review stage that stops the item for a person: the third
+(Rules: moving)."""
+
+LATE_AFTER = timedelta(seconds=60)
+"""A schedule fire asked for its key later than this after the scheduled instant is skipped,
+never caught up (Rules: schedules). Exactly 60 s late still runs."""
+
+KEY_TRIES = 5
+"""How many times a firing computer asks Bees Cloud for a schedule key before it gives up
+that time (Rules: schedules)."""
+
+SYNC_EVERY = timedelta(seconds=15)
+"""How often a computer sends its items' changes to the shared record and fetches the
+team's (Rules: shared record)."""
+
+GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay"})
+"""Add-on action kinds an agent may not run on an ``approval: required`` stage until a person
+approves (Rules: approvals)."""
+
+MAX_FILES = 1_000
+"""Most regular files a handed-over run folder may hold, ``checkpoint.json`` excluded
+(Rules: handover)."""
+
+MAX_FILE_BYTES = 20_000_000
+"""Largest size in bytes (1 MB = 10^6 bytes) of one file of a handed-over run folder
+(Rules: handover)."""
+
+MAX_TOTAL_BYTES = 250_000_000
+"""Largest size in bytes of all files of a handed-over run folder together (Rules:
+handover)."""
+
+
+def is_late(scheduled_utc: datetime, asked_utc: datetime) -> bool:
+    """Tell whether a fire asked too late for its key and is skipped (Rules: schedules).
+
+    The one-minute rule judges the asking, not the making: a key already won is made into
+    its item however late that happens.
+
+    Args:
+        scheduled_utc: the aware instant the fire was scheduled for (UTC).
+        asked_utc: the aware instant this computer handles the fire (UTC).
+
+    Returns:
+        True when more than :data:`LATE_AFTER` passed (exactly 60 s still runs).
+
+    Raises:
+        ValueError: either datetime is naive.
+    """
+    if scheduled_utc.tzinfo is None or asked_utc.tzinfo is None:
+        raise ValueError("is_late needs aware datetimes")
+    return asked_utc - scheduled_utc > LATE_AFTER
+
+
+def needs_approval(kind: str, stage_approval: str | None) -> bool:
+    """Tell whether an add-on action of ``kind`` is held for a person on a stage whose
+    ``approval`` is ``stage_approval`` (Rules: approvals).
+
+    Args:
+        kind: the action's kind (``read``, ``write``, ``send``, ``post``, ``delete``, ``pay``).
+        stage_approval: the stage's ``approval`` setting (``"required"`` or None).
+    """
+    return stage_approval == "required" and kind in GATED_KINDS
+
+
+def review_stops(requests_for_changes: int) -> bool:
+    """Tell whether a review's ``requests_for_changes``-th request for changes (counted from
+    1 since the last person's answer) stops the item for a person (Rules: moving)."""
+    return requests_for_changes >= REVIEW_LIMIT

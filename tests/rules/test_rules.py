@@ -1,0 +1,43 @@
+"""The post's small decisions in bees_cli.rules, at and around each boundary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bees_cli.rules import is_late, needs_approval, review_stops
+
+AT = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("kind", "held"),
+    [("read", False), ("write", False), ("send", True), ("post", True), ("delete", True),
+     ("pay", True)],
+)
+def test_only_send_post_delete_and_pay_wait_for_approval(kind: str, held: bool) -> None:
+    assert needs_approval(kind, "required") is held
+    assert needs_approval(kind, None) is False
+
+
+@pytest.mark.parametrize(
+    ("after", "late"),
+    [(timedelta(seconds=-2), False), (timedelta(0), False), (timedelta(seconds=59), False),
+     (timedelta(seconds=60), False), (timedelta(seconds=60, microseconds=1), True),
+     (timedelta(seconds=61), True), (timedelta(seconds=90), True), (timedelta(hours=3), True)],
+)
+def test_a_fire_asked_more_than_a_minute_late_is_skipped(after: timedelta, late: bool) -> None:
+    assert is_late(AT, AT + after) is late
+
+
+def test_lateness_needs_aware_times() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        is_late(AT, datetime(2026, 12, 7, 8, 1))
+    with pytest.raises(ValueError, match="aware"):
+        is_late(datetime(2026, 12, 7, 8, 0), AT)
+
+
+@pytest.mark.parametrize(("requests", "stops"), [(1, False), (2, False), (3, True), (4, True)])
+def test_the_third_request_for_changes_stops_the_item(requests: int, stops: bool) -> None:
+    assert review_stops(requests) is stops
