@@ -30,7 +30,7 @@ def database_url(db: str | None) -> str:
         UserError: ``db`` is not a URL (no ``://``), cannot be parsed, or is an
             in-memory SQLite database.
     """
-    from bees_cli.cloud.server.storage import default_sqlite_url
+    from bees_cli.cloud.server.engine import default_sqlite_url
 
     if not db:
         return default_sqlite_url()

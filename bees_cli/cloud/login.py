@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import CloudError, UserError
+from bees_cli.utc import format_utc
 
 if TYPE_CHECKING:
     import httpx
@@ -224,7 +225,8 @@ def status(*, transport: httpx.BaseTransport | None = None) -> dict[str, Any]:
     """Return this computer's Bees Cloud status as a JSON-ready dict.
 
     Keys: ``url``, ``reachable`` (bool), ``person``, ``team``, ``server_time``
-    (ISO, UTC), ``skew_seconds`` (server minus local), ``round_trip_seconds``,
+    (:func:`~bees_cli.utc.format_utc`), ``skew_seconds`` (server minus local),
+    ``round_trip_seconds``,
     ``error`` (``{"code", "message", "hint"}`` when not reachable or refused).
 
     Raises:
@@ -251,7 +253,7 @@ def status(*, transport: httpx.BaseTransport | None = None) -> dict[str, Any]:
         reachable=True,
         person=skew.me.person,
         team=skew.me.team,
-        server_time=skew.me.server_time.isoformat().replace("+00:00", "Z"),
+        server_time=format_utc(skew.me.server_time),
         skew_seconds=round(skew.skew_seconds, 3),
         round_trip_seconds=round(skew.round_trip_seconds, 3),
     )

@@ -1,8 +1,12 @@
 """Wire models of the Bees Cloud API v1, shared by the server and the client.
 
 Every model forbids unknown fields. Times travel as ISO 8601 strings that carry a
-zone; they are normalised to UTC. Ids are short tokens without path or control
-characters, so they are safe in URLs and logs.
+zone; they are normalised to UTC and written as :func:`bees_cli.utc.format_utc` text.
+Ids are short tokens without path or control characters, so they are safe in URLs and logs.
+
+The rules the server and the computers must compute identically live here too:
+:func:`canonical_json`, :func:`fields_digest` and :class:`RecordKey`, the order of the
+shared record's last-writer-wins (DESIGN.md "Shared record").
 
 Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
 
@@ -22,12 +26,26 @@ Errors: ``{"error": {"code", "message", "hint"}}`` with a 4xx status (see :class
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    WithJsonSchema,
+)
+
+from bees_cli.utc import as_utc, format_utc, parse_utc, to_us
 
 API_PREFIX = "/v1"
 MAX_BODY_BYTES = 1024 * 1024
@@ -91,25 +109,23 @@ def _strict_str(value: Any) -> Any:
 def _aware_time(value: Any) -> datetime:
     """Accept a ``datetime`` or an ISO 8601 string with a zone; return it in UTC."""
     if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError("not an ISO 8601 time") from None
-    elif isinstance(value, datetime):
-        parsed = value
-    else:
-        raise ValueError("a time must be an ISO 8601 string with a zone")
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValueError("a time must carry a zone, e.g. 2025-01-06T09:00:00Z")
-    return parsed.astimezone(UTC)
+        return parse_utc(value)
+    if isinstance(value, datetime):
+        return as_utc(value)
+    raise ValueError("a time must be an ISO 8601 string with a zone")
 
 
 Id = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_id)]
 """A safe id: item, schedule, machine, piece."""
 Name = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_name)]
 """A printable name such as a computer name."""
-UtcTime = Annotated[datetime, BeforeValidator(_aware_time)]
-"""A zoned time, normalised to UTC; naive times are refused."""
+UtcTime = Annotated[
+    datetime,
+    BeforeValidator(_aware_time),
+    PlainSerializer(format_utc, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A zoned time, normalised to UTC; naive times are refused; JSON has one fixed precision."""
 Sha256 = Annotated[
     str,
     BeforeValidator(_strict_str),
@@ -120,6 +136,48 @@ Sha256 = Annotated[
 
 def _fail(message: str) -> str:
     raise ValueError(message)
+
+
+def canonical_json(value: Any) -> str:
+    """Return ``value`` as compact JSON with sorted keys and UTF-8 kept (no ``\\u`` escapes).
+
+    The stored and digested form of a record change's fields; the server and every
+    computer compute it with this one function, so equal fields give equal text.
+
+    Raises:
+        TypeError: ``value`` holds something JSON cannot carry.
+        ValueError: ``value`` holds a circular reference.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fields_digest(fields: Mapping[str, Any]) -> str:
+    """Return the SHA-256 (64 lower-case hex digits) of :func:`canonical_json` ``fields``."""
+    return hashlib.sha256(canonical_json(dict(fields)).encode("utf-8")).hexdigest()
+
+
+class RecordKey(NamedTuple):
+    """The order of changes to one item of the shared record: the greatest key wins.
+
+    Rule (DESIGN.md "Shared record"): the later origin time (the clock of the computer
+    that made the change) wins; a tie goes to the greater machine id, then to the
+    greater digest of the fields, so every server and computer picks the same winner
+    whatever the order of arrival. Tuples compare field by field; text compares by
+    code point, which is the byte order of UTF-8 (SQLite's ``BINARY``, PostgreSQL's
+    ``COLLATE "C"``).
+    """
+
+    origin_us: int
+    """Origin time as integer microseconds since the Unix epoch (UTC)."""
+    machine_id: str
+    """The machine that made the change."""
+    digest: str
+    """:func:`fields_digest` of the change's fields."""
+
+    @classmethod
+    def of(cls, change: RecordChange | RecordEntry) -> RecordKey:
+        """Return the key of a pushed change or of a pulled entry."""
+        return cls(to_us(change.origin_time), change.machine_id, fields_digest(change.fields))
 
 
 class Wire(BaseModel):

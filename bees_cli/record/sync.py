@@ -28,7 +28,6 @@ Fields pushed per item: ``title``, ``process``, ``stage``, ``status``, ``status_
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -55,15 +54,6 @@ SYNC_EVERY = 15.0
 SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""
 
-def canonical(fields: dict[str, Any]) -> str:
-    """Return fields as compact JSON with sorted keys (the form Bees Cloud digests)."""
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def to_us(moment: datetime) -> int:
-    """Return an aware time as integer microseconds since the Unix epoch (UTC)."""
-    delta = moment.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 @dataclass(frozen=True)
@@ -181,16 +171,18 @@ class SharedRecord:
     def apply(self, entries: list[wire.RecordEntry], cursor: int) -> int:
         """Apply pulled entries with last-writer-wins and move the cursor; return how many won.
 
-        Order: later origin time, then greater machine id, then greater SHA-256 of the
-        canonical fields (Bees Cloud's order), so pages applied in any order agree.
+        Order: :class:`bees_cli.cloud.wire.RecordKey` (later origin time, then greater
+        machine id, then greater SHA-256 of the canonical fields), the key Bees Cloud
+        computes with the same code, so pages applied in any order agree.
         """
+        from bees_cli.cloud.wire import RecordKey, canonical_json
+
         won = 0
         with connect(self.path) as db:
             db.execute("BEGIN IMMEDIATE")
             for entry in entries:
-                text = canonical(dict(entry.fields))
-                digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-                origin = to_us(entry.origin_time)
+                text = canonical_json(entry.fields)
+                origin, machine_id, digest = RecordKey.of(entry)
                 cursor_row = db.execute(
                     "INSERT INTO team_items (item_id, fields, origin_us, machine_id, digest,"
                     " person, seq) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -200,7 +192,7 @@ class SharedRecord:
                     " WHERE (excluded.origin_us, excluded.machine_id, excluded.digest) >"
                     " (team_items.origin_us, team_items.machine_id, team_items.digest)"
                     " RETURNING item_id",
-                    (entry.item_id, text, origin, entry.machine_id, digest, entry.person,
+                    (entry.item_id, text, origin, machine_id, digest, entry.person,
                      entry.seq)).fetchall()
                 won += len(cursor_row)
             db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('cursor', ?)",

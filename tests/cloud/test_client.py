@@ -229,3 +229,22 @@ def test_unreachable_hint_does_not_point_at_status_itself() -> None:
     with pytest.raises(CloudUnreachable) as caught:
         _client(script, [], retries=0).me()
     assert caught.value.hint == "is the server up? check the URL with `bees login URL --token T`"
+
+
+def test_both_clients_offer_the_same_calls_with_the_same_parameters() -> None:
+    import inspect
+
+    def calls(cls: type) -> dict[str, list[str]]:
+        return {
+            name: list(inspect.signature(member).parameters)
+            for name, member in vars(cls).items()
+            if inspect.isfunction(member) and not name.startswith("_") and "close" not in name
+        }
+
+    sync, async_ = calls(CloudClient), calls(AsyncCloudClient)
+    assert sync == async_
+    assert sorted(sync) == [
+        "call", "claim_key", "claim_owner", "get_owner", "list_owners", "me",
+        "owner_history", "pull", "pull_all", "push", "release_owner", "server_time", "skew",
+    ]  # fmt: skip
+    assert all(inspect.iscoroutinefunction(getattr(AsyncCloudClient, name)) for name in async_)

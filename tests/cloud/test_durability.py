@@ -14,7 +14,8 @@ from alembic.migration import MigrationContext
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.client import AsyncCloudClient
-from bees_cli.cloud.server.storage import Storage, metadata
+from bees_cli.cloud.server.storage import Storage
+from bees_cli.cloud.server.tables import metadata
 from bees_cli.errors import CloudError
 
 from .conftest import ServerProcess, make_team

@@ -34,13 +34,11 @@ changes_strategy = st.lists(
 
 def _expected(changes: list[wire.RecordChange]) -> dict[str, tuple[object, ...]]:
     """Per item the greatest (origin time, machine id, canonical fields) wins."""
-    from bees_cli.cloud.server.storage import canonical_json
+    import hashlib
 
     best: dict[str, tuple[object, ...]] = {}
     for c in changes:
-        import hashlib
-
-        digest = hashlib.sha256(canonical_json(c.fields).encode()).hexdigest()
+        digest = hashlib.sha256(wire.canonical_json(c.fields).encode()).hexdigest()
         candidate = (c.origin_time, c.machine_id, digest, c.fields)
         if c.item_id not in best or candidate[:3] > best[c.item_id][:3]:  # type: ignore[operator]
             best[c.item_id] = candidate

@@ -251,3 +251,20 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/record/push",
         "/v1/record/pull",
     } <= set(document["paths"])
+
+
+def test_every_refusal_has_one_http_status() -> None:
+    from bees_cli.cloud.server import refusals
+    from bees_cli.cloud.server.app import STATUS, status_of
+
+    kinds = refusals.CloudRefusal.__subclasses__()
+    assert {kind.__name__: STATUS[kind] for kind in kinds} == {
+        "Unauthorized": 401,
+        "Forbidden": 403,
+        "NotFound": 404,
+        "Conflict": 409,
+        "Invalid": 422,
+    }
+    assert status_of(refusals.Conflict("busy", "try again")) == 409
+    with pytest.raises(KeyError):
+        status_of(refusals.CloudRefusal("x", "a refusal without a kind is a bug"))

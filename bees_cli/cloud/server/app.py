@@ -2,7 +2,8 @@
 
 Every request needs ``Authorization: Bearer <token>``; every answer to a request that
 fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is a bug).
-Bodies over 1 MiB are refused with 413 before they are read whole.
+Bodies over 1 MiB are refused with 413 before they are read whole. The storage's
+refusals become HTTP statuses here only, by :data:`STATUS`.
 """
 
 import contextlib
@@ -19,13 +20,35 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bees_cli.cloud import wire
-from bees_cli.cloud.server.storage import ApiProblem, Storage
+from bees_cli.cloud.server import refusals
+from bees_cli.cloud.server.storage import Storage
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+STATUS: dict[type[refusals.CloudRefusal], int] = {
+    refusals.Unauthorized: 401,
+    refusals.Forbidden: 403,
+    refusals.NotFound: 404,
+    refusals.Conflict: 409,
+    refusals.Invalid: 422,
+}
+"""The HTTP status of each refusal of :mod:`bees_cli.cloud.server.refusals`."""
+
+
+def status_of(refusal: refusals.CloudRefusal) -> int:
+    """Return the HTTP status of ``refusal``: that of its nearest class in :data:`STATUS`.
+
+    Raises:
+        KeyError: the refusal's class has no status (a bug: every refusal needs one).
+    """
+    for kind in type(refusal).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    raise KeyError(f"no HTTP status for {type(refusal).__name__}")
 
 _STATUS_CODES = {
     400: "bad_request",
@@ -152,10 +175,10 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     )
     app.state.storage = storage
 
-    @app.exception_handler(ApiProblem)
-    async def _problem(_request: Request, problem: ApiProblem) -> JSONResponse:
+    @app.exception_handler(refusals.CloudRefusal)
+    async def _refused(_request: Request, refusal: refusals.CloudRefusal) -> JSONResponse:
         return error_response(
-            problem.status, problem.code, problem.message, problem.hint, problem.owner
+            status_of(refusal), refusal.code, refusal.message, refusal.hint, refusal.owner
         )
 
     @app.exception_handler(RequestValidationError)
@@ -195,8 +218,7 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise ApiProblem(
-                401,
+            raise refusals.Unauthorized(
                 "unauthorized",
                 "no bearer token",
                 hint="sign in with `bees login URL --token T`",
@@ -210,7 +232,7 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         try:
             return wire.check_id(item_id)
         except ValueError as error:
-            raise ApiProblem(422, "invalid", f"item id: {error}") from None
+            raise refusals.Invalid("invalid", f"item id: {error}") from None
 
     responses: dict[int | str, dict[str, Any]] = {
         code: {"model": wire.ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422)

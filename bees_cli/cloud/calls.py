@@ -1,0 +1,210 @@
+"""The requests of the Bees Cloud API v1 and how their answers are read (both clients use them).
+
+Answers map to the error tree of :mod:`bees_cli.errors`::
+
+    connection failed, timed out (after retries)   -> CloudUnreachable
+    HTTP 5xx (after retries)                       -> CloudError
+    HTTP 401                                       -> CloudUnauthorized
+    HTTP 403, 409                                  -> CloudRefused
+    any other 4xx, or an answer that is not the
+    expected JSON                                  -> CloudError
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from bees_cli.cloud import wire
+from bees_cli.errors import (
+    CloudError,
+    CloudRefused,
+    CloudUnauthorized,
+    CloudUnreachable,
+    UserError,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+@dataclass(frozen=True)
+class Call(Generic[M]):
+    """One API request and the model its 2xx answer is read into."""
+
+    method: str
+    path: str
+    model: type[M]
+    body: BaseModel | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    missing_ok: bool = False
+    """When True a 404 answer means None instead of an error."""
+
+    def request(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """Return the ``httpx.Request`` for ``client`` (its base URL and auth header)."""
+        content = None
+        headers = {}
+        if self.body is not None:
+            content = self.body.model_dump_json().encode("utf-8")
+            headers["content-type"] = "application/json"
+        return client.build_request(
+            self.method, self.path, content=content, params=self.params or None, headers=headers
+        )
+
+
+def key_claim(claim: wire.KeyClaim) -> Call[wire.KeyAnswer]:
+    """Build the schedule-key claim call."""
+    return Call("POST", "/v1/keys/claim", wire.KeyAnswer, claim)
+
+
+def owner_claim(claim: wire.OwnerClaim) -> Call[wire.OwnerAnswer]:
+    """Build the owner claim call."""
+    return Call("POST", "/v1/owners/claim", wire.OwnerAnswer, claim)
+
+
+def _item(item_id: str) -> str:
+    try:
+        return wire.check_id(item_id)
+    except ValueError as error:
+        raise UserError(f"bad item id {item_id!r}: {error}") from None
+
+
+def owner_get(item_id: str) -> Call[wire.Owner]:
+    """Build the call that reads the latest owner of one item (None when never claimed)."""
+    return Call("GET", f"/v1/owners/{_item(item_id)}", wire.Owner, missing_ok=True)
+
+
+def owner_history(item_id: str) -> Call[wire.OwnerList]:
+    """Build the call that reads every owner row of one item."""
+    return Call("GET", f"/v1/owners/{_item(item_id)}/history", wire.OwnerList)
+
+
+def owner_release(item_id: str, release: wire.OwnerRelease) -> Call[wire.Owner]:
+    """Build the release call for one item."""
+    return Call("POST", f"/v1/owners/{_item(item_id)}/release", wire.Owner, release)
+
+
+def record_pull(since: int, limit: int) -> Call[wire.PullAnswer]:
+    """Build one page of a record pull."""
+    return Call("GET", "/v1/record/pull", wire.PullAnswer, params={"since": since, "limit": limit})
+
+
+def read_answer(call: Call[M], response: httpx.Response) -> M | None:
+    """Return the answer of ``call`` read from ``response``, or raise the mapped error.
+
+    Raises:
+        CloudUnauthorized: 401.
+        CloudRefused: 403 or 409 (the message names the owner when there is one).
+        CloudError: any other non-2xx answer, or a body that is not the expected JSON.
+    """
+    status = response.status_code
+    if 200 <= status < 300:
+        try:
+            return call.model.model_validate_json(response.content)
+        except ValidationError as error:
+            raise CloudError(
+                f"Bees Cloud sent an unexpected answer to {call.method} {call.path}: "
+                f"{error.error_count()} problem(s)",
+                hint="the server may run another version of Bees",
+            ) from None
+    if status == 404 and call.missing_ok:
+        return None
+    message, hint = _error_text(response)
+    if status == 401:
+        raise CloudUnauthorized(
+            message or "Bees Cloud rejected the token",
+            hint=hint or "sign in again with `bees login URL --token T`",
+        )
+    if status in (403, 409):
+        raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint)
+    raise CloudError(
+        f"Bees Cloud answered {status}: {message or response.reason_phrase}", hint=hint
+    )
+
+
+def _error_text(response: httpx.Response) -> tuple[str, str | None]:
+    try:
+        body = wire.ErrorResponse.model_validate_json(response.content)
+    except ValidationError:
+        return response.text[:200].strip(), None
+    return body.error.message, body.error.hint
+
+
+def retryable(response: httpx.Response) -> bool:
+    """Return True when ``response`` is worth another attempt (a 5xx)."""
+    return response.status_code >= 500
+
+
+def backoff_delay(backoff: float, attempt: int) -> float:
+    """Return seconds to wait after failed ``attempt`` (from 0): ``backoff`` doubled, <= 4 s."""
+    return float(min(backoff * (2**attempt), 4.0))
+
+
+def unreachable(base_url: str, error: Exception) -> CloudUnreachable:
+    """Return the error for a server that could not be reached, naming ``base_url``."""
+    return CloudUnreachable(
+        f"cannot reach Bees Cloud at {base_url}: {type(error).__name__}: {error}".rstrip(": "),
+        hint="is the server up? check the URL with `bees login URL --token T`",
+    )
+
+
+def url_problem(url: str) -> str | None:
+    """Return why ``url`` is not a usable Bees Cloud URL, or None when it is.
+
+    A usable URL has the scheme http or https, a host, and no port or a numeric
+    port from 1 to 65535.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        text = str(error)
+        return text[:1].lower() + text[1:]
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http or https"
+    if not parts.hostname:
+        return "no host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
+        return "the port must be a number from 1 to 65535"
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as error:
+        text = str(error)
+        return text[:1].lower() + text[1:]
+    return None
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` stripped of blanks and a trailing slash, when it is usable.
+
+    Raises:
+        UserError: see :func:`url_problem`.
+    """
+    given = url.strip()
+    url = given.rstrip("/")
+    problem = url_problem(url)
+    if problem is not None:
+        raise UserError(
+            f"not a valid URL: {given} ({problem})",
+            hint="e.g. https://cloud.example.com or http://127.0.0.1:8765",
+        )
+    return url
+
+
+def bad_base_url(base_url: str, problem: str) -> CloudUnreachable:
+    """Return the error for a stored URL that is not valid (no request is sent)."""
+    return CloudUnreachable(
+        f"cannot reach Bees Cloud: the stored URL is not valid: {base_url} ({problem})",
+        hint="run `bees logout`, then `bees login URL --token T` with a valid URL",
+    )
+
+
+def auth_headers(token: str) -> dict[str, str]:
+    """Return the headers of every request: the bearer ``token`` and JSON accepted."""
+    return {"authorization": f"Bearer {token}", "accept": "application/json"}

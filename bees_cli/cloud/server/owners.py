@@ -1,0 +1,202 @@
+"""Owners: who holds each work item, one row per generation (epoch), never deleted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from bees_cli.cloud import wire
+from bees_cli.cloud.server.engine import Database
+from bees_cli.cloud.server.people import People, Who
+from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
+from bees_cli.cloud.server.tables import owners, people
+from bees_cli.utc import format_utc, from_us
+
+CLAIM_LOOKS = 50
+"""Times a claim looks again when the item is held and released between its reads."""
+
+
+def owner_select() -> sa.Select[Any]:
+    """Return ``SELECT owners.*, people.email`` (the columns :func:`owner_of` reads)."""
+    return sa.select(owners, people.c.email).join(people, people.c.id == owners.c.person_id)
+
+
+def owner_of(row: Any) -> wire.Owner:
+    """Return the wire owner of a row of :func:`owner_select`."""
+    release = None
+    if row.released_us is not None:
+        release = wire.Release(
+            released_at=from_us(row.released_us),
+            restart_stages=json.loads(row.restart_stages or "{}"),
+            checkpoint_sha256=row.checkpoint_sha256 or "",
+        )
+    return wire.Owner(
+        item_id=row.item_id,
+        epoch=row.epoch,
+        machine_id=row.machine_id,
+        computer_name=row.computer_name,
+        person=row.email,
+        since=from_us(row.since_us),
+        release=release,
+    )
+
+
+class Owners:
+    """The owners of one database (DESIGN.md "Owners").
+
+    Owners are rows of (team, item, epoch); at most one row per item is unreleased
+    (a partial unique index), and only the machine that holds it may release it.
+    A release frees the item; the next claim makes epoch + 1. Nothing is deleted.
+
+    Args:
+        db: the database.
+        people: authenticates the asker inside each operation's transaction.
+    """
+
+    def __init__(self, db: Database, people: People) -> None:
+        self.db = db
+        self.people = people
+
+    @staticmethod
+    def _latest(conn: Connection, team_id: int, item_id: str) -> Any:
+        return conn.execute(
+            owner_select()
+            .where(owners.c.team_id == team_id, owners.c.item_id == item_id)
+            .order_by(owners.c.epoch.desc())
+            .limit(1)
+        ).first()
+
+    def claim(self, who: Who, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
+        """Claim ``claim.item_id`` for the asking machine; one winner per free epoch.
+
+        A held item answers ``owner`` to its holder (same row, same ``since``: a retry
+        is safe) and ``taken`` to everyone else. A free item (never claimed, or
+        released) gets a new owner row at the next epoch through one
+        ``INSERT … ON CONFLICT DO NOTHING``; the row read back names the winner.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            Conflict: ``busy`` when the item changed hands :data:`CLAIM_LOOKS` times
+                during the claim.
+        """
+        with self.db.transaction() as conn:
+            who = self.people.principal(conn, who)
+            for _look in range(CLAIM_LOOKS):
+                latest = self._latest(conn, who.team_id, claim.item_id)
+                if latest is None or latest.released_us is not None:
+                    # Free: one INSERT decides the next epoch's owner. In PostgreSQL
+                    # (READ COMMITTED) it waits for a concurrent insert of the same
+                    # epoch and then does nothing; each read sees the latest commit.
+                    epoch = 1 if latest is None else latest.epoch + 1
+                    conn.execute(
+                        self.db.insert(owners)
+                        .values(
+                            team_id=who.team_id,
+                            item_id=claim.item_id,
+                            epoch=epoch,
+                            machine_id=claim.machine_id,
+                            computer_name=claim.computer_name,
+                            person_id=who.person_id,
+                            since_us=self.db.now_us(),
+                        )
+                        .on_conflict_do_nothing()
+                    )
+                    latest = self._latest(conn, who.team_id, claim.item_id)
+                    if latest is None or latest.released_us is not None:
+                        continue  # held and released again meanwhile: look once more
+                mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
+                return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
+        raise Conflict("busy", "the item changed hands too often; try again")
+
+    def get(self, who: Who, item_id: str) -> wire.Owner:
+        """Return the latest owner row of ``item_id`` in the asker's team.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            NotFound: ``no_owner`` when the item was never claimed in this team.
+        """
+        with self.db.transaction(write=False) as conn:
+            who = self.people.principal(conn, who)
+            row = self._latest(conn, who.team_id, item_id)
+        if row is None:
+            raise NotFound("no_owner", f"item {item_id} has never been claimed")
+        return owner_of(row)
+
+    def history(self, who: Who, item_id: str) -> list[wire.Owner]:
+        """Return every owner row of ``item_id`` in the asker's team, oldest epoch first.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+        """
+        with self.db.transaction(write=False) as conn:
+            who = self.people.principal(conn, who)
+            rows = conn.execute(
+                owner_select()
+                .where(owners.c.team_id == who.team_id, owners.c.item_id == item_id)
+                .order_by(owners.c.epoch)
+            ).all()
+        return [owner_of(row) for row in rows]
+
+    def held(self, who: Who) -> list[wire.Owner]:
+        """Return the items of the asker's team that are held now, sorted by item id.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+        """
+        with self.db.transaction(write=False) as conn:
+            who = self.people.principal(conn, who)
+            rows = conn.execute(
+                owner_select()
+                .where(owners.c.team_id == who.team_id, owners.c.released_us.is_(None))
+                .order_by(owners.c.item_id)
+            ).all()
+        return [owner_of(row) for row in rows]
+
+    def release(self, who: Who, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+        """Release ``item_id`` by its owning machine; return the released owner row.
+
+        The row keeps the release time, each piece's restart stage and the
+        checkpoint's SHA-256. A repeated release of the same epoch by the same
+        machine returns the stored answer unchanged.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            NotFound: ``no_owner`` (never claimed, or no such epoch).
+            Forbidden: ``not_owner`` with the owner row when another machine or
+                person holds (or held) it.
+        """
+        with self.db.transaction() as conn:
+            who = self.people.principal(conn, who)
+            query = owner_select().where(
+                owners.c.team_id == who.team_id, owners.c.item_id == item_id
+            )
+            if release.epoch is not None:
+                row = conn.execute(query.where(owners.c.epoch == release.epoch)).first()
+            else:
+                row = self._latest(conn, who.team_id, item_id)
+            if row is None:
+                raise NotFound("no_owner", f"item {item_id} has no such owner")
+            if row.machine_id != release.machine_id or row.person_id != who.person_id:
+                owner = owner_of(row)
+                raise Forbidden(
+                    "not_owner",
+                    f"item {item_id} is owned by {owner.computer_name} ({owner.person},"
+                    f" machine {owner.machine_id}) since {format_utc(owner.since)}",
+                    hint="only the owning computer can relinquish it",
+                    owner=owner,
+                )
+            if row.released_us is None:
+                conn.execute(
+                    owners.update()
+                    .where(owners.c.id == row.id, owners.c.released_us.is_(None))
+                    .values(
+                        released_us=self.db.now_us(),
+                        restart_stages=wire.canonical_json(release.restart_stages),
+                        checkpoint_sha256=release.checkpoint_sha256,
+                    )
+                )
+                row = conn.execute(query.where(owners.c.id == row.id)).one()
+        return owner_of(row)

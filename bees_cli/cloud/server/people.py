@@ -1,0 +1,211 @@
+"""Teams, people and their bearer tokens: administration and authentication of each request."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from bees_cli.cloud import wire
+from bees_cli.cloud.server.engine import Database
+from bees_cli.cloud.server.refusals import Unauthorized
+from bees_cli.cloud.server.tables import people, teams, tokens
+from bees_cli.errors import NotFound, UserError
+
+TOKEN_PREFIX = "bees"
+"""First part of every token: ``bees.<16 hex token id>.<secret>``."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The person a request's token belongs to, and their team."""
+
+    person_id: int
+    email: str
+    team_id: int
+    team: str
+
+
+Who = Principal | str
+"""A request's asker: a bearer token, or the person it was already found to be."""
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+_DUMMY_HASH = _hash_secret("not a secret")
+
+
+def _valid(check: Callable[[str], str], value: str, what: str) -> str:
+    try:
+        return check(value)
+    except ValueError as error:
+        raise UserError(f"bad {what} {value!r}: {error}") from None
+
+
+class People:
+    """Teams, people and tokens of one database (every row is scoped to a team).
+
+    Args:
+        db: the database.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- administration ---------------------------------------------------------------
+
+    def add_team(self, name: str) -> bool:
+        """Create team ``name``; return False when it already exists.
+
+        Raises:
+            UserError: the name is not a valid id.
+        """
+        name = _valid(wire.check_id, name, "team name")
+        with self.db.transaction() as conn:
+            result = conn.execute(
+                self.db.insert(teams)
+                .values(name=name, created_us=self.db.now_us(), record_seq=0)
+                .on_conflict_do_nothing()
+                .returning(teams.c.id)
+            )
+            return len(result.all()) == 1
+
+    def add_person(self, email: str, team: str) -> str:
+        """Add ``email`` to ``team`` (if new) and return a fresh bearer token, shown once.
+
+        Only the SHA-256 of the token's secret is stored.
+
+        Raises:
+            UserError: bad email.
+            NotFound: no such team.
+        """
+        email = _valid(wire.check_email, email, "email")
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        now = self.db.now_us()
+        with self.db.transaction() as conn:
+            team_id = self._team_id(conn, team)
+            conn.execute(
+                self.db.insert(people)
+                .values(team_id=team_id, email=email, created_us=now)
+                .on_conflict_do_nothing()
+            )
+            person_id = conn.execute(
+                sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
+            ).scalar_one()
+            conn.execute(
+                tokens.insert().values(
+                    token_id=token_id,
+                    person_id=person_id,
+                    secret_sha256=_hash_secret(secret),
+                    created_us=now,
+                )
+            )
+        return f"{TOKEN_PREFIX}.{token_id}.{secret}"
+
+    def revoke_person(self, email: str, team: str) -> int:
+        """Revoke every live token of ``email`` in ``team``; return how many were revoked.
+
+        Raises:
+            NotFound: no such team or person.
+        """
+        email = email.strip().lower()
+        with self.db.transaction() as conn:
+            team_id = self._team_id(conn, team)
+            person_id = conn.execute(
+                sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
+            ).scalar_one_or_none()
+            if person_id is None:
+                raise NotFound(f"no person {email!r} in team {team!r}")
+            result = conn.execute(
+                tokens.update()
+                .where(tokens.c.person_id == person_id, tokens.c.revoked_us.is_(None))
+                .values(revoked_us=self.db.now_us())
+            )
+            return int(result.rowcount)
+
+    @staticmethod
+    def _team_id(conn: Connection, team: str) -> int:
+        team_id = conn.execute(sa.select(teams.c.id).where(teams.c.name == team)).scalar()
+        if team_id is None:
+            raise NotFound(f"no team {team!r}", hint=f"create it with `bees cloud team add {team}`")
+        return int(team_id)
+
+    # -- authentication -----------------------------------------------------------------
+
+    def authenticate(self, token: str) -> Principal | None:
+        """Return the person of a bearer ``token``, or None when it is unknown or revoked.
+
+        The secret's hash is compared with :func:`hmac.compare_digest` (constant time),
+        also when the token id is unknown.
+        """
+        with self.db.transaction(write=False) as conn:
+            return self._authenticate(conn, token)
+
+    def authenticate_or_refuse(self, who: Who) -> Principal:
+        """Return the person of ``who`` (a token or an already known person).
+
+        Raises:
+            Unauthorized: ``unauthorized`` for an unknown or revoked token.
+        """
+        if isinstance(who, Principal):
+            return who
+        with self.db.transaction(write=False) as conn:
+            return self.principal(conn, who)
+
+    def principal(self, conn: Connection, who: Who) -> Principal:
+        """Return the person of ``who`` inside the caller's transaction ``conn``.
+
+        Raises:
+            Unauthorized: ``unauthorized`` for an unknown or revoked token.
+        """
+        if isinstance(who, Principal):
+            return who
+        found = self._authenticate(conn, who)
+        if found is None:
+            raise Unauthorized(
+                "unauthorized",
+                "the token is unknown or revoked",
+                hint="ask your team admin for a new token (`bees cloud person add`)",
+            )
+        return found
+
+    def me(self, who: Who) -> wire.Me:
+        """Return who ``who`` is, the team, and the server clock (UTC).
+
+        Raises:
+            Unauthorized: ``unauthorized``.
+        """
+        found = self.authenticate_or_refuse(who)
+        return wire.Me(person=found.email, team=found.team, server_time=self.db.clock())
+
+    @staticmethod
+    def _authenticate(conn: Connection, token: str) -> Principal | None:
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != TOKEN_PREFIX or len(parts[1]) != 16:
+            return None
+        row = conn.execute(
+            sa.select(
+                tokens.c.secret_sha256,
+                tokens.c.revoked_us,
+                people.c.id,
+                people.c.email,
+                teams.c.id.label("team_id"),
+                teams.c.name,
+            )
+            .join(people, people.c.id == tokens.c.person_id)
+            .join(teams, teams.c.id == people.c.team_id)
+            .where(tokens.c.token_id == parts[1])
+        ).first()
+        expected = row.secret_sha256 if row is not None else _DUMMY_HASH
+        matches = hmac.compare_digest(expected, _hash_secret(parts[2]))
+        if row is None or not matches or row.revoked_us is not None:
+            return None
+        return Principal(person_id=row.id, email=row.email, team_id=row.team_id, team=row.name)

@@ -1,0 +1,97 @@
+"""The Bees Cloud tables (SQLAlchemy Core); the Alembic migrations must build exactly these.
+
+Times are integer microseconds since the Unix epoch, UTC (columns ending in ``_us``).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+teams = sa.Table(
+    "teams",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("created_us", sa.BigInteger, nullable=False),
+    sa.Column("record_seq", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+people = sa.Table(
+    "people",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("email", sa.String(320), nullable=False),
+    sa.Column("created_us", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("team_id", "email", name="uq_people_team_email"),
+)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("token_id", sa.String(32), nullable=False, unique=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("secret_sha256", sa.String(64), nullable=False),
+    sa.Column("created_us", sa.BigInteger, nullable=False),
+    sa.Column("revoked_us", sa.BigInteger, nullable=True),
+)
+
+keys = sa.Table(
+    "schedule_keys",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("schedule_id", sa.String(200), nullable=False),
+    sa.Column("scheduled_us", sa.BigInteger, nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("computer_name", sa.String(200), nullable=False),
+    sa.Column("granted_us", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint(
+        "team_id", "person_id", "schedule_id", "scheduled_us", name="uq_keys_person_time"
+    ),
+)
+
+owners = sa.Table(
+    "owners",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("item_id", sa.String(200), nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("computer_name", sa.String(200), nullable=False),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("since_us", sa.BigInteger, nullable=False),
+    sa.Column("released_us", sa.BigInteger, nullable=True),
+    sa.Column("restart_stages", sa.Text, nullable=True),
+    sa.Column("checkpoint_sha256", sa.String(64), nullable=True),
+    sa.UniqueConstraint("team_id", "item_id", "epoch", name="uq_owners_item_epoch"),
+    sa.Index(
+        "uq_owners_item_held",
+        "team_id",
+        "item_id",
+        unique=True,
+        sqlite_where=sa.text("released_us IS NULL"),
+        postgresql_where=sa.text("released_us IS NULL"),
+    ),
+)
+
+record = sa.Table(
+    "record_items",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("item_id", sa.String(200), nullable=False),
+    sa.Column("fields", sa.Text, nullable=False),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("origin_us", sa.BigInteger, nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("team_id", "item_id", name="uq_record_item"),
+    sa.Index("ix_record_team_seq", "team_id", "seq"),
+)

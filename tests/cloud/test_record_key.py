@@ -1,0 +1,163 @@
+"""Property: Bees Cloud and a computer order shared-record changes by the same key.
+
+The server (``Storage.push``, SQL on SQLite or PostgreSQL) and a computer's copy of the
+team (``SharedRecord.apply``, SQLite) both keep per item the change with the greatest
+:class:`~bees_cli.cloud.wire.RecordKey`; arbitrary changes must give equal keys and the
+same winners on both sides, and the same as Python's own tuple order.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bees_cli.cloud import wire
+from bees_cli.cloud.server.storage import Storage
+from bees_cli.cloud.server.tables import record
+from bees_cli.record.sync import SharedRecord
+from bees_cli.utc import to_us
+
+from .conftest import Team, make_team
+
+ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,8}\Z").filter(lambda v: ".." not in v)
+# Machine ids that sort differently by bytes and by a natural-language collation.
+machines = st.sampled_from(["a", "B", "b-", "b.", "b0", "Z", "z", "m", "m:1", "M=1"]) | ids
+instants = st.datetimes(datetime(2000, 1, 1), datetime(2100, 1, 1), timezones=st.just(UTC))
+zones = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+fields = st.dictionaries(st.text(max_size=6), json_values, max_size=3)
+
+
+@st.composite
+def changes(draw: st.DrawFn, items: list[str], least: int = 1) -> list[wire.RecordChange]:
+    """``least``-10 changes to ``items``, from a few instants written in any zone (many ties)."""
+    moments = draw(st.lists(instants, min_size=1, max_size=3))
+    return draw(
+        st.lists(
+            st.builds(
+                lambda item, moment, zone, machine, values: wire.RecordChange(
+                    item_id=item,
+                    fields=values,
+                    origin_time=moment.astimezone(zone).isoformat(),
+                    machine_id=machine,
+                ),
+                st.sampled_from(items),
+                st.sampled_from(moments),
+                zones,
+                machines,
+                fields | st.sampled_from([{"stage": "Draft"}, {"stage": "Review"}]),
+            ),
+            min_size=least,
+            max_size=10,
+        )
+    )
+
+
+def _entry(change: wire.RecordChange, seq: int) -> wire.RecordEntry:
+    """The change as a pull would deliver it."""
+    return wire.RecordEntry(
+        item_id=change.item_id,
+        fields=change.fields,
+        origin_time=change.origin_time,
+        machine_id=change.machine_id,
+        person="maya@example.com",
+        seq=seq,
+    )
+
+
+def _client_rows(shared: SharedRecord, items: list[str]) -> dict[str, tuple[Any, wire.RecordKey]]:
+    with sqlite3.connect(shared.path) as db:
+        rows = db.execute(
+            "SELECT item_id, fields, origin_us, machine_id, digest FROM team_items"
+            f" WHERE item_id IN ({','.join('?' * len(items))})",
+            items,
+        ).fetchall()
+    return {r[0]: (json.loads(r[1]), wire.RecordKey(r[2], r[3], r[4])) for r in rows}
+
+
+def _server_rows(admin: Storage, items: list[str]) -> dict[str, wire.RecordKey]:
+    with admin.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(record.c.item_id, record.c.origin_us, record.c.machine_id, record.c.digest)
+            .where(record.c.item_id.in_(items))
+        ).all()
+    return {r.item_id: wire.RecordKey(r.origin_us, r.machine_id, r.digest) for r in rows}
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> SharedRecord:
+    """A computer's record file with the sync tables (reused across examples)."""
+    return SharedRecord(tmp_path / "record.db")
+
+
+@pytest.fixture
+def keyed_team(admin: Storage) -> Team:
+    """A team on the session database (reused across examples; items are fresh)."""
+    return make_team(admin, "unused")
+
+
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_client_and_server_keep_the_same_winner_with_the_same_key(
+    admin: Storage, keyed_team: Team, shared: SharedRecord, data: st.DataObject
+) -> None:
+    items = [f"k-{secrets.token_hex(6)}" for _ in range(2)]
+    made = data.draw(changes(items), label="changes")
+    expected: dict[str, tuple[Any, wire.RecordKey]] = {}
+    for change in made:
+        key = wire.RecordKey.of(change)
+        assert key.origin_us == to_us(change.origin_time)
+        if change.item_id not in expected or key > expected[change.item_id][1]:
+            expected[change.item_id] = (change.fields, key)
+
+    server_order = data.draw(st.permutations(made), label="server order")
+    for change in server_order:
+        admin.push(keyed_team.tokens["maya"], wire.RecordPush(changes=[change]))
+    pulled = admin.pull(keyed_team.tokens["maya"], 0).changes
+    server = {e.item_id: (e.fields, wire.RecordKey.of(e)) for e in pulled if e.item_id in items}
+    assert server == expected
+    assert _server_rows(admin, items) == {item: key for item, (_, key) in expected.items()}
+
+    client_order = data.draw(st.permutations(made), label="client order")
+    for seq, change in enumerate(client_order, start=1):
+        shared.apply([_entry(change, seq)], seq)
+    assert _client_rows(shared, items) == expected
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_second_change_wins_on_both_sides_exactly_when_its_key_is_greater(
+    admin: Storage, keyed_team: Team, shared: SharedRecord, data: st.DataObject
+) -> None:
+    item = f"p-{secrets.token_hex(6)}"
+    first, second = data.draw(changes([item], least=2), label="pair")[:2]
+    wins = wire.RecordKey.of(second) > wire.RecordKey.of(first)
+
+    token = keyed_team.tokens["maya"]
+    assert admin.push(token, wire.RecordPush(changes=[first])).applied == 1
+    assert admin.push(token, wire.RecordPush(changes=[second])).applied == int(wins)
+
+    assert shared.apply([_entry(first, 1)], 1) == 1
+    assert shared.apply([_entry(second, 2)], 2) == int(wins)
