@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bees_cli.machine.files import write_atomic
+from bees_cli.files import write_atomic
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000

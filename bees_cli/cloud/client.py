@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import httpx
 
@@ -54,6 +54,9 @@ from bees_cli.cloud.calls import (
     url_problem,
 )
 from bees_cli.utc import utc_now
+
+if TYPE_CHECKING:
+    from bees_cli.machine.computer import Computer
 
 __all__ = [
     "AsyncCloudClient",
@@ -437,3 +440,34 @@ class AsyncCloudClient(BaseCloudClient):
     async def pull_all(self, since: int = 0) -> wire.PullAnswer:
         """Return every change after ``since``, following pages until ``more`` is False."""
         return await self._run(self._pull_all(since))
+
+
+def cloud_for(
+    computer: Computer, *, retries: int = 0, timeout: float = 5.0, backoff: float = 0.25
+) -> AsyncCloudClient | None:
+    """Return an async client for ``computer``'s sign-in, or None when it has none.
+
+    Args:
+        computer: the computer whose sign-in (and, in tests, transport and sleep) to use.
+        retries: the client's own extra attempts (callers that count tries pass 0).
+        timeout: seconds for connect, read and write.
+        backoff: seconds before the client's first retry.
+    """
+    if computer.login is None:
+        return None
+    kwargs: dict[str, Any] = {}
+    if computer.cloud_sleep is not None:
+        kwargs["sleep"] = computer.cloud_sleep
+    return AsyncCloudClient(
+        computer.login.url, computer.login.token, transport=computer.transport,
+        retries=retries, timeout=timeout, backoff=backoff, **kwargs)
+
+
+def sync_cloud_for(
+    computer: Computer, *, retries: int = 0, timeout: float = 5.0
+) -> CloudClient | None:
+    """Return a blocking client for ``computer``'s sign-in (the CLI), or None without one."""
+    if computer.login is None:
+        return None
+    return CloudClient(computer.login.url, computer.login.token, retries=retries,
+                       timeout=timeout)

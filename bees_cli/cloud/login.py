@@ -7,68 +7,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import CloudError, UserError
+from bees_cli.machine.signin import (
+    Login,
+    clear_login,
+    load_login,
+    login_path,
+    save_login,
+)
 from bees_cli.utc import format_utc
+
+__all__ = ["Login", "SignIn", "clear_login", "client", "load_login", "login", "login_path",
+           "normalise_url", "resolve_url", "save_login", "status", "workspace_cloud_url"]
 
 if TYPE_CHECKING:
     import httpx
 
     from bees_cli.cloud.client import CloudClient
-
-
-@dataclass(frozen=True)
-class Login:
-    """A stored sign-in: the server URL and the person's bearer token."""
-
-    url: str
-    token: str
-
-
-def login_path(state: Path | None = None) -> Path:
-    """Return the file holding the sign-in of the computer whose state folder is ``state``
-    (default: this one's)."""
-    from bees_cli.machine.paths import state_dir
-
-    return (state or state_dir()) / "cloud.json"
-
-
-def load_login(state: Path | None = None) -> Login | None:
-    """Return the stored sign-in, or None when this computer is not signed in.
-
-    Raises:
-        UserError: the file exists but is not a valid sign-in.
-    """
-    from bees_cli.machine.files import read_json
-
-    path = login_path(state)
-    try:
-        data = read_json(path, None)
-    except ValueError:
-        raise UserError(f"{path}: not valid JSON", hint="run `bees logout`, then log in") from None
-    if data is None:
-        return None
-    if not isinstance(data, dict) or not all(
-        isinstance(data.get(k), str) for k in ("url", "token")
-    ):
-        raise UserError(f"{path}: not a Bees Cloud sign-in", hint="run `bees logout`")
-    return Login(url=data["url"], token=data["token"])
-
-
-def save_login(login: Login) -> Path:
-    """Store ``login`` atomically with mode 0600; return the file."""
-    from bees_cli.machine.files import write_json_atomic
-
-    path = login_path()
-    write_json_atomic(path, {"url": login.url, "token": login.token}, mode=0o600)
-    return path
-
-
-def clear_login() -> bool:
-    """Forget the sign-in; return False when there was none."""
-    try:
-        login_path().unlink()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def workspace_cloud_url(workspace: Path | None) -> str | None:

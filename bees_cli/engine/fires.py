@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnauthorized
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog, FireRow
@@ -134,7 +135,7 @@ class FireService:
         eligibility = await asyncio.to_thread(self.check, snapshot, stage)
         if not eligibility.ok:
             return await asyncio.to_thread(done, "not_eligible", "; ".join(eligibility.reasons))
-        client = self.computer.cloud(retries=0)
+        client = cloud_for(self.computer, retries=0)
         try:
             tries = 0
             if client is not None:

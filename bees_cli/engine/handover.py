@@ -31,6 +31,7 @@ from typing import Any
 
 from temporalio import activity
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
 from bees_cli.errors import BeesError, CloudRefused, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
@@ -69,7 +70,7 @@ class HandoverActivities:
         if computer.login is not None:
             from bees_cli.cloud import wire
 
-            api = computer.cloud(retries=2)
+            api = cloud_for(computer, retries=2)
             assert api is not None
             try:
                 await api.release_owner(handover.item_id, wire.OwnerRelease(
@@ -86,8 +87,8 @@ class HandoverActivities:
 
     def _write(self, handover: HandoverInput) -> HandoverOutput:
         from bees_cli.agents.runner import kill_leftover
+        from bees_cli.files import write_atomic
         from bees_cli.handover.checkpoint import canonical_json, write_checkpoint
-        from bees_cli.machine.files import write_atomic
 
         folder = Path(handover.run_folder)
         if handover.stage is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+from bees_cli.cloud.client import cloud_for, sync_cloud_for
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog, parse_iso
@@ -91,7 +92,7 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     if computer.login is None:
         outcome = ClaimOutcome("no_cloud")
     else:
-        api = client or computer.cloud(retries=2)
+        api = client or cloud_for(computer, retries=2)
         assert api is not None
         try:
             answer = await api.claim_owner(wire.OwnerClaim(
@@ -167,7 +168,7 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
     """
     from bees_cli.cloud import wire
 
-    api = here.sync_cloud(retries=2)
+    api = sync_cloud_for(here, retries=2)
     if api is None:
         outcome = ClaimOutcome("no_cloud")
     else:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bees_cli.errors import EngineError
-from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.files import read_json, write_json_atomic
 
 START_TIMEOUT = 30.0
 """Seconds to wait for a started server to accept connections."""

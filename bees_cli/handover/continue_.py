@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
 from bees_cli.machine.computer import Computer
 
@@ -85,7 +86,7 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
     """Step 1: what the checkpoint must be (see the module docstring)."""
     from bees_cli.handover.store import kept_handover
 
-    api = here.sync_cloud(retries=2)
+    api = sync_cloud_for(here, retries=2)
     if api is not None:
         with api:
             owner = api.get_owner(item_id)
@@ -388,7 +389,7 @@ def _claim(here: Computer, item_id: str) -> None:
     """
     from bees_cli.cloud import wire
 
-    api = here.sync_cloud(retries=2)
+    api = sync_cloud_for(here, retries=2)
     if api is None:
         return
     with api:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, NotFound, Refused
 from bees_cli.machine.computer import Computer
 
@@ -68,7 +69,7 @@ def check_owner_here(computer: Computer, item_id: str) -> None:
         NotFound: Bees Cloud never heard of the item and this computer has no such item.
         CloudError: the cloud cannot be reached.
     """
-    api = computer.sync_cloud(retries=2)
+    api = sync_cloud_for(computer, retries=2)
     if api is None:
         return
     with api:

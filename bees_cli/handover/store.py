@@ -50,7 +50,7 @@ def _kept_path(data: Path, item_id: str) -> Path:
 def keep_handover(data: Path, item_id: str, facts: dict[str, Any]) -> Path:
     """Keep a handover's facts (``checkpoint_sha256``, ``restart_stages``, ``run_folder``,
     ``at``, ``who``) in ``data/handovers/ITEM.json``; return the file."""
-    from bees_cli.machine.files import write_json_atomic
+    from bees_cli.files import write_json_atomic
 
     path = _kept_path(data, item_id)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +60,7 @@ def keep_handover(data: Path, item_id: str, facts: dict[str, Any]) -> Path:
 
 def kept_handover(data: Path, item_id: str) -> dict[str, Any] | None:
     """Return the facts :func:`keep_handover` kept for ``item_id`` here, or None."""
-    from bees_cli.machine.files import read_json
+    from bees_cli.files import read_json
 
     try:
         value = read_json(_kept_path(data, item_id), None)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.errors import NotFound, Refused
+from bees_cli.files import write_atomic
 from bees_cli.handover.checkpoint_model import (
     CHECKPOINT_NAME,
     FORMAT,
@@ -26,7 +27,6 @@ from bees_cli.handover.folder import (
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
 from bees_cli.handover.problems import display_path, format_bytes, plural
-from bees_cli.machine.files import write_atomic
 
 
 @dataclass(frozen=True)

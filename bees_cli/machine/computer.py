@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import httpx
 
-    from bees_cli.cloud.client import AsyncCloudClient, CloudClient
-    from bees_cli.cloud.login import Login
+    from bees_cli.machine.signin import Login
 
 
 @dataclass(frozen=True)
@@ -65,9 +64,9 @@ class Computer:
             UserError: the stored sign-in file is not valid.
             StateFileInvalid: ``machine.json`` is not valid.
         """
-        from bees_cli.cloud.login import load_login
         from bees_cli.machine.identity import load_identity
         from bees_cli.machine.paths import bees_home, data_dir, default_runs_dir, state_dir
+        from bees_cli.machine.signin import load_login
 
         home = home.resolve() if home is not None else bees_home()
         state = state_dir(home)
@@ -119,38 +118,3 @@ class Computer:
     def has_cloud(self) -> bool:
         """True when a Bees Cloud is configured (signed in) on this computer."""
         return self.login is not None
-
-    def cloud(
-        self, *, retries: int = 0, timeout: float = 5.0, backoff: float = 0.25
-    ) -> AsyncCloudClient | None:
-        """Return an async cloud client for the sign-in, or None without one.
-
-        Args:
-            retries: the client's own extra attempts (callers that count tries pass 0).
-            timeout: seconds for connect, read and write.
-            backoff: seconds before the client's first retry.
-        """
-        if self.login is None:
-            return None
-        from bees_cli.cloud.client import AsyncCloudClient
-
-        kwargs: dict[str, Any] = {}
-        if self.cloud_sleep is not None:
-            kwargs["sleep"] = self.cloud_sleep
-        return AsyncCloudClient(
-            self.login.url,
-            self.login.token,
-            transport=self.transport,
-            retries=retries,
-            timeout=timeout,
-            backoff=backoff,
-            **kwargs,
-        )
-
-    def sync_cloud(self, *, retries: int = 0, timeout: float = 5.0) -> CloudClient | None:
-        """Return a blocking cloud client for the sign-in (the CLI), or None without one."""
-        if self.login is None:
-            return None
-        from bees_cli.cloud.client import CloudClient
-
-        return CloudClient(self.login.url, self.login.token, retries=retries, timeout=timeout)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.errors import StateFileInvalid, UserError
-from bees_cli.machine.files import read_json_object, write_json_atomic
+from bees_cli.files import read_json_object, write_json_atomic
 from bees_cli.machine.paths import state_dir
 
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+$")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bees_cli.errors import NotFound, StateFileInvalid, UserError
-from bees_cli.machine.files import read_json_object, write_json_atomic
+from bees_cli.files import read_json_object, write_json_atomic
 from bees_cli.machine.paths import state_dir
 from bees_cli.suggest import did_you_mean
 

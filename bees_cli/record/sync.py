@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
 from bees_cli.record.fires import connect, iso, parse_iso
@@ -243,7 +244,7 @@ class Syncer:
         """
         from bees_cli.cloud import wire
 
-        client = self.client or self.computer.cloud(retries=2)
+        client = self.client or cloud_for(self.computer, retries=2)
         assert client is not None, "sync needs a Bees Cloud sign-in"
         try:
             skew = await client.skew()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -68,7 +69,7 @@ class Bees:
 
     def cloud(self, *, retries: int = 0, timeout: float = 5.0) -> AsyncCloudClient | None:
         """Return a new async cloud client for this computer's sign-in, or None without one."""
-        return self.computer.cloud(retries=retries, timeout=timeout)
+        return cloud_for(self.computer, retries=retries, timeout=timeout)
 
     def who(self) -> str:
         """Return who acts here: the person signed in on this computer, else the OS user."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
 from bees_cli.usecases.models import Check, DoctorReport, ProcessCheck, ScheduleRow
@@ -122,7 +123,7 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
 
 def _engine_check(data: Path) -> Check:
     from bees_cli.engine.server import running_engine
-    from bees_cli.machine.files import read_json
+    from bees_cli.files import read_json
 
     engine = running_engine(data)
     if engine is None:
@@ -138,7 +139,7 @@ def _cloud_checks(here: Computer) -> list[Check]:
 
     if here.login is None:
         return [_check("cloud", True, "none configured: no keys, owners or shared record")]
-    api = here.sync_cloud(retries=1)
+    api = sync_cloud_for(here, retries=1)
     assert api is not None
     try:
         skew = api.skew()

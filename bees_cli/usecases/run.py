@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from bees_cli.errors import EngineError, Refused
-from bees_cli.machine.files import read_json, write_json_atomic
+from bees_cli.files import read_json, write_json_atomic
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 
 if TYPE_CHECKING:

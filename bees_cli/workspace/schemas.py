@@ -61,7 +61,7 @@ def write(folder: Path) -> list[Path]:
             written (no permission, a parent that is a file, disk full).
     """
     from bees_cli.errors import UserError
-    from bees_cli.machine.files import write_atomic
+    from bees_cli.files import write_atomic
 
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder}: not a folder", hint="give a folder to write the *.json into")

@@ -174,7 +174,7 @@ def create(folder: Path) -> list[Path]:
         UserError: ``folder`` exists and is not a folder, or already holds ``bees.yaml``
             or any file the starter would write (nothing is overwritten).
     """
-    from bees_cli.machine.files import write_atomic
+    from bees_cli.files import write_atomic
     from bees_cli.workspace import schemas
 
     folder = folder.expanduser().absolute()

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.cloud.login import Login, save_login
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
@@ -191,7 +192,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         sha = done.stdout.strip()
         assert sha == hashlib.sha256((run_folder / "checkpoint.json").read_bytes()).hexdigest()
         assert lines() == ["run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft"]
-        async with laptop.computer.cloud() as api:  # type: ignore[union-attr]
+        async with cloud_for(laptop.computer) as api:  # type: ignore[union-attr]
             owner = await api.get_owner(item)
         assert owner is not None and owner.release is not None
         assert (owner.computer_name, owner.release.restart_stages,
@@ -233,7 +234,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert wrong.stderr.splitlines() == [
             f"error: --digest {'0' * 64} does not match the checkpoint SHA-256 released to "
             f"Bees Cloud by maya-laptop ({sha})"]
-        async with desktop.computer.cloud() as api:  # type: ignore[union-attr]
+        async with cloud_for(desktop.computer) as api:  # type: ignore[union-attr]
             still = await api.get_owner(item)
         assert still is not None and not still.held
         assert desktop.record.items() == []
@@ -254,7 +255,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         elsewhere = laptop.bees("deny", item, "--reason", "no")
         assert (elsewhere.returncode, elsewhere.stderr.splitlines()[0]) == (
             3, f"error: {item} runs on maya-desktop ({team.maya}): approve it there")
-        async with desktop.computer.cloud() as api:  # type: ignore[union-attr]
+        async with cloud_for(desktop.computer) as api:  # type: ignore[union-attr]
             now = await api.get_owner(item)
         assert now is not None and (now.computer_name, now.held, now.epoch) == (
             "maya-desktop", True, 2)

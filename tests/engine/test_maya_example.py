@@ -17,6 +17,7 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.owners import claim_owner
@@ -110,7 +111,7 @@ class Maya:
     async def step_3_laptop_creates_claims_and_starts_draft(self) -> None:
         [row] = record_of(self.laptop).items()
         assert (row.id, row.title) == (self.item, "Weekly report 2025-01-06")
-        async with self.laptop.cloud() as api:  # type: ignore[union-attr]
+        async with cloud_for(self.laptop) as api:  # type: ignore[union-attr]
             owner = await api.get_owner(self.item)
         assert owner is not None and (owner.computer_name, owner.held) == ("maya-laptop", True)
         await self.until(self.laptop, "Draft", "running")
@@ -142,7 +143,7 @@ class Maya:
                                        record_of(self.desktop), self.desktop) == 0
         assert self.seen_by(self.desktop) == {self.item: "Draft, running on maya-laptop"}
         assert record_of(self.desktop).items() == []
-        async with self.desktop.cloud() as api:  # type: ignore[union-attr]
+        async with cloud_for(self.desktop) as api:  # type: ignore[union-attr]
             owner = await api.get_owner(self.item)
         assert owner is not None and owner.computer_name == "maya-laptop" and owner.held
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bees_cli import files
 from bees_cli.errors import NotFound, UserError
-from bees_cli.machine import files
 from bees_cli.machine.connections import check_connection
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.links import link_folder, resolve_folder, unlink_folder
