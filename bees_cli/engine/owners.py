@@ -16,13 +16,14 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from bees_cli.cloud.client import cloud_for, sync_cloud_for
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
-from bees_cli.record.fires import FireLog, parse_iso
+from bees_cli.record.fires import ClaimStatus, FireLog, parse_iso
 from bees_cli.record.local import ItemRow, LocalRecord
+from bees_cli.record.states import Status, WaitKind
 
 if TYPE_CHECKING:
     from bees_cli.cloud.client import AsyncCloudClient
@@ -33,7 +34,6 @@ CLAIM_RETRY = 15.0
 UNREACHABLE_REASON = "cannot claim owner (cloud unreachable)"
 """The waiting reason of an item whose owner claim could not reach Bees Cloud."""
 
-ClaimStatus = Literal["owner", "taken", "unreachable", "no_cloud", "error"]
 Clock = Callable[[], datetime]
 
 
@@ -60,16 +60,26 @@ class ClaimOutcome:
     @property
     def may_start(self) -> bool:
         """True when this computer may start the item."""
-        return self.status in ("owner", "no_cloud")
+        return self.status in (ClaimStatus.OWNER, ClaimStatus.NO_CLOUD)
+
+    @property
+    def wait(self) -> WaitKind | None:
+        """Why the item waits while it may not start (another computer owns it, or the claim
+        could not be made yet), else None."""
+        if self.status == ClaimStatus.TAKEN:
+            return WaitKind.OWNED_ELSEWHERE
+        if self.status in (ClaimStatus.UNREACHABLE, ClaimStatus.ERROR):
+            return WaitKind.CLAIM_PENDING
+        return None
 
     @property
     def reason(self) -> str | None:
         """The waiting reason shown while the item may not start, else None."""
-        if self.status == "unreachable":
+        if self.status == ClaimStatus.UNREACHABLE:
             return UNREACHABLE_REASON
-        if self.status == "taken":
+        if self.status == ClaimStatus.TAKEN:
             return f"owned by {self.computer}"
-        if self.status == "error":
+        if self.status == ClaimStatus.ERROR:
             return f"cannot claim owner ({self.detail})"
         return None
 
@@ -90,7 +100,7 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     from bees_cli.cloud import wire
 
     if computer.login is None:
-        outcome = ClaimOutcome("no_cloud")
+        outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
     else:
         api = client or cloud_for(computer, retries=2)
         assert api is not None
@@ -98,12 +108,12 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
             answer = await api.claim_owner(wire.OwnerClaim(
                 item_id=item_id, machine_id=computer.machine_id,
                 computer_name=computer.computer))
-            outcome = ClaimOutcome("owner" if answer.granted else "taken",
+            outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
                                    computer=answer.owner.computer_name)
         except CloudUnreachable:
-            outcome = ClaimOutcome("unreachable")
+            outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
         except CloudError as error:
-            outcome = ClaimOutcome("error", detail=error.message)
+            outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
         finally:
             if client is None:
                 await api.aclose()
@@ -115,23 +125,21 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
 def show_claim(record: LocalRecord, row: ItemRow, outcome: ClaimOutcome) -> None:
     """Show the claim on the item: a waiting reason when it may not start, else pending again."""
     if outcome.may_start:
-        if row.status == "waiting" and _claim_reason(row.reason):
-            record.set_state(row.id, status="pending", stage=row.stage)
+        if row.status == Status.WAITING and row.wait in _CLAIM_WAITS:
+            record.set_state(row.id, status=Status.PENDING, stage=row.stage)
         return
-    record.set_state(row.id, status="waiting", stage=row.stage, reason=outcome.reason)
+    record.set_state(row.id, status=Status.WAITING, stage=row.stage, reason=outcome.reason,
+                     wait=outcome.wait)
 
 
-def _claim_reason(reason: str | None) -> bool:
-    return bool(reason) and (reason == UNREACHABLE_REASON
-                             or str(reason).startswith(("owned by ", "cannot claim owner")))
+_CLAIM_WAITS = frozenset({WaitKind.OWNED_ELSEWHERE, WaitKind.CLAIM_PENDING})
 
 
 def startable(record: LocalRecord) -> list[ItemRow]:
     """Return the items ``bees run`` should try to start: ``pending`` ones, and ``waiting``
     ones whose owner claim could not be made yet (oldest first)."""
-    rows = record.items(statuses=frozenset({"pending", "waiting"}))
-    return [r for r in rows if r.status == "pending" or _claim_reason(r.reason)
-            and not str(r.reason).startswith("owned by ")]
+    rows = record.items(statuses=frozenset({Status.PENDING, Status.WAITING}))
+    return [r for r in rows if r.status == Status.PENDING or r.wait == WaitKind.CLAIM_PENDING]
 
 
 async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Computer,
@@ -146,14 +154,15 @@ async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Compute
         return True
     previous = await asyncio.to_thread(FireLog(here.record_path).claim, row.id)
     if previous is not None:
-        if previous.status == "owner":
-            if row.status != "pending":
-                show_claim(record, row, ClaimOutcome("owner", previous.computer))
+        if previous.status == ClaimStatus.OWNER:
+            if row.status != Status.PENDING:
+                show_claim(record, row, ClaimOutcome(ClaimStatus.OWNER, previous.computer))
             return True
-        if previous.status == "taken":
+        if previous.status == ClaimStatus.TAKEN:
             return False
         waited = (clock() - parse_iso(previous.tried)).total_seconds()
-        if previous.status in ("unreachable", "error") and waited < CLAIM_RETRY:
+        if previous.status in (ClaimStatus.UNREACHABLE, ClaimStatus.ERROR) \
+                and waited < CLAIM_RETRY:
             return False
     outcome = await claim_owner(here, row.id, clock=clock)
     await asyncio.to_thread(show_claim, record, row, outcome)
@@ -170,18 +179,18 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
 
     api = sync_cloud_for(here, retries=2)
     if api is None:
-        outcome = ClaimOutcome("no_cloud")
+        outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
     else:
         with api:
             try:
                 answer = api.claim_owner(wire.OwnerClaim(
                     item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
-                outcome = ClaimOutcome("owner" if answer.granted else "taken",
+                outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
                                        computer=answer.owner.computer_name)
             except CloudUnreachable:
-                outcome = ClaimOutcome("unreachable")
+                outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
             except CloudError as error:
-                outcome = ClaimOutcome("error", detail=error.message)
+                outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
     FireLog(here.record_path).set_claim(item_id, outcome.status, computer=outcome.computer,
                                         detail=outcome.detail, tried=_utcnow())
     show_claim(record, record.item(item_id), outcome)

@@ -151,6 +151,13 @@ END""",
 
 V2 = Migration(2, "items.wait: why a waiting item waits (a WaitKind value)", (
     "ALTER TABLE items ADD COLUMN wait TEXT",
+    # the kinds older Bees wrote only as reason text, read once here and never again
+    "UPDATE items SET wait = 'engine_not_running' WHERE status = 'waiting'"
+    " AND reason = 'the engine is not running (bees run)'",
+    "UPDATE items SET wait = 'owned_elsewhere' WHERE status = 'waiting'"
+    " AND reason LIKE 'owned by %'",
+    "UPDATE items SET wait = 'claim_pending' WHERE status = 'waiting'"
+    " AND reason LIKE 'cannot claim owner%'",
 ))
 
 MIGRATIONS: tuple[Migration, ...] = (V1, V2)

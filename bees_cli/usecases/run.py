@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING
 from bees_cli.errors import EngineError, Refused
 from bees_cli.files import read_json, write_json_atomic
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
+from bees_cli.record.states import Status, WaitKind
 
 if TYPE_CHECKING:
     from bees_cli.engine.client import EngineGateway
@@ -132,7 +133,7 @@ def is_idle(record: LocalRecord) -> bool:
     if record.queued_controls():
         return False
     return not any(row.status in ACTIVE_STATUSES
-                   or (row.status == "waiting" and row.reason == NOT_RUNNING)
+                   or row.wait == WaitKind.ENGINE_NOT_RUNNING
                    for row in record.items())
 
 
@@ -146,8 +147,9 @@ def mark_interrupted(record: LocalRecord) -> int:
     """
     rows = record.items(statuses=INTERRUPTED_STATUSES)
     for row in rows:
-        record.set_state(row.id, status="waiting", stage=row.stage, reason=NOT_RUNNING,
-                         agent=row.agent, only_if=INTERRUPTED_STATUSES)
+        record.set_state(row.id, status=Status.WAITING, stage=row.stage, reason=NOT_RUNNING,
+                         agent=row.agent, wait=WaitKind.ENGINE_NOT_RUNNING,
+                         only_if=INTERRUPTED_STATUSES)
     return len(rows)
 
 
@@ -155,8 +157,8 @@ def idle_line(record: LocalRecord) -> str:
     """Return what ``bees run --exit-when-idle`` says when it stops: ``nothing left to run
     here: 1 item waits for approval (bees approvals)``, naming what waits for a person."""
     rows = record.items()
-    approval = sum(r.status == "waiting for approval" for r in rows)
-    person = sum(r.status in ("waiting for a person", "failed") for r in rows)
+    approval = sum(r.wait == WaitKind.APPROVAL for r in rows)
+    person = sum(r.wait == WaitKind.PERSON for r in rows)
     parts = []
     if approval:
         parts.append(f"{approval} {'item waits' if approval == 1 else 'items wait'} for "
