@@ -12,10 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from bees_cli.engine.models import (
+    AWAIT_ELIGIBLE_ACTIVITY,
+    AWAIT_SLOT_ACTIVITY,
+    BUSY_LIMIT,
     CHECK_ACTIVITY,
     JOURNAL_ACTIVITY,
+    RECHECK_EVERY,
     RECORD_ACTIVITY,
     RELEASE_ACTIVITY,
     RUN_ACTIVITY,
@@ -32,7 +37,14 @@ from bees_cli.engine.models import (
     StageInput,
     StageOutput,
 )
+from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.record.local import LocalRecord
+
+NOT_ELIGIBLE = "NotEligible"
+"""Type of the retryable failure of ``bees.await_eligible`` while the stage cannot start."""
+
+AGENT_BUSY = "AgentBusy"
+"""Type of the retryable failure of ``bees.await_slot`` while the agent has no free slot."""
 
 
 class BeesActivities:
@@ -68,8 +80,9 @@ class BeesActivities:
         """
         from bees_cli.agents.eligibility import check_eligibility
 
+        snapshot = load_snapshot(self.record, check.item_id, check.snapshot_digest)
         result = check_eligibility(
-            snapshot=check.snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
+            snapshot=snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
         pick = None if result.pick is None else result.pick.to_json()
         prefix = f"{check.stage}:{check.round}"
         if not result.ok:
@@ -91,6 +104,25 @@ class BeesActivities:
                               agent=result.pick.agent)
         return CheckOutput(ok=True, agent=result.pick.agent, pick=pick, folders=result.folders)
 
+    @activity.defn(name=AWAIT_ELIGIBLE_ACTIVITY)
+    async def await_eligible(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility (:meth:`check_now`); while it fails, fail retryably.
+
+        Why: the workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no
+        backoff and no attempt limit (DESIGN.md, Rules: the item waits, re-checking every
+        15 s). Retries are not written to Temporal's history, so a week of waiting costs a
+        few events; the waiting status and each new reason reach the local record here.
+
+        Raises:
+            ApplicationError: of type :data:`NOT_ELIGIBLE` with the reasons, to be retried
+                (benign: logged at debug level, not once per pass as a warning).
+        """
+        out = await asyncio.to_thread(self.check_now, check)
+        if not out.ok:
+            raise ApplicationError("; ".join(out.reasons), type=NOT_ELIGIBLE,
+                                   category=ApplicationErrorCategory.BENIGN)
+        return out
+
     @activity.defn(name=RUN_ACTIVITY)
     async def run_stage(self, stage: StageInput) -> StageOutput:
         """Run the stage's command agent in its stage folder, heartbeating while it runs.
@@ -108,8 +140,10 @@ class BeesActivities:
         if activity.info().attempt > 1:
             await asyncio.to_thread(self._interrupted, stage, attempt - 1)
         await asyncio.to_thread(self._started, stage, attempt)
-        spec = find_stage(stage.snapshot, stage.stage)
-        agent = stage.snapshot.agents[stage.agent]
+        snapshot = await asyncio.to_thread(
+            load_snapshot, self.record, stage.item_id, stage.snapshot_digest)
+        spec = find_stage(snapshot, stage.stage)
+        agent = snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
             out = StageOutput(
                 ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
@@ -119,7 +153,7 @@ class BeesActivities:
         request = StageRequest(
             item_id=stage.item_id,
             title=stage.title,
-            process=stage.snapshot.process_name,
+            process=snapshot.process_name,
             stage=stage.stage,
             stage_kind=spec.kind,
             reviews=spec.reviews,
@@ -128,7 +162,7 @@ class BeesActivities:
             command=list(agent.runner.command),
             env=dict(agent.runner.env),
             run_folder=stage.run_folder,
-            workspace_root=stage.snapshot.workspace_root,
+            workspace_root=snapshot.workspace_root,
             folders=dict(stage.folders),
             previous=dict(stage.previous),
             review_comments=list(stage.comments),
@@ -214,6 +248,45 @@ class BeesActivities:
             reason += f"; place {position} in its queue"
         return SlotOutput(granted=False, reason=reason, position=position)
 
+    @activity.defn(name=AWAIT_SLOT_ACTIVITY)
+    async def await_slot(self, ask: SlotInput) -> SlotOutput:
+        """Take a slot of a capped agent; while none is free, fail retryably (DESIGN.md,
+        Rules: busy agent).
+
+        The workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no backoff,
+        so attempt ``n`` runs ``(n - 1) * 15 s`` after the first. Each new reason is written
+        to the local record (status ``waiting``, one ``busy`` fact per change). Once
+        :data:`BUSY_LIMIT` has passed it returns not granted (the queue place given back),
+        and the workflow fails the stage with the reason.
+
+        Raises:
+            ApplicationError: of type :data:`AGENT_BUSY` with the reason, to be retried.
+        """
+        slot = await self.acquire_slot(ask)
+        if slot.granted:
+            return slot
+        info = activity.info()
+        waited = RECHECK_EVERY * (info.attempt - 1)
+        if waited >= BUSY_LIMIT:
+            await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
+            return slot
+        await asyncio.to_thread(self._busy, ask, slot, info)
+        raise ApplicationError(slot.reason or "busy", type=AGENT_BUSY,
+                               category=ApplicationErrorCategory.BENIGN)
+
+    def _busy(self, ask: SlotInput, slot: SlotOutput, info: activity.Info) -> None:
+        """Write a new reason to wait for a slot: status ``waiting`` and one ``busy`` fact."""
+        row = self.record.item(ask.item_id)
+        if (row.status, row.reason) == ("waiting", slot.reason):
+            return
+        self.record.add_event(
+            ask.item_id, key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
+                             f"{info.activity_id}:{info.attempt}",
+            kind="busy", stage=ask.stage, round=ask.round,
+            data={"reason": slot.reason, "position": slot.position})
+        self.record.set_state(ask.item_id, status="waiting", stage=ask.stage,
+                              reason=slot.reason, agent=ask.agent)
+
     @activity.defn(name=RELEASE_ACTIVITY)
     async def release_slot(self, release: ReleaseInput) -> int:
         """Give back the item's slot or queue place (of one stage, or all); return how many."""
@@ -230,4 +303,4 @@ class BeesActivities:
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
         return [self.check_stage, self.run_stage, self.record_state, self.acquire_slot,
-                self.release_slot, self.journal_lookup]
+                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot]

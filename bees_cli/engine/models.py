@@ -7,11 +7,12 @@ replay.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bees_cli.agents.snapshot import ItemSnapshot
+from bees_cli.engine.snapshot import EngineSnapshot
 
 WORKFLOW_NAME = "bees.item"
 """Temporal workflow type of a work item's run."""
@@ -22,6 +23,10 @@ RECORD_ACTIVITY = "bees.record"
 SLOT_ACTIVITY = "bees.acquire_slot"
 RELEASE_ACTIVITY = "bees.release_slot"
 JOURNAL_ACTIVITY = "bees.journal_lookup"
+AWAIT_ELIGIBLE_ACTIVITY = "bees.await_eligible"
+"""Activity: check eligibility, failing (retryably) until the stage can start here."""
+AWAIT_SLOT_ACTIVITY = "bees.await_slot"
+"""Activity: take a slot of a capped agent, failing (retryably) until one frees or time is up."""
 
 RETRY_UPDATE = "bees.retry"
 """Update sent by ``bees retry``: start the failed (or stopped) stage again from the top."""
@@ -34,6 +39,12 @@ ACTION_DONE_UPDATE = "bees.action_done"
 DECIDE_UPDATE = "bees.decide"
 """Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
 
+RECHECK_EVERY = timedelta(seconds=15)
+"""How often a waiting item checks its eligibility (or a busy agent) again (DESIGN.md, Rules)."""
+
+BUSY_LIMIT = timedelta(minutes=10)
+"""After this long waiting for a busy agent, the stage fails until a person retries."""
+
 REVIEW_LIMIT = 3
 """The third request for changes of a review stage stops the item for a person (DESIGN.md)."""
 
@@ -44,15 +55,20 @@ def task_queue(machine_id: str) -> str:
 
 
 class ItemInput(BaseModel):
-    """Input of the ``bees.item`` workflow: one work item, snapshot included.
+    """Input of the ``bees.item`` workflow: one work item, with the engine's view of its snapshot.
 
-    The workflow id is ``item_id``; ``run_folder`` is the absolute path of the item's run folder.
+    The workflow id is ``item_id``; ``run_folder`` is the absolute path of the item's run
+    folder. ``snapshot_digest`` names the whole snapshot stored beside the local record
+    (:mod:`bees_cli.engine.snapshot_store`); None in items made before the store.
     """
 
     item_id: str
     title: str
     run_folder: str
-    snapshot: ItemSnapshot
+    snapshot: EngineSnapshot
+    snapshot_digest: str | None = None
+    state: ItemState | None = None
+    """A run continued as new (Temporal suggested it): where the last run of the plan was."""
     start_stage: str | None = None
     """Continued run (handover): the stage to start at, from the top; None: the first."""
     journal: list[JournalEntry] = Field(default_factory=list)
@@ -78,7 +94,7 @@ class CheckInput(BaseModel):
     stage: str
     round: int
     reviewed_by: str | None = None
-    snapshot: ItemSnapshot
+    snapshot_digest: str | None = None
 
 
 class CheckOutput(BaseModel):
@@ -112,7 +128,7 @@ class StageInput(BaseModel):
     folders: dict[str, str] = Field(default_factory=dict)
     previous: dict[str, str] = Field(default_factory=dict)
     comments: list[str] = Field(default_factory=list)
-    snapshot: ItemSnapshot
+    snapshot_digest: str | None = None
     attempt_base: int = 1
 
 
@@ -169,6 +185,7 @@ class SlotInput(BaseModel):
     stage: str
     agent: str
     cap: int
+    round: int | None = None
 
 
 class SlotOutput(BaseModel):
@@ -302,6 +319,32 @@ class DecideInput(BaseModel):
     who: str
     at: str
     reason: str | None = None
+
+
+class ItemState(BaseModel):
+    """Where a run of the plan was when it continued as new (Temporal suggested it): the next
+    ``stage`` to run (``again``: the same round as a new attempt, after a person's retry) and
+    the plan's memory.
+
+    ``rounds``: stage → rounds started; ``attempts``: ``"STAGE:ROUND"`` → next attempt;
+    ``done_by``: stage → its agent; ``outputs``: stage → output folder; ``comments``: review
+    comments for the next work stage; ``change_requests``: review stage → its requests since
+    the last limit; ``requests`` and ``approved`` (``[stage, round]``): approvals;
+    ``journal``: action runs; ``facts``: the counter of history keys.
+    """
+
+    stage: str
+    again: bool = False
+    rounds: dict[str, int] = Field(default_factory=dict)
+    attempts: dict[str, int] = Field(default_factory=dict)
+    done_by: dict[str, str] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    comments: list[str] = Field(default_factory=list)
+    change_requests: dict[str, list[list[str]]] = Field(default_factory=dict)
+    requests: list[ApprovalRequest] = Field(default_factory=list)
+    approved: list[tuple[str, int]] = Field(default_factory=list)
+    journal: list[JournalEntry] = Field(default_factory=list)
+    facts: int = 0
 
 
 ItemInput.model_rebuild()

@@ -88,8 +88,11 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     item_id = str(ULID())
     item_title = title or snapshot.process.title or process
     folder = run_folder_root(workspace) / item_id
+    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+
     item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=snapshot)
+                     snapshot=engine_view(snapshot),
+                     snapshot_digest=keep_snapshot(record, snapshot))
     from bees_cli.engine.owners import claim_at_create
 
     folder.mkdir(parents=True, exist_ok=False)

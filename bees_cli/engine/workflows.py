@@ -27,9 +27,13 @@ with workflow.unsafe.imports_passed_through():
         ACCEPT_UPDATE,
         ACTION_DONE_UPDATE,
         ACTION_UPDATE,
+        AWAIT_ELIGIBLE_ACTIVITY,
+        AWAIT_SLOT_ACTIVITY,
+        BUSY_LIMIT,
         CHECK_ACTIVITY,
         DECIDE_UPDATE,
         JOURNAL_ACTIVITY,
+        RECHECK_EVERY,
         RECORD_ACTIVITY,
         RELEASE_ACTIVITY,
         RETRY_UPDATE,
@@ -44,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         CheckOutput,
         DecideInput,
         ItemInput,
+        ItemState,
         JournalEntry,
         JournalFound,
         JournalQuery,
@@ -55,13 +60,21 @@ with workflow.unsafe.imports_passed_through():
         StageInput,
         StageOutput,
     )
-    from bees_cli.workspace.models import GATED_KINDS, Stage
+    from bees_cli.engine.snapshot import GATED_KINDS, EngineSnapshot, StageView
 
-RECHECK_EVERY = timedelta(seconds=15)
-"""How often a waiting item checks its eligibility (or a busy agent) again (DESIGN.md, Rules)."""
+__all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
-BUSY_LIMIT = timedelta(minutes=10)
-"""After this long waiting for a busy agent, the stage fails until a person retries."""
+WAITS_BY_RETRY = "waits-by-retry"
+"""Patch: eligibility and busy-agent waits are retried activities (no timer, no check per
+pass in history), and activities get the snapshot digest, not the snapshot."""
+
+CONTINUES_AS_NEW = "continues-as-new"
+"""Patch: before a stage, the run continues as new when Temporal suggests it."""
+
+RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
+                      maximum_interval=RECHECK_EVERY, maximum_attempts=0)
+"""Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
+(samples-python ``polling/infrequent``); the busy wait ends itself after :data:`BUSY_LIMIT`."""
 
 STAGE_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A stage whose worker stops heartbeating this long is started again from the top."""
@@ -117,6 +130,8 @@ class ItemWorkflow:
         self._facts = 0
         self._relinquish: PersonInput | None = None
         self._handed: HandoverOutput | None = None
+        self._waits_by_retry = False
+        self._continues_as_new = False
 
     def _fact(self, prefix: str) -> str:
         """Return a new key for a fact of the history (deterministic: a counter)."""
@@ -335,12 +350,12 @@ class ItemWorkflow:
         return self._item.item_id
 
     @property
-    def _snapshot(self):  # type: ignore[no-untyped-def]  # noqa: ANN202
+    def _snapshot(self) -> EngineSnapshot:
         assert self._item is not None
         return self._item.snapshot
 
-    def _stage_spec(self, name: str) -> Stage:
-        return next(s for s in self._snapshot.process.stages if s.name == name)
+    def _stage_spec(self, name: str) -> StageView:
+        return self._snapshot.stage(name)
 
     def _now(self) -> str:
         return workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -350,6 +365,9 @@ class ItemWorkflow:
         """Run the item to its ``done`` stage; return ``"done"`` (cancelled: records
         ``cancelled``, frees its slots, and ends as cancelled)."""
         self._item = item
+        # decided once, at the first task: old histories replay the shape they were made with
+        self._waits_by_retry = workflow.patched(WAITS_BY_RETRY)
+        self._continues_as_new = workflow.patched(CONTINUES_AS_NEW)
         try:
             result = await self._run_until_handed_over(item)
             # a decision still writing its facts finishes before the run ends
@@ -388,10 +406,9 @@ class ItemWorkflow:
 
         Returns the plan's result, or ``"relinquished: restarts at STAGE"`` once handed over.
         """
-        self._journal = list(item.journal)
-        start = item.start_stage
+        memo = self._restore(item)
         while True:
-            plan = asyncio.create_task(self._plan(item, start))
+            plan = asyncio.create_task(self._plan(item, memo))
             try:
                 await workflow.wait_condition(
                     lambda: plan.done() or self._relinquish is not None)  # noqa: B023
@@ -413,7 +430,7 @@ class ItemWorkflow:
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
                               run_folder=item.run_folder,
-                              snapshot=item.snapshot, stage=self._stage,
+                              snapshot_digest=item.snapshot_digest, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
                               who=self._relinquish.who, at=self._relinquish.at),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
@@ -429,7 +446,7 @@ class ItemWorkflow:
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            start = restart
+            memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
@@ -441,50 +458,67 @@ class ItemWorkflow:
             return stage.reviews
         return stage.name
 
-    async def _plan(self, item: ItemInput, start: str | None = None) -> str:
+    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
+        """Return the plan's memory at the start of a run at ``start`` (None: the first)."""
+        return ItemState(stage=start or item.snapshot.process.stages[0].name,
+                         attempts=dict(item.attempts), outputs=dict(item.previous))
+
+    def _restore(self, item: ItemInput) -> ItemState:
+        """Return the plan's memory: the state a run continued as new carries, else fresh."""
+        if item.state is None:
+            self._journal = list(item.journal)
+            return self._fresh(item, item.start_stage)
+        state = item.state
+        self._journal = list(state.journal)
+        self._requests = list(state.requests)
+        self._approved = {(stage, round_) for stage, round_ in state.approved}
+        self._facts = state.facts
+        return state
+
+    def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
+        """Return the input of the next run: this one's, with the plan's memory."""
+        state = memo.model_copy(update={
+            "requests": list(self._requests), "approved": sorted(self._approved),
+            "journal": list(self._journal), "facts": self._facts})
+        return item.model_copy(update={"state": state})
+
+    async def _plan(self, item: ItemInput, memo: ItemState) -> str:
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
-        index = position[start] if start else 0
-        rounds: dict[str, int] = {}
-        attempts: dict[tuple[str, int], int] = {}
-        done_by: dict[str, str] = {}
-        outputs: dict[str, str] = dict(item.previous)
-        comments: list[str] = []
-        change_requests: dict[str, list[list[str]]] = {}
-        again = False  # a person's retry: same round, new attempt
+        index = position[memo.stage]
         while True:
             stage = stages[index]
             self._stage = stage.name
+            memo.stage = stage.name
             if stage.kind == "done":
                 self._state = "done"
                 await self._record(RecordInput(
                     item_id=item.item_id, status="done", stage=stage.name, key="done",
                     kind="done"))
                 return "done"
-            if not again:
-                rounds[stage.name] = rounds.get(stage.name, 0) + 1
-            again = False
-            round_ = self._round = rounds[stage.name]
-            reviewed_by = done_by.get(stage.reviews) if stage.reviews else None
+            if self._continues_as_new and workflow.info().is_continue_as_new_suggested():
+                # a safe point: no stage runs; a person's request still writing finishes first
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._carry(item, memo))
+            if not memo.again:
+                memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
+            memo.again = False
+            round_ = self._round = memo.rounds[stage.name]
+            reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self._state = WAITING
-            check = await self._check(CheckInput(
+            check = await self._eligible(CheckInput(
                 item_id=item.item_id, stage=stage.name, round=round_,
-                reviewed_by=reviewed_by, snapshot=item.snapshot))
-            while not check.ok:
-                await workflow.sleep(RECHECK_EVERY)
-                check = await self._check(CheckInput(
-                    item_id=item.item_id, stage=stage.name, round=round_,
-                    reviewed_by=reviewed_by, snapshot=item.snapshot))
+                reviewed_by=reviewed_by, snapshot_digest=item.snapshot_digest))
             assert check.agent is not None
             self._agent = check.agent
             busy = await self._take_slot(stage.name, check.agent, round_)
             if busy is not None:
                 await self._fail(stage.name, round_, check.agent, busy, "busy")
                 await self._wait_for_person()
-                again = True
+                memo.again = True
                 continue
-            base = attempts.get((stage.name, round_),
-                                item.attempts.get(f"{stage.name}:{round_}", 1))
+            key = f"{stage.name}:{round_}"
+            base = memo.attempts.get(key, 1)
             self._state = RUNNING
             try:
                 result: StageOutput = await workflow.execute_activity(
@@ -492,9 +526,9 @@ class ItemWorkflow:
                     StageInput(
                         item_id=item.item_id, title=item.title, run_folder=item.run_folder,
                         stage=stage.name, round=round_, agent=check.agent,
-                        folders=check.folders, previous=dict(outputs),
-                        comments=list(comments) if stage.kind == "work" else [],
-                        snapshot=item.snapshot, attempt_base=base),
+                        folders=check.folders, previous=dict(memo.outputs),
+                        comments=list(memo.comments) if stage.kind == "work" else [],
+                        snapshot_digest=item.snapshot_digest, attempt_base=base),
                     result_type=StageOutput,
                     start_to_close_timeout=STAGE_TIMEOUT,
                     heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
@@ -506,23 +540,23 @@ class ItemWorkflow:
                     await workflow.execute_activity(
                         RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
                         start_to_close_timeout=SHORT)
-            attempts[(stage.name, round_)] = result.attempt + 1
+            memo.attempts[key] = result.attempt + 1
             if result.ok and stage.approval == "required":
                 result = await self._finish_gate(stage, round_, check.agent, result)
             if not result.ok:
                 await self._fail(stage.name, round_, check.agent, result.reason or "failed",
                                  f"{result.attempt}:failed")
                 await self._wait_for_person()
-                again = True
+                memo.again = True
                 continue
-            done_by[stage.name] = check.agent
-            outputs[stage.name] = result.output_dir
+            memo.done_by[stage.name] = check.agent
+            memo.outputs[stage.name] = result.output_dir
             if stage.kind == "work":
-                comments = []
+                memo.comments = []
             if stage.kind == "review" and result.verdict == "changes_requested" and stage.reviews:
-                asked = change_requests.setdefault(stage.name, [])
+                asked = memo.change_requests.setdefault(stage.name, [])
                 asked.append(list(result.comments))
-                comments = list(result.comments)
+                memo.comments = list(result.comments)
                 if len(asked) >= REVIEW_LIMIT:
                     self._person = None
                     self._state = STOPPED
@@ -533,13 +567,30 @@ class ItemWorkflow:
                         kind="review_limit", round=round_,
                         data={"rounds": [list(c) for c in asked]}))
                     choice = await self._wait_for_person()
-                    change_requests[stage.name] = []
+                    memo.change_requests[stage.name] = []
                     if choice == "accept":
                         index += 1
                         continue
                 index = position[stage.reviews]
                 continue
             index += 1
+
+    async def _eligible(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility until the stage can start here, re-checking every 15 s
+        (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
+
+        Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
+        wait adds no events however long it lasts; older runs keep their timer loop.
+        """
+        if self._waits_by_retry:
+            return await workflow.execute_activity(
+                AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
+                start_to_close_timeout=SHORT, retry_policy=RECHECK)
+        found = await self._check(check)
+        while not found.ok:
+            await workflow.sleep(RECHECK_EVERY)
+            found = await self._check(check)
+        return found
 
     def _capped(self, agent: str) -> bool:
         return self._snapshot.agents[agent].max_concurrent_runs is not None
@@ -550,10 +601,19 @@ class ItemWorkflow:
         cap = self._snapshot.agents[agent].max_concurrent_runs
         if cap is None:
             return None
+        if self._waits_by_retry:
+            # one activity retried every 15 s; it writes each new reason to the local record
+            # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
+            self._state = WAITING
+            slot: SlotOutput = await workflow.execute_activity(
+                AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
+                                               cap=cap, round=round_),
+                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
+            return None if slot.granted else f"{slot.reason} for 10 minutes"
         started = workflow.now()
         said: str | None = None
         while True:
-            slot: SlotOutput = await workflow.execute_activity(
+            slot = await workflow.execute_activity(
                 SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
                 result_type=SlotOutput, start_to_close_timeout=SHORT)
             if slot.granted:
@@ -572,7 +632,7 @@ class ItemWorkflow:
                     kind="busy", data={"reason": slot.reason, "position": slot.position}))
             await workflow.sleep(RECHECK_EVERY)
 
-    async def _finish_gate(self, stage: Stage, round_: int, agent: str,
+    async def _finish_gate(self, stage: StageView, round_: int, agent: str,
                            result: StageOutput) -> StageOutput:
         """Hold a finished stage with ``approval: required`` until a person approves it.
 
