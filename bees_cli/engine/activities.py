@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
@@ -40,6 +40,9 @@ from bees_cli.engine.models import (
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.record.local import LocalRecord
 
+if TYPE_CHECKING:
+    from bees_cli.agents.snapshot import ItemSnapshot
+
 NOT_ELIGIBLE = "NotEligible"
 """Type of the retryable failure of ``bees.await_eligible`` while the stage cannot start."""
 
@@ -62,6 +65,20 @@ class BeesActivities:
         self.record = record
         self.heartbeat_every = heartbeat_every
         self.engine_env = dict(engine_env or {})
+        self._said: dict[str, tuple[str, str, int, str]] = {}
+        """Item → (run, stage, round, reasons) last written as its wait: a pass that finds the
+        same writes nothing (a week of waiting is 40,320 passes)."""
+        self._snapshots: dict[str, ItemSnapshot] = {}
+        """Digest → the whole snapshot, read once per worker."""
+
+    def _snapshot(self, item_id: str, digest: str | None) -> ItemSnapshot:
+        """Return the item's whole snapshot (:func:`load_snapshot`), kept by digest."""
+        if digest is not None and digest in self._snapshots:
+            return self._snapshots[digest]
+        snapshot = load_snapshot(self.record, item_id, digest)
+        if digest is not None:
+            self._snapshots[digest] = snapshot
+        return snapshot
 
     @activity.defn(name=CHECK_ACTIVITY)
     async def check_stage(self, check: CheckInput) -> CheckOutput:
@@ -71,22 +88,29 @@ class BeesActivities:
         """
         return await asyncio.to_thread(self.check_now, check)
 
-    def check_now(self, check: CheckInput) -> CheckOutput:
+    def check_now(self, check: CheckInput, run: str | None = None) -> CheckOutput:
         """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
 
         Records the outcome: on success the pick (agent, reason, skipped candidates) and the
         status ``running``; on failure the status ``waiting`` with the reasons joined by
-        ``"; "`` (each distinct set of reasons is one fact of the history).
+        ``"; "`` (each distinct set of reasons is one fact of the history). With ``run`` (the
+        workflow run asking), a pass that finds the reasons it last wrote for that run writes
+        nothing.
         """
         from bees_cli.agents.eligibility import check_eligibility
 
-        snapshot = load_snapshot(self.record, check.item_id, check.snapshot_digest)
+        snapshot = self._snapshot(check.item_id, check.snapshot_digest)
         result = check_eligibility(
             snapshot=snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
         pick = None if result.pick is None else result.pick.to_json()
         prefix = f"{check.stage}:{check.round}"
         if not result.ok:
             reason = "; ".join(result.reasons)
+            said = (run or "", check.stage, check.round, reason)
+            if run is not None and self._said.get(check.item_id) == said:
+                # the same reasons as on the last pass: nothing new for the record
+                return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
+                                   folders=result.folders)
             digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
             self.record.add_event(
                 check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
@@ -94,9 +118,11 @@ class BeesActivities:
                 data={"reasons": list(result.reasons), "pick": pick})
             self.record.set_state(check.item_id, status="waiting", stage=check.stage,
                                   reason=reason)
+            self._said[check.item_id] = said
             return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
                                folders=result.folders)
         assert result.pick is not None and result.pick.agent is not None
+        self._said.pop(check.item_id, None)
         self.record.add_event(
             check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
             round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
@@ -117,7 +143,7 @@ class BeesActivities:
             ApplicationError: of type :data:`NOT_ELIGIBLE` with the reasons, to be retried
                 (benign: logged at debug level, not once per pass as a warning).
         """
-        out = await asyncio.to_thread(self.check_now, check)
+        out = await asyncio.to_thread(self.check_now, check, activity.info().workflow_run_id)
         if not out.ok:
             raise ApplicationError("; ".join(out.reasons), type=NOT_ELIGIBLE,
                                    category=ApplicationErrorCategory.BENIGN)
@@ -140,8 +166,7 @@ class BeesActivities:
         if activity.info().attempt > 1:
             await asyncio.to_thread(self._interrupted, stage, attempt - 1)
         await asyncio.to_thread(self._started, stage, attempt)
-        snapshot = await asyncio.to_thread(
-            load_snapshot, self.record, stage.item_id, stage.snapshot_digest)
+        snapshot = await asyncio.to_thread(self._snapshot, stage.item_id, stage.snapshot_digest)
         spec = find_stage(snapshot, stage.stage)
         agent = snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
