@@ -4,7 +4,9 @@ The histories in ``histories/`` are real runs recorded by ``record_histories.py`
 server before the waits became retried activities (plain run, review send-back, failed stage
 then retry, approval held then approved), and on the time-skipping server after (eligibility
 wait then eligible, busy agent timeout then retry, review limit then retry and accept, cancel
-while waiting, relinquish, a retried send answered from the journal).
+while waiting, relinquish, a retried send answered from the journal). The ``before_patch_*``
+histories are the eligibility wait, busy timeout and cancel scenarios recorded with the code
+before the patches (timer loops), so the paths ``workflow.patched`` keeps for them replay too.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -26,11 +28,13 @@ HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"
 EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "approval_held_then_approved", "eligibility_wait_then_eligible",
             "busy_wait_timeout_then_retry", "review_limit_retry_then_accept",
-            "cancel_while_waiting", "relinquish_failed_stage", "journal_answers_a_retried_send"}
+            "cancel_while_waiting", "relinquish_failed_stage", "journal_answers_a_retried_send",
+            "before_patch_eligibility_wait_then_eligible",
+            "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 10
+    assert len(HISTORIES) == 13
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
