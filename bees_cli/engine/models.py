@@ -84,10 +84,12 @@ class ItemInput(BaseModel):
 
 
 class CheckInput(BaseModel):
-    """Input of ``bees.check_stage``: check eligibility and choose the agent for ``stage``.
+    """Input of ``bees.check_stage`` and ``bees.await_eligible``: check eligibility and choose
+    the agent for ``stage``.
 
     ``round`` counts the stage's runs (1, 2 after a send-back…); ``reviewed_by`` is, on a
-    review stage, the agent of the latest round of the stage under review.
+    review stage, the agent of the latest round of the stage under review. The activity loads
+    the item's snapshot by ``snapshot_digest`` (None: from the item's record row).
     """
 
     item_id: str
@@ -178,8 +180,9 @@ class PersonInput(BaseModel):
 
 
 class SlotInput(BaseModel):
-    """Input of ``bees.acquire_slot``: item ``item_id`` asks a slot of ``agent`` for ``stage``,
-    which runs at most ``cap`` stages at once on this computer (``max_concurrent_runs``)."""
+    """Input of ``bees.acquire_slot`` and ``bees.await_slot``: item ``item_id`` asks a slot of
+    ``agent`` for ``stage`` (its ``round``), which runs at most ``cap`` stages at once on this
+    computer (``max_concurrent_runs``)."""
 
     item_id: str
     stage: str
