@@ -1,8 +1,9 @@
 """Regenerate the saved ``ItemWorkflow`` histories that ``test_replay.py`` replays.
 
-Run from the repository root: ``.venv/bin/python -m tests.engine.record_histories``.
-Each scenario runs one real item on a fresh dev server and worker (an isolated computer in a
-temporary ``BEES_HOME``) and writes its event history to ``tests/engine/histories/NAME.json``.
+Run from the repository root: ``.venv/bin/python -m tests.engine.record_histories [NAME…]``.
+Each scenario runs one real item on a fresh dev server (or the time-skipping server, for the
+waits) and worker (an isolated computer in a temporary ``BEES_HOME``) and writes its event
+history to ``tests/engine/histories/NAME.json``.
 Regenerate only on purpose: a changed history means running items of the old shape would break.
 """
 
@@ -314,6 +315,55 @@ async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | S
     return path
 
 
+CONTINUED = ("continued_as_new_first_run", "continued_as_new_last_run")
+"""A review loop on a server that suggests continue-as-new after 30 events: its first run
+(ending continued as new) and its last run (started from the carried state)."""
+
+
+async def record_continued(base: Path) -> list[Path]:
+    """Record the two :data:`CONTINUED` histories; return their files."""
+    from temporalio.api.enums.v1 import EventType
+
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(SCRIPTS / "temporal"),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+        dev_server_extra_args=["--dynamic-config-value",
+                               "limit.historyCount.suggestContinueAsNew=30"],
+    )
+    try:
+        async def loop(client: Client, record: LocalRecord, space: Space) -> str:
+            space.agent("alpha")
+            space.agent("beta", env={"VERDICTS": "changes_requested,changes_requested"})
+            space.write("processes/p.yaml", WORK_REVIEW)
+            item_id = await _start(client, record, space)
+            assert await client.get_workflow_handle(item_id).result() == "done"
+            return item_id
+
+        last = await record_one(env, CONTINUED[1], loop, base)
+        history = json.loads(last.read_text(encoding="utf-8"))
+        started = history["events"][0]["workflowExecutionStartedEventAttributes"]
+        assert started.get("continuedExecutionRunId"), "the run did not continue as new"
+        first = await env.client.get_workflow_handle(
+            _item_of(last), run_id=started["firstExecutionRunId"]).fetch_history()
+        assert first.events[-1].event_type == (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+        path = HISTORIES / f"{CONTINUED[0]}.json"
+        path.write_text(first.to_json() + "\n", encoding="utf-8")
+        return [path, last]
+    finally:
+        await env.shutdown()
+
+
+def _item_of(path: Path) -> str:
+    """Return the item id (workflow id) of a saved history, from its first event's input."""
+    import base64
+
+    history = json.loads(path.read_text(encoding="utf-8"))
+    payload = history["events"][0]["workflowExecutionStartedEventAttributes"]["input"]
+    return str(json.loads(base64.b64decode(payload["payloads"][0]["data"]))["item_id"])
+
+
 async def main(names: list[str]) -> None:
     # the agents' `bees action` must find this venv's `bees`
     os.environ["PATH"] = f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -334,6 +384,9 @@ async def main(names: list[str]) -> None:
                     print(f"wrote {path}")
             finally:
                 await env.shutdown()
+        if any(name in CONTINUED for name in wanted) or not names:
+            for path in await asyncio.wait_for(record_continued(Path(base)), timeout=120):
+                print(f"wrote {path}")
         skip = [name for name in wanted if name in ON_SKIP]
         if skip:
             env = await WorkflowEnvironment.start_time_skipping(

@@ -7,6 +7,8 @@ wait then eligible, busy agent timeout then retry, review limit then retry and a
 while waiting, relinquish, a retried send answered from the journal). The ``before_patch_*``
 histories are the eligibility wait, busy timeout and cancel scenarios recorded with the code
 before the patches (timer loops), so the paths ``workflow.patched`` keeps for them replay too.
+``continued_as_new_*`` are the first run (ending continued as new) and the last run (started
+from the carried state) of a review loop on a server suggesting continue-as-new early.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -30,11 +32,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "busy_wait_timeout_then_retry", "review_limit_retry_then_accept",
             "cancel_while_waiting", "relinquish_failed_stage", "journal_answers_a_retried_send",
             "before_patch_eligibility_wait_then_eligible",
-            "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting"}
+            "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
+            "continued_as_new_first_run", "continued_as_new_last_run"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 13
+    assert len(HISTORIES) == 15
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
