@@ -21,9 +21,11 @@ class ItemSnapshot(BaseModel):
     """Everything a run of one work item needs from the workspace, copied at creation.
 
     Why: a later edit of the workspace must not change an item that is already
-    running; the engine stores the snapshot with the item and passes it through
-    Temporal, so it round-trips through JSON (``model_dump(mode="json")`` /
-    ``model_validate``).
+    running. The engine stores it once per item, by :meth:`digest`
+    (:mod:`bees_cli.engine.snapshot_store`), and passes Temporal only its own view
+    (:class:`bees_cli.engine.snapshot.EngineSnapshot`) and the digest, so the YAML
+    models can change without breaking the replay of running items. It round-trips
+    through JSON (``model_dump(mode="json")`` / ``model_validate``).
 
     Attributes:
         process_name: the process's name (its file name).

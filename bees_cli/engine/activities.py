@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from bees_cli.engine.models import (
+    AWAIT_ELIGIBLE_ACTIVITY,
+    AWAIT_SLOT_ACTIVITY,
     CHECK_ACTIVITY,
     JOURNAL_ACTIVITY,
     RECORD_ACTIVITY,
@@ -32,7 +35,19 @@ from bees_cli.engine.models import (
     StageInput,
     StageOutput,
 )
+from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status, WaitKind
+from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
+
+if TYPE_CHECKING:
+    from bees_cli.agents.snapshot import ItemSnapshot
+
+NOT_ELIGIBLE = "NotEligible"
+"""Type of the retryable failure of ``bees.await_eligible`` while the stage cannot start."""
+
+AGENT_BUSY = "AgentBusy"
+"""Type of the retryable failure of ``bees.await_slot`` while the agent has no free slot."""
 
 
 class BeesActivities:
@@ -50,6 +65,20 @@ class BeesActivities:
         self.record = record
         self.heartbeat_every = heartbeat_every
         self.engine_env = dict(engine_env or {})
+        self._said: dict[str, tuple[str, str, int, str]] = {}
+        """Item → (run, stage, round, reasons) last written as its wait: a pass that finds the
+        same writes nothing (a week of waiting is 40,320 passes)."""
+        self._snapshots: dict[str, ItemSnapshot] = {}
+        """Digest → the whole snapshot, read once per worker."""
+
+    def _snapshot(self, item_id: str, digest: str | None) -> ItemSnapshot:
+        """Return the item's whole snapshot (:func:`load_snapshot`), kept by digest."""
+        if digest is not None and digest in self._snapshots:
+            return self._snapshots[digest]
+        snapshot = load_snapshot(self.record, item_id, digest)
+        if digest is not None:
+            self._snapshots[digest] = snapshot
+        return snapshot
 
     @activity.defn(name=CHECK_ACTIVITY)
     async def check_stage(self, check: CheckInput) -> CheckOutput:
@@ -59,37 +88,66 @@ class BeesActivities:
         """
         return await asyncio.to_thread(self.check_now, check)
 
-    def check_now(self, check: CheckInput) -> CheckOutput:
+    def check_now(self, check: CheckInput, run: str | None = None) -> CheckOutput:
         """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
 
         Records the outcome: on success the pick (agent, reason, skipped candidates) and the
         status ``running``; on failure the status ``waiting`` with the reasons joined by
-        ``"; "`` (each distinct set of reasons is one fact of the history).
+        ``"; "`` (each distinct set of reasons is one fact of the history). With ``run`` (the
+        workflow run asking), a pass that finds the reasons it last wrote for that run writes
+        nothing.
         """
         from bees_cli.agents.eligibility import check_eligibility
 
+        snapshot = self._snapshot(check.item_id, check.snapshot_digest)
         result = check_eligibility(
-            snapshot=check.snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
+            snapshot=snapshot, stage_name=check.stage, reviewed_by=check.reviewed_by)
         pick = None if result.pick is None else result.pick.to_json()
         prefix = f"{check.stage}:{check.round}"
         if not result.ok:
             reason = "; ".join(result.reasons)
+            said = (run or "", check.stage, check.round, reason)
+            if run is not None and self._said.get(check.item_id) == said:
+                # the same reasons as on the last pass: nothing new for the record
+                return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
+                                   folders=result.folders)
             digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
             self.record.add_event(
                 check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
                 stage=check.stage, round=check.round,
                 data={"reasons": list(result.reasons), "pick": pick})
-            self.record.set_state(check.item_id, status="waiting", stage=check.stage,
-                                  reason=reason)
+            self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,
+                                  reason=reason, wait=WaitKind.ELIGIBILITY)
+            self._said[check.item_id] = said
             return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
                                folders=result.folders)
         assert result.pick is not None and result.pick.agent is not None
+        self._said.pop(check.item_id, None)
         self.record.add_event(
             check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
             round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
         self.record.set_state(check.item_id, status="running", stage=check.stage,
                               agent=result.pick.agent)
         return CheckOutput(ok=True, agent=result.pick.agent, pick=pick, folders=result.folders)
+
+    @activity.defn(name=AWAIT_ELIGIBLE_ACTIVITY)
+    async def await_eligible(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility (:meth:`check_now`); while it fails, fail retryably.
+
+        Why: the workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no
+        backoff and no attempt limit (DESIGN.md, Rules: the item waits, re-checking every
+        15 s). Retries are not written to Temporal's history, so a week of waiting costs a
+        few events; the waiting status and each new reason reach the local record here.
+
+        Raises:
+            ApplicationError: of type :data:`NOT_ELIGIBLE` with the reasons, to be retried
+                (benign: logged at debug level, not once per pass as a warning).
+        """
+        out = await asyncio.to_thread(self.check_now, check, activity.info().workflow_run_id)
+        if not out.ok:
+            raise ApplicationError("; ".join(out.reasons), type=NOT_ELIGIBLE,
+                                   category=ApplicationErrorCategory.BENIGN)
+        return out
 
     @activity.defn(name=RUN_ACTIVITY)
     async def run_stage(self, stage: StageInput) -> StageOutput:
@@ -108,8 +166,9 @@ class BeesActivities:
         if activity.info().attempt > 1:
             await asyncio.to_thread(self._interrupted, stage, attempt - 1)
         await asyncio.to_thread(self._started, stage, attempt)
-        spec = find_stage(stage.snapshot, stage.stage)
-        agent = stage.snapshot.agents[stage.agent]
+        snapshot = await asyncio.to_thread(self._snapshot, stage.item_id, stage.snapshot_digest)
+        spec = find_stage(snapshot, stage.stage)
+        agent = snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
             out = StageOutput(
                 ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
@@ -119,7 +178,7 @@ class BeesActivities:
         request = StageRequest(
             item_id=stage.item_id,
             title=stage.title,
-            process=stage.snapshot.process_name,
+            process=snapshot.process_name,
             stage=stage.stage,
             stage_kind=spec.kind,
             reviews=spec.reviews,
@@ -128,7 +187,7 @@ class BeesActivities:
             command=list(agent.runner.command),
             env=dict(agent.runner.env),
             run_folder=stage.run_folder,
-            workspace_root=stage.snapshot.workspace_root,
+            workspace_root=snapshot.workspace_root,
             folders=dict(stage.folders),
             previous=dict(stage.previous),
             review_comments=list(stage.comments),
@@ -150,10 +209,8 @@ class BeesActivities:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
         stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
         while the stage waited for approval, kill -9, a crash)."""
-        from bees_cli.record.local import NOT_RUNNING
-
         row = self.record.item(stage.item_id)
-        stopped = row.status == "waiting" and row.reason == NOT_RUNNING
+        stopped = row.wait == WaitKind.ENGINE_NOT_RUNNING
         self.record.add_event(
             stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
             kind="stage_interrupted", stage=stage.stage, round=stage.round,
@@ -214,6 +271,46 @@ class BeesActivities:
             reason += f"; place {position} in its queue"
         return SlotOutput(granted=False, reason=reason, position=position)
 
+    @activity.defn(name=AWAIT_SLOT_ACTIVITY)
+    async def await_slot(self, ask: SlotInput) -> SlotOutput:
+        """Take a slot of a capped agent; while none is free, fail retryably (DESIGN.md,
+        Rules: busy agent).
+
+        The workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no backoff,
+        so attempt ``n`` runs ``(n - 1) * 15 s`` after the first. Each new reason is written
+        to the local record (status ``waiting``, one ``busy`` fact per change). Once
+        :data:`BUSY_LIMIT` has passed it returns not granted (the queue place given back),
+        and the workflow fails the stage with the reason.
+
+        Raises:
+            ApplicationError: of type :data:`AGENT_BUSY` with the reason, to be retried.
+        """
+        slot = await self.acquire_slot(ask)
+        if slot.granted:
+            return slot
+        info = activity.info()
+        waited = RECHECK_EVERY * (info.attempt - 1)
+        if waited >= BUSY_LIMIT:
+            await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
+            return slot
+        await asyncio.to_thread(self._busy, ask, slot, info)
+        raise ApplicationError(slot.reason or "busy", type=AGENT_BUSY,
+                               category=ApplicationErrorCategory.BENIGN)
+
+    def _busy(self, ask: SlotInput, slot: SlotOutput, info: activity.Info) -> None:
+        """Write a new reason to wait for a slot: status ``waiting`` and one ``busy`` fact."""
+        row = self.record.item(ask.item_id)
+        if (row.status, row.wait, row.reason) == (Status.WAITING, WaitKind.BUSY_AGENT,
+                                                  slot.reason):
+            return
+        self.record.add_event(
+            ask.item_id, key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
+                             f"{info.activity_id}:{info.attempt}",
+            kind="busy", stage=ask.stage, round=ask.round,
+            data={"reason": slot.reason, "position": slot.position})
+        self.record.set_state(ask.item_id, status=Status.WAITING, stage=ask.stage,
+                              reason=slot.reason, agent=ask.agent, wait=WaitKind.BUSY_AGENT)
+
     @activity.defn(name=RELEASE_ACTIVITY)
     async def release_slot(self, release: ReleaseInput) -> int:
         """Give back the item's slot or queue place (of one stage, or all); return how many."""
@@ -230,4 +327,4 @@ class BeesActivities:
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
         return [self.check_stage, self.run_stage, self.record_state, self.acquire_slot,
-                self.release_slot, self.journal_lookup]
+                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot]

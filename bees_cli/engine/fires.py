@@ -214,8 +214,12 @@ class FireService:
         root = self._runs_root(workspace)
         folder = root / item_id
         folder.mkdir(parents=True, exist_ok=False)
-        item = ItemInput(item_id=item_id, title=title, run_folder=str(folder), snapshot=snapshot)
+        from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+
         record = self.record
+        item = ItemInput(item_id=item_id, title=title, run_folder=str(folder),
+                         snapshot=engine_view(snapshot),
+                         snapshot_digest=keep_snapshot(record, snapshot))
         record.add_item(id=item_id, process=snapshot.process_name, title=title,
                         workspace=str(workspace.root), run_folder=str(folder),
                         input=item.model_dump_json(), stage=snapshot.process.stages[0].name)

@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
@@ -37,6 +37,9 @@ from bees_cli.errors import BeesError, CloudRefused, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
+
+if TYPE_CHECKING:
+    from bees_cli.agents.snapshot import ItemSnapshot
 
 
 class HandoverActivities:
@@ -87,20 +90,25 @@ class HandoverActivities:
 
     def _write(self, handover: HandoverInput) -> HandoverOutput:
         from bees_cli.agents.runner import kill_leftover
+        from bees_cli.engine.snapshot_store import SnapshotMissing, load_snapshot
         from bees_cli.files import write_atomic
         from bees_cli.handover.checkpoint import canonical_json, write_checkpoint
 
+        try:
+            snapshot = load_snapshot(self.record, handover.item_id, handover.snapshot_digest)
+        except SnapshotMissing as error:
+            return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
         folder = Path(handover.run_folder)
         if handover.stage is not None:
             kill_leftover(folder, handover.stage)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(snapshot_path(folder),
-                         canonical_json(handover.snapshot.model_dump(mode="json")))
-            write_atomic(item_path(folder), canonical_json(self._item_json(handover)))
+                         canonical_json(snapshot.model_dump(mode="json")))
+            write_atomic(item_path(folder), canonical_json(self._item_json(handover, snapshot)))
             info = write_checkpoint(
-                folder, item_id=handover.item_id, workspace=handover.snapshot.workspace_root,
-                process_digest=handover.snapshot.digest(),
+                folder, item_id=handover.item_id, workspace=snapshot.workspace_root,
+                process_digest=snapshot.digest(),
                 restart_stages=dict(handover.restart_stages),
                 computer=self.computer.computer, machine_id=self.computer.machine_id,
                 journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
@@ -114,7 +122,7 @@ class HandoverActivities:
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
             total_bytes=info.total_bytes)
 
-    def _item_json(self, handover: HandoverInput) -> dict[str, Any]:
+    def _item_json(self, handover: HandoverInput, snapshot: ItemSnapshot) -> dict[str, Any]:
         """``RUN/item.json``: the item's id, title, process, run and created."""
         try:
             row = self.record.item(handover.item_id)
@@ -127,10 +135,10 @@ class HandoverActivities:
             run = ItemInput.model_validate_json(row.input).run
         title = handover.title or (row.title if row is not None else None)
         return {"id": handover.item_id, "title": title,
-                "process": handover.snapshot.process_name, "run": run,
+                "process": snapshot.process_name, "run": run,
                 "created": row.created if row is not None else None,
-                "item_agents": list(handover.snapshot.item_agents),
-                "item_folders": list(handover.snapshot.item_folders)}
+                "item_agents": list(snapshot.item_agents),
+                "item_folders": list(snapshot.item_folders)}
 
     def _mark_free(self, handover: HandoverInput, written: HandoverOutput) -> None:
         assert written.checkpoint_sha256 is not None

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bees_cli.agents.snapshot import ItemSnapshot
-
 RELINQUISH_UPDATE = "bees.relinquish"
 """Update sent by ``bees relinquish``: stop the run, write the checkpoint, free the item."""
 
@@ -26,7 +24,8 @@ class HandoverInput(BaseModel):
 
     item_id: str
     run_folder: str
-    snapshot: ItemSnapshot
+    snapshot_digest: str | None = None
+    """The item's stored snapshot (:mod:`bees_cli.engine.snapshot_store`); None: old items."""
     stage: str | None
     restart_stages: dict[str, str]
     who: str

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bees_cli.agents.snapshot import ItemSnapshot
+from bees_cli.engine.snapshot import EngineSnapshot
 
 WORKFLOW_NAME = "bees.item"
 """Temporal workflow type of a work item's run."""
@@ -22,6 +22,10 @@ RECORD_ACTIVITY = "bees.record"
 SLOT_ACTIVITY = "bees.acquire_slot"
 RELEASE_ACTIVITY = "bees.release_slot"
 JOURNAL_ACTIVITY = "bees.journal_lookup"
+AWAIT_ELIGIBLE_ACTIVITY = "bees.await_eligible"
+"""Activity: check eligibility, failing (retryably) until the stage can start here."""
+AWAIT_SLOT_ACTIVITY = "bees.await_slot"
+"""Activity: take a slot of a capped agent, failing (retryably) until one frees or time is up."""
 
 RETRY_UPDATE = "bees.retry"
 """Update sent by ``bees retry``: start the failed (or stopped) stage again from the top."""
@@ -34,8 +38,6 @@ ACTION_DONE_UPDATE = "bees.action_done"
 DECIDE_UPDATE = "bees.decide"
 """Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
 
-REVIEW_LIMIT = 3
-"""The third request for changes of a review stage stops the item for a person (DESIGN.md)."""
 
 
 def task_queue(machine_id: str) -> str:
@@ -44,15 +46,20 @@ def task_queue(machine_id: str) -> str:
 
 
 class ItemInput(BaseModel):
-    """Input of the ``bees.item`` workflow: one work item, snapshot included.
+    """Input of the ``bees.item`` workflow: one work item, with the engine's view of its snapshot.
 
-    The workflow id is ``item_id``; ``run_folder`` is the absolute path of the item's run folder.
+    The workflow id is ``item_id``; ``run_folder`` is the absolute path of the item's run
+    folder. ``snapshot_digest`` names the whole snapshot stored beside the local record
+    (:mod:`bees_cli.engine.snapshot_store`); None in items made before the store.
     """
 
     item_id: str
     title: str
     run_folder: str
-    snapshot: ItemSnapshot
+    snapshot: EngineSnapshot
+    snapshot_digest: str | None = None
+    state: ItemState | None = None
+    """A run continued as new (Temporal suggested it): where the last run of the plan was."""
     start_stage: str | None = None
     """Continued run (handover): the stage to start at, from the top; None: the first."""
     journal: list[JournalEntry] = Field(default_factory=list)
@@ -68,17 +75,19 @@ class ItemInput(BaseModel):
 
 
 class CheckInput(BaseModel):
-    """Input of ``bees.check_stage``: check eligibility and choose the agent for ``stage``.
+    """Input of ``bees.check_stage`` and ``bees.await_eligible``: check eligibility and choose
+    the agent for ``stage``.
 
     ``round`` counts the stage's runs (1, 2 after a send-back…); ``reviewed_by`` is, on a
-    review stage, the agent of the latest round of the stage under review.
+    review stage, the agent of the latest round of the stage under review. The activity loads
+    the item's snapshot by ``snapshot_digest`` (None: from the item's record row).
     """
 
     item_id: str
     stage: str
     round: int
     reviewed_by: str | None = None
-    snapshot: ItemSnapshot
+    snapshot_digest: str | None = None
 
 
 class CheckOutput(BaseModel):
@@ -112,7 +121,7 @@ class StageInput(BaseModel):
     folders: dict[str, str] = Field(default_factory=dict)
     previous: dict[str, str] = Field(default_factory=dict)
     comments: list[str] = Field(default_factory=list)
-    snapshot: ItemSnapshot
+    snapshot_digest: str | None = None
     attempt_base: int = 1
 
 
@@ -162,13 +171,15 @@ class PersonInput(BaseModel):
 
 
 class SlotInput(BaseModel):
-    """Input of ``bees.acquire_slot``: item ``item_id`` asks a slot of ``agent`` for ``stage``,
-    which runs at most ``cap`` stages at once on this computer (``max_concurrent_runs``)."""
+    """Input of ``bees.acquire_slot`` and ``bees.await_slot``: item ``item_id`` asks a slot of
+    ``agent`` for ``stage`` (its ``round``), which runs at most ``cap`` stages at once on this
+    computer (``max_concurrent_runs``)."""
 
     item_id: str
     stage: str
     agent: str
     cap: int
+    round: int | None = None
 
 
 class SlotOutput(BaseModel):
@@ -302,6 +313,32 @@ class DecideInput(BaseModel):
     who: str
     at: str
     reason: str | None = None
+
+
+class ItemState(BaseModel):
+    """Where a run of the plan was when it continued as new (Temporal suggested it): the next
+    ``stage`` to run (``again``: the same round as a new attempt, after a person's retry) and
+    the plan's memory.
+
+    ``rounds``: stage → rounds started; ``attempts``: ``"STAGE:ROUND"`` → next attempt;
+    ``done_by``: stage → its agent; ``outputs``: stage → output folder; ``comments``: review
+    comments for the next work stage; ``change_requests``: review stage → its requests since
+    the last limit; ``requests`` and ``approved`` (``[stage, round]``): approvals;
+    ``journal``: action runs; ``facts``: the counter of history keys.
+    """
+
+    stage: str
+    again: bool = False
+    rounds: dict[str, int] = Field(default_factory=dict)
+    attempts: dict[str, int] = Field(default_factory=dict)
+    done_by: dict[str, str] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    comments: list[str] = Field(default_factory=list)
+    change_requests: dict[str, list[list[str]]] = Field(default_factory=dict)
+    requests: list[ApprovalRequest] = Field(default_factory=list)
+    approved: list[tuple[str, int]] = Field(default_factory=list)
+    journal: list[JournalEntry] = Field(default_factory=list)
+    facts: int = 0
 
 
 ItemInput.model_rebuild()

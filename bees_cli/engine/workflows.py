@@ -1,7 +1,8 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
-Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio`` and the engine's models
-(passed through the sandbox); no I/O, no clock but the workflow's.
+Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
+(:mod:`~bees_cli.engine.workflow_gate`) and the engine's models (passed through the sandbox,
+never the workspace's YAML models); no I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType
+
+from bees_cli.engine.workflow_gate import (
+    FAILED,
+    RUNNING,
+    SHORT,
+    STOPPED,
+    WAITING,
+    ApprovalGate,
+    refuse,
+)
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.handover_models import (
@@ -25,28 +36,20 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import (
         ACCEPT_UPDATE,
-        ACTION_DONE_UPDATE,
-        ACTION_UPDATE,
+        AWAIT_ELIGIBLE_ACTIVITY,
+        AWAIT_SLOT_ACTIVITY,
         CHECK_ACTIVITY,
-        DECIDE_UPDATE,
-        JOURNAL_ACTIVITY,
-        RECORD_ACTIVITY,
         RELEASE_ACTIVITY,
         RETRY_UPDATE,
-        REVIEW_LIMIT,
         RUN_ACTIVITY,
         SLOT_ACTIVITY,
         WORKFLOW_NAME,
-        ActionAnswer,
-        ActionAsk,
         ApprovalRequest,
         CheckInput,
         CheckOutput,
-        DecideInput,
         ItemInput,
+        ItemState,
         JournalEntry,
-        JournalFound,
-        JournalQuery,
         PersonInput,
         RecordInput,
         ReleaseInput,
@@ -55,13 +58,21 @@ with workflow.unsafe.imports_passed_through():
         StageInput,
         StageOutput,
     )
-    from bees_cli.workspace.models import GATED_KINDS, Stage
+    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, REVIEW_LIMIT, review_stops
 
-RECHECK_EVERY = timedelta(seconds=15)
-"""How often a waiting item checks its eligibility (or a busy agent) again (DESIGN.md, Rules)."""
+__all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
-BUSY_LIMIT = timedelta(minutes=10)
-"""After this long waiting for a busy agent, the stage fails until a person retries."""
+WAITS_BY_RETRY = "waits-by-retry"
+"""Patch: eligibility and busy-agent waits are retried activities (no timer, no check per
+pass in history), and activities get the snapshot digest, not the snapshot."""
+
+CONTINUES_AS_NEW = "continues-as-new"
+"""Patch: before a stage, the run continues as new when Temporal suggests it."""
+
+RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
+                      maximum_interval=RECHECK_EVERY, maximum_attempts=0)
+"""Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
+(samples-python ``polling/infrequent``); the busy wait ends itself after :data:`BUSY_LIMIT`."""
 
 STAGE_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A stage whose worker stops heartbeating this long is started again from the top."""
@@ -75,25 +86,18 @@ STAGE_RETRY = RetryPolicy(
 )
 """Retries cover a lost worker (heartbeat timeout): a failed agent is a result, not an error."""
 
-SHORT = timedelta(seconds=60)
-
-# what the run is doing, for the validators of a person's requests
-RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
-    "running", "waiting", "failed", "waiting for a person", "waiting for approval")
-
-
-def _refuse(message: str) -> ApplicationError:
-    return ApplicationError(message, type="Refused", non_retryable=True)
-
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow:
+class ItemWorkflow(ApprovalGate):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
     15 s while the check fails; take a slot of a capped agent (re-checking every 15 s, failed
-    after 10 minutes). Then run the stage. A finished stage moves the item on (on a stage with
-    ``approval: required``, once a person approved). A review asking for changes sends it back
+    after 10 minutes). Both waits are one activity retried every 15 s, so they add nothing to
+    the history however long they last. When Temporal suggests it, the run continues as new
+    before a stage, carrying the plan's state (:class:`ItemState`). Then run the stage. A
+    finished stage moves the item on (on a stage with ``approval: required``, once a person
+    approved). A review asking for changes sends it back
     to the stage under review with the comments; the third request stops it for a person, who
     retries (one more round) or accepts (moves past the review). A failed stage waits for a
     person's retry, which starts it again from the top as a new attempt. The ``done`` stage
@@ -117,17 +121,10 @@ class ItemWorkflow:
         self._facts = 0
         self._relinquish: PersonInput | None = None
         self._handed: HandoverOutput | None = None
-
-    def _fact(self, prefix: str) -> str:
-        """Return a new key for a fact of the history (deterministic: a counter)."""
-        self._facts += 1
-        return f"{prefix}:{self._facts}"
+        self._waits_by_retry = False
+        self._continues_as_new = False
 
     # -- a person's requests ---------------------------------------------------------------
-
-    def _where(self) -> str:
-        stage = f" at {self._stage}" if self._stage else ""
-        return f"{self._state}{stage}"
 
     @workflow.update(name=RETRY_UPDATE)
     def retry(self, person: PersonInput) -> str:
@@ -139,7 +136,7 @@ class ItemWorkflow:
     @retry.validator
     def _retry_allowed(self, person: PersonInput) -> None:
         if self._state not in (FAILED, STOPPED):
-            raise _refuse(f"it is {self._where()}: only a failed or stopped item can be retried")
+            raise refuse(f"it is {self._where()}: only a failed or stopped item can be retried")
 
     @workflow.update(name=RELINQUISH_UPDATE)
     async def relinquish(self, person: PersonInput) -> HandoverOutput:
@@ -158,9 +155,9 @@ class ItemWorkflow:
     @relinquish.validator
     def _relinquish_allowed(self, person: PersonInput) -> None:
         if self._state in ("done", "cancelled", "relinquished"):
-            raise _refuse(f"it is {self._where()}: nothing to relinquish")
+            raise refuse(f"it is {self._where()}: nothing to relinquish")
         if self._relinquish is not None:
-            raise _refuse("it is being relinquished already")
+            raise refuse("it is being relinquished already")
 
     @workflow.update(name=ACCEPT_UPDATE)
     def accept(self, person: PersonInput) -> str:
@@ -171,185 +168,19 @@ class ItemWorkflow:
     @accept.validator
     def _accept_allowed(self, person: PersonInput) -> None:
         if self._state != STOPPED:
-            raise _refuse(f"it is {self._where()}: only an item stopped at the review limit "
+            raise refuse(f"it is {self._where()}: only an item stopped at the review limit "
                           "can be accepted")
 
-    @workflow.update(name=DECIDE_UPDATE)
-    async def decide(self, decision: DecideInput) -> list[int]:
-        """Approve or deny the waiting request ``decision.request_id`` (all when None); record
-        who, when and what; return the ids decided."""
-        chosen = self._waiting(decision.request_id)
-        for request in chosen:
-            request.status = "approved" if decision.approve else "denied"
-            request.who, request.at, request.reason = decision.who, decision.at, decision.reason
-            if decision.approve:
-                self._approved.add((request.stage, request.round))
-        for request in chosen:
-            await self._record(RecordInput(
-                item_id=self._id, status=None, stage=request.stage, round=request.round,
-                key=f"approval:{request.id}:{request.status}", kind=request.status,
-                approval=request.model_dump(mode="json"),
-                data={"request": request.id, "action": request.action,
-                      "action_kind": request.kind,
-                      "summary": request.summary, "digest": request.digest,
-                      "input": request.input, "who": request.who, "decided_at": request.at,
-                      "reason": request.reason}))
-        if not self._waiting(None) and self._state == APPROVAL:
-            # running again before this update returns, so `bees run --exit-when-idle`
-            # that delivered it sees work under way
-            self._state = RUNNING
-            await self._record(RecordInput(
-                item_id=self._id, status=RUNNING, stage=self._stage, agent=self._agent,
-                key=self._fact("resumed"), kind="resumed", data={}))
-        return [request.id for request in chosen]
-
-    @decide.validator
-    def _decide_allowed(self, decision: DecideInput) -> None:
-        if not self._waiting(None):
-            raise _refuse(f"nothing waits for approval (it is {self._where()})")
-        if decision.request_id is not None and not self._waiting(decision.request_id):
-            ids = ", ".join(str(r.id) for r in self._waiting(None))
-            raise _refuse(f"request {decision.request_id} does not wait for approval "
-                          f"(waiting: {ids})")
-        if not decision.approve and not (decision.reason or "").strip():
-            raise _refuse("a denial needs a reason")
-
-    def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
-        return [r for r in self._requests if r.status == "waiting"
-                and (request_id is None or r.id == request_id)]
-
-    # -- add-on actions --------------------------------------------------------------------
-
-    @workflow.update(name=ACTION_UPDATE)
-    async def action(self, ask: ActionAsk) -> ActionAnswer:
-        """May the stage's agent run ``ask.action`` now? (DESIGN.md, Rules: approvals)
-
-        Answered from the journal when the same action with the same input already ran (exit
-        0) in this stage (not for ``read`` actions, which change nothing and whose answer may
-        have changed); held until a person decides when the action is gated on this stage;
-        else ``run``.
-        """
-        addon, name = ask.action.split(".", 1)
-        action = self._snapshot.addons[addon].actions[name]
-        if action.kind != "read":
-            entry = await self._journal_hit(ask)
-            if entry is not None:
-                await self._record(RecordInput(
-                    item_id=self._id, status=None, stage=ask.stage, round=self._round,
-                    key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
-                    kind="action_answered",
-                    data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
-                          "exit_code": entry.exit_code, "ran_at": entry.at}))
-                return ActionAnswer(decision="journal", kind=action.kind,
-                                    exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
-        stage = self._stage_spec(ask.stage)
-        if action.kind not in GATED_KINDS or stage.approval != "required":
-            return ActionAnswer(decision="run", kind=action.kind, command=list(action.command))
-        request = next((r for r in self._requests if r.stage == ask.stage
-                        and r.action == ask.action and r.digest == ask.digest
-                        and r.status in ("waiting", "approved")), None)
-        if request is None:
-            request = ApprovalRequest(
-                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
-                round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
-                digest=ask.digest, input=ask.input, asked_at=self._now())
-            self._requests.append(request)
-        if request.status == "waiting":
-            await self._hold(request, attempt=ask.attempt)
-            await workflow.wait_condition(lambda: request.status != "waiting")
-        if request.status in ("cancelled", "relinquished"):
-            return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
-                                reason=f"{ask.action} was not run: the item was "
-                                       f"{request.status}")
-        if request.status == "denied":
-            return ActionAnswer(
-                decision="denied", kind=action.kind, request_id=request.id,
-                reason=f"{ask.action} was denied by {request.who}: {request.reason}")
-        return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
-                            request_id=request.id)
-
-    @action.validator
-    def _action_allowed(self, ask: ActionAsk) -> None:
-        if self._state not in (RUNNING, APPROVAL) or ask.stage != self._stage:
-            raise _refuse(f"stage {ask.stage} is not running (the item is {self._where()})")
-        agent = self._snapshot.agents.get(ask.agent)
-        if ask.agent != self._agent or agent is None:
-            raise _refuse(f"agent {ask.agent} does not run stage {ask.stage} "
-                          f"(its agent is {self._agent})")
-        if ask.action not in agent.tools:
-            tools = ", ".join(agent.tools) or "none"
-            raise _refuse(f"agent {ask.agent} may not use {ask.action}: it is not in its tools "
-                          f"(tools: {tools})")
-        addon, _, name = ask.action.partition(".")
-        if addon not in self._snapshot.addons or name not in self._snapshot.addons[addon].actions:
-            raise _refuse(f"no action {ask.action} among the item's add-ons")
-
-    @workflow.update(name=ACTION_DONE_UPDATE)
-    async def action_done(self, entry: JournalEntry) -> None:
-        """Journal one run of an add-on action (its result), in the run and the local record."""
-        if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
-                   for e in self._journal):
-            self._journal.append(entry)
-        await self._record(RecordInput(
-            item_id=self._id, status=None, stage=entry.stage, round=entry.round,
-            key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
-            journal=entry.model_dump(mode="json"),
-            data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
-                  "attempt": entry.attempt, "exit_code": entry.exit_code,
-                  "request": entry.request_id}))
-
-    @workflow.query(name="bees.journal")
-    def journal(self) -> list[JournalEntry]:
-        """Return the item's journal of action runs, oldest first."""
-        return list(self._journal)
-
-    async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
-        for entry in self._journal:
-            if (entry.stage, entry.action, entry.digest, entry.exit_code) == (
-                    ask.stage, ask.action, ask.digest, 0):
-                return entry
-        found: JournalFound = await workflow.execute_activity(
-            JOURNAL_ACTIVITY, JournalQuery(item_id=self._id, stage=ask.stage, action=ask.action,
-                                           digest=ask.digest),
-            result_type=JournalFound, start_to_close_timeout=SHORT)
-        if found.entry is not None:
-            self._journal.append(found.entry)
-        return found.entry
-
-    async def _hold(self, request: ApprovalRequest, *, attempt: int) -> None:
-        self._state = APPROVAL
-        await self._record(RecordInput(
-            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self._agent,
-            reason=request.label, round=request.round,
-            key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
-            approval=request.model_dump(mode="json"),
-            data={"request": request.id, "action": request.action,
-                  "action_kind": request.kind, "summary": request.summary,
-                  "digest": request.digest}))
-
     # -- the plan --------------------------------------------------------------------------
-
-    @property
-    def _id(self) -> str:
-        assert self._item is not None
-        return self._item.item_id
-
-    @property
-    def _snapshot(self):  # type: ignore[no-untyped-def]  # noqa: ANN202
-        assert self._item is not None
-        return self._item.snapshot
-
-    def _stage_spec(self, name: str) -> Stage:
-        return next(s for s in self._snapshot.process.stages if s.name == name)
-
-    def _now(self) -> str:
-        return workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @workflow.run
     async def run(self, item: ItemInput) -> str:
         """Run the item to its ``done`` stage; return ``"done"`` (cancelled: records
         ``cancelled``, frees its slots, and ends as cancelled)."""
         self._item = item
+        # decided once, at the first task: old histories replay the shape they were made with
+        self._waits_by_retry = workflow.patched(WAITS_BY_RETRY)
+        self._continues_as_new = workflow.patched(CONTINUES_AS_NEW)
         try:
             result = await self._run_until_handed_over(item)
             # a decision still writing its facts finishes before the run ends
@@ -371,27 +202,14 @@ class ItemWorkflow:
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
 
-    async def _close_waiting(self, status: str) -> None:
-        """Close every waiting approval request with ``status`` (``cancelled`` or
-        ``relinquished``), so `bees approvals` no longer lists it and a held action is
-        answered (denied) instead of left waiting when the run ends."""
-        for request in self._waiting(None):
-            request.status = status
-            await self._record(RecordInput(
-                item_id=self._id, status=None, stage=request.stage,
-                round=request.round, key=f"approval:{request.id}:{status}",
-                kind=f"approval_{status}", approval=request.model_dump(mode="json"),
-                data={"request": request.id, "action": request.action}))
-
     async def _run_until_handed_over(self, item: ItemInput) -> str:
         """Run the plan as a task, so that a relinquish can cancel it wherever it waits.
 
         Returns the plan's result, or ``"relinquished: restarts at STAGE"`` once handed over.
         """
-        self._journal = list(item.journal)
-        start = item.start_stage
+        memo = self._restore(item)
         while True:
-            plan = asyncio.create_task(self._plan(item, start))
+            plan = asyncio.create_task(self._plan(item, memo))
             try:
                 await workflow.wait_condition(
                     lambda: plan.done() or self._relinquish is not None)  # noqa: B023
@@ -413,7 +231,7 @@ class ItemWorkflow:
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
                               run_folder=item.run_folder,
-                              snapshot=item.snapshot, stage=self._stage,
+                              snapshot_digest=item.snapshot_digest, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
                               who=self._relinquish.who, at=self._relinquish.at),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
@@ -429,7 +247,7 @@ class ItemWorkflow:
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            start = restart
+            memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
@@ -441,50 +259,67 @@ class ItemWorkflow:
             return stage.reviews
         return stage.name
 
-    async def _plan(self, item: ItemInput, start: str | None = None) -> str:
+    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
+        """Return the plan's memory at the start of a run at ``start`` (None: the first)."""
+        return ItemState(stage=start or item.snapshot.process.stages[0].name,
+                         attempts=dict(item.attempts), outputs=dict(item.previous))
+
+    def _restore(self, item: ItemInput) -> ItemState:
+        """Return the plan's memory: the state a run continued as new carries, else fresh."""
+        if item.state is None:
+            self._journal = list(item.journal)
+            return self._fresh(item, item.start_stage)
+        state = item.state
+        self._journal = list(state.journal)
+        self._requests = list(state.requests)
+        self._approved = {(stage, round_) for stage, round_ in state.approved}
+        self._facts = state.facts
+        return state
+
+    def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
+        """Return the input of the next run: this one's, with the plan's memory."""
+        state = memo.model_copy(update={
+            "requests": list(self._requests), "approved": sorted(self._approved),
+            "journal": list(self._journal), "facts": self._facts})
+        return item.model_copy(update={"state": state})
+
+    async def _plan(self, item: ItemInput, memo: ItemState) -> str:
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
-        index = position[start] if start else 0
-        rounds: dict[str, int] = {}
-        attempts: dict[tuple[str, int], int] = {}
-        done_by: dict[str, str] = {}
-        outputs: dict[str, str] = dict(item.previous)
-        comments: list[str] = []
-        change_requests: dict[str, list[list[str]]] = {}
-        again = False  # a person's retry: same round, new attempt
+        index = position[memo.stage]
         while True:
             stage = stages[index]
             self._stage = stage.name
+            memo.stage = stage.name
             if stage.kind == "done":
                 self._state = "done"
                 await self._record(RecordInput(
                     item_id=item.item_id, status="done", stage=stage.name, key="done",
                     kind="done"))
                 return "done"
-            if not again:
-                rounds[stage.name] = rounds.get(stage.name, 0) + 1
-            again = False
-            round_ = self._round = rounds[stage.name]
-            reviewed_by = done_by.get(stage.reviews) if stage.reviews else None
+            if self._continues_as_new and workflow.info().is_continue_as_new_suggested():
+                # a safe point: no stage runs; a person's request still writing finishes first
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._carry(item, memo))
+            if not memo.again:
+                memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
+            memo.again = False
+            round_ = self._round = memo.rounds[stage.name]
+            reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self._state = WAITING
-            check = await self._check(CheckInput(
+            check = await self._eligible(CheckInput(
                 item_id=item.item_id, stage=stage.name, round=round_,
-                reviewed_by=reviewed_by, snapshot=item.snapshot))
-            while not check.ok:
-                await workflow.sleep(RECHECK_EVERY)
-                check = await self._check(CheckInput(
-                    item_id=item.item_id, stage=stage.name, round=round_,
-                    reviewed_by=reviewed_by, snapshot=item.snapshot))
+                reviewed_by=reviewed_by, snapshot_digest=item.snapshot_digest))
             assert check.agent is not None
             self._agent = check.agent
             busy = await self._take_slot(stage.name, check.agent, round_)
             if busy is not None:
                 await self._fail(stage.name, round_, check.agent, busy, "busy")
                 await self._wait_for_person()
-                again = True
+                memo.again = True
                 continue
-            base = attempts.get((stage.name, round_),
-                                item.attempts.get(f"{stage.name}:{round_}", 1))
+            key = f"{stage.name}:{round_}"
+            base = memo.attempts.get(key, 1)
             self._state = RUNNING
             try:
                 result: StageOutput = await workflow.execute_activity(
@@ -492,9 +327,9 @@ class ItemWorkflow:
                     StageInput(
                         item_id=item.item_id, title=item.title, run_folder=item.run_folder,
                         stage=stage.name, round=round_, agent=check.agent,
-                        folders=check.folders, previous=dict(outputs),
-                        comments=list(comments) if stage.kind == "work" else [],
-                        snapshot=item.snapshot, attempt_base=base),
+                        folders=check.folders, previous=dict(memo.outputs),
+                        comments=list(memo.comments) if stage.kind == "work" else [],
+                        snapshot_digest=item.snapshot_digest, attempt_base=base),
                     result_type=StageOutput,
                     start_to_close_timeout=STAGE_TIMEOUT,
                     heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
@@ -506,24 +341,24 @@ class ItemWorkflow:
                     await workflow.execute_activity(
                         RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
                         start_to_close_timeout=SHORT)
-            attempts[(stage.name, round_)] = result.attempt + 1
+            memo.attempts[key] = result.attempt + 1
             if result.ok and stage.approval == "required":
                 result = await self._finish_gate(stage, round_, check.agent, result)
             if not result.ok:
                 await self._fail(stage.name, round_, check.agent, result.reason or "failed",
                                  f"{result.attempt}:failed")
                 await self._wait_for_person()
-                again = True
+                memo.again = True
                 continue
-            done_by[stage.name] = check.agent
-            outputs[stage.name] = result.output_dir
+            memo.done_by[stage.name] = check.agent
+            memo.outputs[stage.name] = result.output_dir
             if stage.kind == "work":
-                comments = []
+                memo.comments = []
             if stage.kind == "review" and result.verdict == "changes_requested" and stage.reviews:
-                asked = change_requests.setdefault(stage.name, [])
+                asked = memo.change_requests.setdefault(stage.name, [])
                 asked.append(list(result.comments))
-                comments = list(result.comments)
-                if len(asked) >= REVIEW_LIMIT:
+                memo.comments = list(result.comments)
+                if review_stops(len(asked)):
                     self._person = None
                     self._state = STOPPED
                     await self._record(RecordInput(
@@ -533,13 +368,30 @@ class ItemWorkflow:
                         kind="review_limit", round=round_,
                         data={"rounds": [list(c) for c in asked]}))
                     choice = await self._wait_for_person()
-                    change_requests[stage.name] = []
+                    memo.change_requests[stage.name] = []
                     if choice == "accept":
                         index += 1
                         continue
                 index = position[stage.reviews]
                 continue
             index += 1
+
+    async def _eligible(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility until the stage can start here, re-checking every 15 s
+        (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
+
+        Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
+        wait adds no events however long it lasts; older runs keep their timer loop.
+        """
+        if self._waits_by_retry:
+            return await workflow.execute_activity(
+                AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
+                start_to_close_timeout=SHORT, retry_policy=RECHECK)
+        found = await self._check(check)
+        while not found.ok:
+            await workflow.sleep(RECHECK_EVERY)
+            found = await self._check(check)
+        return found
 
     def _capped(self, agent: str) -> bool:
         return self._snapshot.agents[agent].max_concurrent_runs is not None
@@ -550,10 +402,19 @@ class ItemWorkflow:
         cap = self._snapshot.agents[agent].max_concurrent_runs
         if cap is None:
             return None
+        if self._waits_by_retry:
+            # one activity retried every 15 s; it writes each new reason to the local record
+            # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
+            self._state = WAITING
+            slot: SlotOutput = await workflow.execute_activity(
+                AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
+                                               cap=cap, round=round_),
+                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
+            return None if slot.granted else f"{slot.reason} for 10 minutes"
         started = workflow.now()
         said: str | None = None
         while True:
-            slot: SlotOutput = await workflow.execute_activity(
+            slot = await workflow.execute_activity(
                 SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
                 result_type=SlotOutput, start_to_close_timeout=SHORT)
             if slot.granted:
@@ -572,28 +433,6 @@ class ItemWorkflow:
                     kind="busy", data={"reason": slot.reason, "position": slot.position}))
             await workflow.sleep(RECHECK_EVERY)
 
-    async def _finish_gate(self, stage: Stage, round_: int, agent: str,
-                           result: StageOutput) -> StageOutput:
-        """Hold a finished stage with ``approval: required`` until a person approves it.
-
-        A person who approved a held action of this stage round approved the stage too.
-        A denial fails the stage with the reason.
-        """
-        if (stage.name, round_) in self._approved:
-            return result
-        request = ApprovalRequest(
-            id=len(self._requests) + 1, item_id=self._id, stage=stage.name, round=round_,
-            action=None, kind="finish", summary=f"output {result.output_dir}",
-            asked_at=self._now())
-        self._requests.append(request)
-        await self._hold(request, attempt=result.attempt)
-        await workflow.wait_condition(lambda: request.status != "waiting")
-        self._state = RUNNING
-        if request.status == "denied":
-            return result.model_copy(update={
-                "ok": False, "reason": f"finish denied by {request.who}: {request.reason}"})
-        return result
-
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str) -> None:
         self._person = None  # a request counts from the moment the stage failed
         self._state = FAILED
@@ -605,9 +444,6 @@ class ItemWorkflow:
     async def _check(self, check: CheckInput) -> CheckOutput:
         return await workflow.execute_activity(
             CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
-
-    async def _record(self, record: RecordInput) -> None:
-        await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which."""

@@ -353,8 +353,12 @@ def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | N
     run = (previous.run if previous is not None
            else kept_run if isinstance(kept_run, int) else 1) + 1
     item_title = _title(here, item_id, folder, row, title, snapshot)
+    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+
     item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=snapshot, start_stage=restart, journal=journal, run=run,
+                     snapshot=engine_view(snapshot),
+                     snapshot_digest=keep_snapshot(record, snapshot),
+                     start_stage=restart, journal=journal, run=run,
                      previous=_previous(folder, snapshot, restart),
                      attempts=_next_attempts(checkpoint))
     if row is None:

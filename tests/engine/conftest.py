@@ -7,10 +7,14 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -110,3 +114,23 @@ async def until(record: LocalRecord, item_id: str, check: Callable[[ItemRow], bo
             return row
         assert loop.time() < deadline, f"item stayed {row.status_text} at {row.stage}"
         await asyncio.sleep(0.05)
+
+
+def scheduled(history: WorkflowHistory, activity: str) -> list[HistoryEvent]:
+    """Return the ``ActivityTaskScheduled`` events of ``activity`` in ``history``."""
+    return [e for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name == activity]
+
+
+def retried_every(event: HistoryEvent) -> tuple[timedelta, float, int]:
+    """Return the retry policy of a scheduled activity: (interval, backoff, attempts)."""
+    policy = event.activity_task_scheduled_event_attributes.retry_policy
+    return (policy.initial_interval.ToTimedelta(), policy.backoff_coefficient,
+            policy.maximum_attempts)
+
+
+def timers(history: WorkflowHistory) -> list[timedelta]:
+    """Return the durations of the timers the run started."""
+    return [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+            for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]

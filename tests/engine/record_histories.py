@@ -1,8 +1,9 @@
 """Regenerate the saved ``ItemWorkflow`` histories that ``test_replay.py`` replays.
 
-Run from the repository root: ``.venv/bin/python -m tests.engine.record_histories``.
-Each scenario runs one real item on a fresh dev server and worker (an isolated computer in a
-temporary ``BEES_HOME``) and writes its event history to ``tests/engine/histories/NAME.json``.
+Run from the repository root: ``.venv/bin/python -m tests.engine.record_histories [NAME…]``.
+Each scenario runs one real item on a fresh dev server (or the time-skipping server, for the
+waits) and worker (an isolated computer in a temporary ``BEES_HOME``) and writes its event
+history to ``tests/engine/histories/NAME.json``.
 Regenerate only on purpose: a changed history means running items of the old shape would break.
 """
 
@@ -14,13 +15,21 @@ import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from bees_cli.engine.models import DECIDE_UPDATE, RETRY_UPDATE, DecideInput, PersonInput
+from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
+from bees_cli.engine.models import (
+    ACCEPT_UPDATE,
+    DECIDE_UPDATE,
+    RETRY_UPDATE,
+    DecideInput,
+    PersonInput,
+)
 from bees_cli.record.local import LocalRecord
 from tests.engine.conftest import SCRIPTS, Space, until
 
@@ -126,13 +135,143 @@ async def approval_approved(client: Client, record: LocalRecord, space: Space) -
     return item_id
 
 
+READS = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+    reads: [notes]
+  - name: Done
+    kind: done
+"""
+
+NO_APPROVAL = """\
+stages:
+  - name: Send
+    kind: work
+    agents: [sender]
+  - name: Done
+    kind: done
+"""
+
+
+async def eligibility_wait(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """Folder ``notes`` is not linked: the item waits (re-checks); linked, it runs → Done."""
+    from bees_cli.machine.links import link_folder
+
+    space.agent("alpha")
+    space.write("folders/notes.yaml", "description: notes\n")
+    space.write("processes/p.yaml", READS)
+    item_id = await _start(env.client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting")
+    await env.sleep(timedelta(minutes=2))
+    notes = space.root.parent / "notes"
+    notes.mkdir()
+    link_folder("notes", notes, ["notes"])
+    await env.sleep(timedelta(seconds=16))
+    assert await env.client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
+async def busy_timeout(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """alpha's one slot is taken: the stage waits 10 minutes and fails; the slot frees, a
+    person retries, the stage runs → Done."""
+    space.agent("alpha")
+    space.write("agents/alpha.yaml", "max_concurrent_runs: 1\n"
+                + (space.root / "agents/alpha.yaml").read_text())
+    space.write("processes/p.yaml", ONE)
+    assert record.acquire_slot(agent="alpha", item_id="01OTHER", stage="Work", cap=1)[0]
+    item_id = await _start(env.client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting")
+    await env.sleep(timedelta(minutes=10, seconds=10))
+    await until(record, item_id, lambda r: r.status == "failed")
+    record.release_slot("01OTHER")
+    handle = env.client.get_workflow_handle(item_id)
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
+async def review_limit(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """The review asks for changes three times: stopped; a person retries (three more
+    rounds, stopped again), then accepts → Done."""
+    space.agent("alpha")
+    space.agent("beta", env={"VERDICTS": ",".join(["changes_requested"] * 6)})
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = await _start(env.client, record, space)
+    handle = env.client.get_workflow_handle(item_id)
+    await until(record, item_id, lambda r: r.status == "waiting for a person")
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    await until(record, item_id, lambda r: r.status == "waiting for a person"
+                and len(space.lines()) == 12)
+    await handle.execute_update(ACCEPT_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
+async def cancel(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """The item waits for its folder; the run is cancelled: ``cancelled``."""
+    space.agent("alpha")
+    space.write("folders/notes.yaml", "description: notes\n")
+    space.write("processes/p.yaml", READS)
+    item_id = await _start(env.client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting")
+    handle = env.client.get_workflow_handle(item_id)
+    await handle.cancel()
+    await until(record, item_id, lambda r: r.status == "cancelled")
+    return item_id
+
+
+async def relinquish(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """Work fails; the item is relinquished (checkpoint, free): ``relinquished``."""
+    action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
+    space.write("processes/p.yaml", ONE)
+    item_id = await _start(env.client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    handle = env.client.get_workflow_handle(item_id)
+    handed = await handle.execute_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput)
+    assert handed.ok, handed.reason
+    assert await handle.result() == "relinquished: restarts at Work"
+    return item_id
+
+
+async def journal_answer(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
+    """A send runs, the stage fails; retried, the same send is answered from the journal."""
+    command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+        """)
+    action_agent(space, "sender", tools=["mail.send"], actions=[["mail.send", {"to": "all"}]],
+                 FAIL_FIRST="1")
+    space.write("processes/p.yaml", NO_APPROVAL)
+    item_id = await _start(env.client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    handle = env.client.get_workflow_handle(item_id)
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
+Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
     "plain_work_review_done": plain,
     "review_send_back": review_send_back,
     "failed_then_retry": failed_then_retry,
     "approval_held_then_approved": approval_approved,
 }
+"""Scenarios recorded on a dev server (before the waits became retried activities)."""
+
+ON_SKIP: dict[str, Skipping] = {
+    "eligibility_wait_then_eligible": eligibility_wait,
+    "busy_wait_timeout_then_retry": busy_timeout,
+    "review_limit_retry_then_accept": review_limit,
+    "cancel_while_waiting": cancel,
+    "relinquish_failed_stage": relinquish,
+    "journal_answers_a_retried_send": journal_answer,
+}
+"""Scenarios recorded on the time-skipping server (its clock skips the waits)."""
 
 
 async def _start(client: Client, record: LocalRecord, space: Space) -> str:
@@ -147,8 +286,8 @@ async def _start(client: Client, record: LocalRecord, space: Space) -> str:
     return item.id
 
 
-async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario,
-                     base: Path) -> Path:
+async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | Skipping,
+                     base: Path, *, skipping: bool = False) -> Path:
     """Run ``scenario`` on a fresh computer under ``base``; save its history; return the file."""
     from bees_cli.engine.models import task_queue
     from bees_cli.engine.worker import make_worker
@@ -172,30 +311,101 @@ async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario,
     note_worker(data_dir(), env.client.service_client.config.target_host, queue)
     async with make_worker(env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        item_id = await scenario(env.client, record, space)
+        if skipping:
+            item_id = await scenario(env, record, space)  # type: ignore[arg-type]
+        else:
+            item_id = await scenario(env.client, record, space)  # type: ignore[arg-type]
     history = await env.client.get_workflow_handle(item_id).fetch_history()
     path = HISTORIES / f"{name}.json"
     path.write_text(history.to_json() + "\n", encoding="utf-8")
     return path
 
 
-async def main(names: list[str]) -> None:
-    # the agents' `bees action` must find this venv's `bees`
-    os.environ["PATH"] = f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"
-    HISTORIES.mkdir(exist_ok=True)
+CONTINUED = ("continued_as_new_first_run", "continued_as_new_last_run")
+"""A review loop on a server that suggests continue-as-new after 30 events: its first run
+(ending continued as new) and its last run (started from the carried state)."""
+
+
+async def record_continued(base: Path) -> list[Path]:
+    """Record the two :data:`CONTINUED` histories; return their files."""
+    from temporalio.api.enums.v1 import EventType
+
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(SCRIPTS / "temporal"),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
+        dev_server_extra_args=["--dynamic-config-value",
+                               "limit.historyCount.suggestContinueAsNew=30"],
     )
     try:
-        with tempfile.TemporaryDirectory(prefix="bees-histories-") as base:
-            for name in names or list(SCENARIOS):
-                path = await asyncio.wait_for(
-                    record_one(env, name, SCENARIOS[name], Path(base)), timeout=120)
-                print(f"wrote {path}")
+        async def loop(client: Client, record: LocalRecord, space: Space) -> str:
+            space.agent("alpha")
+            space.agent("beta", env={"VERDICTS": "changes_requested,changes_requested"})
+            space.write("processes/p.yaml", WORK_REVIEW)
+            item_id = await _start(client, record, space)
+            assert await client.get_workflow_handle(item_id).result() == "done"
+            return item_id
+
+        last = await record_one(env, CONTINUED[1], loop, base)
+        history = json.loads(last.read_text(encoding="utf-8"))
+        started = history["events"][0]["workflowExecutionStartedEventAttributes"]
+        assert started.get("continuedExecutionRunId"), "the run did not continue as new"
+        first = await env.client.get_workflow_handle(
+            _item_of(last), run_id=started["firstExecutionRunId"]).fetch_history()
+        assert first.events[-1].event_type == (
+            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)
+        path = HISTORIES / f"{CONTINUED[0]}.json"
+        path.write_text(first.to_json() + "\n", encoding="utf-8")
+        return [path, last]
     finally:
         await env.shutdown()
+
+
+def _item_of(path: Path) -> str:
+    """Return the item id (workflow id) of a saved history, from its first event's input."""
+    import base64
+
+    history = json.loads(path.read_text(encoding="utf-8"))
+    payload = history["events"][0]["workflowExecutionStartedEventAttributes"]["input"]
+    return str(json.loads(base64.b64decode(payload["payloads"][0]["data"]))["item_id"])
+
+
+async def main(names: list[str]) -> None:
+    # the agents' `bees action` must find this venv's `bees`
+    os.environ["PATH"] = f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"
+    HISTORIES.mkdir(exist_ok=True)
+    wanted = names or [*SCENARIOS, *ON_SKIP]
+    with tempfile.TemporaryDirectory(prefix="bees-histories-") as base:
+        dev = [name for name in wanted if name in SCENARIOS]
+        if dev:
+            env = await WorkflowEnvironment.start_local(
+                dev_server_existing_path=str(SCRIPTS / "temporal"),
+                data_converter=pydantic_data_converter,
+                dev_server_log_level="error",
+            )
+            try:
+                for name in dev:
+                    path = await asyncio.wait_for(
+                        record_one(env, name, SCENARIOS[name], Path(base)), timeout=120)
+                    print(f"wrote {path}")
+            finally:
+                await env.shutdown()
+        if any(name in CONTINUED for name in wanted) or not names:
+            for path in await asyncio.wait_for(record_continued(Path(base)), timeout=120):
+                print(f"wrote {path}")
+        skip = [name for name in wanted if name in ON_SKIP]
+        if skip:
+            env = await WorkflowEnvironment.start_time_skipping(
+                test_server_existing_path=str(SCRIPTS / "temporal-test-server"),
+                data_converter=pydantic_data_converter,
+            )
+            try:
+                for name in skip:
+                    path = await asyncio.wait_for(record_one(
+                        env, name, ON_SKIP[name], Path(base), skipping=True), timeout=120)
+                    print(f"wrote {path}")
+            finally:
+                await env.shutdown()
 
 
 if __name__ == "__main__":

@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.models import task_queue
+from bees_cli.engine.models import AWAIT_ELIGIBLE_ACTIVITY, task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
@@ -18,7 +17,7 @@ from bees_cli.machine.links import link_folder
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
-from tests.engine.conftest import Space, until
+from tests.engine.conftest import Space, retried_every, scheduled, timers, until
 
 PROCESS = """\
 stages:
@@ -66,9 +65,10 @@ async def test_item_waits_with_reasons_and_rechecks_every_15_s(
         assert space.lines() == []
         handle = skip_env.client.get_workflow_handle(item.id)
         history = await handle.fetch_history()
-        timers = [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
-                  for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
-        assert timers and set(timers) == {timedelta(seconds=15)}
+        # no timer: one activity retried every 15 s, no backoff, no attempt limit
+        assert timers(history) == []
+        waits = scheduled(history, AWAIT_ELIGIBLE_ACTIVITY)
+        assert [retried_every(e) for e in waits] == [(timedelta(seconds=15), 1.0, 0)]
         assert await skip_env.get_current_time() - start >= timedelta(seconds=32)
         await handle.terminate()
     waits = [e.data["reasons"] for e in record.events(item.id) if e.kind == "waiting"]
@@ -96,7 +96,7 @@ async def test_waiting_item_starts_once_its_folder_is_linked(
         notes = tmp_path / "notes"
         notes.mkdir()
         link_folder("notes", notes, ["notes"])
-        # skip past the 15 s timer: the re-check passes and the item ends
+        # skip past the 15 s retry: the re-check passes and the item ends
         await skip_env.sleep(timedelta(seconds=16))
         assert await skip_env.client.get_workflow_handle(item.id).result() == "done"
     assert space.lines() == ["Work alpha 1 1 []"]

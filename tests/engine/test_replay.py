@@ -1,8 +1,16 @@
 """Replay saved ``ItemWorkflow`` histories: a change that would break running items fails here.
 
-The histories in ``histories/`` are real runs recorded on a dev server by
-``record_histories.py`` (plain run, review send-back, failed stage then retry, approval held
-then approved). Replay needs no server and runs no activity. If this fails after a change to
+The histories in ``histories/`` are real runs recorded by ``record_histories.py``: on a dev
+server before the waits became retried activities (plain run, review send-back, failed stage
+then retry, approval held then approved), and on the time-skipping server after (eligibility
+wait then eligible, busy agent timeout then retry, review limit then retry and accept, cancel
+while waiting, relinquish, a retried send answered from the journal). The ``before_patch_*``
+histories are the eligibility wait, busy timeout and cancel scenarios recorded with the code
+before the patches (timer loops), so the paths ``workflow.patched`` keeps for them replay too.
+``continued_as_new_*`` are the first run (ending continued as new) and the last run (started
+from the carried state) of a review loop on a server suggesting continue-as-new early.
+
+Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
 ``workflow.patched`` instead of regenerating the histories.
 """
@@ -20,11 +28,16 @@ from bees_cli.engine.workflows import ItemWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
 EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
-            "approval_held_then_approved"}
+            "approval_held_then_approved", "eligibility_wait_then_eligible",
+            "busy_wait_timeout_then_retry", "review_limit_retry_then_accept",
+            "cancel_while_waiting", "relinquish_failed_stage", "journal_answers_a_retried_send",
+            "before_patch_eligibility_wait_then_eligible",
+            "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
+            "continued_as_new_first_run", "continued_as_new_last_run"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 4
+    assert len(HISTORIES) == 15
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

@@ -9,14 +9,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.models import RETRY_UPDATE, PersonInput, task_queue
+from bees_cli.engine.models import AWAIT_SLOT_ACTIVITY, RETRY_UPDATE, PersonInput, task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
-from tests.engine.conftest import Space, until
+from tests.engine.conftest import Space, retried_every, scheduled, timers, until
 
 PROCESS = """\
 stages:
@@ -55,9 +55,16 @@ async def test_busy_agent_rechecks_every_15_s_and_fails_after_10_minutes(
         assert space.lines() == []
         handle = skip_env.client.get_workflow_handle(item.id)
         history = await handle.fetch_history()
-        timers = [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
-                  for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
-        assert timers == [timedelta(seconds=15)] * 40
+        # no timer: one activity retried every 15 s (no backoff, no attempt limit), whose
+        # 41st attempt, 10 minutes after the first, answers not granted
+        assert timers(history) == []
+        waits = scheduled(history, AWAIT_SLOT_ACTIVITY)
+        assert [retried_every(e) for e in waits] == [(timedelta(seconds=15), 1.0, 0)]
+        started = [e.activity_task_started_event_attributes.attempt for e in history.events
+                   if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+                   and e.activity_task_started_event_attributes.scheduled_event_id
+                   == waits[0].event_id]
+        assert started == [41]
         # its place in the queue is given back; the holder keeps its slot
         assert [(s["item_id"], s["granted"]) for s in record.slots()] == [("01OTHER", True)]
         # the slot frees; a person retries: the stage runs

@@ -10,6 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import RETRY_UPDATE, PersonInput, task_queue
+from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
@@ -201,4 +202,9 @@ async def test_a_running_item_keeps_its_snapshot(
     assert (item.run_folder / "Work" / "out.txt").read_text() == "before"
     assert picks(record, item.id)[0]["agent"] == "alpha"
     stored = json.loads(record.item(item.id).input)
-    assert stored["snapshot"]["agents"]["alpha"]["runner"]["env"]["MARK"] == "before"
+    # the workflow carries the engine's view (no runner) and the digest of the whole
+    # snapshot, stored once beside the record
+    assert stored["snapshot"]["agents"]["alpha"] == {"tools": [], "max_concurrent_runs": None}
+    whole = load_snapshot(record, item.id, stored["snapshot_digest"])
+    assert whole.digest() == stored["snapshot_digest"]
+    assert whole.agents["alpha"].runner.env["MARK"] == "before"  # type: ignore[union-attr]

@@ -1,0 +1,96 @@
+"""Engine-owned views of an item's snapshot: only what the workflow reads, versioned, lenient.
+
+Why: the workflow's input is part of Temporal's history. If it carried the strict workspace
+YAML models, removing or tightening a YAML field would break the replay of running items.
+These views keep only what the engine decides with, ignore unknown fields (old histories
+carry the whole workspace snapshot) and say their ``version``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bees_cli.rules import GATED_KINDS
+
+__all__ = ["GATED_KINDS", "SNAPSHOT_VERSION", "ActionView", "AddonView", "AgentView",
+           "EngineSnapshot", "ProcessView", "StageView", "View"]
+
+SNAPSHOT_VERSION = 1
+"""Version of :class:`EngineSnapshot` this code writes."""
+
+class View(BaseModel):
+    """Base of the views: unknown fields are ignored, values are frozen."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class StageView(View):
+    """One stage: ``name``, ``kind`` (``work``, ``review``, ``done``), the stage it
+    ``reviews`` and whether a person's ``approval`` is required."""
+
+    name: str
+    kind: str
+    reviews: str | None = None
+    approval: Literal["required", "none"] | str = "none"
+
+
+class ProcessView(View):
+    """The process: its ``title`` and ordered ``stages``."""
+
+    title: str | None = None
+    stages: list[StageView] = Field(default_factory=list)
+
+
+class AgentView(View):
+    """An agent as the workflow sees it: its ``tools`` (``ADDON.ACTION``) and its cap of
+    concurrent runs on one computer (None: no cap)."""
+
+    tools: list[str] = Field(default_factory=list)
+    max_concurrent_runs: int | None = None
+
+
+class ActionView(View):
+    """An add-on action: its ``kind`` (read, write, send, post, delete, pay) and argv."""
+
+    kind: str
+    command: list[str] = Field(default_factory=list)
+
+
+class AddonView(View):
+    """An add-on: its actions by name."""
+
+    actions: dict[str, ActionView] = Field(default_factory=dict)
+
+
+class EngineSnapshot(View):
+    """What the item's workflow needs of its snapshot (the whole one is stored once, by digest).
+
+    Attributes:
+        version: :data:`SNAPSHOT_VERSION` when written by this code (1 for old histories).
+        process_name: the process's name.
+        process: its stages.
+        agents: agent name → view (tools, cap).
+        addons: add-on name → view (actions).
+        workspace_root: the workspace folder, absolute.
+        item_agents: agents named on the item, in order.
+        item_folders: folders named on the item, in order.
+    """
+
+    version: int = 1
+    process_name: str
+    process: ProcessView
+    agents: dict[str, AgentView] = Field(default_factory=dict)
+    addons: dict[str, AddonView] = Field(default_factory=dict)
+    workspace_root: str = ""
+    item_agents: list[str] = Field(default_factory=list)
+    item_folders: list[str] = Field(default_factory=list)
+
+    def stage(self, name: str) -> StageView:
+        """Return the stage ``name``.
+
+        Raises:
+            StopIteration: no such stage (a bug of the caller: names come from the process).
+        """
+        return next(s for s in self.process.stages if s.name == name)

@@ -1,0 +1,281 @@
+"""The approval gate of an item's run: a person's decisions and the agent's add-on actions.
+
+Part of :class:`~bees_cli.engine.workflows.ItemWorkflow` (its base class), deterministic like
+it: imports only ``datetime``, ``temporalio`` and the engine's models (passed through).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.models import (
+        ACTION_DONE_UPDATE,
+        ACTION_UPDATE,
+        DECIDE_UPDATE,
+        JOURNAL_ACTIVITY,
+        RECORD_ACTIVITY,
+        ActionAnswer,
+        ActionAsk,
+        ApprovalRequest,
+        DecideInput,
+        ItemInput,
+        JournalEntry,
+        JournalFound,
+        JournalQuery,
+        PersonInput,
+        RecordInput,
+        StageOutput,
+    )
+    from bees_cli.engine.snapshot import EngineSnapshot, StageView
+    from bees_cli.rules import needs_approval
+
+SHORT = timedelta(seconds=60)
+"""Timeout of the short activities (record, journal look-up, slots)."""
+
+# what the run is doing, for the validators of a person's requests
+RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
+    "running", "waiting", "failed", "waiting for a person", "waiting for approval")
+
+
+def refuse(message: str) -> ApplicationError:
+    """Return the error that refuses a person's or an agent's request (not retried)."""
+    return ApplicationError(message, type="Refused", non_retryable=True)
+
+
+class ApprovalGate:
+    """The item's approvals and add-on actions (DESIGN.md, Rules: approvals; the journal).
+
+    A person approves or denies waiting requests (``bees.decide``). While a stage runs, its
+    agent asks (``bees.action``) before each add-on action: refused when not in its tools,
+    held for approval when gated, answered from the journal when the same action with the
+    same input already ran in this stage; it journals each run (``bees.action_done``).
+    """
+
+    _item: ItemInput | None
+    _state: str
+    _stage: str | None
+    _round: int
+    _agent: str | None
+    _person: tuple[str, PersonInput] | None
+    _requests: list[ApprovalRequest]
+    _journal: list[JournalEntry]
+    _approved: set[tuple[str, int]]
+    _facts: int
+
+    def _fact(self, prefix: str) -> str:
+        """Return a new key for a fact of the history (deterministic: a counter)."""
+        self._facts += 1
+        return f"{prefix}:{self._facts}"
+
+    def _where(self) -> str:
+        stage = f" at {self._stage}" if self._stage else ""
+        return f"{self._state}{stage}"
+
+    @workflow.update(name=DECIDE_UPDATE)
+    async def decide(self, decision: DecideInput) -> list[int]:
+        """Approve or deny the waiting request ``decision.request_id`` (all when None); record
+        who, when and what; return the ids decided."""
+        chosen = self._waiting(decision.request_id)
+        for request in chosen:
+            request.status = "approved" if decision.approve else "denied"
+            request.who, request.at, request.reason = decision.who, decision.at, decision.reason
+            if decision.approve:
+                self._approved.add((request.stage, request.round))
+        for request in chosen:
+            await self._record(RecordInput(
+                item_id=self._id, status=None, stage=request.stage, round=request.round,
+                key=f"approval:{request.id}:{request.status}", kind=request.status,
+                approval=request.model_dump(mode="json"),
+                data={"request": request.id, "action": request.action,
+                      "action_kind": request.kind,
+                      "summary": request.summary, "digest": request.digest,
+                      "input": request.input, "who": request.who, "decided_at": request.at,
+                      "reason": request.reason}))
+        if not self._waiting(None) and self._state == APPROVAL:
+            # running again before this update returns, so `bees run --exit-when-idle`
+            # that delivered it sees work under way
+            self._state = RUNNING
+            await self._record(RecordInput(
+                item_id=self._id, status=RUNNING, stage=self._stage, agent=self._agent,
+                key=self._fact("resumed"), kind="resumed", data={}))
+        return [request.id for request in chosen]
+
+    @decide.validator
+    def _decide_allowed(self, decision: DecideInput) -> None:
+        if not self._waiting(None):
+            raise refuse(f"nothing waits for approval (it is {self._where()})")
+        if decision.request_id is not None and not self._waiting(decision.request_id):
+            ids = ", ".join(str(r.id) for r in self._waiting(None))
+            raise refuse(f"request {decision.request_id} does not wait for approval "
+                          f"(waiting: {ids})")
+        if not decision.approve and not (decision.reason or "").strip():
+            raise refuse("a denial needs a reason")
+
+    def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
+        return [r for r in self._requests if r.status == "waiting"
+                and (request_id is None or r.id == request_id)]
+
+    @workflow.update(name=ACTION_UPDATE)
+    async def action(self, ask: ActionAsk) -> ActionAnswer:
+        """May the stage's agent run ``ask.action`` now? (DESIGN.md, Rules: approvals)
+
+        Answered from the journal when the same action with the same input already ran (exit
+        0) in this stage (not for ``read`` actions, which change nothing and whose answer may
+        have changed); held until a person decides when the action is gated on this stage;
+        else ``run``.
+        """
+        addon, name = ask.action.split(".", 1)
+        action = self._snapshot.addons[addon].actions[name]
+        if action.kind != "read":
+            entry = await self._journal_hit(ask)
+            if entry is not None:
+                await self._record(RecordInput(
+                    item_id=self._id, status=None, stage=ask.stage, round=self._round,
+                    key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
+                    kind="action_answered",
+                    data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
+                          "exit_code": entry.exit_code, "ran_at": entry.at}))
+                return ActionAnswer(decision="journal", kind=action.kind,
+                                    exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
+        stage = self._stage_spec(ask.stage)
+        if not needs_approval(action.kind, stage.approval):
+            return ActionAnswer(decision="run", kind=action.kind, command=list(action.command))
+        request = next((r for r in self._requests if r.stage == ask.stage
+                        and r.action == ask.action and r.digest == ask.digest
+                        and r.status in ("waiting", "approved")), None)
+        if request is None:
+            request = ApprovalRequest(
+                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
+                round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
+                digest=ask.digest, input=ask.input, asked_at=self._now())
+            self._requests.append(request)
+        if request.status == "waiting":
+            await self._hold(request, attempt=ask.attempt)
+            await workflow.wait_condition(lambda: request.status != "waiting")
+        if request.status in ("cancelled", "relinquished"):
+            return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
+                                reason=f"{ask.action} was not run: the item was "
+                                       f"{request.status}")
+        if request.status == "denied":
+            return ActionAnswer(
+                decision="denied", kind=action.kind, request_id=request.id,
+                reason=f"{ask.action} was denied by {request.who}: {request.reason}")
+        return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
+                            request_id=request.id)
+
+    @action.validator
+    def _action_allowed(self, ask: ActionAsk) -> None:
+        if self._state not in (RUNNING, APPROVAL) or ask.stage != self._stage:
+            raise refuse(f"stage {ask.stage} is not running (the item is {self._where()})")
+        agent = self._snapshot.agents.get(ask.agent)
+        if ask.agent != self._agent or agent is None:
+            raise refuse(f"agent {ask.agent} does not run stage {ask.stage} "
+                          f"(its agent is {self._agent})")
+        if ask.action not in agent.tools:
+            tools = ", ".join(agent.tools) or "none"
+            raise refuse(f"agent {ask.agent} may not use {ask.action}: it is not in its tools "
+                          f"(tools: {tools})")
+        addon, _, name = ask.action.partition(".")
+        if addon not in self._snapshot.addons or name not in self._snapshot.addons[addon].actions:
+            raise refuse(f"no action {ask.action} among the item's add-ons")
+
+    @workflow.update(name=ACTION_DONE_UPDATE)
+    async def action_done(self, entry: JournalEntry) -> None:
+        """Journal one run of an add-on action (its result), in the run and the local record."""
+        if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
+                   for e in self._journal):
+            self._journal.append(entry)
+        await self._record(RecordInput(
+            item_id=self._id, status=None, stage=entry.stage, round=entry.round,
+            key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
+            journal=entry.model_dump(mode="json"),
+            data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
+                  "attempt": entry.attempt, "exit_code": entry.exit_code,
+                  "request": entry.request_id}))
+
+    @workflow.query(name="bees.journal")
+    def journal(self) -> list[JournalEntry]:
+        """Return the item's journal of action runs, oldest first."""
+        return list(self._journal)
+
+    async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
+        for entry in self._journal:
+            if (entry.stage, entry.action, entry.digest, entry.exit_code) == (
+                    ask.stage, ask.action, ask.digest, 0):
+                return entry
+        found: JournalFound = await workflow.execute_activity(
+            JOURNAL_ACTIVITY, JournalQuery(item_id=self._id, stage=ask.stage, action=ask.action,
+                                           digest=ask.digest),
+            result_type=JournalFound, start_to_close_timeout=SHORT)
+        if found.entry is not None:
+            self._journal.append(found.entry)
+        return found.entry
+
+    async def _hold(self, request: ApprovalRequest, *, attempt: int) -> None:
+        self._state = APPROVAL
+        await self._record(RecordInput(
+            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self._agent,
+            reason=request.label, round=request.round,
+            key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
+            approval=request.model_dump(mode="json"),
+            data={"request": request.id, "action": request.action,
+                  "action_kind": request.kind, "summary": request.summary,
+                  "digest": request.digest}))
+
+    @property
+    def _id(self) -> str:
+        assert self._item is not None
+        return self._item.item_id
+
+    @property
+    def _snapshot(self) -> EngineSnapshot:
+        assert self._item is not None
+        return self._item.snapshot
+
+    def _stage_spec(self, name: str) -> StageView:
+        return self._snapshot.stage(name)
+
+    def _now(self) -> str:
+        return workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    async def _close_waiting(self, status: str) -> None:
+        """Close every waiting approval request with ``status`` (``cancelled`` or
+        ``relinquished``), so `bees approvals` no longer lists it and a held action is
+        answered (denied) instead of left waiting when the run ends."""
+        for request in self._waiting(None):
+            request.status = status
+            await self._record(RecordInput(
+                item_id=self._id, status=None, stage=request.stage,
+                round=request.round, key=f"approval:{request.id}:{status}",
+                kind=f"approval_{status}", approval=request.model_dump(mode="json"),
+                data={"request": request.id, "action": request.action}))
+
+    async def _finish_gate(self, stage: StageView, round_: int, agent: str,
+                           result: StageOutput) -> StageOutput:
+        """Hold a finished stage with ``approval: required`` until a person approves it.
+
+        A person who approved a held action of this stage round approved the stage too.
+        A denial fails the stage with the reason.
+        """
+        if (stage.name, round_) in self._approved:
+            return result
+        request = ApprovalRequest(
+            id=len(self._requests) + 1, item_id=self._id, stage=stage.name, round=round_,
+            action=None, kind="finish", summary=f"output {result.output_dir}",
+            asked_at=self._now())
+        self._requests.append(request)
+        await self._hold(request, attempt=result.attempt)
+        await workflow.wait_condition(lambda: request.status != "waiting")
+        self._state = RUNNING
+        if request.status == "denied":
+            return result.model_copy(update={
+                "ok": False, "reason": f"finish denied by {request.who}: {request.reason}"})
+        return result
+
+    async def _record(self, record: RecordInput) -> None:
+        await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
+

@@ -1,0 +1,80 @@
+"""A week of waiting for a folder link on the time-skipping server: the history does not grow,
+then the item runs once the folder is linked (DESIGN.md, Rules: eligibility; issue 10).
+
+Slow (5 to 10 minutes on this 2-core machine, by load): the server skips the time, but each
+of the week's 40,320 re-checks is a real activity attempt on the worker (7-20 ms each).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from bees_cli.engine.client import EngineGateway
+from bees_cli.engine.models import AWAIT_ELIGIBLE_ACTIVITY, task_queue
+from bees_cli.engine.worker import make_worker
+from bees_cli.machine.computer import Computer
+from bees_cli.machine.identity import load_identity
+from bees_cli.machine.links import link_folder
+from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.items import create_item
+from bees_cli.usecases.run import start_pending
+from tests.engine.conftest import Space, scheduled, timers, until
+
+PROCESS = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+    reads: [notes]
+  - name: Done
+    kind: done
+"""
+
+WEEK = timedelta(days=7)
+CHUNK = timedelta(hours=1)
+"""Time skipped per call: one call for the whole week outlasts the client's RPC timeout."""
+
+MOST_EVENTS = 20
+"""The bound on the waiting run's history (the timer loop wrote about 2,640 events an hour)."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+async def test_a_week_waiting_for_a_folder_keeps_the_history_small(
+        skip_env: WorkflowEnvironment, space: Space, record: LocalRecord, tmp_path: Path) -> None:
+    space.agent("alpha")
+    space.write("folders/notes.yaml", "description: notes\n")
+    space.write("processes/p.yaml", PROCESS)
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    queue = task_queue(load_identity().machine_id)
+    waiting = "waiting: folder notes: not linked on this computer (bees link notes PATH)"
+    async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
+        await until(record, item.id, lambda r: r.status == "waiting")
+        handle = skip_env.client.get_workflow_handle(item.id)
+        at_first = len((await handle.fetch_history()).events)
+        start = await skip_env.get_current_time()
+        for _ in range(WEEK // CHUNK):
+            await skip_env.sleep(CHUNK)
+        assert await skip_env.get_current_time() - start >= WEEK
+        history = await handle.fetch_history()
+        assert len(history.events) == at_first
+        assert len(history.events) <= MOST_EVENTS
+        assert timers(history) == []
+        assert len(scheduled(history, AWAIT_ELIGIBLE_ACTIVITY)) == 1
+        assert record.item(item.id).status_text == waiting
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        link_folder("notes", notes, ["notes"])
+        await skip_env.sleep(timedelta(seconds=16))
+        assert await handle.result() == "done"
+    assert space.lines() == ["Work alpha 1 1 []"]
+    # one waiting fact for the week, then the pick and the run
+    assert [e.kind for e in record.events(item.id)] == [
+        "created", "waiting", "pick", "stage_started", "stage_finished", "done"]
