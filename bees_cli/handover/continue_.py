@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,7 +178,7 @@ def _local_workspace(item_id: str, workspace_path: Path | None) -> Path:
                              "continue inside it") from None
 
 
-def _previous(folder: Path, snapshot: ItemSnapshot, restart: str) -> dict[str, str]:
+def previous_outputs(folder: Path, snapshot: ItemSnapshot, restart: str) -> dict[str, str]:
     """The stages before ``restart`` whose output folder is in the run folder → that folder
     (what the stages get as ``previous`` without a handover)."""
     from bees_cli.agents.runner import stage_dir
@@ -196,7 +195,7 @@ def _previous(folder: Path, snapshot: ItemSnapshot, restart: str) -> dict[str, s
 _LOG_NAME = re.compile(r"^logs/(?P<stage>.+)-r(?P<round>[0-9]+)-a(?P<attempt>[0-9]+)\.")
 
 
-def _next_attempts(checkpoint: dict[str, Any]) -> dict[str, int]:
+def next_attempts(checkpoint: dict[str, Any]) -> dict[str, int]:
     """``"STAGE:ROUND"`` → one more than the highest attempt whose logs the checkpoint lists,
     so the continued run's logs never overwrite them."""
     out: dict[str, int] = {}
@@ -208,7 +207,7 @@ def _next_attempts(checkpoint: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _title(here: Computer, item_id: str, folder: Path, row: Any, given: str | None,
+def continued_title(here: Computer, item_id: str, folder: Path, row: Any, given: str | None,
            snapshot: ItemSnapshot) -> str:
     """The item's title: ``RUN/item.json`` (written at relinquish), else this computer's
     row, else the team's row, else ``given``, else the process's title."""
@@ -294,97 +293,7 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
             "sha256": result.sha256, "restart": restart, "snapshot": snapshot}
 
 
-def continue_item(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
-                  workspace_path: Path | None = None, title: str | None = None,
-                  computer: Computer, progress: Progress | None = None,
-                  say: Say = _quiet) -> Continued:
-    """Continue relinquished item ``item_id`` on this computer (see the module docstring).
-
-    Args:
-        item_id: the item's full id.
-        from_dir: a copy of the run folder, used as the run folder of the new run.
-        digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
-            that did not relinquish the item).
-        workspace_path: this computer's workspace (its ``run_folder``, and the one the run
-            uses), default: found from the current folder.
-        title: the item's title when neither ``RUN/item.json``, this computer nor the team
-            knows it (default: the process's).
-        computer: this computer.
-        progress: ``progress(bytes_done, bytes_total)`` while hashing.
-        say: one line of talk per step.
-
-    Returns:
-        The :class:`Continued` outcome.
-
-    Raises:
-        Refused: see :func:`prepare_continue`; or another computer claimed it first.
-        NotFound, UserError, CloudError: see :func:`prepare_continue`.
-    """
-    from bees_cli.engine.models import ItemInput, JournalEntry
-    from bees_cli.handover.store import read_item
-    from bees_cli.record.fires import FireLog
-    from bees_cli.record.local import LocalRecord
-
-    here = computer
-    ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
-                             workspace_path=workspace_path, computer=here, progress=progress)
-    item_id = ready["item"]
-    checkpoint: dict[str, Any] = ready["checkpoint"]
-    snapshot = ready["snapshot"]
-    restart: str = ready["restart"]
-    folder: Path = ready["folder"]
-    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
-    try:
-        journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
-    except ValueError as error:
-        raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
-    _claim(here, item_id)
-    record = LocalRecord(here.record_path)
-    try:
-        row = record.item(item_id)
-    except Ambiguous:
-        raise
-    except NotFound:
-        row = None
-    previous = (ItemInput.model_validate_json(row.input)
-                if row is not None and row.input else None)
-    # the next run; a computer that never saw the item counts the relinquished run as 1
-    kept_run = read_item(folder).get("run")
-    run = (previous.run if previous is not None
-           else kept_run if isinstance(kept_run, int) else 1) + 1
-    item_title = _title(here, item_id, folder, row, title, snapshot)
-    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
-
-    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=engine_view(snapshot),
-                     snapshot_digest=keep_snapshot(record, snapshot),
-                     start_stage=restart, journal=journal, run=run,
-                     previous=_previous(folder, snapshot, restart),
-                     attempts=_next_attempts(checkpoint))
-    if row is None:
-        record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
-                        workspace=snapshot.workspace_root, run_folder=str(folder),
-                        input=item.model_dump_json(), stage=restart)
-    else:
-        record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
-                            stage=restart)
-    for entry in journal:
-        record.add_journal(item_id, entry.model_dump(mode="json"))
-    record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",
-                     stage=restart,
-                     data={"from": checkpoint["computer"], "checkpoint_sha256": ready["sha256"],
-                           "restart_stages": dict(checkpoint["restart_stages"]),
-                           "files": len(checkpoint["files"]), "journal": len(journal),
-                           "run": run})
-    FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
-                                        computer=here.computer, detail=None,
-                                        tried=datetime.now(UTC))
-    return Continued(item=item_id, run_folder=str(folder), stage=restart,
-                     checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
-                     started=False)
-
-
-def _claim(here: Computer, item_id: str) -> None:
+def claim_here(here: Computer, item_id: str) -> None:
     """Step 5: claim the item in Bees Cloud (no cloud: nothing to ask).
 
     Raises:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import EngineError, Refused
+from bees_cli.errors import Ambiguous, EngineError, NotFound, Refused
+from bees_cli.handover.continue_ import Continued, Say
 
 if TYPE_CHECKING:
     from bees_cli.handover.checkpoint import Progress
-    from bees_cli.handover.continue_ import Continued
     from bees_cli.handover.relinquish import Relinquished
+    from bees_cli.machine.computer import Computer
     from bees_cli.usecases.bees import Bees
 
 
@@ -61,18 +63,17 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
                         progress: Progress | None = None) -> Continued:
     """Continue relinquished item ``item_id`` on this computer (DESIGN.md, Handover): verify
     the checkpoint and every file, check eligibility, claim it, record the next run
-    (:func:`bees_cli.handover.continue_.continue_item`), and start it now when ``bees run``
+    (:func:`record_next_run`), and start it now when ``bees run``
     is up here (else ``bees run`` starts it).
 
     Raises:
         Refused: owned elsewhere, checkpoint invalid, not eligible, claimed first elsewhere.
         NotFound, UserError, CloudError: no such item, bad ``--from``, cloud unreachable.
     """
-    from bees_cli.handover.continue_ import continue_item as make_next_run
     from bees_cli.usecases.run import start_pending
 
     done = await asyncio.to_thread(
-        make_next_run, item_id, from_dir=from_dir, digest=digest,
+        record_next_run, item_id, from_dir=from_dir, digest=digest,
         workspace_path=workspace_path, title=title, computer=bees.computer,
         progress=progress, say=bees.say)
     address = await asyncio.to_thread(bees.worker_address)
@@ -83,3 +84,100 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
     await start_pending(engine, bees.record, bees.computer, only=done.item)
     bees.say("started; bees run picks it up")
     return replace(done, started=True)
+
+
+def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
+                  workspace_path: Path | None = None, title: str | None = None,
+                  computer: Computer, progress: Progress | None = None,
+                  say: Say) -> Continued:
+    """Continue relinquished item ``item_id`` on this computer (see the module docstring).
+
+    Args:
+        item_id: the item's full id.
+        from_dir: a copy of the run folder, used as the run folder of the new run.
+        digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
+            that did not relinquish the item).
+        workspace_path: this computer's workspace (its ``run_folder``, and the one the run
+            uses), default: found from the current folder.
+        title: the item's title when neither ``RUN/item.json``, this computer nor the team
+            knows it (default: the process's).
+        computer: this computer.
+        progress: ``progress(bytes_done, bytes_total)`` while hashing.
+        say: one line of talk per step.
+
+    Returns:
+        The :class:`Continued` outcome.
+
+    Raises:
+        Refused: see :func:`prepare_continue`; or another computer claimed it first.
+        NotFound, UserError, CloudError: see :func:`prepare_continue`.
+    """
+    from bees_cli.engine.models import ItemInput, JournalEntry
+    from bees_cli.handover.continue_ import (
+        claim_here,
+        continued_title,
+        next_attempts,
+        prepare_continue,
+        previous_outputs,
+    )
+    from bees_cli.handover.store import read_item
+    from bees_cli.record.fires import FireLog
+    from bees_cli.record.local import LocalRecord
+
+    here = computer
+    ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
+                             workspace_path=workspace_path, computer=here, progress=progress)
+    item_id = ready["item"]
+    checkpoint: dict[str, Any] = ready["checkpoint"]
+    snapshot = ready["snapshot"]
+    restart: str = ready["restart"]
+    folder: Path = ready["folder"]
+    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
+    try:
+        journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
+    except ValueError as error:
+        raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
+    claim_here(here, item_id)
+    record = LocalRecord(here.record_path)
+    try:
+        row = record.item(item_id)
+    except Ambiguous:
+        raise
+    except NotFound:
+        row = None
+    previous = (ItemInput.model_validate_json(row.input)
+                if row is not None and row.input else None)
+    # the next run; a computer that never saw the item counts the relinquished run as 1
+    kept_run = read_item(folder).get("run")
+    run = (previous.run if previous is not None
+           else kept_run if isinstance(kept_run, int) else 1) + 1
+    item_title = continued_title(here, item_id, folder, row, title, snapshot)
+    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+
+    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
+                     snapshot=engine_view(snapshot),
+                     snapshot_digest=keep_snapshot(record, snapshot),
+                     start_stage=restart, journal=journal, run=run,
+                     previous=previous_outputs(folder, snapshot, restart),
+                     attempts=next_attempts(checkpoint))
+    if row is None:
+        record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
+                        workspace=snapshot.workspace_root, run_folder=str(folder),
+                        input=item.model_dump_json(), stage=restart)
+    else:
+        record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
+                            stage=restart)
+    for entry in journal:
+        record.add_journal(item_id, entry.model_dump(mode="json"))
+    record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",
+                     stage=restart,
+                     data={"from": checkpoint["computer"], "checkpoint_sha256": ready["sha256"],
+                           "restart_stages": dict(checkpoint["restart_stages"]),
+                           "files": len(checkpoint["files"]), "journal": len(journal),
+                           "run": run})
+    FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
+                                        computer=here.computer, detail=None,
+                                        tried=datetime.now(UTC))
+    return Continued(item=item_id, run_folder=str(folder), stage=restart,
+                     checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
+                     started=False)
