@@ -71,7 +71,7 @@ def is_late(scheduled_utc: datetime, asked_utc: datetime) -> bool:
     return asked_utc - scheduled_utc > LATE_AFTER
 
 
-def needs_approval(kind: str, stage_approval: str | None) -> bool:
+def needs_approval(kind: str, stage_approval: str | None) -> bool:  # pragma: no mutate
     """Tell whether an add-on action of ``kind`` is held for a person on a stage whose
     ``approval`` is ``stage_approval`` (Rules: approvals).
 

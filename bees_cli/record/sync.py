@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli import rules
 from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SYNC_EVERY = 15.0
+SYNC_EVERY = rules.SYNC_EVERY.total_seconds()
 """Seconds between sync rounds (DESIGN.md: every 15 s)."""
 SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from bees_cli.machine.computer import Computer
+from bees_cli.record.sync import Syncer
 from bees_cli.rules import is_late, needs_approval, review_stops
 
 AT = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
@@ -41,3 +44,9 @@ def test_lateness_needs_aware_times() -> None:
 @pytest.mark.parametrize(("requests", "stops"), [(1, False), (2, False), (3, True), (4, True)])
 def test_the_third_request_for_changes_stops_the_item(requests: int, stops: bool) -> None:
     assert review_stops(requests) is stops
+
+
+def test_the_shared_record_syncs_every_15_seconds(tmp_path: Path) -> None:
+    computer = Computer(machine_id="0" * 32, computer="laptop", person=None, login=None,
+                        record_path=tmp_path / "record.db", runs_dir=tmp_path / "runs")
+    assert Syncer(computer).interval == 15.0
