@@ -169,7 +169,7 @@ class FireService:
                                        schedule_id=schedule_id, workspace=str(self.workspace)):
             return await self._row(schedule_id, scheduled, fire, FireOutcome.ALREADY_FIRED, None)
         try:
-            snapshot, stage = await asyncio.to_thread(_snapshot, workspace, schedule_id)
+            snapshot, stage = await asyncio.to_thread(fire_snapshot, workspace, schedule_id)
         except BeesError as error:
             return await self._row(schedule_id, scheduled, fire, FireOutcome.NOT_ELIGIBLE,
                                    error.message)
@@ -230,7 +230,7 @@ class FireService:
 
         from bees_cli.schedules.times import item_title
 
-        snapshot, _stage = _snapshot(workspace, schedule_id)
+        snapshot, _stage = fire_snapshot(workspace, schedule_id)
         title = item_title(workspace.schedules[schedule_id], schedule_id, fire)
         item_id = self.log.reserve_item(fire.key, str(ULID()))
         self.make(workspace, schedule_id, snapshot, title, item_id)
@@ -359,7 +359,12 @@ class FireService:
         return rows
 
 
-def _snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:
+def fire_snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:
+    """Return the snapshot a fire of ``schedule_id`` makes its item from, and its first stage.
+
+    Raises:
+        BeesError: the schedule's process, agents or folders do not resolve.
+    """
     from bees_cli.agents.snapshot import make_snapshot
 
     schedule = workspace.schedules[schedule_id]
