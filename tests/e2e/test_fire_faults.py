@@ -234,3 +234,43 @@ async def test_a_failing_maker_error_is_one_line_without_traceback(
     assert row.text == "failed (KeyError: 'stage')"
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
+
+
+class FakeHeldKeys:
+    """The cloud's held-key calls (branch cloud-faults) as a stand-in: lists ``held``,
+    records each report."""
+
+    def __init__(self, held: list[tuple[str, datetime]]) -> None:
+        self.held = held
+        self.reports: list[tuple[str, datetime, str]] = []
+
+    async def report_item(self, schedule_id: str, scheduled: datetime, item_id: str) -> None:
+        self.reports.append((schedule_id, scheduled, item_id))
+        self.held = [k for k in self.held if k != (schedule_id, scheduled)]
+
+    async def without_item(self) -> list[tuple[str, datetime]]:
+        return list(self.held)
+
+
+async def test_a_held_key_is_made_from_the_cloud_list_when_the_local_file_is_lost(
+        tmp_path: Path, team: Team) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    laptop = maya(tmp_path, team)
+    at = mondays(workspace, 1)[0]
+
+    def killed(*_args: object) -> None:
+        raise asyncio.CancelledError
+
+    crashing = service(laptop, workspace, at)
+    crashing.make = killed
+    with pytest.raises(asyncio.CancelledError):
+        await crashing.fire("monday-report", at)
+    laptop.record_path.unlink()  # the local rows are gone with the file
+    cloud = FakeHeldKeys([("monday-report", at)])
+    rows = await service(laptop, workspace, at + timedelta(hours=2),
+                         keys=lambda _client, _computer: cloud).recover()
+    [item] = record_of(laptop).items()
+    assert [r.text for r in rows] == [f"ran here ({item.id})"]
+    assert cloud.reports == [("monday-report", at, item.id)]
+    assert await service(laptop, workspace, at + timedelta(hours=2),
+                         keys=lambda _client, _computer: cloud).recover() == []
