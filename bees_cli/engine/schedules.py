@@ -255,12 +255,12 @@ class Registrar:
         while not stop.is_set():
             try:
                 changes = await self.reconcile()
-                if not recovered:
-                    recovered = True
-                    await self.recover(say)
                 for kind in ("added", "updated", "removed"):
                     if changes[kind] and say and kind != "updated":
                         say(f"schedules {kind}: {', '.join(changes[kind])}")
+                if not recovered:
+                    await self.recover(say)
+                    recovered = True
                 last_error = None
             except asyncio.CancelledError:
                 raise
