@@ -213,17 +213,18 @@ class FireService:
                 row = await asyncio.to_thread(log.fire_row, schedule_id, scheduled)
                 if row is not None and row.outcome is FireOutcome.RAN_HERE:
                     return row
-                return await self._row(schedule_id, scheduled, fire, FireOutcome.RAN_HERE,
-                                       held.item_id, tries)
-            try:
-                item_id = await asyncio.to_thread(self._make_item, workspace, schedule_id, fire)
-            except Exception as error:  # noqa: BLE001 - a fire ends in a row, never a traceback
-                logger.debug("fire %s failed", fire.key, exc_info=error)
-                return await self._row(schedule_id, scheduled, fire, FireOutcome.FAILED,
-                                       _one_line(error), tries)
-        await self._after_make(schedule_id, scheduled, item_id)
-        return await self._row(schedule_id, scheduled, fire, FireOutcome.RAN_HERE, item_id,
-                               tries)
+                item_id = held.item_id  # made, then stopped before its claim and row
+            else:
+                try:
+                    item_id = await asyncio.to_thread(self._make_item, workspace, schedule_id,
+                                                      fire)
+                except Exception as error:  # noqa: BLE001 - a fire ends in a row, not a traceback
+                    logger.debug("fire %s failed", fire.key, exc_info=error)
+                    return await self._row(schedule_id, scheduled, fire, FireOutcome.FAILED,
+                                           _one_line(error), tries)
+            await self._after_make(schedule_id, scheduled, item_id)
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.RAN_HERE, item_id,
+                                   tries)
 
     def _make_item(self, workspace: Workspace, schedule_id: str, fire: Fire) -> str:
         from ulid import ULID
@@ -235,6 +236,16 @@ class FireService:
         item_id = self.log.reserve_item(fire.key, str(ULID()))
         self.make(workspace, schedule_id, snapshot, title, item_id)
         return item_id
+
+    async def _report(self, schedule_id: str, scheduled: datetime, item_id: str) -> None:
+        """Tell Bees Cloud again which item a held key made (the first report was lost)."""
+        client = self._client()
+        if client is None:
+            return
+        try:
+            await self.keys(client, self.computer).report_item(schedule_id, scheduled, item_id)
+        finally:
+            await client.aclose()
 
     async def _after_make(self, schedule_id: str, scheduled: datetime, item_id: str) -> None:
         """Claim the made item, tell Bees Cloud which item the key made, start it."""
@@ -312,6 +323,10 @@ class FireService:
                 if schedule_id not in workspace.schedules:
                     continue
                 fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+                known = await asyncio.to_thread(log.key, fire.key)
+                if known is not None and known.made and known.item_id is not None:
+                    await self._report(schedule_id, scheduled, known.item_id)  # answer lost
+                    continue
                 now = self.clock()
                 await asyncio.to_thread(log.mark_key, fire.key, scheduled, now,
                                         schedule_id=schedule_id, workspace=str(self.workspace))

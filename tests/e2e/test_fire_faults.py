@@ -274,3 +274,42 @@ async def test_a_held_key_is_made_from_the_cloud_list_when_the_local_file_is_los
     assert cloud.reports == [("monday-report", at, item.id)]
     assert await service(laptop, workspace, at + timedelta(hours=2),
                          keys=lambda _client, _computer: cloud).recover() == []
+
+
+async def test_made_then_stopped_before_its_row_is_claimed_and_rowed_once(
+        tmp_path: Path, team: Team) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    laptop = maya(tmp_path, team)
+    at = mondays(workspace, 1)[0]
+    started: list[str] = []
+
+    async def stopped(_item_id: str) -> None:
+        raise asyncio.CancelledError  # stopped after the making, before the row
+
+    async def start(item_id: str) -> None:
+        started.append(item_id)
+
+    with pytest.raises(asyncio.CancelledError):
+        await service(laptop, workspace, at, start=stopped).fire("monday-report", at)
+    [item] = record_of(laptop).items()
+    assert FireLog(laptop.record_path).fires() == []
+    # Temporal retries the fire three minutes later: claimed (again), started, one row
+    row = await service(laptop, workspace, at + timedelta(minutes=3),
+                        start=start).fire("monday-report", at)
+    assert (row.text, started) == (f"ran here ({item.id})", [item.id])
+    again = await service(laptop, workspace, at + timedelta(minutes=4),
+                          start=start).fire("monday-report", at)
+    assert (again, started) == (row, [item.id])
+    assert [i.id for i in record_of(laptop).items()] == [item.id]
+
+
+async def test_a_lost_report_is_sent_again_at_start(tmp_path: Path, team: Team) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    laptop = maya(tmp_path, team)
+    at = mondays(workspace, 1)[0]
+    row = await service(laptop, workspace, at).fire("monday-report", at)
+    cloud = FakeHeldKeys([("monday-report", at)])  # the first report never arrived
+    assert await service(laptop, workspace, at + timedelta(hours=1),
+                         keys=lambda _client, _computer: cloud).recover() == []
+    assert cloud.reports == [("monday-report", at, row.detail)]
+    assert len(record_of(laptop).items()) == 1
