@@ -11,7 +11,7 @@ from bees_cli.cli.output import print_json, print_table, say
 def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """List the workspace's schedules: whether they fire here, their next three times in
     their own time zone, and this computer's last fires with their outcome (ran here,
-    taken by another computer, skipped, not eligible, gave up).
+    taken by another computer, skipped, missed, gave up, not eligible, failed).
 
     Example: bees schedules -w examples/weekly-report --json
     """

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 FIRE_WORKFLOW = "bees.fire"
 """Temporal workflow type a schedule starts at each of its times."""
 FIRE_ACTIVITY = "bees.fire_schedule"
-"""Activity that handles one fire (:meth:`bees_cli.engine.fires.FireService.fire`)."""
+"""Activity that handles one fire (:meth:`bees_cli.schedules.fires.FireService.fire`)."""
 SCHEDULED_START = "TemporalScheduledStartTime"
 """Search attribute Temporal sets on a workflow a schedule started: its scheduled time."""
 

@@ -26,7 +26,8 @@ with workflow.unsafe.imports_passed_through():
 SCHEDULED_KEY = SearchAttributeKey.for_datetime(SCHEDULED_START)
 
 FIRE_TIMEOUT = timedelta(minutes=2)
-"""Longest one fire may take: five key requests with backoff, then create and start."""
+"""Longest one fire may take: five key requests of 10 s with backoff (under a minute),
+then make, claim and start."""
 
 
 @workflow.defn(name=FIRE_WORKFLOW)

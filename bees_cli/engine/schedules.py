@@ -41,7 +41,9 @@ from bees_cli.record.fires import parse_iso
 if TYPE_CHECKING:
     from temporalio.client import Client, Schedule
 
-    from bees_cli.engine.fires import FireService, Starter
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.schedules.fires import FireService, Starter
+    from bees_cli.workspace.loader import Workspace
     from bees_cli.workspace.models import Schedule as ScheduleFile
 
 log = logging.getLogger(__name__)
@@ -233,17 +235,32 @@ class Registrar:
             changes["removed"].append(ident)
         return changes
 
+    async def recover(self, say: Callable[[str], None] | None = None) -> None:
+        """Once, at start: make the items of keys held here without one and note missed
+        fires (:meth:`bees_cli.schedules.fires.FireService.recover`); the items are left
+        ``pending`` for ``bees run`` to start."""
+        here = await asyncio.to_thread(self.computer)
+        rows = await fire_service(here, self.workspace, clock=self.clock).recover()
+        for row in rows:
+            if say:
+                say(f"schedule {row.schedule_id} {row.local}: {row.text}")
+
     async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None,
                   every: float = POLL_EVERY) -> None:
         """Reconcile every ``every`` seconds until ``stop``; failures are said once and never
-        end the loop (an invalid workspace keeps the last registered schedules)."""
+        end the loop (an invalid workspace keeps the last registered schedules). The first
+        successful pass is followed by :meth:`recover`."""
         last_error: str | None = None
+        recovered = False
         while not stop.is_set():
             try:
                 changes = await self.reconcile()
                 for kind in ("added", "updated", "removed"):
                     if changes[kind] and say and kind != "updated":
                         say(f"schedules {kind}: {', '.join(changes[kind])}")
+                if not recovered:
+                    await self.recover(say)
+                    recovered = True
                 last_error = None
             except asyncio.CancelledError:
                 raise
@@ -280,16 +297,61 @@ class FireActivities:
 
     @activity.defn(name=FIRE_ACTIVITY)
     async def fire_schedule(self, request: FireRequest) -> FireResult:
-        """Handle one fire (:meth:`bees_cli.engine.fires.FireService.fire`)."""
-        from bees_cli.engine.fires import FireService
-
+        """Handle one fire (:meth:`bees_cli.schedules.fires.FireService.fire`); a workspace
+        that does not load or lacks the schedule is a ``failed`` result of one line."""
         here = await asyncio.to_thread(self.computer)
         workspace = Path(request.workspace)
         service = (self.make(here, workspace, self.start) if self.make
-                   else FireService(here, workspace, start=self.start))
-        row = await service.fire(request.schedule_id, parse_iso(request.scheduled))
+                   else fire_service(here, workspace, start=self.start))
+        try:
+            row = await service.fire(request.schedule_id, parse_iso(request.scheduled))
+        except BeesError as error:
+            return FireResult(outcome="failed", text=f"failed ({error.message})",
+                              detail=error.message)
         return FireResult(outcome=row.outcome, text=row.text, detail=row.detail)
 
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
         return [self.fire_schedule]
+
+
+def fire_service(computer: Computer, workspace: Path, **options: Any) -> FireService:
+    """Return the firing path of ``computer`` for ``workspace``, making items with
+    :func:`make_fire_item`; ``options`` go to :class:`~bees_cli.schedules.fires.FireService`
+    (``start``, ``clock``, ``sleep``, ``check``…)."""
+    from bees_cli.schedules.fires import FireService
+
+    def make(workspace_: Workspace, schedule_id: str, snapshot: ItemSnapshot, title: str,
+             item_id: str) -> None:
+        make_fire_item(computer, workspace_, schedule_id, snapshot, title, item_id)
+
+    return FireService(computer, workspace, make, **options)
+
+
+def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
+                   snapshot: ItemSnapshot, title: str, item_id: str) -> None:
+    """Make the item ``item_id`` of a schedule's held key: its run folder and ``pending`` row
+    with the engine's input (snapshot stored by digest). Does nothing when the item is in
+    the record already, so a retry or a restart never makes a second one.
+    """
+    from bees_cli.engine.models import ItemInput
+    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+    from bees_cli.errors import NotFound
+    from bees_cli.machine.links import run_folder_root
+    from bees_cli.record.local import LocalRecord
+
+    record = LocalRecord(computer.record_path)
+    try:
+        record.item(item_id)
+        return
+    except NotFound:
+        pass
+    folder = run_folder_root(workspace, computer.runs_dir) / item_id
+    folder.mkdir(parents=True, exist_ok=True)
+    item = ItemInput(item_id=item_id, title=title, run_folder=str(folder),
+                     snapshot=engine_view(snapshot),
+                     snapshot_digest=keep_snapshot(record, snapshot))
+    record.add_item(id=item_id, process=snapshot.process_name, title=title,
+                    workspace=str(workspace.root), run_folder=str(folder),
+                    input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+    record.add_event(item_id, key="schedule", kind="scheduled", data={"schedule": schedule_id})

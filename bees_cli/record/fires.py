@@ -5,7 +5,8 @@ Tables (in ``record.db``; :mod:`bees_cli.record.schema` makes and migrates them)
     fires       one row per fire handled here: schedule, key, scheduled instant (UTC),
                 wall-clock time, when handled, outcome, detail, cloud tries
     fired_keys  the schedule keys this computer has handled: one wall-clock time of a
-                schedule fires at most once per computer (a repeated hour fires once)
+                schedule fires at most once per computer (a repeated hour fires once);
+                ``held`` once the key is this machine's, ``item_id`` the one item it makes
     claims      the owner claim of each item made here: ``owner``, ``taken``,
                 ``unreachable`` (retried every 15 s), ``no_cloud``, ``error``
 
@@ -15,8 +16,9 @@ Outcomes (``fires.outcome``) and how ``bees schedules`` shows them::
     taken          taken by COMPUTER
     skipped        skipped (late by N s)
     not_eligible   not eligible (REASONS)
-    gave_up        gave up (cloud unreachable)
+    gave_up        gave up (cloud unreachable after 5 tries)
     already_fired  already fired here
+    missed         missed (this computer was asleep or bees run was down)
     failed         failed (MESSAGE)       the key was granted but the item could not be made
 """
 
@@ -44,6 +46,7 @@ class FireOutcome(StrEnum):
     GAVE_UP = "gave_up"
     ALREADY_FIRED = "already_fired"
     FAILED = "failed"
+    MISSED = "missed"
 
 
 class ClaimStatus(StrEnum):
@@ -122,7 +125,28 @@ def outcome_text(outcome: FireOutcome, detail: str | None) -> str:
         return f"skipped (late by {detail} s)"
     if outcome is FireOutcome.ALREADY_FIRED:
         return "already fired here"
+    if outcome is FireOutcome.MISSED:
+        return "missed (this computer was asleep or bees run was down)"
     return f"{outcome.value.replace('_', ' ')} ({detail})"
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """The local row of one schedule key: ``held`` (UTC ISO) once this machine holds it,
+    ``item_id`` the one item it makes, ``made`` whether that item is in the record."""
+
+    key: str
+    schedule_id: str | None
+    workspace: str | None
+    scheduled: str
+    held: str | None
+    item_id: str | None
+    made: bool
+
+
+_KEY_ROW = ("SELECT * FROM (SELECT k.key, k.schedule_id, k.workspace, k.scheduled, k.held,"
+            " k.item_id, EXISTS (SELECT 1 FROM items i WHERE i.id = k.item_id) AS made"
+            " FROM fired_keys k) AS k")
 
 
 @dataclass(frozen=True)
@@ -152,7 +176,8 @@ class FireLog:
 
     # -- fires -----------------------------------------------------------------------------
 
-    def mark_key(self, key: str, scheduled: datetime, now: datetime) -> bool:
+    def mark_key(self, key: str, scheduled: datetime, now: datetime, *,
+                 schedule_id: str | None = None, workspace: str | None = None) -> bool:
         """Note that this computer handles ``key`` for the instant ``scheduled``.
 
         Returns:
@@ -160,10 +185,60 @@ class FireLog:
             fire goes on); False when another instant already took it (a repeated hour).
         """
         with connect(self.path) as db:
-            db.execute("INSERT OR IGNORE INTO fired_keys (key, scheduled, at) VALUES (?, ?, ?)",
-                       (key, iso(scheduled), iso(now)))
+            db.execute("INSERT OR IGNORE INTO fired_keys (key, scheduled, at, schedule_id,"
+                       " workspace) VALUES (?, ?, ?, ?, ?)",
+                       (key, iso(scheduled), iso(now), schedule_id, workspace))
             row = db.execute("SELECT scheduled FROM fired_keys WHERE key = ?", (key,)).fetchone()
         return bool(row["scheduled"] == iso(scheduled))
+
+    def key(self, key: str) -> KeyRow | None:
+        """Return the local row of schedule key ``key``, or None when it was never handled."""
+        with connect(self.path) as db:
+            row = db.execute(_KEY_ROW + " WHERE k.key = ?", (key,)).fetchone()
+        return None if row is None else _key(row)
+
+    def hold_key(self, key: str, now: datetime) -> None:
+        """Note that this machine holds ``key`` (granted by Bees Cloud, or no cloud to ask);
+        the first time is kept."""
+        with connect(self.path) as db:
+            db.execute("UPDATE fired_keys SET held = COALESCE(held, ?) WHERE key = ?",
+                       (iso(now), key))
+
+    def reserve_item(self, key: str, item_id: str) -> str:
+        """Name the one item held key ``key`` makes: ``item_id`` unless one was named before.
+
+        Returns:
+            The key's item id (the earlier one when a retry or duplicate got there first).
+        """
+        with connect(self.path) as db:
+            db.execute("UPDATE fired_keys SET item_id = COALESCE(item_id, ?) WHERE key = ?",
+                       (item_id, key))
+            row = db.execute("SELECT item_id FROM fired_keys WHERE key = ?", (key,)).fetchone()
+        return str(row["item_id"])
+
+    def held_without_item(self) -> list[KeyRow]:
+        """Return the keys held here whose item is not in the record yet, oldest first (a
+        crash between the grant and the making)."""
+        with connect(self.path) as db:
+            rows = db.execute(_KEY_ROW + " WHERE k.held IS NOT NULL AND k.schedule_id IS NOT"
+                              " NULL AND NOT k.made ORDER BY k.scheduled").fetchall()
+        return [_key(r) for r in rows]
+
+    def last_scheduled(self, schedule_id: str) -> datetime | None:
+        """Return the latest scheduled instant of a fire row of ``schedule_id``, or None."""
+        with connect(self.path) as db:
+            row = db.execute("SELECT MAX(scheduled) AS last FROM fires WHERE schedule_id = ?",
+                             (schedule_id,)).fetchone()
+        return None if row["last"] is None else parse_iso(row["last"])
+
+    def fire_row(self, schedule_id: str, scheduled: datetime) -> FireRow | None:
+        """Return the row of the fire of ``schedule_id`` at the instant ``scheduled``, or None."""
+        with connect(self.path) as db:
+            row = db.execute("SELECT schedule_id, key, scheduled, local, handled, outcome,"
+                             " detail, tries FROM fires WHERE schedule_id = ? AND scheduled = ?",
+                             (schedule_id, iso(scheduled))).fetchone()
+        return None if row is None else FireRow(**{**dict(row),
+                                                   "outcome": FireOutcome(row["outcome"])})
 
     def add_fire(self, *, schedule_id: str, key: str, scheduled: datetime, local: str,
                  handled: datetime, outcome: FireOutcome | str, detail: str | None,
@@ -228,6 +303,10 @@ class FireLog:
             rows = db.execute("SELECT * FROM claims WHERE status = ? ORDER BY item_id",
                               (str(ClaimStatus(status)),)).fetchall()
         return [_claim(r) for r in rows]
+
+
+def _key(row: sqlite3.Row) -> KeyRow:
+    return KeyRow(**{**dict(row), "made": bool(row["made"])})
 
 
 def _claim(row: sqlite3.Row) -> ClaimRow:

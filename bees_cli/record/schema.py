@@ -160,7 +160,15 @@ V2 = Migration(2, "items.wait: why a waiting item waits (a WaitKind value)", (
     " AND reason LIKE 'cannot claim owner%'",
 ))
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2)
+V3 = Migration(3, "fired_keys: the schedule, workspace, when the key was held here and the "
+               "item it made (a held key becomes exactly one item)", (
+    "ALTER TABLE fired_keys ADD COLUMN schedule_id TEXT",
+    "ALTER TABLE fired_keys ADD COLUMN workspace TEXT",
+    "ALTER TABLE fired_keys ADD COLUMN held TEXT",
+    "ALTER TABLE fired_keys ADD COLUMN item_id TEXT",
+))
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

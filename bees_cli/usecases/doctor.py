@@ -1,7 +1,8 @@
 """What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
 ``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
-(reachable, authorized, clock skew against it, last shared-record sync), folder links,
+(reachable, authorized, clock skew against it, last shared-record sync), the time-zone
+database schedules are computed with (its version and where it comes from), folder links,
 add-on connections, and for each process whether this computer could run it now — the
 eligibility check of its first stage (DESIGN.md, Rules: eligibility), with the reasons
 when it could not.
@@ -96,8 +97,11 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
     counted as failures: they may simply wait for a folder link).
     """
     from bees_cli.errors import BeesError
+    from bees_cli.schedules.zones import tz_database
 
     checks = [_engine_check(here.data_dir), *_cloud_checks(here)]
+    zones = tz_database()
+    checks.append(_check("time zones", True, zones.text))  # information, never a failure
     processes: list[ProcessCheck] = []
     try:
         from bees_cli.workspace.loader import load_workspace

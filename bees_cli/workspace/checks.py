@@ -30,6 +30,22 @@ LABELS = {
 MODEL_RUNNER_WARNING = "model runners are not run yet; this agent will be skipped"
 """Warning on an agent whose runner is a model: agent choice skips it (a later issue runs it)."""
 
+CRON_DAYS_WARNING = (
+    "both day-of-month and day-of-week are restricted: Bees follows cron's rule and fires "
+    "on a day that matches either (not only on days that match both, as Temporal's "
+    "calendars do)"
+)
+"""Warning on a cron whose day-of-month and day-of-week fields are both restricted (issue 11,
+point 9): cron, and Bees, fire when either matches."""
+
+
+def cron_days_either(cron: str) -> bool:
+    """Tell whether a five-field ``cron`` restricts both day-of-month and day-of-week, so it
+    fires on days matching either (cron's rule); a field starting with ``*`` is unrestricted,
+    and shorthands such as ``@daily`` never restrict both."""
+    fields = cron.split()
+    return len(fields) == 5 and not fields[2].startswith("*") and not fields[4].startswith("*")
+
 
 @dataclass
 class Source:
@@ -237,4 +253,7 @@ def _check_schedule(loaded: Loaded, schedule: Schedule, source: Source) -> list[
         problems += _ref(loaded, "agents", agent, source, ("agents", index))
     for index, folder in enumerate(schedule.folders):
         problems += _ref(loaded, "folders", folder, source, ("folders", index))
+    if schedule.cron is not None and cron_days_either(schedule.cron):
+        line, column = source.document.positions.value(("cron",))
+        problems.append(Problem(source.rel, line, column, "cron", CRON_DAYS_WARNING, "warning"))
     return problems

@@ -20,9 +20,10 @@ import pytest
 
 from bees_cli.cloud.login import Login
 from bees_cli.cloud.server.storage import Storage
-from bees_cli.engine.fires import FireService
+from bees_cli.engine.schedules import fire_service
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
+from bees_cli.schedules.fires import FireService
 from tests.engine.conftest import agent_yaml
 
 
@@ -174,4 +175,4 @@ class Sleeps:
 
 def service(computer: Computer, workspace: Path, at: datetime, **kwargs: object) -> FireService:
     """A fire service for ``computer`` whose clock reads ``at``."""
-    return FireService(computer, workspace, clock=FixedClock(at), **kwargs)  # type: ignore[arg-type]
+    return fire_service(computer, workspace, clock=FixedClock(at), **kwargs)

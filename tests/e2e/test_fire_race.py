@@ -12,9 +12,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bees_cli.engine.owners import claim_owner
 from bees_cli.record.fires import FireLog
 from bees_cli.record.sync import Syncer, team_rows
+from bees_cli.schedules.owners import claim_owner
 from bees_cli.schedules.times import fire_times
 from bees_cli.workspace.loader import load_workspace
 from tests.e2e.conftest import (
@@ -136,7 +136,8 @@ async def test_cloud_unreachable_five_tries_then_gave_up(tmp_path: Path, team: T
     sleeps = Sleeps()
     row = await service(laptop, workspace, at + timedelta(seconds=3),
                         sleep=sleeps).fire("monday-report", at)
-    assert (row.outcome, row.text, row.tries) == ("gave_up", "gave up (cloud unreachable)", 5)
+    assert (row.outcome, row.text, row.tries) == (
+        "gave_up", "gave up (cloud unreachable after 5 tries)", 5)
     assert sleeps.waits == [0.5, 1.0, 2.0, 4.0]
     assert record_of(laptop).items() == []
 

@@ -66,3 +66,41 @@ async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
                        "removed": [temporal_id(laptop.machine_id, "monday-report")]}
     with pytest.raises(RPCError):
         await handle.describe()
+
+
+async def test_the_registrar_makes_a_held_key_item_when_bees_run_starts_again(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from bees_cli.engine.schedules import fire_service
+    from tests.e2e.conftest import FixedClock
+
+    maya = "maya@example.com"
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    at = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+
+    def stopped(*_args: object) -> None:
+        raise asyncio.CancelledError  # bees run stopped between the key and the item
+
+    crashing = fire_service(laptop, workspace, clock=FixedClock(at))
+    crashing.make = stopped
+    with pytest.raises(asyncio.CancelledError):
+        await crashing.fire("monday-report", at)
+    assert record_of(laptop).items() == []
+
+    said: list[str] = []
+    registrar = Registrar(dev_env.client, workspace, f"bees-test-{uuid.uuid4().hex[:8]}",
+                          computer=lambda: laptop, clock=FixedClock(at + timedelta(days=1)))
+    stop = asyncio.Event()
+    task = asyncio.create_task(registrar.run(stop, said.append, every=0.05))
+    for _ in range(200):
+        if record_of(laptop).items():
+            break
+        await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    [item] = record_of(laptop).items()
+    assert item.status == "pending"  # bees run's next pass starts it
+    assert said == ["schedules added: monday-report",
+                    f"schedule monday-report 2025-01-06T09:00: ran here ({item.id})"]

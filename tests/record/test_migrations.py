@@ -57,13 +57,16 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 2
+    assert schema.version(db) == schema.LATEST == 3
     db.close()
     assert sorted(after) == sorted(before)
     # version 2 only adds items.wait (NULL on old rows); every other value is unchanged
     assert after["items"] == [{**row, "wait": None} for row in before["items"]]
-    assert {t: rows for t, rows in after.items() if t != "items"} == {
-        t: rows for t, rows in before.items() if t != "items"}
+    # version 3 only adds fired_keys' schedule, workspace, held and item (NULL on old rows)
+    new_key_columns = {"schedule_id": None, "workspace": None, "held": None, "item_id": None}
+    assert after["fired_keys"] == [{**row, **new_key_columns} for row in before["fired_keys"]]
+    assert {t: rows for t, rows in after.items() if t not in ("items", "fired_keys")} == {
+        t: rows for t, rows in before.items() if t not in ("items", "fired_keys")}
 
     a = record.item(ITEM_A)
     assert (a.process, a.title, a.workspace, a.run_folder, a.stage, a.status, a.reason,
@@ -143,7 +146,7 @@ def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
     with pytest.raises(UserError) as caught:
         LocalRecord(old_file)
     assert caught.value.message == (
-        f"{old_file} was written by a newer Bees (record version 3; this Bees reads up to 2)")
+        f"{old_file} was written by a newer Bees (record version 4; this Bees reads up to 3)")
     assert caught.value.hint == (
         "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
         f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
@@ -160,7 +163,7 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 2)")
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 3)")
 
 
 def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
@@ -177,12 +180,12 @@ def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
 
 def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
     LocalRecord(old_file)
-    more = (*schema.MIGRATIONS, schema.Migration(3, "notes", (
+    more = (*schema.MIGRATIONS, schema.Migration(4, "notes", (
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
     db = sqlite3.connect(old_file, isolation_level=None)
-    assert schema.upgrade(db, old_file, more) == 2
     assert schema.upgrade(db, old_file, more) == 3
-    assert schema.version(db) == 3
+    assert schema.upgrade(db, old_file, more) == 4
+    assert schema.version(db) == 4
     db.close()
 
 
@@ -197,7 +200,7 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
         records = list(pool.map(lambda _: LocalRecord(old_file), range(8)))
     assert len(records) == 8
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == 2
+    assert schema.version(db) == 3
     assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
     db.close()
 

@@ -1,0 +1,389 @@
+"""One schedule fire on this computer: late? already fired? eligible? key, item, owner, start.
+
+Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3):
+
+1. The fire is for the instant the engine scheduled it at; :func:`fire_for` gives its
+   wall-clock time and key. Asked more than 60 s after that instant (by this computer's
+   clock, injected; :func:`bees_cli.rules.is_late`) the key is not asked: skipped, never
+   caught up. The 60 s rule judges the asking, never the making.
+2. One wall-clock time of a schedule fires at most once on this computer: the second
+   instant of a repeated hour finds its key already handled ("already fired here").
+3. The first stage must be eligible here (enabled agent, connected add-ons, linked
+   folders); else "not eligible (reasons)" and nothing is asked.
+4. The schedule key is asked of Bees Cloud, :data:`~bees_cli.rules.KEY_TRIES` requests that
+   leave the computer (the client's own retries are off), each allowed :data:`KEY_TIMEOUT`
+   s so a slow but working cloud answers; no answer to any ends in "gave up (cloud
+   unreachable after 5 tries)". A key another computer holds ends in "taken by COMPUTER".
+5. A key this machine holds (granted, granted again on a retry, or no cloud to ask) is
+   noted in the local row of the key, which then names its one item before it is made;
+   the item is made exactly once however late: a retried fire, a duplicate delivery or a
+   restart finds it made and does nothing, and :meth:`FireService.recover` (at the start
+   of ``bees run``) makes the items of held keys a crash left unmade. The item is then
+   claimed, started and reported to Bees Cloud: "ran here (ITEM)".
+6. Fire times of a schedule that passed with no row (asleep, ``bees run`` down) get a
+   "missed" row at start (:meth:`FireService.recover`).
+
+With no Bees Cloud configured there is no key and no claim; the rest is the same path.
+Every fire leaves one row in the fires table (:mod:`bees_cli.record.fires`). Making the
+item is the engine's (injected as :data:`Maker`), so this module never imports the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnauthorized, NotFound
+from bees_cli.machine.computer import Computer
+from bees_cli.record.fires import FireLog, FireOutcome, FireRow, iso
+from bees_cli.record.local import LocalRecord
+from bees_cli.rules import KEY_TRIES, is_late
+from bees_cli.schedules.keys import CloudKeys, HeldKeys
+
+if TYPE_CHECKING:
+    from bees_cli.agents.eligibility import Eligibility
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.cloud.client import AsyncCloudClient
+    from bees_cli.schedules.times import Fire
+    from bees_cli.workspace.loader import Workspace
+
+logger = logging.getLogger(__name__)
+
+KEY_BACKOFF = 0.5
+"""Seconds before the second key request; doubled before each next one (0.5, 1, 2, 4)."""
+KEY_TIMEOUT = 10.0
+"""Seconds one key request may take (connect, read, write): a cloud answering in several
+seconds is slow, not unreachable. Five tries and the backoff stay under a minute."""
+MISSED_LOOKBACK = 500
+"""Most fire times of one schedule looked at for "missed" rows at start."""
+
+Clock = Callable[[], datetime]
+Sleep = Callable[[float], Awaitable[None]]
+Starter = Callable[[str], Awaitable[object]]
+Checker = Callable[["ItemSnapshot", str], "Eligibility"]
+Maker = Callable[["Workspace", str, "ItemSnapshot", str, str], None]
+"""Makes an item (blocking): ``(workspace, schedule id, snapshot, title, item id)``; does
+nothing when the item id is already in the record (the engine passes one)."""
+KeysFor = Callable[["AsyncCloudClient", Computer], HeldKeys]
+
+_making: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check(snapshot: ItemSnapshot, stage: str) -> Eligibility:
+    from bees_cli.agents.eligibility import check_eligibility
+
+    return check_eligibility(snapshot=snapshot, stage_name=stage, reviewed_by=None)
+
+
+def _one_line(error: BaseException) -> str:
+    text = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(error).__name__
+
+
+@dataclass
+class FireService:
+    """Handles the fires of one computer.
+
+    Args:
+        computer: this computer (identity, sign-in, record file, runs folder).
+        workspace: the workspace folder whose ``schedules/`` fire.
+        make: makes the item of a held key (the engine's :func:`make_fire_item`).
+        start: called with the new item's id once it is claimed (``bees run`` passes a
+            function that starts its run); None leaves it ``pending`` for ``bees run``.
+        clock: this computer's clock (UTC); decides lateness.
+        sleep: how to wait between key requests.
+        check: the eligibility check of a snapshot's stage (default: the real one).
+        key_backoff: seconds before the second key request, doubled each time.
+        key_timeout: seconds one key request may take.
+        keys: wraps an open client into the cloud's held-key calls (report, list).
+    """
+
+    computer: Computer
+    workspace: Path
+    make: Maker
+    start: Starter | None = None
+    clock: Clock = _utcnow
+    sleep: Sleep = asyncio.sleep
+    check: Checker = _check
+    key_backoff: float = KEY_BACKOFF
+    key_timeout: float = KEY_TIMEOUT
+    keys: KeysFor = field(default=CloudKeys)
+
+    @property
+    def record(self) -> LocalRecord:
+        """This computer's local record."""
+        return LocalRecord(self.computer.record_path)
+
+    @property
+    def log(self) -> FireLog:
+        """This computer's fires table."""
+        return FireLog(self.computer.record_path)
+
+    async def _load(self, schedule_id: str | None = None) -> Workspace:
+        from bees_cli.workspace.loader import load_workspace
+
+        workspace = await asyncio.to_thread(load_workspace, self.workspace)
+        if schedule_id is not None and schedule_id not in workspace.schedules:
+            raise NotFound(f"no schedule {schedule_id!r} in {workspace.root}")
+        return workspace
+
+    def _client(self) -> AsyncCloudClient | None:
+        from bees_cli.cloud.client import cloud_for
+
+        return cloud_for(self.computer, retries=0, timeout=self.key_timeout)
+
+    async def fire(self, schedule_id: str, scheduled: datetime) -> FireRow:
+        """Handle the fire of ``schedule_id`` scheduled at the aware instant ``scheduled``.
+
+        Returns:
+            The fire's row (also stored); see the module docstring for the outcomes. A
+            fire whose item is already made returns that fire's row and changes nothing.
+
+        Raises:
+            WorkspaceInvalid, NotFound: the workspace does not load or has no such schedule
+                (no row is written: there is no schedule to show it under).
+        """
+        from bees_cli.schedules.times import fire_for, lateness
+
+        workspace = await self._load(schedule_id)
+        fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+        now = self.clock()
+        log = self.log
+        held = await asyncio.to_thread(log.key, fire.key)
+        if held is not None and held.held is not None and held.scheduled == iso(scheduled):
+            return await self._make(workspace, schedule_id, scheduled, fire, 0)
+        if is_late(scheduled, now):
+            late = lateness(scheduled, now)
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.SKIPPED,
+                                   f"{late:.0f}")
+        if not await asyncio.to_thread(log.mark_key, fire.key, scheduled, now,
+                                       schedule_id=schedule_id, workspace=str(self.workspace)):
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.ALREADY_FIRED, None)
+        try:
+            snapshot, stage = await asyncio.to_thread(fire_snapshot, workspace, schedule_id)
+        except BeesError as error:
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.NOT_ELIGIBLE,
+                                   error.message)
+        eligibility = await asyncio.to_thread(self.check, snapshot, stage)
+        if not eligibility.ok:
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.NOT_ELIGIBLE,
+                                   "; ".join(eligibility.reasons))
+        tries = 0
+        client = self._client()
+        if client is not None:
+            try:
+                granted, holder, tries, trouble = await self._ask_key(client, schedule_id,
+                                                                      scheduled)
+            finally:
+                await client.aclose()
+            if trouble is not None:
+                return await self._row(schedule_id, scheduled, fire, FireOutcome.GAVE_UP,
+                                       trouble, tries)
+            if not granted:
+                return await self._row(schedule_id, scheduled, fire, FireOutcome.TAKEN,
+                                       holder, tries)
+        await asyncio.to_thread(log.hold_key, fire.key, self.clock())
+        return await self._make(workspace, schedule_id, scheduled, fire, tries)
+
+    async def _row(self, schedule_id: str, scheduled: datetime, fire: Fire,
+                   outcome: FireOutcome, detail: str | None, tries: int = 0) -> FireRow:
+        return await asyncio.to_thread(
+            self.log.add_fire, schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
+            local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=self.clock(),
+            outcome=outcome, detail=detail, tries=tries)
+
+    async def _make(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
+                    fire: Fire, tries: int) -> FireRow:
+        """Make the one item of held key ``fire.key`` unless made, claim it, start it, report
+        it; return the fire's row (``ran_here``, or ``failed`` with a one-line reason)."""
+        lock = _making.setdefault((str(self.computer.record_path), fire.key), asyncio.Lock())
+        async with lock:
+            log = self.log
+            held = await asyncio.to_thread(log.key, fire.key)
+            if held is not None and held.made and held.item_id is not None:
+                row = await asyncio.to_thread(log.fire_row, schedule_id, scheduled)
+                if row is not None and row.outcome is FireOutcome.RAN_HERE:
+                    return row
+                item_id = held.item_id  # made, then stopped before its claim and row
+            else:
+                try:
+                    item_id = await asyncio.to_thread(self._make_item, workspace, schedule_id,
+                                                      fire)
+                except Exception as error:  # noqa: BLE001 - a fire ends in a row, not a traceback
+                    logger.debug("fire %s failed", fire.key, exc_info=error)
+                    return await self._row(schedule_id, scheduled, fire, FireOutcome.FAILED,
+                                           _one_line(error), tries)
+            await self._after_make(schedule_id, scheduled, item_id)
+            return await self._row(schedule_id, scheduled, fire, FireOutcome.RAN_HERE, item_id,
+                                   tries)
+
+    def _make_item(self, workspace: Workspace, schedule_id: str, fire: Fire) -> str:
+        from ulid import ULID
+
+        from bees_cli.schedules.times import item_title
+
+        snapshot, _stage = fire_snapshot(workspace, schedule_id)
+        title = item_title(workspace.schedules[schedule_id], schedule_id, fire)
+        item_id = self.log.reserve_item(fire.key, str(ULID()))
+        self.make(workspace, schedule_id, snapshot, title, item_id)
+        return item_id
+
+    async def _report(self, schedule_id: str, scheduled: datetime, item_id: str) -> None:
+        """Tell Bees Cloud again which item a held key made (the first report was lost)."""
+        client = self._client()
+        if client is None:
+            return
+        try:
+            await self.keys(client, self.computer).report_item(schedule_id, scheduled, item_id)
+        finally:
+            await client.aclose()
+
+    async def _after_make(self, schedule_id: str, scheduled: datetime, item_id: str) -> None:
+        """Claim the made item, tell Bees Cloud which item the key made, start it."""
+        from bees_cli.schedules.owners import claim_owner, show_claim
+
+        client = self._client()
+        try:
+            if client is not None:
+                await self.keys(client, self.computer).report_item(schedule_id, scheduled,
+                                                                    item_id)
+            record = self.record
+            outcome = await claim_owner(self.computer, item_id, client=client, clock=self.clock)
+            await asyncio.to_thread(show_claim, record, record.item(item_id), outcome)
+        finally:
+            if client is not None:
+                await client.aclose()
+        if outcome.may_start and self.start is not None:
+            await self.start(item_id)
+
+    async def _ask_key(self, client: AsyncCloudClient, schedule_id: str,
+                       scheduled: datetime) -> tuple[bool, str | None, int, str | None]:
+        """Ask for the schedule key, :data:`KEY_TRIES` requests at most.
+
+        Returns:
+            ``(granted, holder computer, tries, trouble)``; ``trouble`` is the give-up
+            detail (``cloud unreachable after 5 tries``…) when no answer came.
+        """
+        from bees_cli.cloud import wire
+
+        claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
+                              machine_id=self.computer.machine_id,
+                              computer_name=self.computer.computer)
+        trouble = f"cloud unreachable after {KEY_TRIES} tries"
+        for attempt in range(KEY_TRIES):
+            if attempt:
+                await self.sleep(min(self.key_backoff * 2 ** (attempt - 1), 8.0))
+            try:
+                answer = await client.claim_key(claim)
+            except CloudUnauthorized:
+                return False, None, attempt + 1, "cloud refused the sign-in"
+            except CloudRefused as error:
+                return False, None, attempt + 1, f"cloud refused: {error.message}"
+            except CloudError as error:
+                if error.code != "cloud_unreachable":
+                    trouble = f"cloud error after {KEY_TRIES} tries: {error.message}"
+                continue
+            return answer.granted, answer.computer_name, attempt + 1, None
+        return False, None, KEY_TRIES, trouble
+
+    async def recover(self) -> list[FireRow]:
+        """At the start of ``bees run``: make the items of keys held here without one (from
+        the local rows and, when Bees Cloud lists them, the cloud's), then note a "missed"
+        row for every fire time that passed with no row since each schedule's last row.
+
+        Returns:
+            The rows written, oldest first within each kind.
+
+        Raises:
+            WorkspaceInvalid: the workspace does not load.
+        """
+        from bees_cli.schedules.times import fire_for
+
+        workspace = await self._load()
+        log = self.log
+        client = self._client()
+        if client is not None:
+            try:
+                held = await self.keys(client, self.computer).without_item()
+            except CloudError as error:
+                logger.warning("held keys: %s", error.message)
+                held = []
+            finally:
+                await client.aclose()
+            for schedule_id, scheduled in held:
+                if schedule_id not in workspace.schedules:
+                    continue
+                fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+                known = await asyncio.to_thread(log.key, fire.key)
+                if known is not None and known.made and known.item_id is not None:
+                    await self._report(schedule_id, scheduled, known.item_id)  # answer lost
+                    continue
+                now = self.clock()
+                await asyncio.to_thread(log.mark_key, fire.key, scheduled, now,
+                                        schedule_id=schedule_id, workspace=str(self.workspace))
+                await asyncio.to_thread(log.hold_key, fire.key, now)
+        rows: list[FireRow] = []
+        for key in await asyncio.to_thread(log.held_without_item):
+            if key.schedule_id not in workspace.schedules or (
+                    key.workspace is not None and Path(key.workspace) != self.workspace):
+                continue
+            scheduled = datetime.fromisoformat(key.scheduled.replace("Z", "+00:00"))
+            fire = fire_for(workspace.schedules[key.schedule_id], key.schedule_id, scheduled)
+            rows.append(await self._make(workspace, key.schedule_id, scheduled, fire, 0))
+        rows += await asyncio.to_thread(self.note_missed, workspace)
+        return rows
+
+    def note_missed(self, workspace: Workspace) -> list[FireRow]:
+        """Write a "missed" row for each fire time of this person's enabled schedules that
+        passed more than 60 s ago with no row, since the schedule's last row (blocking).
+
+        Returns:
+            The missed rows, by schedule name then time.
+        """
+        from bees_cli.schedules.times import fire_times
+
+        person = self.computer.person
+        now = self.clock()
+        log = self.log
+        rows: list[FireRow] = []
+        if person is None:
+            return rows
+        for name, schedule in sorted(workspace.schedules.items()):
+            if not schedule.enabled or schedule.owner.lower() != person.lower():
+                continue
+            last = log.last_scheduled(name)
+            if last is None:
+                continue
+            for fire in fire_times(schedule, name, after=last, count=MISSED_LOOKBACK):
+                if not is_late(fire.utc, now):
+                    break
+                if log.fire_row(name, fire.utc) is None:
+                    rows.append(log.add_fire(
+                        schedule_id=name, key=fire.key, scheduled=fire.utc,
+                        local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=now,
+                        outcome=FireOutcome.MISSED, detail=None))
+        return rows
+
+
+def fire_snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:
+    """Return the snapshot a fire of ``schedule_id`` makes its item from, and its first stage.
+
+    Raises:
+        BeesError: the schedule's process, agents or folders do not resolve.
+    """
+    from bees_cli.agents.snapshot import make_snapshot
+
+    schedule = workspace.schedules[schedule_id]
+    snapshot = make_snapshot(workspace, schedule.process, item_agents=schedule.agents,
+                             item_folders=schedule.folders)
+    return snapshot, snapshot.process.stages[0].name
+
