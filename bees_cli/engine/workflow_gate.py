@@ -53,10 +53,13 @@ def refuse(message: str) -> ApplicationError:
 class ApprovalGate:
     """The item's approvals and add-on actions (DESIGN.md, Rules: approvals; the journal).
 
-    A person approves or denies waiting requests (``bees.decide``). While a stage runs, its
-    agent asks (``bees.action``) before each add-on action: refused when not in its tools,
-    held for approval when gated, answered from the journal when the same action with the
-    same input already ran in this stage; it journals each run (``bees.action_done``).
+    A person approves or denies waiting requests (``bees.decide``). While a stage runs,
+    ``bees action`` decides most actions itself (refused, journal-answered, ungated: no
+    update) and asks the run (``bees.action``) only for a gated action on an approval stage
+    or one interrupted before its result was written; since :data:`ACTION_AT_ONCE` that
+    update returns at once with the held request and the caller waits on the local record.
+    ``bees.action_done`` stays registered for runs that journal through it (``bees action``
+    now journals to the local record itself).
     """
 
     _item: ItemInput | None
