@@ -1,26 +1,31 @@
 """Add-on actions on a real dev server (issues 10 and 12): the approval gate for each gated
-kind, read and write never held, and no workflow update for an ungated or journal-answered
-action."""
+kind, read and write never held, no workflow update for an ungated or journal-answered
+action, and an action cut before its result was written held until a person answers."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.engine.models import RETRY_UPDATE
+from bees_cli.errors import UserError
 from bees_cli.record.local import LocalRecord, item_journal
 from bees_cli.usecases.actions import action_key, digest_of
 from tests.engine.conftest import Space, until
 from tests.engine.test_rules import (
     HERE,
+    MAYA,
     SEND,
     action_agent,
     decide,
     log_lines,
+    send_update,
     start,
     waiting_approvals,
     worker,  # noqa: F401 - the fixture
@@ -110,3 +115,57 @@ async def test_ungated_and_journal_answered_actions_spend_no_workflow_update(
     # every intent ended with its result (a read writes none)
     assert [record.open_intent(item_id, "Send", tool, digest_of({"n": i}))
             for i, tool in enumerate(tools)] == [None] * 6
+
+
+def cut_addon(space: Space) -> Path:
+    """Declare add-on ``mail`` whose ``send`` kills its ``bees action`` after delivering
+    while the returned cut file exists (see ``cut_addon.py``)."""
+    command = f'["${{BEES_PYTHON}}", "{HERE / "cut_addon.py"}"]'
+    space.write("addons/mail.yaml", f"actions:\n  send: {{kind: send, command: {command}}}\n")
+    cut = space.root.parent / "cut"
+    cut.write_text("")
+    return cut
+
+
+@pytest.mark.parametrize("answer", ["ran", "again"])
+async def test_an_action_cut_before_its_result_is_held_until_a_person_answers(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        worker: Worker, answer: str) -> None:  # noqa: F811
+    cut = cut_addon(space)
+    action_agent(space, "sender", tools=["mail.send"], actions=[["mail.send", {"to": "all"}]],
+                 FAIL_FIRST="1", CUT_FILE=str(cut))
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "failed")
+    key = action_key(item_id, "Send", digest_of({"to": "all"}))[:12]
+    assert addon_lines(space) == [f'mail.send {{"to": "all"}} {key}']
+    (intent,) = [i for i in [record.open_intent(item_id, "Send", "mail.send",
+                                                digest_of({"to": "all"}))] if i]
+    await send_update(worker.client.service_client.config.target_host, item_id, RETRY_UPDATE,
+                      MAYA, str)
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval")
+    question = (f"mail.send may already have run (interrupted at {intent['at']}): confirm it "
+                "ran, or run it again")
+    assert row.status_text == f"waiting for approval: {question}"
+    assert [(w["id"], w["what"], w["interrupted_at"]) for w in waiting_approvals()] == [
+        (1, question, intent["at"])]
+    with pytest.raises(UserError, match="mail.send may already have run"):
+        await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
+    done = await asyncio.to_thread(decide, item_id, approve=True, request_id=None,
+                                   reason=None, answer=answer)
+    assert done["decided"] == [1]
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    lines = log_lines(space)
+    assert lines[0] == "run Send sender 1 1"
+    assert lines[1].startswith("mail.send -9  | ")  # bees action was killed mid-action
+    if answer == "ran":
+        assert addon_lines(space) == [f'mail.send {{"to": "all"}} {key}']
+        assert lines[2:] == [
+            "run Send sender 1 2", "mail.send 0  | mail.send: answered from the journal (it "
+            f"ran at {intent['at']}); not run again", "end Send 2"]
+    else:
+        assert addon_lines(space) == [f'mail.send {{"to": "all"}} {key}'] * 2
+        assert lines[2:] == ["run Send sender 1 2", "mail.send 0 done 2 | ", "end Send 2"]
+    assert record.open_intent(item_id, "Send", "mail.send", digest_of({"to": "all"})) is None
+    # the retry, the held question (returning at once) and the answer
+    assert await updates_accepted(dev_env, item_id) == 3
