@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from bees_cli.errors import Refused, UserError
+from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
@@ -126,15 +127,21 @@ def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool
     gated on the stage (``rules.needs_approval``).
 
     Raises:
-        Refused: the agent may not use the action, or no add-on of the item has it.
+        Refused: the item's record does not show the stage running, the agent may not use
+            the action, or no add-on of the item has it.
     """
     from bees_cli.engine.snapshot_store import engine_view, load_snapshot
     from bees_cli.rules import needs_approval
 
     row = record.item(call.item_id)
+    where = f"item {row.id}: "
+    if row.stage != call.stage or row.status not in (Status.RUNNING,
+                                                     Status.WAITING_FOR_APPROVAL):
+        # an agent left running by a stage that moved on (cancelled, relinquished, killed)
+        raise Refused(where + f"stage {call.stage} is not running (the item is "
+                      f"{row.status_text})")
     digest = json.loads(row.input or "{}").get("snapshot_digest")
     view = engine_view(load_snapshot(record, row.id, digest))
-    where = f"item {row.id}: "
     agent = view.agents.get(call.agent)
     if agent is None:
         raise Refused(where + f"agent {call.agent} does not run stage {call.stage}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,11 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bees_cli.engine.models import RETRY_UPDATE
-from bees_cli.errors import UserError
+from bees_cli.errors import Refused, UserError
+from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord, item_journal
 from bees_cli.usecases.actions import action_key, digest_of
+from bees_cli.usecases.items import create_item
 from tests.engine.conftest import Space, until
 from tests.engine.test_rules import (
     HERE,
@@ -24,6 +27,7 @@ from tests.engine.test_rules import (
     SEND,
     action_agent,
     decide,
+    here,
     log_lines,
     send_update,
     start,
@@ -169,3 +173,31 @@ async def test_an_action_cut_before_its_result_is_held_until_a_person_answers(
     assert record.open_intent(item_id, "Send", "mail.send", digest_of({"to": "all"})) is None
     # the retry, the held question (returning at once) and the answer
     assert await updates_accepted(dev_env, item_id) == 3
+
+
+async def test_ungated_actions_need_no_engine_and_a_stage_not_running_is_refused(
+        space: Space, record: LocalRecord) -> None:
+    tools = ops_addon(space)
+    action_agent(space, "sender", tools=tools, actions=[])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    env = dict(os.environ, BEES_ITEM_ID=item.id, BEES_STAGE="Send", BEES_AGENT="sender",
+               BEES_TEMPORAL_ADDRESS="127.0.0.1:9", ADDON_LOG=str(space.root.parent / "addon.log"))
+    with pytest.raises(Refused) as refused:
+        await here().action("ops.write", '{"n": 1}', env=env)
+    assert refused.value.message == (
+        f"item {item.id}: stage Send is not running (the item is waiting: the engine is "
+        "not running (bees run))")
+    record.set_state(item.id, status="running", stage="Send", agent="sender")
+    # no engine listens at 127.0.0.1:9: a write and a read on an approval stage run anyway
+    wrote = await here().action("ops.write", '{"n": 1}', env=env)
+    read = await here().action("ops.read", None, env=env)
+    assert (wrote.exit_code, wrote.stdout, wrote.from_journal) == (0, "done 1\n", False)
+    assert (read.exit_code, read.stdout) == (0, "done 2\n")
+    again = await here().action("ops.write", '{"n": 1}', env=env)
+    assert (again.exit_code, again.stdout, again.from_journal) == (0, "done 1\n", True)
+    with pytest.raises(Refused, match="agent sender may not use ops.run: it is not in its "
+                       "tools"):
+        await here().action("ops.run", None, env=env)
+    assert addon_lines(space) == ['ops.write {"n": 1}', "ops.read {}"]
