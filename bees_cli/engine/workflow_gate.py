@@ -103,7 +103,9 @@ class ApprovalGate:
                       "action_kind": request.kind,
                       "summary": request.summary, "digest": request.digest,
                       "input": request.input, "who": request.who, "decided_at": request.at,
-                      "reason": request.reason}))
+                      "reason": request.reason, **({} if request.interrupted_at is None else {
+                          "interrupted_at": request.interrupted_at,
+                          "answer": request.answer})}))
         if not self._waiting(None) and self._state == APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
             # that delivered it sees work under way

@@ -171,6 +171,8 @@ async def test_an_action_cut_before_its_result_is_held_until_a_person_answers(
         assert addon_lines(space) == [f'mail.send {{"to": "all"}} {key}'] * 2
         assert lines[2:] == ["run Send sender 1 2", "mail.send 0 done 2 | ", "end Send 2"]
     assert record.open_intent(item_id, "Send", "mail.send", digest_of({"to": "all"})) is None
+    assert [(e.data["answer"], e.data["interrupted_at"]) for e in record.events(item_id)
+            if e.kind == "approved"] == [(answer, intent["at"])]
     # the retry, the held question (returning at once) and the answer
     assert await updates_accepted(dev_env, item_id) == 3
 
