@@ -13,6 +13,7 @@ from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt
 from bees_cli.cli.output import exit_hard, print_json, print_table, say
+from bees_cli.errors import UserError
 
 ItemArg = Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")]
 
@@ -73,9 +74,10 @@ def approvals(as_json: JsonOpt = False) -> None:
                                           "asked"])
 
 
-def _decide(item: str, *, approve: bool, action: int | None, reason: str | None) -> None:
+def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
+            answer: str | None = None) -> None:
     done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
-                                          reason=reason))
+                                          reason=reason, answer=answer))
     verb = "approved" if approve else "denied"
     if done.queued:
         say(f"{done.item}: {verb} by {done.who}; bees run delivers it when it starts")
@@ -91,12 +93,24 @@ ActionOpt = Annotated[int | None, typer.Option(
 
 
 @touches_engine
-def approve(item: ItemArg, action: ActionOpt = None) -> None:
+def approve(
+    item: ItemArg,
+    action: ActionOpt = None,
+    ran: Annotated[bool, typer.Option(
+        "--ran", help="An action that may already have run: it did; record it as run (the "
+        "agent gets the journal's answer).")] = False,
+    again: Annotated[bool, typer.Option(
+        "--again", help="An action that may already have run: run it once more.")] = False,
+) -> None:
     """Approve what waits on an item (a held action, or its stage's finish).
 
     Example: bees approve 01JH3 --action 1
     """
-    _decide(item, approve=True, action=action, reason=None)
+    if ran and again:
+        raise UserError("--ran and --again exclude each other",
+                        hint=f"bees approve {item} --ran (it ran) or --again (run it again)")
+    answer = "ran" if ran else "again" if again else None
+    _decide(item, approve=True, action=action, reason=None, answer=answer)
 
 
 @touches_engine

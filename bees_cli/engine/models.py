@@ -7,7 +7,7 @@ replay.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -251,6 +251,12 @@ class ActionAsk(BaseModel):
     summary: str
     input: str = ""
     attempt: int = 1
+    at_once: bool = False
+    """A held action returns at once (``decision`` ``held``) and the caller waits on the
+    local record; False (callers before it): the update stays in flight until decided."""
+    interrupted_at: str | None = None
+    """The action's intent was written at this time (UTC) with no result after it: hold it
+    for a person (it may already have run), whatever the stage's approval."""
 
 
 class ActionAnswer(BaseModel):
@@ -258,7 +264,8 @@ class ActionAnswer(BaseModel):
 
     ``decision``: ``run`` (run ``command`` now; ``request_id`` is the approval it ran under,
     if any), ``journal`` (it already ran in this stage: ``exit_code`` and ``stdout`` are the
-    journaled result, ``at`` when it ran) or ``denied`` (``reason`` says who denied and why).
+    journaled result, ``at`` when it ran), ``denied`` (``reason`` says who denied and why)
+    or ``held`` (``request_id`` waits for a person; asked with ``at_once``).
     """
 
     decision: str
@@ -294,10 +301,18 @@ class ApprovalRequest(BaseModel):
     who: str | None = None
     at: str | None = None
     reason: str | None = None
+    interrupted_at: str | None = None
+    """An action that may already have run: its intent (written at this time) has no result."""
+    answer: Literal["ran", "again"] | None = None
+    """A person's answer to an interrupted action: ``ran`` (record it as run) or ``again``."""
 
     @property
     def label(self) -> str:
-        """Return what waits, as ``bees status`` shows it: ``mail.send {…}`` or ``finish Send``."""
+        """Return what waits, as ``bees status`` shows it: ``mail.send {…}``, ``finish Send``,
+        or ``mail.send may already have run (interrupted at TIME): …``."""
+        if self.interrupted_at is not None:
+            return (f"{self.action} may already have run (interrupted at "
+                    f"{self.interrupted_at}): confirm it ran, or run it again")
         if self.action is None:
             return f"finish {self.stage}: {self.summary}"
         return f"{self.action} {self.summary}"
@@ -313,6 +328,9 @@ class DecideInput(BaseModel):
     who: str
     at: str
     reason: str | None = None
+    answer: Literal["ran", "again"] | None = None
+    """For an interrupted action (it may already have run): ``ran`` records it as run,
+    ``again`` runs it once more (``bees approve --ran`` / ``--again``)."""
 
 
 class ItemState(BaseModel):

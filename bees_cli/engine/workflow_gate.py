@@ -33,6 +33,10 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
     from bees_cli.rules import needs_approval
 
+ACTION_AT_ONCE = "action-returns-at-once"
+"""Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
+(intent without a result) is held for a person; the caller waits on the local record."""
+
 SHORT = timedelta(seconds=60)
 """Timeout of the short activities (record, journal look-up, slots)."""
 
@@ -49,10 +53,13 @@ def refuse(message: str) -> ApplicationError:
 class ApprovalGate:
     """The item's approvals and add-on actions (DESIGN.md, Rules: approvals; the journal).
 
-    A person approves or denies waiting requests (``bees.decide``). While a stage runs, its
-    agent asks (``bees.action``) before each add-on action: refused when not in its tools,
-    held for approval when gated, answered from the journal when the same action with the
-    same input already ran in this stage; it journals each run (``bees.action_done``).
+    A person approves or denies waiting requests (``bees.decide``). While a stage runs,
+    ``bees action`` decides most actions itself (refused, journal-answered, ungated: no
+    update) and asks the run (``bees.action``) only for a gated action on an approval stage
+    or one interrupted before its result was written; since :data:`ACTION_AT_ONCE` that
+    update returns at once with the held request and the caller waits on the local record.
+    ``bees.action_done`` stays registered for runs that journal through it (``bees action``
+    now journals to the local record itself).
     """
 
     _item: ItemInput | None
@@ -83,6 +90,8 @@ class ApprovalGate:
         for request in chosen:
             request.status = "approved" if decision.approve else "denied"
             request.who, request.at, request.reason = decision.who, decision.at, decision.reason
+            if request.interrupted_at is not None:
+                request.answer = decision.answer
             if decision.approve:
                 self._approved.add((request.stage, request.round))
         for request in chosen:
@@ -94,7 +103,9 @@ class ApprovalGate:
                       "action_kind": request.kind,
                       "summary": request.summary, "digest": request.digest,
                       "input": request.input, "who": request.who, "decided_at": request.at,
-                      "reason": request.reason}))
+                      "reason": request.reason, **({} if request.interrupted_at is None else {
+                          "interrupted_at": request.interrupted_at,
+                          "answer": request.answer})}))
         if not self._waiting(None) and self._state == APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
             # that delivered it sees work under way
@@ -114,6 +125,11 @@ class ApprovalGate:
                           f"(waiting: {ids})")
         if not decision.approve and not (decision.reason or "").strip():
             raise refuse("a denial needs a reason")
+        chosen = self._waiting(decision.request_id)
+        if decision.approve and decision.answer is None and any(
+                r.interrupted_at is not None for r in chosen):
+            raise refuse("an action that may already have run needs an answer: --ran "
+                         "(record it as run) or --again (run it once more)")
 
     def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
         return [r for r in self._requests if r.status == "waiting"
@@ -130,6 +146,8 @@ class ApprovalGate:
         """
         addon, name = ask.action.split(".", 1)
         action = self._snapshot.addons[addon].actions[name]
+        if ask.interrupted_at is not None and workflow.patched(ACTION_AT_ONCE):
+            return await self._hold_interrupted(ask, action.kind)
         if action.kind != "read":
             entry = await self._journal_hit(ask)
             if entry is not None:
@@ -155,6 +173,8 @@ class ApprovalGate:
             self._requests.append(request)
         if request.status == "waiting":
             await self._hold(request, attempt=ask.attempt)
+            if ask.at_once and workflow.patched(ACTION_AT_ONCE):
+                return ActionAnswer(decision="held", kind=action.kind, request_id=request.id)
             await workflow.wait_condition(lambda: request.status != "waiting")
         if request.status in ("cancelled", "relinquished"):
             return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
@@ -166,6 +186,23 @@ class ApprovalGate:
                 reason=f"{ask.action} was denied by {request.who}: {request.reason}")
         return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
                             request_id=request.id)
+
+    async def _hold_interrupted(self, ask: ActionAsk, kind: str) -> ActionAnswer:
+        """Hold an action whose intent has no result (it may already have run) for a person,
+        once per interruption; return ``held``, or the answer already given."""
+        request = next((r for r in self._requests if r.stage == ask.stage
+                        and r.action == ask.action and r.digest == ask.digest
+                        and r.interrupted_at == ask.interrupted_at), None)
+        if request is None:
+            request = ApprovalRequest(
+                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
+                round=self._round, action=ask.action, kind=kind, summary=ask.summary,
+                digest=ask.digest, input=ask.input, asked_at=self._now(),
+                interrupted_at=ask.interrupted_at)
+            self._requests.append(request)
+        if request.status == "waiting":
+            await self._hold(request, attempt=ask.attempt)
+        return ActionAnswer(decision="held", kind=kind, request_id=request.id)
 
     @action.validator
     def _action_allowed(self, ask: ActionAsk) -> None:

@@ -11,6 +11,9 @@ Tables::
             once.
     approvals  what waits (or waited) for a person's approval: one row per request
     journal    each run of an add-on action: stage, action, input digest, exit code, stdout
+    intents    each add-on action about to run (version 3), written durably before it runs;
+               ``ended`` is NULL until its result is journaled (``result``), or a person
+               answered it after an interruption (``ran``, ``again``)
     slots      busy agents: one row per stage holding (``granted``) or waiting for a slot of
                its agent, first come first served by ``requested``
     controls   a person's decisions (approve, deny) queued while ``bees run`` is down;
@@ -381,6 +384,57 @@ class LocalRecord:
                 " AND digest = ? AND exit_code = 0 ORDER BY seq LIMIT 1",
                 (item_id, stage, action, digest)).fetchone()
         return None if row is None else dict(json.loads(row["data"]))
+
+    def approval(self, item_id: str, request_id: int) -> dict[str, Any] | None:
+        """Return approval request ``request_id`` of the item (its JSON), or None."""
+        with self._connect() as db:
+            row = db.execute("SELECT data FROM approvals WHERE item_id = ? AND id = ?",
+                             (item_id, request_id)).fetchone()
+        return None if row is None else dict(json.loads(row["data"]))
+
+    # -- intents (at most once through a power cut) ----------------------------------------
+
+    def add_intent(self, item_id: str, *, stage: str, action: str, digest: str,
+                   attempt: int, at: str) -> int:
+        """Write, durably (synchronous FULL: on disk when this returns), that ``action`` with
+        input ``digest`` is about to run in the item's ``stage``; return the intent's id."""
+        with self._connect() as db:
+            db.execute("PRAGMA synchronous=FULL")
+            cursor = db.execute(
+                "INSERT INTO intents (item_id, stage, action, digest, attempt, at)"
+                " VALUES (?, ?, ?, ?, ?, ?)", (item_id, stage, action, digest, attempt, at))
+            return int(cursor.lastrowid or 0)
+
+    def open_intent(self, item_id: str, stage: str, action: str,
+                    digest: str) -> dict[str, Any] | None:
+        """Return the latest intent of ``action`` with input ``digest`` in the item's
+        ``stage`` that has no result (``seq``, ``attempt``, ``at``), or None."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT seq, attempt, at FROM intents WHERE item_id = ? AND stage = ?"
+                " AND action = ? AND digest = ? AND ended IS NULL ORDER BY seq DESC LIMIT 1",
+                (item_id, stage, action, digest)).fetchone()
+        return None if row is None else dict(row)
+
+    def end_intent(self, item_id: str, seq: int, how: str,
+                   entry: dict[str, Any] | None) -> None:
+        """End intent ``seq`` (``how``: ``result``, ``ran`` or ``again``) and journal
+        ``entry`` (see :meth:`add_journal`) with it, in one durable transaction."""
+        with self._connect() as db:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if entry is not None:
+                    db.execute(
+                        "INSERT OR IGNORE INTO journal (item_id, stage, action, digest,"
+                        " exit_code, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (item_id, entry["stage"], entry["action"], entry["digest"],
+                         int(entry["exit_code"]), entry["at"], json.dumps(entry)))
+                db.execute("UPDATE intents SET ended = ? WHERE seq = ?", (how, seq))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     # -- busy agents -----------------------------------------------------------------------
 

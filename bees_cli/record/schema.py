@@ -12,6 +12,7 @@ even one with no statement, so an older Bees refuses the file instead of misread
 Tables (what each holds is described where it is used)::
 
     items, events, approvals, journal, slots, controls   bees_cli.record.local
+    intents (version 3)                                   bees_cli.record.local
     fires, fired_keys, claims                             bees_cli.record.fires
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
 """
@@ -168,7 +169,21 @@ V3 = Migration(3, "fired_keys: the schedule, workspace, when the key was held he
     "ALTER TABLE fired_keys ADD COLUMN item_id TEXT",
 ))
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3)
+V4 = Migration(4, "intents: an add-on action about to run, written before it runs", (
+    """CREATE TABLE IF NOT EXISTS intents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    action TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    ended TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS intents_action ON intents (item_id, stage, action, digest)",
+))
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

@@ -1,12 +1,15 @@
-"""``bees action ADDON.ACTION``: an agent acts on the world through an add-on, asking its run first.
+"""``bees action ADDON.ACTION``: an agent acts on the world through an add-on, at most once.
 
 The agent's program runs inside a stage, so its environment names the item, the stage and
 the agent (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``) and this computer's engine
-(``BEES_TEMPORAL_ADDRESS``, ``BEES_HOME``). The run answers the ``bees.action`` update:
-refused (not in the agent's tools, stage not running), held until a person decides (a
-gated kind on a stage with ``approval: required``), answered from the journal (it already
-ran in this stage), or run. A run's result is journaled in the local record first, then in
-the run, so a stage started again never repeats it.
+(``BEES_TEMPORAL_ADDRESS``, ``BEES_HOME``). Most actions are decided here, from the item's
+stored snapshot and the local record's journal, without a workflow update: refused (not in
+the agent's tools), answered from the journal (it already ran in this stage), or run (not
+gated). Only a gated action on an ``approval: required`` stage, or one interrupted before
+its result was written, asks the run (``bees.action``, which returns at once); the person's
+decision is then awaited in the local record. An *intent* is written durably before the
+add-on runs and the result after it, so a power cut in between never repeats the action
+without a person (DESIGN.md, Rules: approvals; the journal).
 """
 
 from __future__ import annotations
@@ -21,14 +24,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from bees_cli.errors import Refused, UserError
+from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
+    from bees_cli.record.local import LocalRecord
     from bees_cli.usecases.bees import Bees
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
+
+POLL_SECONDS = 0.25
+"""How often a held action reads the local record for the person's decision."""
 
 INPUT_KEPT = 4000
 """Characters of an action's input kept with an approval request (what the person approves)."""
@@ -73,46 +83,31 @@ def summary_of(data: Any) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+def action_key(item_id: str, stage: str, digest: str) -> str:
+    """Return the action's idempotency key, ``BEES_ACTION_KEY``: the SHA-256 (64 hex digits)
+    of ``ITEM\nSTAGE\nDIGEST``, the same on every attempt and computer, so an add-on can
+    pass it to a service that deduplicates (mail and payment APIs commonly do)."""
+    return hashlib.sha256(f"{item_id}\n{stage}\n{digest}".encode()).hexdigest()
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def run_action(bees: Bees, name: str, input_text: str | None, *,
-                     env: Mapping[str, str]) -> ActionOutcome:
-    """Ask the run, then run add-on action ``name`` (``ADDON.ACTION``) with the input.
+class _Call(BaseModel):
+    """One ``bees action`` call as read from the stage's environment and input."""
 
-    The add-on's argv (``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}`` expanded) gets the input
-    as JSON on stdin, ``env`` plus ``BEES_ACTION`` and ``BEES_ACTION_DIGEST``, and the
-    current folder; its stderr passes through. The result is journaled in ``bees``'s
-    computer's local record (the computer the stage runs on: the worker hands its home to
-    the stage), then told to the run.
+    item_id: str
+    stage: str
+    agent: str
+    name: str
+    data: Any
+    digest: str
+    round: int
+    attempt: int
 
-    Args:
-        bees: the computer the stage runs on.
-        name: ``ADDON.ACTION``.
-        input_text: ``--input`` (JSON, ``@FILE``, or None for ``{}``).
-        env: the stage's environment (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``…).
 
-    Returns:
-        The :class:`ActionOutcome`.
-
-    Raises:
-        UserError: not inside a stage, a bad name or input.
-        Refused: the run refused (not in the agent's tools, stage not running) or a person
-            denied it (the reason names who and why).
-        EngineError: the engine cannot be reached.
-    """
-    from bees_cli.agents.runner import expand_command
-    from bees_cli.engine.models import (
-        ACTION_DONE_UPDATE,
-        ACTION_UPDATE,
-        STDOUT_KEPT,
-        ActionAnswer,
-        ActionAsk,
-        JournalEntry,
-    )
-
-    environ = dict(env)
+def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Call:
     item_id, stage, agent = (environ.get(k, "") for k in
                              ("BEES_ITEM_ID", "BEES_STAGE", "BEES_AGENT"))
     if not (item_id and stage and agent):
@@ -122,35 +117,221 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     if name.count(".") != 1 or not all(name.split(".")):
         raise UserError(f"{name!r} is not ADDON.ACTION", hint="e.g. bees action mail.send")
     data = parse_input(input_text)
-    digest = digest_of(data)
-    round_ = int(environ.get("BEES_ROUND", "1") or 1)
-    attempt = int(environ.get("BEES_ATTEMPT", "1") or 1)
-    ask = ActionAsk(stage=stage, agent=agent, action=name, digest=digest,
-                    summary=summary_of(data), input=canonical(data)[:INPUT_KEPT],
-                    attempt=attempt)
+    return _Call(item_id=item_id, stage=stage, agent=agent, name=name, data=data,
+                 digest=digest_of(data), round=int(environ.get("BEES_ROUND", "1") or 1),
+                 attempt=int(environ.get("BEES_ATTEMPT", "1") or 1))
+
+
+def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool]:
+    """Read the item's stored snapshot: the action's kind and command, and whether it is
+    gated on the stage (``rules.needs_approval``).
+
+    Raises:
+        Refused: the item's record does not show the stage running, the agent may not use
+            the action, or no add-on of the item has it.
+    """
+    from bees_cli.engine.snapshot_store import engine_view, load_snapshot
+    from bees_cli.rules import needs_approval
+
+    row = record.item(call.item_id)
+    where = f"item {row.id}: "
+    if row.stage != call.stage or row.status not in (Status.RUNNING,
+                                                     Status.WAITING_FOR_APPROVAL):
+        # an agent left running by a stage that moved on (cancelled, relinquished, killed)
+        raise Refused(where + f"stage {call.stage} is not running (the item is "
+                      f"{row.status_text})")
+    digest = json.loads(row.input or "{}").get("snapshot_digest")
+    view = engine_view(load_snapshot(record, row.id, digest))
+    agent = view.agents.get(call.agent)
+    if agent is None:
+        raise Refused(where + f"agent {call.agent} does not run stage {call.stage}")
+    if call.name not in agent.tools:
+        tools = ", ".join(agent.tools) or "none"
+        raise Refused(where + f"agent {call.agent} may not use {call.name}: it is not in "
+                      f"its tools (tools: {tools})")
+    addon, _, action_name = call.name.partition(".")
+    if addon not in view.addons or action_name not in view.addons[addon].actions:
+        raise Refused(where + f"no action {call.name} among the item's add-ons")
+    action = view.addons[addon].actions[action_name]
+    gated = needs_approval(action.kind, view.stage(call.stage).approval)
+    return action.kind, list(action.command), gated
+
+
+async def _await_decision(record: LocalRecord, item_id: str, request_id: int) -> dict[str, Any]:
+    """Wait until a person decided request ``request_id`` (the run's ``bees.decide`` writes
+    it to the local record); return the request."""
+    while True:
+        request = await asyncio.to_thread(record.approval, item_id, request_id)
+        if request is not None and request["status"] != "waiting":
+            return request
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _refusal(request: dict[str, Any], name: str) -> Refused | None:
+    """Return why a decided request does not let ``name`` run, or None (approved)."""
+    if request["status"] in ("cancelled", "relinquished"):
+        return Refused(f"{name} was not run: the item was {request['status']}")
+    if request["status"] == "denied":
+        return Refused(f"{name} was denied by {request['who']}: {request['reason']}")
+    return None
+
+
+async def run_action(bees: Bees, name: str, input_text: str | None, *,
+                     env: Mapping[str, str]) -> ActionOutcome:
+    """Decide whether add-on action ``name`` (``ADDON.ACTION``) may run, and run it at most once.
+
+    Decided here (no workflow update): refused when not in the agent's tools; answered from
+    the journal when the same action with the same input ran (exit 0) in this stage (not for
+    ``read``); run when not gated. A gated action on an ``approval: required`` stage asks the
+    run, which holds it and returns at once; the person's decision is awaited in the local
+    record. Before a non-``read`` action runs, its intent is written durably; its result is
+    journaled after. An intent found without a result (the machine died while it ran) is
+    held for a person: ``bees approve --ran`` answers it from the journal, ``--again`` runs
+    it once more.
+
+    The add-on's argv (``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}`` expanded) gets the input
+    as JSON on stdin, ``env`` plus ``BEES_ACTION``, ``BEES_ACTION_DIGEST`` and
+    ``BEES_ACTION_KEY`` (:func:`action_key`), and the current folder; its stderr passes
+    through.
+
+    Args:
+        bees: the computer the stage runs on (the worker hands its home to the stage).
+        name: ``ADDON.ACTION``.
+        input_text: ``--input`` (JSON, ``@FILE``, or None for ``{}``).
+        env: the stage's environment (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``…).
+
+    Returns:
+        The :class:`ActionOutcome`.
+
+    Raises:
+        UserError: not inside a stage, a bad name or input.
+        Refused: not in the agent's tools, the stage is not running, or a person denied it
+            (the reason names who and why).
+        EngineError: the engine cannot be reached (only a held action asks it).
+    """
+    environ = dict(env)
+    call = _call(name, input_text, environ)
+    record = bees.record
+    kind, command, gated = await asyncio.to_thread(_local_rules, record, call)
+    request_id: int | None = None
+    intent: dict[str, Any] | None = None
+    if kind != "read":
+        hit = await asyncio.to_thread(record.journal_hit, call.item_id, call.stage, name,
+                                      call.digest)
+        if hit is not None:
+            return await asyncio.to_thread(_answered, record, call, hit)
+        intent = await asyncio.to_thread(record.open_intent, call.item_id, call.stage, name,
+                                         call.digest)
+    if intent is not None:
+        request = await _ask_run(bees, environ, call, interrupted_at=intent["at"])
+        request_id = int(request["id"])
+        if request.get("answer") == "ran":
+            return await asyncio.to_thread(_confirmed, record, call, kind, intent, request)
+        await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]),
+                                "again", None)
+    elif gated:
+        request = await _ask_run(bees, environ, call, interrupted_at=None)
+        if request.get("decision") == "journal":
+            return ActionOutcome(exit_code=request["exit_code"] or 0,
+                                 stdout=request["stdout"], from_journal=True,
+                                 ran_at=request["at"])
+        request_id = int(request["id"]) if request.get("id") is not None else None
+    return await _run(record, call, environ, kind, command, request_id)
+
+
+async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
+                   interrupted_at: str | None) -> dict[str, Any]:
+    """Ask the run (``bees.action``, returning at once) and wait in the local record for a
+    held request's decision; return the decided request (or the run's journal answer).
+
+    Raises:
+        Refused: the run refused, or the request was denied, cancelled or relinquished.
+    """
+    from bees_cli.engine.models import ACTION_UPDATE, ActionAnswer, ActionAsk
+
+    ask = ActionAsk(stage=call.stage, agent=call.agent, action=call.name, digest=call.digest,
+                    summary=summary_of(call.data), input=canonical(call.data)[:INPUT_KEPT],
+                    attempt=call.attempt, at_once=True, interrupted_at=interrupted_at)
     engine = await bees.engine(environ.get("BEES_TEMPORAL_ADDRESS") or None)
-    answer = await engine.update(item_id, ACTION_UPDATE, ask, ActionAnswer, timeout=None)
+    answer = await engine.update(call.item_id, ACTION_UPDATE, ask, ActionAnswer, timeout=None)
     assert isinstance(answer, ActionAnswer)
     if answer.decision == "denied":
-        raise Refused(answer.reason or f"{name} was denied")
+        raise Refused(answer.reason or f"{call.name} was denied")
     if answer.decision == "journal":
-        return ActionOutcome(exit_code=answer.exit_code or 0, stdout=answer.stdout,
-                             from_journal=True, ran_at=answer.at)
-    argv = expand_command(answer.command, environ.get("BEES_WORKSPACE", ""))
-    child_env = dict(environ, BEES_ACTION=name, BEES_ACTION_DIGEST=digest)
+        return {"decision": "journal", "exit_code": answer.exit_code, "stdout": answer.stdout,
+                "at": answer.at}
+    if answer.decision == "run":
+        return {"decision": "run", "id": answer.request_id}
+    assert answer.request_id is not None
+    request = await _await_decision(bees.record, call.item_id, answer.request_id)
+    refusal = _refusal(request, call.name)
+    if refusal is not None:
+        raise refusal
+    return request
+
+
+def _answered(record: LocalRecord, call: _Call, hit: dict[str, Any]) -> ActionOutcome:
+    """Answer a repeated action from the journal, and note it in the item's history."""
+    record.add_event(
+        call.item_id, key=f"answered:{call.stage}:{call.attempt}:{call.name}:{call.digest}",
+        kind="action_answered", stage=call.stage, round=call.round,
+        data={"action": call.name, "digest": call.digest, "attempt": call.attempt,
+              "exit_code": hit["exit_code"], "ran_at": hit["at"]})
+    return ActionOutcome(exit_code=int(hit["exit_code"]), stdout=hit["stdout"],
+                         from_journal=True, ran_at=hit["at"])
+
+
+def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, Any],
+               request: dict[str, Any]) -> ActionOutcome:
+    """A person confirmed that the interrupted action ran: journal it (exit 0, no stdout,
+    at the intent's time) and answer from the journal."""
+    from bees_cli.engine.models import JournalEntry
+
+    entry = JournalEntry(stage=call.stage, round=call.round, attempt=int(intent["attempt"]),
+                         action=call.name, kind=kind, digest=call.digest, exit_code=0,
+                         stdout="", at=intent["at"], request_id=int(request["id"]))
+    record.end_intent(call.item_id, int(intent["seq"]), "ran", entry.model_dump(mode="json"))
+    return _answered(record, call, entry.model_dump(mode="json"))
+
+
+async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: str,
+               command: list[str], request_id: int | None) -> ActionOutcome:
+    """Run the add-on: the intent first (not for ``read``), the result journaled after."""
+    from bees_cli.agents.runner import expand_command
+    from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
+
+    argv = expand_command(command, environ.get("BEES_WORKSPACE", ""))
+    child_env = dict(environ, BEES_ACTION=call.name, BEES_ACTION_DIGEST=call.digest,
+                     BEES_ACTION_KEY=action_key(call.item_id, call.stage, call.digest))
+    seq = None
+    if kind != "read":
+        seq = await asyncio.to_thread(
+            record.add_intent, call.item_id, stage=call.stage, action=call.name,
+            digest=call.digest, attempt=call.attempt, at=_now())
     try:
         done = await asyncio.to_thread(
-            subprocess.run, argv, input=json.dumps(data, ensure_ascii=False).encode(),
+            subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
             stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, check=False)
     except OSError as error:
-        raise UserError(f"cannot start {argv[0]} for {name}: {error.strerror or error}"
-                        ) from None
+        if seq is not None:  # it never started: nothing may have happened
+            await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)
+        raise UserError(f"cannot start {argv[0]} for {call.name}: "
+                        f"{error.strerror or error}") from None
     stdout = done.stdout.decode("utf-8", "replace")
     entry = JournalEntry(
-        stage=stage, round=round_, attempt=attempt, action=name, kind=answer.kind,
-        digest=digest, exit_code=done.returncode, stdout=stdout[:STDOUT_KEPT], at=_now(),
-        request_id=answer.request_id)
-    # the local record first: it survives a worker killed before the run hears of it
-    await asyncio.to_thread(bees.record.add_journal, item_id, entry.model_dump(mode="json"))
-    await engine.update(item_id, ACTION_DONE_UPDATE, entry, timeout=None)
+        stage=call.stage, round=call.round, attempt=call.attempt, action=call.name,
+        kind=kind, digest=call.digest, exit_code=done.returncode,
+        stdout=stdout[:STDOUT_KEPT], at=_now(), request_id=request_id)
+    data = entry.model_dump(mode="json")
+    if seq is None:
+        await asyncio.to_thread(record.add_journal, call.item_id, data)
+    else:
+        await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", data)
+    await asyncio.to_thread(
+        record.add_event, call.item_id,
+        key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
+        stage=entry.stage, round=entry.round,
+        data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
+              "attempt": entry.attempt, "exit_code": entry.exit_code,
+              "request": entry.request_id})
     return ActionOutcome(exit_code=done.returncode, stdout=stdout)

@@ -55,13 +55,16 @@ def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: st
 
 
 async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
-                 reason: str | None) -> DecideDone:
+                 reason: str | None, answer: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
 
-    Sent to the run now when ``bees run`` is up; queued for ``bees run`` otherwise.
+    Sent to the run now when ``bees run`` is up; queued for ``bees run`` otherwise. An
+    action that may already have run (interrupted between its intent and its result) is
+    approved with an ``answer``: ``ran`` (record it as run) or ``again`` (run it once more).
 
     Raises:
-        UserError: a denial without a reason.
+        UserError: a denial without a reason; an interrupted action approved without an
+            answer, or an answer for none.
         NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
         Refused: nothing of the item waits, or ``request_id`` does not wait.
     """
@@ -73,14 +76,18 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
     record = bees.record
     row = await asyncio.to_thread(record.item, item_id)
     await asyncio.to_thread(_refuse_decision_elsewhere, record, row, bees.computer.machine_id)
-    waiting = [r["id"] for r in record.approvals(row.id)]
+    requests = record.approvals(row.id)
+    waiting = [r["id"] for r in requests]
     if not waiting:
         raise Refused(f"nothing waits for approval on item {row.id} (it is {row.status_text})")
     if request_id is not None and request_id not in waiting:
         raise Refused(f"request {request_id} of item {row.id} does not wait for approval "
                       f"(waiting: {', '.join(map(str, waiting))})")
+    _check_answer([r for r in requests if request_id in (None, r["id"])], row.id,
+                  approve=approve, answer=answer)
     decision = DecideInput(approve=approve, request_id=request_id, who=bees.who(),
-                           at=now_utc(), reason=reason)
+                           at=now_utc(), reason=reason,
+                           answer=answer)  # type: ignore[arg-type]
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         record.queue_control(row.id, DECIDE_UPDATE, decision.model_dump(mode="json"))
@@ -92,6 +99,23 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
     return DecideDone(item=row.id, who=decision.who, at=decision.at,
                       decided=list(ids),  # type: ignore[call-overload]
                       queued=False)
+
+
+def _check_answer(chosen: list[dict[str, object]], item_id: str, *, approve: bool,
+                  answer: str | None) -> None:
+    """Refuse an approval of an interrupted action without ``--ran``/``--again``, and an
+    answer when no chosen request was interrupted."""
+    interrupted = [r for r in chosen if r.get("interrupted_at")]
+    if approve and answer is None and interrupted:
+        first = interrupted[0]
+        raise UserError(
+            f"{first['action']} may already have run (interrupted at "
+            f"{first['interrupted_at']}): say whether it ran",
+            hint=f"bees approve {item_id} --ran (it ran: record it) or bees approve "
+                 f"{item_id} --again (run it once more)")
+    if answer is not None and not interrupted:
+        raise UserError(f"--{answer} answers an action that may already have run; none "
+                        f"waits on item {item_id}", hint=f"bees approve {item_id}")
 
 
 async def deliver_queued(bees: Bees) -> int:

@@ -184,12 +184,12 @@ class Bees:
         return await waiting_approvals(self)
 
     async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
-                     reason: str | None = None) -> DecideDone:
+                     reason: str | None = None, answer: str | None = None) -> DecideDone:
         """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals.decide`."""
         from bees_cli.usecases.approvals import decide
 
         return await decide(self, item_id, approve=approve, request_id=request_id,
-                            reason=reason)
+                            reason=reason, answer=answer)
 
     async def action(self, name: str, input_text: str | None, *,
                      env: dict[str, str]) -> ActionOutcome:

@@ -135,6 +135,32 @@ async def approval_approved(client: Client, record: LocalRecord, space: Space) -
     return item_id
 
 
+async def interrupted_ran(client: Client, record: LocalRecord, space: Space) -> str:
+    """A send's ``bees action`` is killed after the add-on delivered (no result written), the
+    stage fails; retried, the send is held as "may already have run"; a person answers
+    ``ran``; the stage finishes → Done."""
+    command = f'["{sys.executable}", "{HERE / "cut_addon.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+        """)
+    cut = space.root.parent / "cut"
+    cut.write_text("")
+    action_agent(space, "sender", tools=["mail.send"], actions=[["mail.send", {"to": "all"}]],
+                 FAIL_FIRST="1", CUT_FILE=str(cut))
+    space.write("processes/p.yaml", NO_APPROVAL)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    handle = client.get_workflow_handle(item_id)
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    decision = DecideInput(approve=True, request_id=None, who=MAYA.who, at=MAYA.at,
+                           answer="ran")
+    assert await handle.execute_update(DECIDE_UPDATE, decision, result_type=list[int]) == [1]
+    assert await handle.result() == "done"
+    return item_id
+
+
 READS = """\
 stages:
   - name: Work
@@ -260,8 +286,11 @@ SCENARIOS: dict[str, Scenario] = {
     "review_send_back": review_send_back,
     "failed_then_retry": failed_then_retry,
     "approval_held_then_approved": approval_approved,
+    "action_held_at_once_then_approved": approval_approved,
+    "interrupted_send_held_then_ran": interrupted_ran,
 }
-"""Scenarios recorded on a dev server (before the waits became retried activities)."""
+"""Scenarios recorded on a dev server (the first four before the waits became retried
+activities; the last two after a held action's update returned at once)."""
 
 ON_SKIP: dict[str, Skipping] = {
     "eligibility_wait_then_eligible": eligibility_wait,

@@ -100,7 +100,9 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert picks[2:] == [("Send", "sender", "stage agents of weekly-report.Send")]
     report = Path(shown["item"]["run_folder"]) / "Draft" / "report.md"
     assert report.read_text().startswith("# Weekly report\n\n## Summary\n\n2 people sent notes")
-    mail = (outbox / f"{item_id}.eml").read_text()
+    (sent,) = outbox.iterdir()  # each delivery has a file of its own: exactly one send
+    assert sent.name.startswith(f"{item_id}-") and sent.suffix == ".eml"
+    mail = sent.read_text()
     assert mail.startswith("To: team@example.com\nSubject: Weekly report\n\n# Weekly report")
     assert [(j["action"], j["exit_code"]) for j in shown["journal"]] == [("mail.send", 0)]
     text = bees("item", "show", item_id)

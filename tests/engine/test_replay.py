@@ -9,6 +9,9 @@ histories are the eligibility wait, busy timeout and cancel scenarios recorded w
 before the patches (timer loops), so the paths ``workflow.patched`` keeps for them replay too.
 ``continued_as_new_*`` are the first run (ending continued as new) and the last run (started
 from the carried state) of a review loop on a server suggesting continue-as-new early.
+``action_held_at_once_then_approved`` and ``interrupted_send_held_then_ran`` are on the
+``action-returns-at-once`` patch: a held action's update returns at once, and a send cut
+before its result was written is held until a person answers that it ran.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -33,11 +36,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "cancel_while_waiting", "relinquish_failed_stage", "journal_answers_a_retried_send",
             "before_patch_eligibility_wait_then_eligible",
             "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
-            "continued_as_new_first_run", "continued_as_new_last_run"}
+            "continued_as_new_first_run", "continued_as_new_last_run",
+            "action_held_at_once_then_approved", "interrupted_send_held_then_ran"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 15
+    assert len(HISTORIES) == 17
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
