@@ -14,6 +14,7 @@ Tables (what each holds is described where it is used)::
     items, events, approvals, journal, slots, controls   bees_cli.record.local
     fires, fired_keys, claims                             bees_cli.record.fires
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
+    sync_refused (version 3)                              bees_cli.record.sync
 """
 
 from __future__ import annotations
@@ -160,7 +161,19 @@ V2 = Migration(2, "items.wait: why a waiting item waits (a WaitKind value)", (
     " AND reason LIKE 'cannot claim owner%'",
 ))
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2)
+V3 = Migration(3, "sync_refused: record changes Bees Cloud refused, with why", (
+    """CREATE TABLE IF NOT EXISTS sync_refused (
+    item_id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    code TEXT NOT NULL,
+    message TEXT NOT NULL,
+    offset_seconds REAL,
+    owner TEXT,
+    at TEXT NOT NULL
+)""",
+))
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version
