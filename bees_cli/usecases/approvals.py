@@ -53,15 +53,15 @@ def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: st
     from bees_cli.record.fires import ClaimStatus, FireLog
     from bees_cli.record.sync import SharedRecord
 
-    if row.status == "free":
-        raise Refused(f"{row.id} is free, restarts at {row.stage or '?'}: nothing waits here")
     claim = FireLog(record.path).claim(row.id)
-    if claim is not None and claim.status in (ClaimStatus.OWNER, ClaimStatus.NO_CLOUD):
-        return
-    for team in SharedRecord(record.path).team():
+    held_here = (row.status != "free" and claim is not None
+                 and claim.status in (ClaimStatus.OWNER, ClaimStatus.NO_CLOUD))
+    for team in [] if held_here else SharedRecord(record.path).team():
         if (team.item_id == row.id and team.machine_id != machine_id
                 and team.fields.get("status") not in (None, "free")):
             raise Refused(f"{row.id} runs on {team.computer} ({team.person}): approve it there")
+    if row.status == "free":
+        raise Refused(f"{row.id} is free, restarts at {row.stage or '?'}: nothing waits here")
 
 
 async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,

@@ -25,6 +25,7 @@ from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
 from bees_cli.usecases.items import status, status_warnings
 from bees_cli.usecases.models import TeamItemDetails
+from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of
 
 ITEM = "01JSYNCFAULTSITEM000000000"
@@ -134,7 +135,7 @@ async def test_a_change_stamped_ahead_is_refused_kept_shown_and_sent_later(
 @pytest.mark.skipif(not hasattr(wire, "RefusedChange"),
                     reason="the server's per-change refusals (branch cloud-faults) are not here")
 async def test_the_server_refuses_a_change_ahead_then_takes_it_once_its_clock_caught_up(
-        tmp_path: Path, clocked_server) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001
+        tmp_path: Path, clocked_server: ThreadServer) -> None:  # noqa: F811 - the fixture
     storage, clock = clocked_server.storage, clocked_server.clock
     storage.add_team("t")
     token = storage.add_person("maya@t.example", "t")
