@@ -19,7 +19,7 @@ from bees_cli.engine.owners import claim_owner
 from bees_cli.errors import Refused
 from bees_cli.record.fires import ClaimStatus, FireLog, iso
 from bees_cli.record.local import OwnedElsewhere
-from bees_cli.record.sync import SharedRecord, Syncer
+from bees_cli.record.sync import Refusal, SharedRecord, Syncer
 from bees_cli.record.sync_notes import refusal_lines, stale_line
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
@@ -250,3 +250,47 @@ async def test_a_team_item_resolves_by_prefix_and_shows_where_it_runs(
     assert refused.value.message == (
         f"item {ITEM} is owned by maya-laptop ({team.maya}): only that computer can "
         "relinquish it")
+
+
+async def test_a_change_for_an_item_owned_elsewhere_is_kept_unless_it_waits_for_that_owner(
+        tmp_path: Path, team: Team) -> None:
+    url, token = team.cloud.url, team.tokens[team.maya]
+    laptop = make_computer(tmp_path, "maya-laptop", team.maya, url=url, token=token)
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=url, token=token)
+    add_item(laptop, status="running")
+    assert (await claim_owner(laptop, ITEM)).status == ClaimStatus.OWNER
+    add_item(desktop)  # a copy of the row: Bees Cloud refuses the desktop's change
+    await Syncer(desktop).sync_once()
+    [kept] = SharedRecord(desktop.record_path).refused()
+    assert (kept.item_id, kept.code) == (ITEM, "refused")
+    assert kept.message.startswith(f"item {ITEM} is owned by maya-laptop (machine ")
+    assert refusal_lines(desktop.record_path) == [
+        f"your changes are refused: {kept.message} ({ITEM}; kept until they can be sent)"]
+    # once the desktop knows the laptop owns it, the refused change is the team row's
+    record_of(desktop).set_state(ITEM, status="waiting", stage="Draft",
+                                 reason="owned by maya-laptop", wait="owned_elsewhere")
+    await Syncer(desktop).sync_once()
+    assert SharedRecord(desktop.record_path).refused() == []
+    assert SharedRecord(desktop.record_path).outbox(desktop) == []
+
+
+def test_doctor_shows_the_last_measured_offset_and_the_refusals_when_the_cloud_is_down(
+        tmp_path: Path) -> None:
+    from bees_cli.usecases.doctor import _cloud_checks
+
+    offline = make_computer(tmp_path, "maya-laptop", "maya@example.com", url=closed_url(),
+                            token="x")
+    add_item(offline)
+    shared = SharedRecord(offline.record_path)
+    shared.set_meta(skew="-412.000")
+    shared.refuse([Refusal(item_id=ITEM, origin="2025-01-06T09:06:52.000Z",
+                           code="clock_ahead", message="412 s ahead", offset_seconds=412.0,
+                           at="2025-01-06T09:06:52.000Z")])
+    checks = {c.check: (c.ok, c.detail) for c in _cloud_checks(offline)}
+    assert checks["clock"] == (False, (
+        "-412.0 s against Bees Cloud, measured at the last sync (this clock is 412 s ahead; "
+        "over 5 s the shared record trusts a wrong clock: fix it)"))
+    assert checks["refused changes"] == (False, (
+        "your changes are refused: this computer's clock is 412 s ahead "
+        f"({ITEM}; kept until they can be sent)"))
+    assert checks["cloud"][0] is False
