@@ -65,7 +65,10 @@ class Background:
             log.exception("shared record: the last sync failed")
             say(f"shared record: not pushed before stopping: {error!r}")
             return False
-        say(f"shared record: pushed {done.pushed} change(s) before stopping")
+        refused = (f"; {done.refused} refused, kept (bees status says why)"
+                   if done.refused else "")
+        say(f"shared record: pushed {done.pushed - done.refused} change(s) before stopping"
+            f"{refused}")
         return True
 
     async def stop(self) -> None:

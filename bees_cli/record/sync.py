@@ -132,13 +132,15 @@ class TeamItem:
 
 @dataclass(frozen=True)
 class SyncResult:
-    """One sync round: changes pushed and applied, entries pulled, skew (server minus
-    local, seconds) and the new cursor."""
+    """One sync round: changes pushed (sent, refused ones included), entries pulled, skew
+    (server minus local, seconds), the new cursor and how many pushed changes Bees Cloud
+    refused (kept in the outbox)."""
 
     pushed: int
     pulled: int
     skew: float
     cursor: int
+    refused: int = 0
 
 
 class SharedRecord:
@@ -333,6 +335,7 @@ class Syncer:
         try:
             skew = await client.skew()
             changes = await asyncio.to_thread(self.shared.outbox, self.computer)
+            refusals: list[Refusal] = []
             if changes:
                 records = [wire.RecordChange(item_id=item_id, fields=fields,
                                              origin_time=parse_iso(origin),
@@ -346,7 +349,7 @@ class Syncer:
             await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
                                     last_sync=iso(self._now()), error=None, error_code=None)
             return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
-                              pulled.cursor)
+                              pulled.cursor, len(refusals))
         finally:
             if self.client is None:
                 await client.aclose()
