@@ -448,22 +448,3 @@ def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
             "since": item.origin_time.strftime("%Y-%m-%dT%H:%M:%SZ"), "team": True,
         })
     return rows
-
-
-def team_view(local_ids: set[str]) -> tuple[list[dict[str, Any]], str | None]:
-    """Return this computer's view for ``bees status``: the team's rows (see
-    :func:`team_rows`) and the clock-skew warning, if any."""
-    from bees_cli.machine.paths import data_dir
-
-    path = data_dir() / "record.db"
-    return team_rows(path, local_ids), skew_warning(path)
-
-
-def skew_warning(record_path: Path) -> str | None:
-    """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
-    skew = SharedRecord(record_path).skew
-    if skew is None or abs(skew) <= SKEW_WARN:
-        return None
-    side = "behind" if skew > 0 else "ahead of"
-    return (f"warning: this computer's clock is {abs(skew):.1f} s {side} Bees Cloud's;"
-            " the shared record trusts each computer's clock (fix the system clock)")

@@ -1,4 +1,4 @@
-"""What ``bees status`` and ``bees doctor`` say about the shared record: refusals and staleness.
+"""What ``bees status`` and ``bees doctor`` say about the shared record: skew, refusals, age.
 
 Rules (issue 11, points 4 and 5): a change Bees Cloud refused is shown until it is sent
 ("your changes are refused: this computer's clock is 412 s ahead"); the team's rows are
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bees_cli import rules
 from bees_cli.record.fires import parse_iso
-from bees_cli.record.sync import Refusal, SharedRecord
+from bees_cli.record.sync import SKEW_WARN, Refusal, SharedRecord
 
 STALE_AFTER: timedelta = 2 * rules.SYNC_EVERY
 """Age of the last sync past which ``bees status`` says how old the team rows are."""
@@ -78,3 +78,13 @@ def stale_line(record_path: Path, now: datetime) -> str | None:
     if last is None:
         return f"team rows not synced yet: {why}"
     return f"team rows as of {age_text((now - parse_iso(last)).total_seconds())}: {why}"
+
+
+def skew_warning(record_path: Path) -> str | None:
+    """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
+    skew = SharedRecord(record_path).skew
+    if skew is None or abs(skew) <= SKEW_WARN:
+        return None
+    side = "behind" if skew > 0 else "ahead of"
+    return (f"warning: this computer's clock is {abs(skew):.1f} s {side} Bees Cloud's;"
+            " the shared record trusts each computer's clock (fix the system clock)")

@@ -1,7 +1,8 @@
 """What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
 ``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
-(reachable, authorized, clock skew against it, last shared-record sync), folder links,
+(reachable, authorized, clock skew against it — the last measured one when it does not
+answer —, last shared-record sync, changes it refused), folder links,
 add-on connections, and for each process whether this computer could run it now — the
 eligibility check of its first stage (DESIGN.md, Rules: eligibility), with the reasons
 when it could not.
