@@ -37,7 +37,7 @@ async def test_exit_when_idle_keeps_trying_a_claim_the_cloud_did_not_answer(
     run = asyncio.create_task(Bees(offline, say=said.append).run(
         workspace_path=None, address=address, exit_when_idle=True))
     tried: set[str] = set()
-    for _ in range(600):
+    for _ in range(2400):  # up to 2 min on a loaded machine; 1-2 s usually
         claim = FireLog(offline.record_path).claim(ITEM)
         if claim is not None:
             tried.add(claim.tried)
@@ -45,14 +45,14 @@ async def test_exit_when_idle_keeps_trying_a_claim_the_cloud_did_not_answer(
             break
         await asyncio.sleep(0.05)
     assert not run.done(), said
-    assert len(tried) >= 3  # tried again and again, still running
+    assert len(tried) >= 3, said  # tried again and again, still running
     row = record.item(ITEM)
     assert (row.status, row.wait) == (Status.WAITING, WaitKind.CLAIM_PENDING)
     waits = ("not stopping: 1 item waits for its owner claim (Bees Cloud unreachable); "
              "trying again every 0.05 s")
-    assert said.count(waits) == 1
+    assert said.count(waits) == 1, said
     record.set_state(ITEM, status=Status.CANCELLED, stage="Draft")  # nothing left to try
-    assert await asyncio.wait_for(run, 60) == 0
+    assert await asyncio.wait_for(run, 120) == 0
     assert said[-2] == "nothing left to run here; stopping"
     assert said[-1].startswith("shared record: not pushed before stopping: cannot reach "
                                f"Bees Cloud at {closed}: ")
