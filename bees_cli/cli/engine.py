@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,6 +10,9 @@ from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, print_table, say
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.models import TeamItemDetails
 
 item_app = typer.Typer(
     name="item", help="Work items: create one, show one.", no_args_is_help=True,
@@ -105,8 +108,13 @@ def item_show(
     import asyncio
 
     from bees_cli.record.views import ItemShow
+    from bees_cli.usecases.models import TeamItemDetails
 
-    details = ItemShow.model_validate(asyncio.run(bees_here().item_details(item)).to_json())
+    found = asyncio.run(bees_here().item_details(item))
+    if isinstance(found, TeamItemDetails):
+        _team_item_show(found, as_json)
+        return
+    details = ItemShow.model_validate(found.to_json())
     if as_json:
         print_json(details.to_json())
         return
@@ -124,6 +132,21 @@ def item_show(
     typer.echo("history")
     for event in details.events():
         typer.echo(f"  {event.at}  {event.render()}")
+
+
+def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
+    """Render a team item another computer runs: its team row and where it runs."""
+    if as_json:
+        print_json(team.to_json())
+        return
+    typer.echo(f"item        {team.id}  {team.title or '-'}")
+    typer.echo(f"process     {team.process or '-'}")
+    typer.echo(f"stage       {team.stage or '-'}")
+    typer.echo(f"status      {team.status_text}")
+    typer.echo(f"agent       {team.agent or '-'}")
+    typer.echo(f"since       {team.since}")
+    typer.echo(f"runs on     {team.computer} ({team.person}); not on this computer")
+    typer.echo("(its team row in the shared record; history and logs are on that computer)")
 
 
 def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(

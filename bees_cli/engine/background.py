@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.machine.computer import Computer
+from bees_cli.record.sync import Syncer
 
 Say = Callable[[str], None]
 
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 RESTART_AFTER = 15.0
 """Seconds before a background loop that died of an unexpected error runs again."""
 
+FINAL_SYNC_SECONDS = 10.0
+"""Most seconds ``bees run`` spends on its last sync round before it stops."""
+
 
 @dataclass
 class Background:
@@ -32,6 +36,40 @@ class Background:
 
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    syncer: Syncer | None = None
+    """The shared-record sync, when a Bees Cloud is configured."""
+
+    async def final_sync(self, say: Say, *, timeout: float = FINAL_SYNC_SECONDS) -> bool:
+        """Push what this computer has before ``bees run`` stops (issue 11, point 5): one
+        sync round, bounded by ``timeout`` seconds; say how it went.
+
+        Returns:
+            True when the round finished (or there is no cloud), False when it failed or
+            timed out (the changes stay in the outbox for the next ``bees run``).
+        """
+        from bees_cli.errors import BeesError
+
+        if self.syncer is None:
+            return True
+        try:
+            done = await asyncio.wait_for(self.syncer.sync_once(), timeout)
+        except TimeoutError:
+            say(f"shared record: no answer in {timeout:g} s; unsent changes wait for the "
+                "next `bees run`")
+            return False
+        except BeesError as error:
+            say(f"shared record: not pushed before stopping: {error.message}; unsent "
+                "changes wait for the next `bees run`")
+            return False
+        except Exception as error:  # noqa: BLE001 - stopping must not fail on a bug here
+            log.exception("shared record: the last sync failed")
+            say(f"shared record: not pushed before stopping: {error!r}")
+            return False
+        refused = (f"; {done.refused} refused, kept (bees status says why)"
+                   if done.refused else "")
+        say(f"shared record: pushed {done.pushed - done.refused} change(s) before stopping"
+            f"{refused}")
+        return True
 
     async def stop(self) -> None:
         """Ask every task to end, wait up to 5 s, then cancel what is left."""
@@ -90,13 +128,14 @@ async def start_background(client: object, task_queue: str, workspace_path: Path
     """
     from bees_cli.engine.schedules import Registrar
     from bees_cli.errors import BeesError
-    from bees_cli.record.sync import SYNC_EVERY, Syncer
+    from bees_cli.record.sync import SYNC_EVERY
     from bees_cli.workspace.loader import find_workspace
 
     background = Background()
     stop = background.stop_event
     if computer.has_cloud:
         syncer = Syncer(computer, interval=sync_every or SYNC_EVERY)
+        background.syncer = syncer
         background.tasks.append(asyncio.create_task(supervise(
             "shared record", lambda: syncer.run(stop, say), stop, say)))
         say(f"shared record: syncing every {syncer.interval:g} s")

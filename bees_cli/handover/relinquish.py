@@ -99,7 +99,7 @@ def relinquishable(computer: Computer, item_id: str) -> Any:
         NotFound: no such item here (and none in Bees Cloud).
         CloudError: the cloud cannot be reached (nothing changed).
     """
-    from bees_cli.record.local import LocalRecord
+    from bees_cli.record.local import LocalRecord, OwnedElsewhere
 
     record = LocalRecord(computer.record_path)
     try:
@@ -107,6 +107,8 @@ def relinquishable(computer: Computer, item_id: str) -> Any:
         item_id = row.id
     except Ambiguous:
         raise
+    except OwnedElsewhere as elsewhere:  # a team item: Bees Cloud says who owns it now
+        item_id, row = elsewhere.item_id, None
     except NotFound:
         row = None
     check_owner_here(computer, item_id)

@@ -57,6 +57,39 @@ NOT_RUNNING = NOT_RUNNING_TEXT
 """The reason of an item whose stage was running when ``bees run`` stopped."""
 
 
+class OwnedElsewhere(NotFound):
+    """An item this computer does not hold that another computer runs (the team's row).
+
+    A :class:`NotFound` (callers that look for "not here" still find it), refused like
+    an owner claim elsewhere (exit 3): ``item 01JH… is owned by maya-desktop``.
+    """
+
+    exit_code = 3
+    code = "owned_elsewhere"
+
+    def __init__(self, item_id: str, computer: str, person: str) -> None:
+        super().__init__(f"item {item_id} is owned by {computer} ({person}): it runs there, "
+                         "not on this computer",
+                         hint=f"act on it on {computer}; `bees item show {item_id}` shows "
+                              "its team row")
+        self.item_id, self.computer, self.person = item_id, computer, person
+
+
+def _refuse_team_item(db: sqlite3.Connection, wanted: str) -> None:
+    """Raise :class:`OwnedElsewhere` when ``wanted`` (an id or a prefix of at least 6
+    characters) names exactly one team item that another computer runs (not ``free``)."""
+    rows = db.execute("SELECT item_id, fields, machine_id, person FROM team_items"
+                      " WHERE item_id = ? OR (length(?) >= 6 AND item_id LIKE ?)"
+                      " ORDER BY item_id", (wanted, wanted, wanted + "%")).fetchall()
+    if len(rows) != 1:
+        return
+    fields = json.loads(rows[0]["fields"])
+    if fields.get("status") in (None, "free"):
+        return
+    computer = str(fields.get("computer") or rows[0]["machine_id"][:8])
+    raise OwnedElsewhere(rows[0]["item_id"], computer, str(rows[0]["person"]))
+
+
 def now_utc() -> str:
     """Return the current UTC time as ISO 8601 with seconds (``2025-01-06T09:00:00Z``)."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -297,6 +330,8 @@ class LocalRecord:
         Raises:
             NotFound: no item.
             Ambiguous: the prefix matches several.
+            OwnedElsewhere: not here, but the team's shared record has it and another
+                computer runs it (a ``NotFound``; exit 3 like a refusal).
         """
         wanted = item_id.strip().upper()
         with self._connect() as db:
@@ -309,6 +344,8 @@ class LocalRecord:
                     raise Ambiguous(f"{item_id!r} matches {len(rows)} items",
                                    hint="give more of the id")
                 row = rows[0] if rows else None
+            if row is None:
+                _refuse_team_item(db, wanted)
         if row is None:
             raise NotFound(f"no work item {item_id!r} on this computer",
                            hint="`bees status` lists this computer's items")

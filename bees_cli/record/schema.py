@@ -15,6 +15,7 @@ Tables (what each holds is described where it is used)::
     intents (version 3)                                   bees_cli.record.local
     fires, fired_keys, claims                             bees_cli.record.fires
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
+    sync_refused (version 3)                              bees_cli.record.sync
 """
 
 from __future__ import annotations
@@ -183,7 +184,20 @@ V4 = Migration(4, "intents: an add-on action about to run, written before it run
     "CREATE INDEX IF NOT EXISTS intents_action ON intents (item_id, stage, action, digest)",
 ))
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4)
+V5 = Migration(5, "sync_refused: record changes Bees Cloud refused, with why", (
+    """CREATE TABLE IF NOT EXISTS sync_refused (
+    item_id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    code TEXT NOT NULL,
+    message TEXT NOT NULL,
+    offset_seconds REAL,
+    owner TEXT,
+    at TEXT NOT NULL
+)""",
+))
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

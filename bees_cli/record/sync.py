@@ -19,7 +19,16 @@ Tables (in ``record.db``)::
     sync_outbox  item_id → origin time of its latest unsent change
     team_items   the team's items as last pulled: fields, origin time, machine, person
     sync_meta    key → value: cursor, last sync time, skew (server minus local, seconds),
-                 last error
+                 last error (and its code)
+    sync_refused item_id → the change Bees Cloud refused and why (code, message, offset)
+
+A refused change is never dropped (issue 11, point 4): it stays in the outbox and is sent
+again each round until Bees Cloud takes it (a clock that was ahead has been fixed, or the
+server's clock caught up) or a later change replaces it; meanwhile ``sync_refused`` says
+why, and ``bees status`` and ``bees doctor`` show it (:mod:`bees_cli.record.sync_notes`).
+The one exception: a refused change of an item another computer runs (relinquished here,
+``free``, or ``waiting: owned by COMPUTER``) is dropped with a log line: its team row is
+the truth.
 
 Fields pushed per item: ``title``, ``process``, ``stage``, ``status``, ``status_text``,
 ``reason``, ``agent``, ``summary``, ``computer``, ``machine_id``, ``person``, ``created``.
@@ -34,7 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
 
 from bees_cli import rules
 from bees_cli.cloud.client import cloud_for
@@ -56,6 +67,44 @@ SYNC_EVERY = rules.SYNC_EVERY.total_seconds()
 SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""
 
+RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large", "refused"]
+"""Why Bees Cloud refused one change (the server's codes; ``refused``: an older server's
+whole-request refusal, kept with its message)."""
+
+
+class Refusal(BaseModel):
+    """One change Bees Cloud refused, as kept in ``sync_refused``.
+
+    The typed interface the sync reads from a push answer: each element of
+    ``PushAnswer.refused`` (``wire.RefusedChange``: ``item_id``, ``code``, ``message``,
+    ``offset_seconds``, ``owner``) becomes one of these.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    origin: str
+    """The change's origin time (this computer's clock, UTC ISO 8601)."""
+    code: RefusalCode
+    message: str
+    offset_seconds: float | None = None
+    """For ``clock_ahead``: how far (seconds) the origin time was ahead of the server."""
+    owner: str | None = None
+    """For ``not_owner``: the computer that owns the item, when the server says."""
+    at: str
+    """When it was refused (this computer's clock, UTC ISO 8601)."""
+
+
+def refusal_of(refused: Any, origin: str, at: str) -> Refusal:
+    """Return the :class:`Refusal` of one element of a push answer's ``refused`` list."""
+    owner = getattr(refused, "owner", None)
+    code = str(refused.code)
+    return Refusal.model_validate({
+        "item_id": refused.item_id, "origin": origin,
+        "code": code if code in get_args(RefusalCode) else "refused",
+        "message": str(refused.message),
+        "offset_seconds": getattr(refused, "offset_seconds", None),
+        "owner": getattr(owner, "computer_name", None), "at": at})
 
 
 @dataclass(frozen=True)
@@ -84,13 +133,15 @@ class TeamItem:
 
 @dataclass(frozen=True)
 class SyncResult:
-    """One sync round: changes pushed and applied, entries pulled, skew (server minus
-    local, seconds) and the new cursor."""
+    """One sync round: changes pushed (sent, refused ones included), entries pulled, skew
+    (server minus local, seconds), the new cursor and how many pushed changes Bees Cloud
+    refused (kept in the outbox)."""
 
     pushed: int
     pulled: int
     skew: float
     cursor: int
+    refused: int = 0
 
 
 class SharedRecord:
@@ -164,9 +215,44 @@ class SharedRecord:
         return changes
 
     def sent(self, sent: list[tuple[str, str]]) -> None:
-        """Drop outbox rows that were sent, unless they changed again meanwhile."""
+        """Drop outbox rows that were sent, unless they changed again meanwhile; an item
+        sent is no longer refused."""
         with connect(self.path) as db:
             db.executemany("DELETE FROM sync_outbox WHERE item_id = ? AND origin = ?", sent)
+            db.executemany("DELETE FROM sync_refused WHERE item_id = ?",
+                           [(item_id,) for item_id, _ in sent])
+
+    def refuse(self, refusals: list[Refusal]) -> None:
+        """Note changes Bees Cloud refused; they stay in the outbox (sent again next round)."""
+        with connect(self.path) as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO sync_refused (item_id, origin, code, message,"
+                " offset_seconds, owner, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(r.item_id, r.origin, r.code, r.message, r.offset_seconds, r.owner, r.at)
+                 for r in refusals])
+
+    def drop(self, item_ids: list[str]) -> None:
+        """Forget the unsent change and the refusal of each item (it runs elsewhere now)."""
+        with connect(self.path) as db:
+            db.executemany("DELETE FROM sync_outbox WHERE item_id = ?", [(i,) for i in item_ids])
+            db.executemany("DELETE FROM sync_refused WHERE item_id = ?",
+                           [(i,) for i in item_ids])
+
+    def refused(self) -> list[Refusal]:
+        """Return the changes Bees Cloud refused and that are still unsent, by item id."""
+        with connect(self.path) as db:
+            rows = db.execute("SELECT r.* FROM sync_refused r JOIN sync_outbox o"
+                              " ON o.item_id = r.item_id ORDER BY r.item_id").fetchall()
+        return [Refusal.model_validate(dict(row)) for row in rows]
+
+    def elsewhere_items(self, item_ids: list[str]) -> list[str]:
+        """Return which of ``item_ids`` another computer runs as far as this one knows:
+        relinquished here (``free``) or ``waiting: owned by COMPUTER``."""
+        with connect(self.path) as db:
+            return [r["id"] for r in db.execute(
+                f"SELECT id FROM items WHERE (status = 'free' OR wait = 'owned_elsewhere')"
+                f" AND id IN"
+                f" ({', '.join('?' * len(item_ids))})", item_ids).fetchall()]
 
     # -- pull ------------------------------------------------------------------------------
 
@@ -250,36 +336,66 @@ class Syncer:
         try:
             skew = await client.skew()
             changes = await asyncio.to_thread(self.shared.outbox, self.computer)
+            refusals: list[Refusal] = []
             if changes:
                 records = [wire.RecordChange(item_id=item_id, fields=fields,
                                              origin_time=parse_iso(origin),
                                              machine_id=self.computer.machine_id)
                            for item_id, origin, fields in changes]
-                await self._push(client, records)
-                await asyncio.to_thread(self.shared.sent, [(i, o) for i, o, _ in changes])
+                refusals = await self._push(client, records, {i: o for i, o, _ in changes})
+                await asyncio.to_thread(self._keep, changes, refusals)
             cursor = await asyncio.to_thread(lambda: self.shared.cursor)
             pulled = await client.pull_all(cursor)
             await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
-            now = self.clock() if self.clock else datetime.now(UTC)
             await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
-                                    last_sync=iso(now), error=None)
+                                    last_sync=iso(self._now()), error=None, error_code=None)
             return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
-                              pulled.cursor)
+                              pulled.cursor, len(refusals))
         finally:
             if self.client is None:
                 await client.aclose()
 
-    async def _push(self, client: AsyncCloudClient, records: list[wire.RecordChange]) -> None:
-        """Push; a batch refused because one item is owned elsewhere (handed over) is sent
-        one change at a time, dropping the refused ones."""
+    def _now(self) -> datetime:
+        return self.clock() if self.clock else datetime.now(UTC)
+
+    async def _push(self, client: AsyncCloudClient, records: list[wire.RecordChange],
+                    origins: dict[str, str]) -> list[Refusal]:
+        """Push; return the changes Bees Cloud refused, each with its reason.
+
+        A server that answers ``refused`` per change (:class:`Refusal`) is read as it is;
+        an older one that refuses the whole batch (an item owned elsewhere) is asked one
+        change at a time, and each refused change is kept with the server's message.
+        """
+        at = iso(self._now())
         try:
-            await client.push(records)
+            answer = await client.push(records)
         except CloudRefused:
+            refusals = []
             for record in records:
                 try:
                     await client.push([record])
                 except CloudRefused as error:
-                    log.info("shared record: %s not sent: %s", record.item_id, error.message)
+                    refusals.append(Refusal(item_id=record.item_id,
+                                            origin=origins[record.item_id], code="refused",
+                                            message=error.message, at=at))
+            return refusals
+        return [refusal_of(r, origins[r.item_id], at)
+                for r in getattr(answer, "refused", ()) if r.item_id in origins]
+
+    def _keep(self, changes: list[tuple[str, str, dict[str, Any]]],
+              refusals: list[Refusal]) -> None:
+        """After a push: drop what was sent, keep (and note) what was refused."""
+        refused = {r.item_id for r in refusals}
+        self.shared.sent([(i, o) for i, o, _ in changes if i not in refused])
+        gone = set(self.shared.elsewhere_items(sorted(refused))) if refused else set()
+        for refusal in refusals:
+            log.warning("shared record: %s not sent (%s): %s", refusal.item_id,
+                        refusal.code, refusal.message)
+        if gone:  # another computer runs them: the team row is the truth now
+            log.info("shared record: dropped the refused changes of %s (run elsewhere)",
+                     ", ".join(sorted(gone)))
+            self.shared.drop(sorted(gone))
+        self.shared.refuse([r for r in refusals if r.item_id not in gone])
 
     async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None) -> None:
         """Sync every :attr:`interval` seconds until ``stop`` is set; failures are noted
@@ -301,8 +417,9 @@ class Syncer:
                 # a Bees error is news; anything else is a bug: keep its traceback
                 log.warning("shared record sync failed: %s", text,
                             exc_info=not isinstance(error, BeesError))
+                code = error.code if isinstance(error, BeesError) else "error"
                 try:
-                    await asyncio.to_thread(self.shared.set_meta, error=text)
+                    await asyncio.to_thread(self.shared.set_meta, error=text, error_code=code)
                 except Exception:  # noqa: BLE001
                     pass
             try:
@@ -332,22 +449,3 @@ def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
             "since": item.origin_time.strftime("%Y-%m-%dT%H:%M:%SZ"), "team": True,
         })
     return rows
-
-
-def team_view(local_ids: set[str]) -> tuple[list[dict[str, Any]], str | None]:
-    """Return this computer's view for ``bees status``: the team's rows (see
-    :func:`team_rows`) and the clock-skew warning, if any."""
-    from bees_cli.machine.paths import data_dir
-
-    path = data_dir() / "record.db"
-    return team_rows(path, local_ids), skew_warning(path)
-
-
-def skew_warning(record_path: Path) -> str | None:
-    """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
-    skew = SharedRecord(record_path).skew
-    if skew is None or abs(skew) <= SKEW_WARN:
-        return None
-    side = "behind" if skew > 0 else "ahead of"
-    return (f"warning: this computer's clock is {abs(skew):.1f} s {side} Bees Cloud's;"
-            " the shared record trusts each computer's clock (fix the system clock)")

@@ -43,10 +43,20 @@ async def waiting_approvals(bees: Bees) -> list[ApprovalRow]:
 
 def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: str) -> None:
     """Refuse a decision on an item another computer runs (the shared record knows which)
-    or that this computer relinquished and that waits, free, for a ``bees continue``."""
+    or that this computer relinquished and that waits, free, for a ``bees continue``.
+
+    Local truth first (issue 11, point 6): when this computer holds the item's owner claim
+    (``bees continue`` or the start claimed it here) and has not relinquished it, the
+    claim wins over a team row that still names the computer that ran it before (the
+    team rows lag the claim by up to a sync round or two).
+    """
+    from bees_cli.record.fires import ClaimStatus, FireLog
     from bees_cli.record.sync import SharedRecord
 
-    for team in SharedRecord(record.path).team():
+    claim = FireLog(record.path).claim(row.id)
+    held_here = (row.status != "free" and claim is not None
+                 and claim.status in (ClaimStatus.OWNER, ClaimStatus.NO_CLOUD))
+    for team in [] if held_here else SharedRecord(record.path).team():
         if (team.item_id == row.id and team.machine_id != machine_id
                 and team.fields.get("status") not in (None, "free")):
             raise Refused(f"{row.id} runs on {team.computer} ({team.person}): approve it there")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         PersonDone,
         ScheduleRow,
         StatusView,
+        TeamItemDetails,
     )
 
 Say = Callable[[str], None]
@@ -153,7 +154,7 @@ class Bees:
 
         return await status(self, mine=mine)
 
-    async def item_details(self, item_id: str) -> ItemDetails:
+    async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items.item_details`."""
         from bees_cli.usecases.items import item_details
 

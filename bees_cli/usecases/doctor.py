@@ -1,8 +1,9 @@
 """What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
 ``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
-(reachable, authorized, clock skew against it, last shared-record sync), the time-zone
-database schedules are computed with (its version and where it comes from), folder links,
+(reachable, authorized, clock skew against it — the last measured one when it does not
+answer —, last shared-record sync, changes it refused), the time-zone database schedules are
+computed with (its version and where it comes from), folder links,
 add-on connections, and for each process whether this computer could run it now — the
 eligibility check of its first stage (DESIGN.md, Rules: eligibility), with the reasons
 when it could not.
@@ -139,7 +140,6 @@ def _engine_check(data: Path) -> Check:
 
 def _cloud_checks(here: Computer) -> list[Check]:
     from bees_cli.errors import CloudError, CloudUnauthorized
-    from bees_cli.record.sync import SharedRecord
 
     if here.login is None:
         return [_check("cloud", True, "none configured: no keys, owners or shared record")]
@@ -148,25 +148,51 @@ def _cloud_checks(here: Computer) -> list[Check]:
     try:
         skew = api.skew()
     except CloudUnauthorized as error:
-        return [_check("cloud", False, f"{here.login.url}: not authorized: {error.message}")]
+        return [_check("cloud", False, f"{here.login.url}: not authorized: {error.message}"),
+                *_record_checks(here)]
     except CloudError as error:
-        return [_check("cloud", False, f"{here.login.url}: {error.message}")]
+        return [_check("cloud", False, f"{here.login.url}: {error.message}"),
+                *_record_checks(here)]
     finally:
         api.close()
-    shared = SharedRecord(here.record_path)
-    last = shared.meta("last_sync") or "never (is `bees run` up?)"
-    failed = shared.meta("error")
-    seconds = skew.skew_seconds
     return [
         _check("cloud", True, f"{here.login.url}: signed in as {skew.me.person} "
                f"(team {skew.me.team})"),
-        _check("clock", abs(seconds) <= SKEW_WARN,
-               f"{seconds:+.1f} s against Bees Cloud" + (
-                   "" if abs(seconds) <= SKEW_WARN else
-                   f" (over {SKEW_WARN:g} s: the shared record trusts this clock; fix it)"),
-               skew_seconds=round(seconds, 3)),
+        _clock_check(skew.skew_seconds, "now"),
+        *_record_checks(here, measured_now=True),
+    ]
+
+
+def _clock_check(seconds: float, measured: str) -> Check:
+    """The clock check: the measured offset (server minus local, seconds) against Bees
+    Cloud, ``measured`` saying when (``now``, ``at the last sync``)."""
+    side = "ahead" if seconds < 0 else "behind"
+    return _check("clock", abs(seconds) <= SKEW_WARN,
+                  f"{seconds:+.1f} s against Bees Cloud, measured {measured}" + (
+                      "" if abs(seconds) <= SKEW_WARN else
+                      f" (this clock is {abs(seconds):.0f} s {side}; over {SKEW_WARN:g} s "
+                      "the shared record trusts a wrong clock: fix it)"),
+                  skew_seconds=round(seconds, 3))
+
+
+def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]:
+    """The shared-record checks that need no cloud: the last sync, the last measured skew
+    when the cloud did not answer now, and the changes Bees Cloud refused (issue 11,
+    point 4: "your changes are refused: this computer's clock is N s ahead")."""
+    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.sync_notes import refusal_lines
+
+    shared = SharedRecord(here.record_path)
+    last = shared.meta("last_sync") or "never (is `bees run` up?)"
+    failed = shared.meta("error")
+    refused = refusal_lines(here.record_path)
+    skew = [] if measured_now or shared.skew is None else [
+        _clock_check(shared.skew, "at the last sync")]
+    return [
+        *skew,
         _check("shared record", failed is None,
                f"last sync {last}" + (f"; last error: {failed}" if failed else "")),
+        _check("refused changes", not refused, "; ".join(refused) or "none"),
     ]
 
 

@@ -7,13 +7,14 @@ import contextlib
 import shutil
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
-from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView
+from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView, TeamItemDetails
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
@@ -167,30 +168,63 @@ def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-async def status(bees: Bees, *, mine: bool = False) -> StatusView:
+async def status(bees: Bees, *, mine: bool = False,
+                 now: datetime | None = None) -> StatusView:
     """``bees status``: this computer's items, then (unless ``mine``) the team's from the
-    shared record ("Draft, running on maya-laptop"), and a clock-skew warning if any."""
-    from bees_cli.record.sync import skew_warning, team_rows
+    shared record ("Draft, running on maya-laptop"), and the warnings of
+    :func:`status_warnings`.
+
+    Args:
+        now: this computer's clock (UTC), for the age of the team rows; default: now.
+    """
+    from bees_cli.record.sync import team_rows
 
     def read() -> StatusView:
         rows = status_rows(bees.record, bees.computer.machine_id)
         team = team_rows(bees.record.path, {r["id"] for r in rows})
         if not mine:
             rows += [dict(r, since_human=r["since"]) for r in team]
-        return StatusView(rows=rows, warning=skew_warning(bees.record.path))
+        lines = status_warnings(bees.record.path, now or datetime.now(UTC))
+        return StatusView(rows=rows, warning="\n".join(lines) or None)
 
     return await asyncio.to_thread(read)
 
 
-async def item_details(bees: Bees, item_id: str) -> ItemDetails:
+def status_warnings(record_path: Path, now: datetime) -> list[str]:
+    """Return what ``bees status`` warns about, one line each: the clock skew against Bees
+    Cloud, the changes it refused ("your changes are refused: this computer's clock is
+    412 s ahead ..."), and old team rows ("team rows as of 3 min ago: Bees Cloud
+    unreachable"; issue 11, points 4 and 5)."""
+    from bees_cli.record.sync_notes import refusal_lines, skew_warning, stale_line
+
+    skew, stale = skew_warning(record_path), stale_line(record_path, now)
+    return ([skew] if skew else []) + refusal_lines(record_path) + ([stale] if stale else [])
+
+
+async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
     """``bees item show``: the row, its history (oldest first), each stage's stdout and
     stderr files, the engine log, the journal of its add-on actions and every approval
-    request (any status).
+    request (any status); for a team item another computer runs, its team row and where
+    it runs (:class:`TeamItemDetails`).
 
     Raises:
-        NotFound, Ambiguous: no such item here, or the prefix matches several.
+        NotFound, Ambiguous: no such item here nor in the team, or the prefix matches
+            several.
     """
-    return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
+    from bees_cli.record.local import OwnedElsewhere
+
+    try:
+        return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
+    except OwnedElsewhere as elsewhere:
+        return await asyncio.to_thread(_team_details, bees.record.path, elsewhere.item_id)
+
+
+def _team_details(record_path: Path, item_id: str) -> TeamItemDetails:
+    from bees_cli.record.sync import team_rows
+
+    row = next(r for r in team_rows(record_path, set()) if r["id"] == item_id)
+    return TeamItemDetails.model_validate(
+        {key: row[key] for key in TeamItemDetails.model_fields if key in row})
 
 
 def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetails:

@@ -57,6 +57,26 @@ class ItemDetails(Result):
     approvals: list[dict[str, Any]]
 
 
+class TeamItemDetails(Result):
+    """``bees item show`` of a team item another computer runs: its row in the shared record
+    (as last pulled) and where it runs (issue 11, point 6)."""
+
+    id: str
+    process: str | None
+    title: str | None
+    stage: str | None
+    status: str | None
+    status_text: str
+    """``Draft, running on maya-desktop``."""
+    computer: str
+    """The computer that runs it."""
+    person: str
+    agent: str | None
+    since: str
+    """The origin time of its latest change (that computer's clock, UTC)."""
+    team: bool = True
+
+
 class PersonDone(Result):
     """A person's retry or accept, answered by the run: the stage that starts again."""
 

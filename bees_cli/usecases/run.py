@@ -129,12 +129,30 @@ def is_idle(record: LocalRecord) -> bool:
     person acts, so ``bees run --exit-when-idle`` returns; ``bees approve`` then queues the
     decision and the next ``bees run`` delivers it. An item whose stage was interrupted when
     ``bees run`` stopped (:func:`mark_interrupted`) is not idle: its stage runs again.
+
+    An item waiting for its owner claim because Bees Cloud was unreachable
+    (``WaitKind.CLAIM_PENDING``) is not idle either: ``bees run`` tries the claim again
+    every 15 s (issue 11, point 5; :func:`claim_wait_line` says so).
     """
     if record.queued_controls():
         return False
     return not any(row.status in ACTIVE_STATUSES
-                   or row.wait == WaitKind.ENGINE_NOT_RUNNING
+                   or row.wait in (WaitKind.ENGINE_NOT_RUNNING, WaitKind.CLAIM_PENDING)
                    for row in record.items())
+
+
+def claim_wait_line(record: LocalRecord) -> str | None:
+    """Return what ``bees run --exit-when-idle`` says while items wait for an owner claim
+    that could not reach Bees Cloud (``not stopping: 1 item waits for its owner claim
+    (Bees Cloud unreachable); trying again every 15 s``), or None when none waits."""
+    from bees_cli.engine.owners import CLAIM_RETRY
+
+    waiting = sum(row.wait == WaitKind.CLAIM_PENDING for row in record.items())
+    if not waiting:
+        return None
+    items = "1 item waits" if waiting == 1 else f"{waiting} items wait"
+    return (f"not stopping: {items} for its owner claim (Bees Cloud unreachable); trying "
+            f"again every {CLAIM_RETRY:g} s")
 
 
 def mark_interrupted(record: LocalRecord) -> int:
@@ -264,6 +282,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         background = await start_background(client, queue, workspace_path, say,
                                             computer=computer)
         gone: str | None = None
+        told: str | None = None
         checked = loop.time()
         while not stop.is_set():
             if loop.time() - checked >= ENGINE_CHECK_EVERY:
@@ -278,6 +297,11 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             if exit_when_idle and is_idle(record):
                 say(idle_line(record))
                 break
+            if exit_when_idle:
+                waits = await asyncio.to_thread(claim_wait_line, record)
+                if waits is not None and waits != told:
+                    say(waits)
+                told = waits
             try:
                 await asyncio.wait_for(stop.wait(), IDLE_POLL)
             except TimeoutError:
@@ -294,6 +318,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         interrupted = await asyncio.to_thread(mark_interrupted, record)
         if interrupted:
             say(f"{interrupted} running item(s) wait for the next `bees run`")
+        await background.final_sync(say)
         if stop.is_set():
             say("stopped")
     finally:

@@ -85,6 +85,49 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
         " trusts each computer's clock (fix the system clock)")
 
 
+async def test_status_says_old_team_rows_and_item_show_shows_where_a_team_item_runs(
+        tmp_path: Path, team: Team, bees: BeesRunner) -> None:
+    from bees_cli.record.fires import iso
+
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
+    laptop = sign_in(team, "maya-laptop")
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=team.cloud.url,
+                            token=team.tokens[team.maya])
+    theirs = await service(desktop, workspace, NINE).fire("monday-report", NINE)
+    item = str(theirs.detail)
+    await Syncer(desktop).sync_once()
+    await Syncer(laptop).sync_once()
+
+    shown = bees("item", "show", item[:8].lower())
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[3:] == [
+        "status      Draft, pending on maya-desktop",
+        "agent       -",
+        f"since       {json.loads(bees('status', '--json').stdout)[0]['since']}",
+        f"runs on     maya-desktop ({team.maya}); not on this computer",
+        "(its team row in the shared record; history and logs are on that computer)",
+    ]
+    data = json.loads(bees("item", "show", item, "--json").stdout)
+    assert (data["id"], data["computer"], data["team"]) == (item, "maya-desktop", True)
+    refused = bees("relinquish", item[:10])
+    assert refused.returncode == 3
+    assert refused.stderr.splitlines()[0] == (
+        f"error: item {item} is owned by maya-desktop ({team.maya}): only that computer can "
+        "relinquish it")
+    retried = bees("retry", item[:10])
+    assert (retried.returncode, retried.stderr.splitlines()[0]) == (
+        3, f"error: item {item} is owned by maya-desktop ({team.maya}): it runs there, not "
+           "on this computer")
+
+    three_min = datetime.now(UTC) - timedelta(seconds=185)
+    SharedRecord(laptop.record_path).set_meta(
+        last_sync=iso(three_min), error="cannot reach Bees Cloud at http://127.0.0.1:9",
+        error_code="cloud_unreachable")
+    stale = bees("status")
+    assert stale.returncode == 0
+    assert stale.stderr.splitlines() == ["team rows as of 3 min ago: Bees Cloud unreachable"]
+
+
 def test_doctor_reports_engine_cloud_clock_folders_and_processes(
         tmp_path: Path, team: Team, bees: BeesRunner) -> None:
     workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")

@@ -57,10 +57,11 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 4
+    assert schema.version(db) == schema.LATEST == 5
     db.close()
-    # version 4 only adds the empty intents table
+    # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
+    assert after.pop("sync_refused") == []
     assert sorted(after) == sorted(before)
     # version 2 only adds items.wait (NULL on old rows); every other value is unchanged
     assert after["items"] == [{**row, "wait": None} for row in before["items"]]
@@ -148,7 +149,7 @@ def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
     with pytest.raises(UserError) as caught:
         LocalRecord(old_file)
     assert caught.value.message == (
-        f"{old_file} was written by a newer Bees (record version 5; this Bees reads up to 4)")
+        f"{old_file} was written by a newer Bees (record version 6; this Bees reads up to 5)")
     assert caught.value.hint == (
         "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
         f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
@@ -165,11 +166,11 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 4)")
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 5)")
 
 
 def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
-    broken = (*schema.MIGRATIONS, schema.Migration(5, "broken", (
+    broken = (*schema.MIGRATIONS, schema.Migration(6, "broken", (
         "ALTER TABLE items ADD COLUMN extra TEXT", "ALTER TABLE nowhere ADD COLUMN x TEXT")))
     before = _dump(old_file)
     db = sqlite3.connect(old_file, isolation_level=None)
@@ -177,17 +178,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
         schema.upgrade(db, old_file, broken)
     assert schema.version(db) == 0
     db.close()
-    assert _dump(old_file) == before  # not even versions 1 to 4 were kept
+    assert _dump(old_file) == before  # not even versions 1 to 5 were kept
 
 
 def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
     LocalRecord(old_file)
-    more = (*schema.MIGRATIONS, schema.Migration(5, "notes", (
+    more = (*schema.MIGRATIONS, schema.Migration(6, "notes", (
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
     db = sqlite3.connect(old_file, isolation_level=None)
-    assert schema.upgrade(db, old_file, more) == 4
     assert schema.upgrade(db, old_file, more) == 5
-    assert schema.version(db) == 5
+    assert schema.upgrade(db, old_file, more) == 6
+    assert schema.version(db) == 6
     db.close()
 
 
@@ -202,7 +203,7 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
         records = list(pool.map(lambda _: LocalRecord(old_file), range(8)))
     assert len(records) == 8
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == 4
+    assert schema.version(db) == 5
     assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
     db.close()
 
