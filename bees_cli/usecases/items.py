@@ -42,10 +42,10 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     from ulid import ULID
 
     from bees_cli.agents.snapshot import make_snapshot
-    from bees_cli.engine import owners
     from bees_cli.engine.models import ItemInput
     from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
     from bees_cli.machine.links import run_folder_root
+    from bees_cli.schedules import owners
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)

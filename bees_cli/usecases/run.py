@@ -91,7 +91,7 @@ async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Co
                         only: str | None = None) -> int:
     """Start the run of every ``pending`` item of the local record (or only item ``only``).
 
-    Each is claimed in Bees Cloud first (:func:`bees_cli.engine.owners.ready_to_start`):
+    Each is claimed in Bees Cloud first (:func:`bees_cli.schedules.owners.ready_to_start`):
     one whose claim cannot be made yet waits, one owned elsewhere never starts.
 
     Args:
@@ -104,7 +104,7 @@ async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Co
         How many runs this call started.
     """
     from bees_cli.engine.models import ItemInput, task_queue
-    from bees_cli.engine.owners import ready_to_start, startable
+    from bees_cli.schedules.owners import ready_to_start, startable
 
     queue = task_queue(computer.machine_id)
     started = 0
@@ -145,7 +145,7 @@ def claim_wait_line(record: LocalRecord) -> str | None:
     """Return what ``bees run --exit-when-idle`` says while items wait for an owner claim
     that could not reach Bees Cloud (``not stopping: 1 item waits for its owner claim
     (Bees Cloud unreachable); trying again every 15 s``), or None when none waits."""
-    from bees_cli.engine.owners import CLAIM_RETRY
+    from bees_cli.schedules.owners import CLAIM_RETRY
 
     waiting = sum(row.wait == WaitKind.CLAIM_PENDING for row in record.items())
     if not waiting:

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bees_cli.cloud import wire
-from bees_cli.engine.owners import UNREACHABLE_REASON, ready_to_start, startable
 from bees_cli.record.fires import FireLog
 from bees_cli.record.sync import SharedRecord, Syncer
+from bees_cli.schedules.owners import UNREACHABLE_REASON, ready_to_start, startable
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of, service
 
 T0 = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)

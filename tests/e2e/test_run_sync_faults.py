@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from bees_cli.engine import owners
 from bees_cli.engine.background import Background
 from bees_cli.record.fires import FireLog
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.record.sync import SharedRecord, Syncer, SyncResult
+from bees_cli.schedules import owners
 from bees_cli.usecases.bees import Bees
 from tests.e2e.conftest import Team, closed_url, make_computer, record_of
 from tests.engine.conftest import dev_env  # noqa: F401 - the session's Temporal dev server

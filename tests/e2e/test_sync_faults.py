@@ -15,12 +15,12 @@ from pydantic import BaseModel
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.client import AsyncCloudClient
-from bees_cli.engine.owners import claim_owner
 from bees_cli.errors import Refused
 from bees_cli.record.fires import ClaimStatus, FireLog, iso
 from bees_cli.record.local import OwnedElsewhere
 from bees_cli.record.sync import Refusal, SharedRecord, Syncer
 from bees_cli.record.sync_notes import refusal_lines, stale_line
+from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
 from bees_cli.usecases.items import status, status_warnings

@@ -20,11 +20,11 @@ from temporalio.worker import Worker
 from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
-from bees_cli.engine.owners import claim_owner
 from bees_cli.engine.schedules import FireActivities, wanted_schedules
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import Syncer, team_rows
+from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.run import start_pending
 from bees_cli.workspace.loader import load_workspace
 from tests.e2e.conftest import (  # noqa: F401 - fixtures

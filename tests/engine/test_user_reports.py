@@ -101,9 +101,9 @@ def test_a_corrupt_record_is_one_error_not_a_traceback(bees: BeesRunner, bees_ho
 
 def test_a_create_that_fails_half_way_leaves_no_item(space: Space, record: LocalRecord,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from bees_cli.engine import owners
     from bees_cli.machine.computer import Computer
     from bees_cli.machine.paths import default_runs_dir
+    from bees_cli.schedules import owners
     from bees_cli.usecases.items import create_item
 
     space.agent("alpha")
