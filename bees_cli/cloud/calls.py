@@ -58,6 +58,19 @@ def key_claim(claim: wire.KeyClaim) -> Call[wire.KeyAnswer]:
     return Call("POST", "/v1/keys/claim", wire.KeyAnswer, claim)
 
 
+def key_item(report: wire.KeyItem) -> Call[wire.KeyAnswer]:
+    """Build the call by which a key's holder reports the item the key produced."""
+    return Call("POST", "/v1/keys/item", wire.KeyAnswer, report)
+
+
+def held_keys(machine_id: str, *, without_item: bool) -> Call[wire.KeyList]:
+    """Build the call that lists this person's keys held by ``machine_id``."""
+    params: dict[str, Any] = {"machine_id": _item(machine_id)}
+    if without_item:
+        params["without_item"] = "true"
+    return Call("GET", "/v1/keys", wire.KeyList, params=params)
+
+
 def owner_claim(claim: wire.OwnerClaim) -> Call[wire.OwnerAnswer]:
     """Build the owner claim call."""
     return Call("POST", "/v1/owners/claim", wire.OwnerAnswer, claim)

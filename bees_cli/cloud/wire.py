@@ -13,12 +13,14 @@ Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
     GET  /v1/me                      -> Me            who the token is, team, server clock
     GET  /v1/time                    -> ServerTime    the server's clock (UTC)
     POST /v1/keys/claim   KeyClaim   -> KeyAnswer     granted | taken
+    POST /v1/keys/item    KeyItem    -> KeyAnswer     the holder reports the key's item
+    GET  /v1/keys?machine_id=M&without_item=true -> KeyList  keys this person's machine holds
     POST /v1/owners/claim OwnerClaim -> OwnerAnswer   owner | taken
     GET  /v1/owners                  -> OwnerList     the team's current owners
     GET  /v1/owners/{item}           -> Owner         the latest owner row of one item
     GET  /v1/owners/{item}/history   -> OwnerList     every owner row of one item, oldest first
     POST /v1/owners/{item}/release OwnerRelease -> Owner  (403 when another machine owns it)
-    POST /v1/record/push  RecordPush -> PushAnswer
+    POST /v1/record/push  RecordPush -> PushAnswer    applied, and each refused change with why
     GET  /v1/record/pull?since=N&limit=M -> PullAnswer
 
 Errors: ``{"error": {"code", "message", "hint"}}`` with a 4xx status (see :class:`ErrorBody`).
@@ -31,7 +33,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
@@ -54,8 +56,27 @@ MAX_BATCH = 1000
 """Most changes in one record push."""
 MAX_PULL = 1000
 """Most changes in one record pull page."""
+MAX_PULL_BYTES = 1024 * 1024
+"""Most bytes of fields (canonical JSON) in one pull page (1 MiB); a page holds at least one."""
+MAX_FIELDS_BYTES = 16 * 1024
+"""Largest ``fields`` of one item, in bytes of :func:`canonical_json` (16 KiB).
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
+Why: every teammate downloads every item; a computer's own fields are a few hundred bytes.
+"""
+MAX_FIELDS_DEPTH = 16
+"""Deepest nesting of lists and objects in ``fields`` (the top object is depth 1)."""
+CLOCK_TOLERANCE_SECONDS = 300
+"""How far (seconds) a change's origin time may be ahead of the server clock (5 minutes).
+
+Why: last-writer-wins follows the origin clock; a clock far ahead would win every
+later change of the item for good, so such changes are refused (``clock_ahead``).
+"""
+MAX_INT = 2**63 - 1
+"""Largest integer the server stores or reads from a query (a signed 64-bit integer)."""
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$"
+"""The ids the server accepts (without ``..``); stated in the OpenAPI document."""
+
+_ID_RE = re.compile(ID_PATTERN)
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _EMAIL_RE = re.compile(r"^[^@\s/\\]{1,100}@[^@\s/\\]{1,200}$")
 
@@ -106,18 +127,95 @@ def _strict_str(value: Any) -> Any:
     return value
 
 
+MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+"""Earliest time the API accepts (UTC)."""
+MAX_TIME = datetime(9000, 1, 1, tzinfo=UTC)
+"""Latest time the API accepts (UTC, exclusive).
+
+Why: times at the calendar's edges with extreme offsets cannot be converted to UTC,
+and times before year 1000 have no four-digit text form.
+"""
+
+
 def _aware_time(value: Any) -> datetime:
-    """Accept a ``datetime`` or an ISO 8601 string with a zone; return it in UTC."""
-    if isinstance(value, str):
-        return parse_utc(value)
-    if isinstance(value, datetime):
-        return as_utc(value)
-    raise ValueError("a time must be an ISO 8601 string with a zone")
+    """Accept a ``datetime`` or an ISO 8601 string with a zone; return it in UTC.
+
+    Raises:
+        ValueError: not a zoned time, or outside [:data:`MIN_TIME`, :data:`MAX_TIME`).
+    """
+    try:
+        if isinstance(value, str):
+            moment = parse_utc(value)
+        elif isinstance(value, datetime):
+            moment = as_utc(value)
+        else:
+            raise ValueError("a time must be an ISO 8601 string with a zone")
+    except OverflowError:
+        moment = MAX_TIME  # beyond the calendar once moved to UTC
+    if not MIN_TIME <= moment < MAX_TIME:
+        raise ValueError("a time must be from 1970-01-01 up to (not including) 9000-01-01 UTC")
+    return moment
 
 
-Id = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_id)]
+def _depth(value: Any) -> int:
+    """Return how deeply lists and objects nest in ``value`` (a scalar is 0), iteratively."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_FIELDS_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _check_fields(value: dict[str, Any]) -> dict[str, Any]:
+    """Return ``value`` when it nests at most :data:`MAX_FIELDS_DEPTH` deep and is UTF-8 text.
+
+    Raises:
+        ValueError: too deeply nested, a float that JSON cannot carry, or text that is
+            not encodable as UTF-8 (e.g. a lone surrogate).
+    """
+    if _depth(value) > MAX_FIELDS_DEPTH:
+        raise ValueError(f"fields may nest at most {MAX_FIELDS_DEPTH} deep")
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("fields hold text that is not valid Unicode (a lone surrogate)") from None
+    except ValueError:
+        raise ValueError("fields hold a number JSON cannot carry (NaN or infinity)") from None
+    return value
+
+
+Fields = Annotated[dict[str, JsonValue], AfterValidator(_check_fields)]
+"""An item's fields: a JSON object of UTF-8 text, nested at most :data:`MAX_FIELDS_DEPTH` deep."""
+
+
+ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": ID_PATTERN,
+    "minLength": 1,
+    "maxLength": 200,
+}
+"""The JSON schema of an id (the ``..`` rule is checked too, but is not a JSON-schema rule)."""
+
+Id = Annotated[
+    str, BeforeValidator(_strict_str), AfterValidator(check_id), WithJsonSchema(ID_SCHEMA)
+]
 """A safe id: item, schedule, machine, piece."""
-Name = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_name)]
+Name = Annotated[
+    str,
+    BeforeValidator(_strict_str),
+    AfterValidator(check_name),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 200}),
+]
 """A printable name such as a computer name."""
 UtcTime = Annotated[
     datetime,
@@ -130,6 +228,7 @@ Sha256 = Annotated[
     str,
     BeforeValidator(_strict_str),
     AfterValidator(lambda v: v if _SHA256_RE.match(v) else _fail("64 lower-case hex digits")),
+    WithJsonSchema({"type": "string", "pattern": _SHA256_RE.pattern}),
 ]
 """A SHA-256 digest as 64 lower-case hex digits."""
 
@@ -239,11 +338,32 @@ class KeyAnswer(Wire):
     machine_id: str
     computer_name: str
     granted_at: UtcTime
+    item_id: str | None = None
+    """The item the key produced, once its holder reported it (:class:`KeyItem`)."""
 
     @property
     def granted(self) -> bool:
         """True when the asking machine holds the key."""
         return self.status == "granted"
+
+
+class KeyItem(Wire):
+    """The holder of a schedule key reports the item the key produced (once; repeats are safe).
+
+    The key is (this token's person, ``schedule_id``, ``scheduled_time``); only the
+    machine that holds it may report, and a key keeps its first item for good.
+    """
+
+    schedule_id: Id
+    scheduled_time: UtcTime
+    machine_id: Id
+    item_id: Id
+
+
+class KeyList(Wire):
+    """Schedule keys, oldest scheduled time first."""
+
+    keys: list[KeyAnswer]
 
 
 class OwnerClaim(Wire):
@@ -307,7 +427,7 @@ class OwnerRelease(Wire):
     machine_id: Id
     restart_stages: dict[Id, Id] = Field(default_factory=dict)
     checkpoint_sha256: Sha256
-    epoch: int | None = Field(default=None, ge=1)
+    epoch: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RecordChange(Wire):
@@ -318,7 +438,7 @@ class RecordChange(Wire):
     """
 
     item_id: Id
-    fields: dict[str, JsonValue]
+    fields: Fields
     origin_time: UtcTime
     machine_id: Id
 
@@ -329,11 +449,45 @@ class RecordPush(Wire):
     changes: list[RecordChange] = Field(max_length=MAX_BATCH)
 
 
+RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large"]
+"""Why one change of a push was refused (DESIGN.md "Shared record")::
+
+    not_owner          the item is owned by another machine (or, while free, was
+                       released last by another one; or was first written by another)
+    machine_not_yours  the machine id belongs to another person of the team
+    clock_ahead        the origin time is ahead of the server clock by more than
+                       CLOCK_TOLERANCE_SECONDS; offset_seconds says by how much
+    too_large          the fields are larger than MAX_FIELDS_BYTES
+"""
+
+
+class RefusedChange(Wire):
+    """One change of a push that the server did not apply, and why (see :data:`RefusalCode`).
+
+    The client keeps the change (it is not sent again until something changes) and
+    shows the reason; it never drops a refused change silently.
+    """
+
+    item_id: str
+    origin_time: UtcTime
+    machine_id: str
+    code: RefusalCode
+    message: str
+    offset_seconds: float | None = None
+    """For ``clock_ahead``: origin time minus server time, in seconds."""
+    owner: Owner | None = None
+    """For ``not_owner``: the latest owner row of the item, when it has one."""
+
+
 class PushAnswer(Wire):
-    """How many changes arrived and how many became the item's current state."""
+    """How many changes arrived, how many became the item's current state, which were refused.
+
+    ``received == applied + len(refused) + (changes that lost to a greater key)``.
+    """
 
     received: int
     applied: int
+    refused: list[RefusedChange] = Field(default_factory=list)
 
 
 class RecordEntry(Wire):

@@ -195,14 +195,10 @@ def test_record_later_origin_wins_and_pull_is_incremental(team: Team) -> None:
         late = maya.push([change("a", "laptop", "2025-01-06T08:59:59Z", stage="Old")])
         assert (late.received, late.applied) == (1, 0)
         assert sam.pull(cursor).changes == []
-        # Same origin time: the greater machine id wins.
-        tie = maya.push(
-            [
-                change("b", "zz-desktop", "2025-01-06T09:00:00Z", stage="Review"),
-                change("b", "aa-desktop", "2025-01-06T09:00:00Z", stage="Lost"),
-            ]
-        )
-        assert tie.applied == 1
+        # b is handed to zz-desktop; at the same origin time the greater machine id wins.
+        assert maya.claim_owner(claim("b", "zz-desktop")).granted
+        tie = maya.push([change("b", "zz-desktop", "2025-01-06T09:00:00Z", stage="Review")])
+        assert (tie.applied, tie.refused) == (1, [])
         after = sam.pull(cursor)
         assert [(c.item_id, c.fields, c.machine_id) for c in after.changes] == [
             ("b", {"stage": "Review"}, "zz-desktop")
@@ -221,20 +217,32 @@ def test_pull_pages(team: Team) -> None:
     assert everything.more is False
 
 
-def test_record_push_for_item_owned_elsewhere_is_refused_whole(team: Team) -> None:
+def test_record_push_refuses_changes_to_items_owned_elsewhere_one_by_one(team: Team) -> None:
     with team.client() as api:
         api.claim_owner(claim("owned", "laptop"))
         api.push([change("owned", "laptop", "2025-01-06T09:00:00Z", stage="Draft")])
         cursor = api.pull(0).cursor
-        with pytest.raises(CloudRefused) as refused:
-            api.push(
-                [
-                    change("free", "desktop", "2025-01-06T09:01:00Z", stage="Draft"),
-                    change("owned", "desktop", "2025-01-06T09:01:00Z", stage="Stolen"),
-                ]
-            )
-        assert "owned" in refused.value.message
-        assert api.pull(cursor).changes == []  # nothing written, not even "free"
+        answer = api.push(
+            [
+                change("free", "desktop", "2025-01-06T09:01:00Z", stage="Draft"),
+                change("owned", "desktop", "2025-01-06T09:01:00Z", stage="Stolen"),
+            ]
+        )
+        assert (answer.received, answer.applied) == (2, 1)
+        [refused] = answer.refused
+        assert (refused.item_id, refused.code, refused.machine_id) == (
+            "owned",
+            "not_owner",
+            "desktop",
+        )
+        assert refused.owner is not None and refused.owner.machine_id == "laptop"
+        assert refused.message == (
+            "item owned is owned by laptop-name (machine laptop);"
+            " machine desktop may not change it"
+        )
+        assert [(c.item_id, c.fields) for c in api.pull(cursor).changes] == [
+            ("free", {"stage": "Draft"})
+        ]
 
 
 def test_openapi_lists_the_api(team: Team) -> None:
