@@ -158,7 +158,11 @@ def _aware_time(value: Any) -> datetime:
 
 
 def _depth(value: Any) -> int:
-    """Return how deeply lists and objects nest in ``value`` (a scalar is 0), iteratively."""
+    """Return how deeply lists and objects nest in ``value`` (a scalar is 0), iteratively.
+
+    Raises:
+        ValueError: ``value`` holds an integer beyond 64 bits (:data:`MAX_INT`).
+    """
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -168,6 +172,8 @@ def _depth(value: Any) -> int:
         elif isinstance(node, list):
             children = node
         else:
+            if isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
+                raise ValueError("fields may hold integers of at most 64 bits")
             continue
         deepest = max(deepest, depth + 1)
         if deepest > MAX_FIELDS_DEPTH:
@@ -180,8 +186,8 @@ def _check_fields(value: dict[str, Any]) -> dict[str, Any]:
     """Return ``value`` when it nests at most :data:`MAX_FIELDS_DEPTH` deep and is UTF-8 text.
 
     Raises:
-        ValueError: too deeply nested, a float that JSON cannot carry, or text that is
-            not encodable as UTF-8 (e.g. a lone surrogate).
+        ValueError: too deeply nested, an integer beyond 64 bits, a float that JSON
+            cannot carry, or text that is not encodable as UTF-8 (e.g. a lone surrogate).
     """
     if _depth(value) > MAX_FIELDS_DEPTH:
         raise ValueError(f"fields may nest at most {MAX_FIELDS_DEPTH} deep")

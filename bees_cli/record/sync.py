@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError, CloudError, CloudRefused
+from bees_cli.errors import BeesError, CloudError
 from bees_cli.record import states
 from bees_cli.record.fires import connect, iso, parse_iso
 from bees_cli.record.local import LocalRecord
@@ -253,8 +253,11 @@ class Syncer:
                                              origin_time=parse_iso(origin),
                                              machine_id=self.computer.machine_id)
                            for item_id, origin, fields in changes]
-                await self._push(client, records)
-                await asyncio.to_thread(self.shared.sent, [(i, o) for i, o, _ in changes])
+                refused = await self._push(client, records)
+                # A refused change stays in the outbox until it can be sent.
+                kept = {(r.item_id, r.origin_time) for r in refused}
+                await asyncio.to_thread(self.shared.sent, [
+                    (i, o) for i, o, _ in changes if (i, parse_iso(o)) not in kept])
             cursor = await asyncio.to_thread(lambda: self.shared.cursor)
             pulled = await client.pull_all(cursor)
             await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
@@ -267,17 +270,14 @@ class Syncer:
             if self.client is None:
                 await client.aclose()
 
-    async def _push(self, client: AsyncCloudClient, records: list[wire.RecordChange]) -> None:
-        """Push; a batch refused because one item is owned elsewhere (handed over) is sent
-        one change at a time, dropping the refused ones."""
-        try:
-            await client.push(records)
-        except CloudRefused:
-            for record in records:
-                try:
-                    await client.push([record])
-                except CloudRefused as error:
-                    log.info("shared record: %s not sent: %s", record.item_id, error.message)
+    async def _push(self, client: AsyncCloudClient,
+                    records: list[wire.RecordChange]) -> list[wire.RefusedChange]:
+        """Push; return the changes Bees Cloud refused (each with its code and reason)."""
+        answer = await client.push(records)
+        for refused in answer.refused:
+            log.warning("shared record: %s not sent (%s): %s", refused.item_id, refused.code,
+                        refused.message)
+        return list(answer.refused)
 
     async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None) -> None:
         """Sync every :attr:`interval` seconds until ``stop`` is set; failures are noted
