@@ -237,8 +237,7 @@ def test_record_push_refuses_changes_to_items_owned_elsewhere_one_by_one(team: T
         )
         assert refused.owner is not None and refused.owner.machine_id == "laptop"
         assert refused.message == (
-            "item owned is owned by laptop-name (machine laptop);"
-            " machine desktop may not change it"
+            "item owned is owned by laptop-name (machine laptop); machine desktop may not change it"
         )
         assert [(c.item_id, c.fields) for c in api.pull(cursor).changes] == [
             ("free", {"stage": "Draft"})
@@ -251,6 +250,8 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/me",
         "/v1/time",
         "/v1/keys/claim",
+        "/v1/keys/item",
+        "/v1/keys",
         "/v1/owners",
         "/v1/owners/claim",
         "/v1/owners/{item_id}",
@@ -259,6 +260,44 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/record/push",
         "/v1/record/pull",
     } <= set(document["paths"])
+
+
+def test_openapi_states_the_id_patterns_and_lengths(team: Team) -> None:
+    document = httpx.get(f"{team.url}/openapi.json").json()
+    shapes = document["components"]["schemas"]
+    id_rule = {
+        "type": "string",
+        "pattern": wire.ID_PATTERN,
+        "minLength": 1,
+        "maxLength": 200,
+    }
+    for model, field in [
+        ("KeyClaim", "schedule_id"),
+        ("KeyClaim", "machine_id"),
+        ("KeyItem", "item_id"),
+        ("OwnerClaim", "item_id"),
+        ("RecordChange", "item_id"),
+        ("RecordChange", "machine_id"),
+    ]:
+        stated = dict(shapes[model]["properties"][field])
+        stated.pop("title")
+        assert stated == id_rule, (model, field)
+    name = dict(shapes["OwnerClaim"]["properties"]["computer_name"])
+    name.pop("title")
+    assert name == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+    }
+    [path_item] = document["paths"]["/v1/owners/{item_id}"]["get"]["parameters"]
+    assert (path_item["schema"]["pattern"], path_item["schema"]["maxLength"]) == (
+        wire.ID_PATTERN,
+        200,
+    )
+    pull = {
+        p["name"]: p["schema"] for p in document["paths"]["/v1/record/pull"]["get"]["parameters"]
+    }
+    assert pull["since"]["maximum"] == 2**63 - 1
 
 
 def test_every_refusal_has_one_http_status() -> None:
