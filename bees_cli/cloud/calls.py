@@ -29,6 +29,7 @@ from bees_cli.errors import (
 
 M = TypeVar("M", bound=BaseModel)
 
+
 @dataclass(frozen=True)
 class Call(Generic[M]):
     """One API request and the model its 2xx answer is read into."""

@@ -24,9 +24,7 @@ def key(machine: str, when: datetime = NINE) -> wire.KeyClaim:
 
 
 def item_of(machine: str, item: str, when: datetime = NINE) -> wire.KeyItem:
-    return wire.KeyItem(
-        schedule_id="weekly", scheduled_time=when, machine_id=machine, item_id=item
-    )
+    return wire.KeyItem(schedule_id="weekly", scheduled_time=when, machine_id=machine, item_id=item)
 
 
 def claim(item: str, machine: str) -> wire.OwnerClaim:

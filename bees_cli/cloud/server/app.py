@@ -52,6 +52,7 @@ def status_of(refusal: refusals.CloudRefusal) -> int:
             return STATUS[kind]
     raise KeyError(f"no HTTP status for {type(refusal).__name__}")
 
+
 BODY_SECONDS = 10.0
 """Seconds a request body may take to arrive in full; a slower one is cut off with 408."""
 
@@ -296,16 +297,12 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     @app.get("/v1/keys", response_model=wire.KeyList, responses=responses)
     def held_keys(
         who: Token,
-        machine_id: Annotated[
-            str, Query(pattern=wire.ID_PATTERN, min_length=1, max_length=200)
-        ],
+        machine_id: Annotated[str, Query(pattern=wire.ID_PATTERN, min_length=1, max_length=200)],
         without_item: bool = False,
     ) -> Response:
         """This person's keys held by ``machine_id`` (only those without an item, if asked)."""
         machine = item_path(machine_id)
-        return _json(
-            wire.KeyList(keys=storage.held_keys(who, machine, without_item=without_item))
-        )
+        return _json(wire.KeyList(keys=storage.held_keys(who, machine, without_item=without_item)))
 
     @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
     def claim_owner(claim: wire.OwnerClaim, who: Token) -> Response:

@@ -114,9 +114,7 @@ class Keys:
             row = self._row(conn, who, report.schedule_id, scheduled_us)
             when = format_utc(report.scheduled_time)
             if row is None:
-                raise NotFound(
-                    "no_key", f"no key was granted for {report.schedule_id} at {when}"
-                )
+                raise NotFound("no_key", f"no key was granted for {report.schedule_id} at {when}")
             if row.machine_id != report.machine_id:
                 raise Forbidden(
                     "not_key_holder",

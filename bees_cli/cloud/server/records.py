@@ -88,7 +88,11 @@ class Records:
                     mine[change.machine_id] = self.machines.is_mine(conn, who, change.machine_id)
                 text = wire.canonical_json(change.fields)
                 refusal = self._refusal(
-                    change, text, now, mine[change.machine_id], latest.get(change.item_id),
+                    change,
+                    text,
+                    now,
+                    mine[change.machine_id],
+                    latest.get(change.item_id),
                     writers.get(change.item_id),
                 )
                 if refusal is not None:
@@ -111,9 +115,7 @@ class Records:
     ) -> wire.RefusedChange | None:
         """Return why ``change`` is refused (see :meth:`push`), or None when it may apply."""
 
-        def refuse(
-            code: wire.RefusalCode, message: str, **extra: Any
-        ) -> wire.RefusedChange:
+        def refuse(code: wire.RefusalCode, message: str, **extra: Any) -> wire.RefusedChange:
             return wire.RefusedChange(
                 item_id=change.item_id,
                 origin_time=change.origin_time,
