@@ -23,9 +23,10 @@ class Records:
     Per item the record keeps the change with the greatest key (origin time, machine
     id, content digest; :class:`~bees_cli.cloud.wire.RecordKey`): the same on every
     server and computer whatever the order of arrival. Each applied change takes a
-    fresh per-team sequence number; pushes of one team are serialised on the team row,
-    so sequence numbers become visible in order and a pull ``since`` a cursor never
-    misses one.
+    fresh per-team sequence number; pushes of one team are serialised on the team row
+    (locked before the checks of a push), so sequence numbers become visible in order,
+    a pull ``since`` a cursor never misses one, and the first writer of an item never
+    claimed is decided once.
 
     Args:
         db: the database.
@@ -64,6 +65,14 @@ class Records:
             who = self.people.principal(conn, who)
             if not changes:
                 return wire.PushAnswer(received=0, applied=0)
+            # Pushes of one team take turns from here (the team row is locked), so the
+            # checks below see every change committed before and none half-made.
+            conn.execute(sa.select(teams.c.id).where(teams.c.id == who.team_id).with_for_update())
+            # Machine ids are bound in sorted order, so two pushes never wait on each other.
+            mine = {
+                m: self.machines.is_mine(conn, who, m)
+                for m in sorted({c.machine_id for c in changes})
+            }
             now = self.db.clock()
             latest: dict[str, Any] = {}
             for row in conn.execute(
@@ -80,12 +89,9 @@ class Records:
                     )
                 )
             }
-            mine: dict[str, bool] = {}
             accepted: list[tuple[wire.RecordChange, str]] = []
             refused: list[wire.RefusedChange] = []
             for change in changes:
-                if change.machine_id not in mine:
-                    mine[change.machine_id] = self.machines.is_mine(conn, who, change.machine_id)
                 text = wire.canonical_json(change.fields)
                 refusal = self._refusal(
                     change,
