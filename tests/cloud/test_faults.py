@@ -4,6 +4,7 @@ only an item's owner writes its record, and clocks far ahead are refused."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -240,3 +241,31 @@ def test_a_change_stamped_past_the_tolerance_is_refused_then_a_correct_one_appli
         ("item-2", {"stage": "Y"}),
         ("item-1", {"stage": "Draft"}),
     ]
+
+
+async def test_a_refused_change_stays_in_the_outbox_until_it_can_be_sent(
+    tmp_path: Path, clocked_server: ThreadServer
+) -> None:
+    """This computer's clock (the real one) is far ahead of the server's (Jan 2025)."""
+    from bees_cli.record.sync import SharedRecord, Syncer
+    from tests.e2e.conftest import make_computer, record_of
+
+    storage, clock = clocked_server.storage, clocked_server.clock
+    assert storage.add_team("t") is True
+    token = storage.add_person("maya@t.example", "t")
+    laptop = make_computer(
+        tmp_path, "maya-laptop", "maya@t.example", url=clocked_server.url, token=token
+    )
+    record_of(laptop).add_item(
+        id="01ITEMREFUSEDFORCLOCK00000", process="p", title="t", workspace="/ws",
+        run_folder="/runs", input="{}", stage="Draft",
+    )  # fmt: skip
+    shared = SharedRecord(laptop.record_path)
+    syncer = Syncer(laptop)
+    await syncer.sync_once()
+    assert [item for item, _, _ in shared.outbox(laptop)] == ["01ITEMREFUSEDFORCLOCK00000"]
+    assert storage.pull(token, 0).changes == []
+    clock.now = datetime.now(UTC)  # the server's clock is right again
+    await syncer.sync_once()
+    assert shared.outbox(laptop) == []
+    assert [e.item_id for e in storage.pull(token, 0).changes] == ["01ITEMREFUSEDFORCLOCK00000"]
