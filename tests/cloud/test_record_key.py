@@ -37,7 +37,7 @@ zones = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=
 json_values = st.recursive(
     st.none()
     | st.booleans()
-    | st.integers()
+    | st.integers(-wire.MAX_INT, wire.MAX_INT)  # the server refuses integers past 64 bits
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),

@@ -31,6 +31,9 @@ class Machines:
         Runs inside the caller's transaction ``conn``, so the binding commits with
         the operation that used the machine id.
         """
+        known = self.owned_by(conn, who, machine_id)
+        if known is not None:
+            return known  # bound already: a read, no write
         conn.execute(
             self.db.insert(machines)
             .values(
