@@ -29,6 +29,7 @@ from bees_cli.errors import (
 
 M = TypeVar("M", bound=BaseModel)
 
+
 @dataclass(frozen=True)
 class Call(Generic[M]):
     """One API request and the model its 2xx answer is read into."""
@@ -56,6 +57,19 @@ class Call(Generic[M]):
 def key_claim(claim: wire.KeyClaim) -> Call[wire.KeyAnswer]:
     """Build the schedule-key claim call."""
     return Call("POST", "/v1/keys/claim", wire.KeyAnswer, claim)
+
+
+def key_item(report: wire.KeyItem) -> Call[wire.KeyAnswer]:
+    """Build the call by which a key's holder reports the item the key produced."""
+    return Call("POST", "/v1/keys/item", wire.KeyAnswer, report)
+
+
+def held_keys(machine_id: str, *, without_item: bool) -> Call[wire.KeyList]:
+    """Build the call that lists this person's keys held by ``machine_id``."""
+    params: dict[str, Any] = {"machine_id": _item(machine_id)}
+    if without_item:
+        params["without_item"] = "true"
+    return Call("GET", "/v1/keys", wire.KeyList, params=params)
 
 
 def owner_claim(claim: wire.OwnerClaim) -> Call[wire.OwnerAnswer]:

@@ -42,7 +42,9 @@ from bees_cli.cloud.calls import (
     backoff_delay,
     bad_base_url,
     check_url,
+    held_keys,
     key_claim,
+    key_item,
     owner_claim,
     owner_get,
     owner_history,
@@ -186,14 +188,19 @@ class BaseCloudClient:
     def _list_owners(self) -> Plan[list[wire.Owner]]:
         return (yield from self._must(Call("GET", "/v1/owners", wire.OwnerList))).owners
 
+    def _held_keys(self, machine_id: str, without_item: bool) -> Plan[list[wire.KeyAnswer]]:
+        return (yield from self._must(held_keys(machine_id, without_item=without_item))).keys
+
     def _push(self, changes: list[wire.RecordChange]) -> Plan[wire.PushAnswer]:
         received = applied = 0
+        refused: list[wire.RefusedChange] = []
         for start in range(0, len(changes), wire.MAX_BATCH):
             batch = wire.RecordPush(changes=changes[start : start + wire.MAX_BATCH])
             answer = yield from self._must(Call("POST", "/v1/record/push", wire.PushAnswer, batch))
             received += answer.received
             applied += answer.applied
-        return wire.PushAnswer(received=received, applied=applied)
+            refused.extend(answer.refused)
+        return wire.PushAnswer(received=received, applied=applied, refused=refused)
 
     def _pull_all(self, since: int) -> Plan[wire.PullAnswer]:
         entries: list[wire.RecordEntry] = []
@@ -290,6 +297,24 @@ class CloudClient(BaseCloudClient):
         """Claim a schedule key; ``answer.granted`` tells whether this machine holds it."""
         return self._run(self._must(key_claim(claim)))
 
+    def report_key_item(self, report: wire.KeyItem) -> wire.KeyAnswer:
+        """Report the item a held key produced; safe to repeat with the same item.
+
+        Raises:
+            CloudRefused: another machine holds the key, the machine id is another
+                person's, or the key already produced another item.
+            CloudError: no such key (404).
+        """
+        return self._run(self._must(key_item(report)))
+
+    def held_keys(self, machine_id: str, *, without_item: bool = False) -> list[wire.KeyAnswer]:
+        """Return this person's keys held by ``machine_id``, oldest scheduled time first.
+
+        With ``without_item`` only the keys whose item was never reported (to make
+        on start after a crash).
+        """
+        return self._run(self._held_keys(machine_id, without_item))
+
     def claim_owner(self, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim an item; ``answer.granted`` tells whether this machine owns it."""
         return self._run(self._must(owner_claim(claim)))
@@ -317,9 +342,9 @@ class CloudClient(BaseCloudClient):
     def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches of :data:`wire.MAX_BATCH`; return the totals.
 
-        Raises:
-            CloudRefused: a change is for an item another machine owns (that batch and
-                the ones after it are not written).
+        Changes the server refused (another machine's item, a clock too far ahead,
+        fields too large, another person's machine) come back in ``answer.refused``
+        with their code and reason; the caller keeps them.
         """
         return self._run(self._push(changes))
 
@@ -408,6 +433,16 @@ class AsyncCloudClient(BaseCloudClient):
     async def claim_key(self, claim: wire.KeyClaim) -> wire.KeyAnswer:
         """Claim a schedule key; ``answer.granted`` tells whether this machine holds it."""
         return await self._run(self._must(key_claim(claim)))
+
+    async def report_key_item(self, report: wire.KeyItem) -> wire.KeyAnswer:
+        """Report the item a held key produced; see :meth:`CloudClient.report_key_item`."""
+        return await self._run(self._must(key_item(report)))
+
+    async def held_keys(
+        self, machine_id: str, *, without_item: bool = False
+    ) -> list[wire.KeyAnswer]:
+        """Return this person's keys held by ``machine_id``; see :meth:`CloudClient.held_keys`."""
+        return await self._run(self._held_keys(machine_id, without_item))
 
     async def claim_owner(self, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim an item; ``answer.granted`` tells whether this machine owns it."""

@@ -13,12 +13,14 @@ Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
     GET  /v1/me                      -> Me            who the token is, team, server clock
     GET  /v1/time                    -> ServerTime    the server's clock (UTC)
     POST /v1/keys/claim   KeyClaim   -> KeyAnswer     granted | taken
+    POST /v1/keys/item    KeyItem    -> KeyAnswer     the holder reports the key's item
+    GET  /v1/keys?machine_id=M&without_item=true -> KeyList  keys this person's machine holds
     POST /v1/owners/claim OwnerClaim -> OwnerAnswer   owner | taken
     GET  /v1/owners                  -> OwnerList     the team's current owners
     GET  /v1/owners/{item}           -> Owner         the latest owner row of one item
     GET  /v1/owners/{item}/history   -> OwnerList     every owner row of one item, oldest first
     POST /v1/owners/{item}/release OwnerRelease -> Owner  (403 when another machine owns it)
-    POST /v1/record/push  RecordPush -> PushAnswer
+    POST /v1/record/push  RecordPush -> PushAnswer    applied, and each refused change with why
     GET  /v1/record/pull?since=N&limit=M -> PullAnswer
 
 Errors: ``{"error": {"code", "message", "hint"}}`` with a 4xx status (see :class:`ErrorBody`).
@@ -28,24 +30,55 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import unicodedata
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    JsonValue,
-    PlainSerializer,
-    WithJsonSchema,
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+# The input rules live in checks.py; wire re-exports them (wire.Id, wire.check_id, ...).
+from bees_cli.cloud.checks import (
+    ID_PATTERN as ID_PATTERN,
 )
-
-from bees_cli.utc import as_utc, format_utc, parse_utc, to_us
+from bees_cli.cloud.checks import (
+    ID_SCHEMA as ID_SCHEMA,
+)
+from bees_cli.cloud.checks import (
+    MAX_FIELDS_DEPTH as MAX_FIELDS_DEPTH,
+)
+from bees_cli.cloud.checks import (
+    MAX_INT as MAX_INT,
+)
+from bees_cli.cloud.checks import (
+    MAX_TIME as MAX_TIME,
+)
+from bees_cli.cloud.checks import (
+    MIN_TIME as MIN_TIME,
+)
+from bees_cli.cloud.checks import (
+    Fields as Fields,
+)
+from bees_cli.cloud.checks import (
+    Id as Id,
+)
+from bees_cli.cloud.checks import (
+    Name as Name,
+)
+from bees_cli.cloud.checks import (
+    Sha256 as Sha256,
+)
+from bees_cli.cloud.checks import (
+    UtcTime as UtcTime,
+)
+from bees_cli.cloud.checks import (
+    check_email as check_email,
+)
+from bees_cli.cloud.checks import (
+    check_id as check_id,
+)
+from bees_cli.cloud.checks import (
+    check_name as check_name,
+)
+from bees_cli.utc import to_us
 
 API_PREFIX = "/v1"
 MAX_BODY_BYTES = 1024 * 1024
@@ -54,88 +87,19 @@ MAX_BATCH = 1000
 """Most changes in one record push."""
 MAX_PULL = 1000
 """Most changes in one record pull page."""
+MAX_PULL_BYTES = 1024 * 1024
+"""Most bytes of fields (canonical JSON) in one pull page (1 MiB); a page holds at least one."""
+MAX_FIELDS_BYTES = 16 * 1024
+"""Largest ``fields`` of one item, in bytes of :func:`canonical_json` (16 KiB).
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-_EMAIL_RE = re.compile(r"^[^@\s/\\]{1,100}@[^@\s/\\]{1,200}$")
+Why: every teammate downloads every item; a computer's own fields are a few hundred bytes.
+"""
+CLOCK_TOLERANCE_SECONDS = 300
+"""How far (seconds) a change's origin time may be ahead of the server clock (5 minutes).
 
-
-def check_id(value: str) -> str:
-    """Return ``value`` when it is a safe id (1-200 chars of ``A-Z a-z 0-9 . _ : @ + = -``).
-
-    Raises:
-        ValueError: the id is empty, too long, starts with a punctuation mark,
-            holds a path separator, ``..`` or a control or other character.
-    """
-    if not _ID_RE.match(value) or ".." in value:
-        raise ValueError(
-            "ids are 1-200 characters of letters, digits and . _ : @ + = -,"
-            " starting with a letter or digit, without '..', '/' or control characters"
-        )
-    return value
-
-
-def check_name(value: str) -> str:
-    """Return ``value`` stripped when it is a printable name of 1-200 characters.
-
-    Raises:
-        ValueError: empty, too long, or holding a control character.
-    """
-    value = value.strip()
-    if not 1 <= len(value) <= 200:
-        raise ValueError("names are 1-200 characters")
-    if any(unicodedata.category(ch).startswith("C") for ch in value):
-        raise ValueError("names may not hold control characters")
-    return value
-
-
-def check_email(value: str) -> str:
-    """Return ``value`` lower-cased when it looks like an email address.
-
-    Raises:
-        ValueError: no single ``@``, spaces, slashes or control characters.
-    """
-    if not _EMAIL_RE.match(value) or any(unicodedata.category(ch).startswith("C") for ch in value):
-        raise ValueError("not an email address")
-    return value.lower()
-
-
-def _strict_str(value: Any) -> Any:
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    return value
-
-
-def _aware_time(value: Any) -> datetime:
-    """Accept a ``datetime`` or an ISO 8601 string with a zone; return it in UTC."""
-    if isinstance(value, str):
-        return parse_utc(value)
-    if isinstance(value, datetime):
-        return as_utc(value)
-    raise ValueError("a time must be an ISO 8601 string with a zone")
-
-
-Id = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_id)]
-"""A safe id: item, schedule, machine, piece."""
-Name = Annotated[str, BeforeValidator(_strict_str), AfterValidator(check_name)]
-"""A printable name such as a computer name."""
-UtcTime = Annotated[
-    datetime,
-    BeforeValidator(_aware_time),
-    PlainSerializer(format_utc, return_type=str, when_used="json"),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
-]
-"""A zoned time, normalised to UTC; naive times are refused; JSON has one fixed precision."""
-Sha256 = Annotated[
-    str,
-    BeforeValidator(_strict_str),
-    AfterValidator(lambda v: v if _SHA256_RE.match(v) else _fail("64 lower-case hex digits")),
-]
-"""A SHA-256 digest as 64 lower-case hex digits."""
-
-
-def _fail(message: str) -> str:
-    raise ValueError(message)
+Why: last-writer-wins follows the origin clock; a clock far ahead would win every
+later change of the item for good, so such changes are refused (``clock_ahead``).
+"""
 
 
 def canonical_json(value: Any) -> str:
@@ -239,11 +203,32 @@ class KeyAnswer(Wire):
     machine_id: str
     computer_name: str
     granted_at: UtcTime
+    item_id: str | None = None
+    """The item the key produced, once its holder reported it (:class:`KeyItem`)."""
 
     @property
     def granted(self) -> bool:
         """True when the asking machine holds the key."""
         return self.status == "granted"
+
+
+class KeyItem(Wire):
+    """The holder of a schedule key reports the item the key produced (once; repeats are safe).
+
+    The key is (this token's person, ``schedule_id``, ``scheduled_time``); only the
+    machine that holds it may report, and a key keeps its first item for good.
+    """
+
+    schedule_id: Id
+    scheduled_time: UtcTime
+    machine_id: Id
+    item_id: Id
+
+
+class KeyList(Wire):
+    """Schedule keys, oldest scheduled time first."""
+
+    keys: list[KeyAnswer]
 
 
 class OwnerClaim(Wire):
@@ -307,7 +292,7 @@ class OwnerRelease(Wire):
     machine_id: Id
     restart_stages: dict[Id, Id] = Field(default_factory=dict)
     checkpoint_sha256: Sha256
-    epoch: int | None = Field(default=None, ge=1)
+    epoch: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class RecordChange(Wire):
@@ -318,7 +303,7 @@ class RecordChange(Wire):
     """
 
     item_id: Id
-    fields: dict[str, JsonValue]
+    fields: Fields
     origin_time: UtcTime
     machine_id: Id
 
@@ -329,11 +314,45 @@ class RecordPush(Wire):
     changes: list[RecordChange] = Field(max_length=MAX_BATCH)
 
 
+RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large"]
+"""Why one change of a push was refused (DESIGN.md "Shared record")::
+
+    not_owner          the item is owned by another machine (or, while free, was
+                       released last by another one; or was first written by another)
+    machine_not_yours  the machine id belongs to another person of the team
+    clock_ahead        the origin time is ahead of the server clock by more than
+                       CLOCK_TOLERANCE_SECONDS; offset_seconds says by how much
+    too_large          the fields are larger than MAX_FIELDS_BYTES
+"""
+
+
+class RefusedChange(Wire):
+    """One change of a push that the server did not apply, and why (see :data:`RefusalCode`).
+
+    The client keeps the change (it is not sent again until something changes) and
+    shows the reason; it never drops a refused change silently.
+    """
+
+    item_id: str
+    origin_time: UtcTime
+    machine_id: str
+    code: RefusalCode
+    message: str
+    offset_seconds: float | None = None
+    """For ``clock_ahead``: origin time minus server time, in seconds."""
+    owner: Owner | None = None
+    """For ``not_owner``: the latest owner row of the item, when it has one."""
+
+
 class PushAnswer(Wire):
-    """How many changes arrived and how many became the item's current state."""
+    """How many changes arrived, how many became the item's current state, which were refused.
+
+    ``received == applied + len(refused) + (changes that lost to a greater key)``.
+    """
 
     received: int
     applied: int
+    refused: list[RefusedChange] = Field(default_factory=list)
 
 
 class RecordEntry(Wire):

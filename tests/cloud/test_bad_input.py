@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +23,14 @@ GOOD_CLAIM = {"item_id": "item-1", "machine_id": "laptop", "computer_name": "lap
 
 def _with(base: dict[str, object], **changes: object) -> bytes:
     return json.dumps(base | changes).encode()
+
+
+def _change(fields: bytes) -> bytes:
+    """A push of one change whose fields are the raw JSON ``fields``."""
+    return (
+        b'{"changes": [{"item_id": "i", "origin_time": "2025-01-06T09:00:00Z",'
+        b' "machine_id": "m", "fields": ' + fields + b"}]}"
+    )
 
 
 CASES = [
@@ -109,6 +118,83 @@ CASES = [
         "invalid",
     ),
     ("negative cursor", "GET", "/v1/record/pull?since=-1", b"", 422, "invalid"),
+    ("cursor past 64 bits", "GET", f"/v1/record/pull?since={2**64}", b"", 422, "invalid"),
+    ("limit past 64 bits", "GET", f"/v1/record/pull?limit={2**70}", b"", 422, "invalid"),
+    (
+        "epoch past 64 bits",
+        "POST",
+        "/v1/owners/item-1/release",
+        json.dumps(
+            {"machine_id": "laptop", "checkpoint_sha256": "a" * 64, "epoch": 2**64}
+        ).encode(),
+        422,
+        "invalid",
+    ),
+    (
+        "first day of the calendar, far east",
+        "POST",
+        "/v1/keys/claim",
+        _with(GOOD_KEY, scheduled_time="0001-01-01T00:00:00+23:59"),
+        422,
+        "invalid",
+    ),
+    (
+        "last day of the calendar, far west",
+        "POST",
+        "/v1/keys/claim",
+        _with(GOOD_KEY, scheduled_time="9999-12-31T23:59:59.999999-23:59"),
+        422,
+        "invalid",
+    ),
+    (
+        "lone surrogate in a name",
+        "POST",
+        "/v1/owners/claim",
+        b'{"item_id": "i", "machine_id": "m", "computer_name": "a\\ud800"}',
+        422,
+        "invalid",
+    ),
+    (
+        "lone surrogate in fields",
+        "POST",
+        "/v1/record/push",
+        _change(b'{"a": "\\udc00"}'),
+        422,
+        "invalid",
+    ),
+    (
+        "lone surrogate in a key",
+        "POST",
+        "/v1/record/push",
+        _change(b'{"\\ud800": 1}'),
+        422,
+        "invalid",
+    ),
+    (
+        "integer past 64 bits in fields",
+        "POST",
+        "/v1/record/push",
+        _change(b'{"n": 18446744073709551616}'),
+        422,
+        "invalid",
+    ),
+    ("infinity in fields", "POST", "/v1/record/push", _change(b'{"n": Infinity}'), 422, "invalid"),
+    (
+        "fields nested deeply",
+        "POST",
+        "/v1/record/push",
+        _change(b'{"a": ' + b"[" * 17 + b"]" * 17 + b"}"),
+        422,
+        "invalid",
+    ),
+    (
+        "fields nested very deeply",
+        "POST",
+        "/v1/record/push",
+        _change(b'{"a": ' + b"[" * 200000 + b"]" * 200000 + b"}"),
+        400,
+        "bad_request",
+    ),
     ("text cursor", "GET", "/v1/record/pull?since=abc", b"", 422, "invalid"),
     ("oversized body", "POST", "/v1/record/push", b" " * (1024 * 1024 + 1), 413, "too_large"),
 ]
@@ -208,3 +294,60 @@ def test_random_bodies_never_cause_a_500(team: Team, path: str, body: bytes) -> 
     assert response.status_code < 500, response.text
     if response.status_code >= 400:
         assert set(response.json()["error"]) >= {"code", "message", "hint"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("DELETE", "/v1/keys/claim", "POST"),
+        ("PUT", "/v1/owners/item-1", "GET"),
+        ("GET", "/v1/record/push", "POST"),
+    ],
+)
+def test_405_names_the_allowed_methods(team: Team, method: str, path: str, allow: str) -> None:
+    response = _request(team, method, path, b"")
+    assert response.status_code == 405
+    assert response.headers["allow"] == allow
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_a_body_that_arrives_too_slowly_is_cut_off(tmp_path: Path) -> None:
+    """A sender that stops halfway through its body gets 408 once the deadline passes."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from bees_cli.cloud.server.app import asgi, bind
+    from bees_cli.cloud.server.storage import Storage
+
+    storage = Storage(f"sqlite:///{tmp_path / 'slow.db'}")
+    sock = bind("127.0.0.1", 0)
+    config = uvicorn.Config(
+        asgi(storage, body_seconds=0.3), log_level="warning", access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        with socket.create_connection(sock.getsockname()[:2], timeout=10) as client:
+            client.sendall(
+                b"POST /v1/record/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100\r\n\r\n" + b'{"changes": ['
+            )
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = client.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        storage.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(body)["error"]["code"] == "too_slow"

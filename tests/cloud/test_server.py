@@ -195,14 +195,10 @@ def test_record_later_origin_wins_and_pull_is_incremental(team: Team) -> None:
         late = maya.push([change("a", "laptop", "2025-01-06T08:59:59Z", stage="Old")])
         assert (late.received, late.applied) == (1, 0)
         assert sam.pull(cursor).changes == []
-        # Same origin time: the greater machine id wins.
-        tie = maya.push(
-            [
-                change("b", "zz-desktop", "2025-01-06T09:00:00Z", stage="Review"),
-                change("b", "aa-desktop", "2025-01-06T09:00:00Z", stage="Lost"),
-            ]
-        )
-        assert tie.applied == 1
+        # b is handed to zz-desktop; at the same origin time the greater machine id wins.
+        assert maya.claim_owner(claim("b", "zz-desktop")).granted
+        tie = maya.push([change("b", "zz-desktop", "2025-01-06T09:00:00Z", stage="Review")])
+        assert (tie.applied, tie.refused) == (1, [])
         after = sam.pull(cursor)
         assert [(c.item_id, c.fields, c.machine_id) for c in after.changes] == [
             ("b", {"stage": "Review"}, "zz-desktop")
@@ -221,20 +217,31 @@ def test_pull_pages(team: Team) -> None:
     assert everything.more is False
 
 
-def test_record_push_for_item_owned_elsewhere_is_refused_whole(team: Team) -> None:
+def test_record_push_refuses_changes_to_items_owned_elsewhere_one_by_one(team: Team) -> None:
     with team.client() as api:
         api.claim_owner(claim("owned", "laptop"))
         api.push([change("owned", "laptop", "2025-01-06T09:00:00Z", stage="Draft")])
         cursor = api.pull(0).cursor
-        with pytest.raises(CloudRefused) as refused:
-            api.push(
-                [
-                    change("free", "desktop", "2025-01-06T09:01:00Z", stage="Draft"),
-                    change("owned", "desktop", "2025-01-06T09:01:00Z", stage="Stolen"),
-                ]
-            )
-        assert "owned" in refused.value.message
-        assert api.pull(cursor).changes == []  # nothing written, not even "free"
+        answer = api.push(
+            [
+                change("free", "desktop", "2025-01-06T09:01:00Z", stage="Draft"),
+                change("owned", "desktop", "2025-01-06T09:01:00Z", stage="Stolen"),
+            ]
+        )
+        assert (answer.received, answer.applied) == (2, 1)
+        [refused] = answer.refused
+        assert (refused.item_id, refused.code, refused.machine_id) == (
+            "owned",
+            "not_owner",
+            "desktop",
+        )
+        assert refused.owner is not None and refused.owner.machine_id == "laptop"
+        assert refused.message == (
+            "item owned is owned by laptop-name (machine laptop); machine desktop may not change it"
+        )
+        assert [(c.item_id, c.fields) for c in api.pull(cursor).changes] == [
+            ("free", {"stage": "Draft"})
+        ]
 
 
 def test_openapi_lists_the_api(team: Team) -> None:
@@ -243,6 +250,8 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/me",
         "/v1/time",
         "/v1/keys/claim",
+        "/v1/keys/item",
+        "/v1/keys",
         "/v1/owners",
         "/v1/owners/claim",
         "/v1/owners/{item_id}",
@@ -251,6 +260,44 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/record/push",
         "/v1/record/pull",
     } <= set(document["paths"])
+
+
+def test_openapi_states_the_id_patterns_and_lengths(team: Team) -> None:
+    document = httpx.get(f"{team.url}/openapi.json").json()
+    shapes = document["components"]["schemas"]
+    id_rule = {
+        "type": "string",
+        "pattern": wire.ID_PATTERN,
+        "minLength": 1,
+        "maxLength": 200,
+    }
+    for model, field in [
+        ("KeyClaim", "schedule_id"),
+        ("KeyClaim", "machine_id"),
+        ("KeyItem", "item_id"),
+        ("OwnerClaim", "item_id"),
+        ("RecordChange", "item_id"),
+        ("RecordChange", "machine_id"),
+    ]:
+        stated = dict(shapes[model]["properties"][field])
+        stated.pop("title")
+        assert stated == id_rule, (model, field)
+    name = dict(shapes["OwnerClaim"]["properties"]["computer_name"])
+    name.pop("title")
+    assert name == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+    }
+    [path_item] = document["paths"]["/v1/owners/{item_id}"]["get"]["parameters"]
+    assert (path_item["schema"]["pattern"], path_item["schema"]["maxLength"]) == (
+        wire.ID_PATTERN,
+        200,
+    )
+    pull = {
+        p["name"]: p["schema"] for p in document["paths"]["/v1/record/pull"]["get"]["parameters"]
+    }
+    assert pull["since"]["maximum"] == 2**63 - 1
 
 
 def test_every_refusal_has_one_http_status() -> None:

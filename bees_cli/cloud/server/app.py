@@ -2,7 +2,8 @@
 
 Every request needs ``Authorization: Bearer <token>``; every answer to a request that
 fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is a bug).
-Bodies over 1 MiB are refused with 413 before they are read whole. The storage's
+Bodies over 1 MiB are refused with 413 before they are read whole, and a body that
+takes longer than :data:`BODY_SECONDS` to arrive is cut off with 408. The storage's
 refusals become HTTP statuses here only, by :data:`STATUS`.
 """
 
@@ -13,8 +14,9 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
+import anyio
 import sqlalchemy.exc
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -50,12 +52,17 @@ def status_of(refusal: refusals.CloudRefusal) -> int:
             return STATUS[kind]
     raise KeyError(f"no HTTP status for {type(refusal).__name__}")
 
+
+BODY_SECONDS = 10.0
+"""Seconds a request body may take to arrive in full; a slower one is cut off with 408."""
+
 _STATUS_CODES = {
     400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "too_slow",
     409: "conflict",
     413: "too_large",
     415: "unsupported_media_type",
@@ -88,11 +95,16 @@ class BodyLimit:
 
     Checks ``Content-Length`` first, then counts streamed chunks while buffering
     them, so an oversized body is never read whole and never reaches a handler.
+    A body that has not arrived in full ``seconds`` after the request began is cut
+    off with 408 (a slow sender cannot hold a worker).
     """
 
-    def __init__(self, app: ASGIApp, limit: int = wire.MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: int = wire.MAX_BODY_BYTES, seconds: float = BODY_SECONDS
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 413."""
@@ -111,18 +123,29 @@ class BodyLimit:
         # Read the whole body (at most ``limit`` bytes) before the app sees any of it.
         chunks: list[bytes] = []
         seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > self.limit:
-                await self._refuse(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.seconds) as deadline:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client went away
+                chunk = message.get("body", b"")
+                seen += len(chunk)
+                if seen > self.limit:
+                    await self._refuse(scope, receive, send)
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            response = error_response(
+                408,
+                "too_slow",
+                f"the request body did not arrive within {self.seconds:g} s",
+                hint="check the network and try again",
+                headers={"connection": "close"},
+            )
+            await response(scope, receive, send)
+            return
         body = b"".join(chunks)
         sent = False
 
@@ -198,7 +221,9 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, error: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(error.status_code, "error")
-        return error_response(error.status_code, code, str(error.detail))
+        return error_response(
+            error.status_code, code, str(error.detail), headers=dict(error.headers or {})
+        )
 
     @app.exception_handler(sqlalchemy.exc.OperationalError)
     async def _database(_request: Request, error: Exception) -> JSONResponse:
@@ -228,6 +253,16 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     # The token is checked inside each operation's own transaction (one connection).
     Token = Annotated[str, Depends(bearer)]
 
+    ItemId = Annotated[
+        str,
+        Path(
+            pattern=wire.ID_PATTERN,
+            min_length=1,
+            max_length=200,
+            description="an item id: letters, digits and . _ : @ + = - (no '..')",
+        ),
+    ]
+
     def item_path(item_id: str) -> str:
         try:
             return wire.check_id(item_id)
@@ -235,7 +270,7 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
             raise refusals.Invalid("invalid", f"item id: {error}") from None
 
     responses: dict[int | str, dict[str, Any]] = {
-        code: {"model": wire.ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422)
+        code: {"model": wire.ErrorResponse} for code in (400, 401, 403, 404, 408, 409, 413, 422)
     }
 
     @app.get("/v1/me", response_model=wire.Me, responses=responses)
@@ -254,6 +289,21 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         """Claim the schedule key (this person, schedule, time): granted or taken."""
         return _json(storage.claim_key(who, claim))
 
+    @app.post("/v1/keys/item", response_model=wire.KeyAnswer, responses=responses)
+    def report_key_item(report: wire.KeyItem, who: Token) -> Response:
+        """The key's holder reports the item the key produced (repeats are safe)."""
+        return _json(storage.report_key_item(who, report))
+
+    @app.get("/v1/keys", response_model=wire.KeyList, responses=responses)
+    def held_keys(
+        who: Token,
+        machine_id: Annotated[str, Query(pattern=wire.ID_PATTERN, min_length=1, max_length=200)],
+        without_item: bool = False,
+    ) -> Response:
+        """This person's keys held by ``machine_id`` (only those without an item, if asked)."""
+        machine = item_path(machine_id)
+        return _json(wire.KeyList(keys=storage.held_keys(who, machine, without_item=without_item)))
+
     @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
     def claim_owner(claim: wire.OwnerClaim, who: Token) -> Response:
         """Claim an item for a machine: owner or taken (with who holds it)."""
@@ -265,40 +315,49 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         return _json(wire.OwnerList(owners=storage.list_owners(who)))
 
     @app.get("/v1/owners/{item_id}", response_model=wire.Owner, responses=responses)
-    def get_owner(item_id: str, who: Token) -> Response:
+    def get_owner(item_id: ItemId, who: Token) -> Response:
         """The latest owner row of one item of the team (404 when never claimed)."""
         return _json(storage.get_owner(who, item_path(item_id)))
 
     @app.get("/v1/owners/{item_id}/history", response_model=wire.OwnerList, responses=responses)
-    def owner_history(item_id: str, who: Token) -> Response:
+    def owner_history(item_id: ItemId, who: Token) -> Response:
         """Every owner row of one item, oldest first (owners are never deleted)."""
         return _json(wire.OwnerList(owners=storage.owner_history(who, item_path(item_id))))
 
     @app.post("/v1/owners/{item_id}/release", response_model=wire.Owner, responses=responses)
-    def release_owner(item_id: str, release: wire.OwnerRelease, who: Token) -> Response:
+    def release_owner(item_id: ItemId, release: wire.OwnerRelease, who: Token) -> Response:
         """Release an item by its owning machine (403 with the owner for anyone else)."""
         return _json(storage.release_owner(who, item_path(item_id), release))
 
     @app.post("/v1/record/push", response_model=wire.PushAnswer, responses=responses)
     def push(batch: wire.RecordPush, who: Token) -> Response:
-        """Push a batch of item changes; per item the later origin time wins."""
+        """Push a batch of item changes; per item the later origin time wins.
+
+        Changes that may not apply (another machine's item, a clock too far ahead,
+        fields too large, another person's machine) are listed in ``refused``.
+        """
         return _json(storage.push(who, batch))
 
     @app.get("/v1/record/pull", response_model=wire.PullAnswer, responses=responses)
     def pull(
         who: Token,
-        since: Annotated[int, Query(ge=0)] = 0,
+        since: Annotated[int, Query(ge=0, le=wire.MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=wire.MAX_PULL)] = wire.MAX_PULL,
     ) -> Response:
-        """The team's items changed after cursor ``since`` (at most ``limit``)."""
+        """The team's items changed after cursor ``since`` (at most ``limit``, and 1 MiB)."""
         return _json(storage.pull(who, since, limit))
 
     return app
 
 
-def asgi(storage: Storage) -> ASGIApp:
-    """Return the full ASGI stack: the body-size limit around :func:`create_app`."""
-    return BodyLimit(create_app(storage))
+def asgi(storage: Storage, *, body_seconds: float = BODY_SECONDS) -> ASGIApp:
+    """Return the full ASGI stack: the body-size and body-time limits around :func:`create_app`.
+
+    Args:
+        storage: the data.
+        body_seconds: seconds a request body may take to arrive (:data:`BODY_SECONDS`).
+    """
+    return BodyLimit(create_app(storage), seconds=body_seconds)
 
 
 def bind(host: str, port: int) -> socket.socket:

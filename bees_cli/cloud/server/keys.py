@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
-from bees_cli.cloud.server.people import People, Who
+from bees_cli.cloud.server.machines import Machines
+from bees_cli.cloud.server.people import People, Principal, Who
+from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import keys
-from bees_cli.utc import from_us, to_us
+from bees_cli.utc import format_utc, from_us, to_us
+
+MAX_KEY_LIST = 1000
+"""Most keys one ``GET /v1/keys`` returns (oldest scheduled time first)."""
 
 
 class Keys:
@@ -16,16 +24,43 @@ class Keys:
 
     Keys are unique per (team, person, schedule id, scheduled time); a claim is one
     ``INSERT … ON CONFLICT DO NOTHING`` followed by a read of the row, so a race has
-    exactly one winner however many server processes answer.
+    exactly one winner however many server processes answer. The holder then reports
+    the item the key produced; a key keeps its first item for good.
 
     Args:
         db: the database.
         people: authenticates the asker inside the claim's transaction.
+        machines: binds machine ids to people.
     """
 
-    def __init__(self, db: Database, people: People) -> None:
+    def __init__(self, db: Database, people: People, machines: Machines) -> None:
         self.db = db
         self.people = people
+        self.machines = machines
+
+    @staticmethod
+    def _row(conn: Connection, who: Principal, schedule_id: str, scheduled_us: int) -> Any:
+        return conn.execute(
+            sa.select(keys).where(
+                keys.c.team_id == who.team_id,
+                keys.c.person_id == who.person_id,
+                keys.c.schedule_id == schedule_id,
+                keys.c.scheduled_us == scheduled_us,
+            )
+        ).first()
+
+    @staticmethod
+    def _answer(row: Any, who: Principal, machine_id: str) -> wire.KeyAnswer:
+        return wire.KeyAnswer(
+            status="granted" if row.machine_id == machine_id else "taken",
+            schedule_id=row.schedule_id,
+            scheduled_time=from_us(row.scheduled_us),
+            person=who.email,
+            machine_id=row.machine_id,
+            computer_name=row.computer_name,
+            granted_at=from_us(row.granted_us),
+            item_id=row.item_id,
+        )
 
     def claim(self, who: Who, claim: wire.KeyClaim) -> wire.KeyAnswer:
         """Claim the schedule key (person, schedule, time); first asker wins, forever.
@@ -33,14 +68,16 @@ class Keys:
         Returns:
             ``granted`` when ``claim.machine_id`` holds the key (also on a repeat, with
             the same ``granted_at``), else ``taken`` with the holder's computer and
-            grant time.
+            grant time; ``item_id`` once the holder reported the key's item.
 
         Raises:
             Unauthorized: unknown or revoked token.
+            Forbidden: ``machine_not_yours``.
         """
         scheduled_us = to_us(claim.scheduled_time)
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
+            self.machines.check(conn, who, claim.machine_id)
             conn.execute(
                 self.db.insert(keys)
                 .values(
@@ -54,20 +91,82 @@ class Keys:
                 )
                 .on_conflict_do_nothing()
             )
-            row = conn.execute(
-                sa.select(keys).where(
-                    keys.c.team_id == who.team_id,
-                    keys.c.person_id == who.person_id,
-                    keys.c.schedule_id == claim.schedule_id,
-                    keys.c.scheduled_us == scheduled_us,
+            row = self._row(conn, who, claim.schedule_id, scheduled_us)
+        return self._answer(row, who, claim.machine_id)
+
+    def report_item(self, who: Who, report: wire.KeyItem) -> wire.KeyAnswer:
+        """Record which item the key (person, schedule, time) produced; safe to repeat.
+
+        Returns:
+            The key, ``granted``, with ``item_id`` set.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            Forbidden: ``machine_not_yours``; ``not_key_holder`` when another machine
+                holds the key.
+            NotFound: ``no_key`` when the key was never granted.
+            Conflict: ``key_has_item`` when the key already produced another item.
+        """
+        scheduled_us = to_us(report.scheduled_time)
+        with self.db.transaction() as conn:
+            who = self.people.principal(conn, who)
+            self.machines.check(conn, who, report.machine_id)
+            row = self._row(conn, who, report.schedule_id, scheduled_us)
+            when = format_utc(report.scheduled_time)
+            if row is None:
+                raise NotFound("no_key", f"no key was granted for {report.schedule_id} at {when}")
+            if row.machine_id != report.machine_id:
+                raise Forbidden(
+                    "not_key_holder",
+                    f"the key of {report.schedule_id} at {when} is held by"
+                    f" {row.computer_name} (machine {row.machine_id})",
+                    hint="only the computer that holds the key makes its item",
                 )
-            ).one()
-        return wire.KeyAnswer(
-            status="granted" if row.machine_id == claim.machine_id else "taken",
-            schedule_id=row.schedule_id,
-            scheduled_time=from_us(row.scheduled_us),
-            person=who.email,
-            machine_id=row.machine_id,
-            computer_name=row.computer_name,
-            granted_at=from_us(row.granted_us),
-        )
+            if row.item_id is None:
+                conn.execute(
+                    keys.update()
+                    .where(keys.c.id == row.id, keys.c.item_id.is_(None))
+                    .values(item_id=report.item_id)
+                )
+                row = self._row(conn, who, report.schedule_id, scheduled_us)
+            if row.item_id != report.item_id:
+                raise Conflict(
+                    "key_has_item",
+                    f"the key of {report.schedule_id} at {when} already made item {row.item_id}",
+                    hint="one key makes exactly one item",
+                )
+        return self._answer(row, who, report.machine_id)
+
+    def held(self, who: Who, machine_id: str, *, without_item: bool) -> list[wire.KeyAnswer]:
+        """Return the asker's keys held by ``machine_id``, oldest scheduled time first.
+
+        Args:
+            who: the asker; only their own keys are listed.
+            machine_id: the holding machine (must be the asker's, or not yet used).
+            without_item: only keys whose item was never reported.
+
+        Returns:
+            At most :data:`MAX_KEY_LIST` keys, all ``granted``.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            Forbidden: ``machine_not_yours``.
+        """
+        with self.db.transaction(write=False) as conn:
+            who = self.people.principal(conn, who)
+            if self.machines.owned_by(conn, who, machine_id) is False:
+                raise Forbidden(
+                    "machine_not_yours",
+                    f"machine {machine_id} belongs to another person of the team",
+                )
+            query = sa.select(keys).where(
+                keys.c.team_id == who.team_id,
+                keys.c.person_id == who.person_id,
+                keys.c.machine_id == machine_id,
+            )
+            if without_item:
+                query = query.where(keys.c.item_id.is_(None))
+            rows = conn.execute(
+                query.order_by(keys.c.scheduled_us, keys.c.schedule_id).limit(MAX_KEY_LIST)
+            ).all()
+        return [self._answer(row, who, machine_id) for row in rows]

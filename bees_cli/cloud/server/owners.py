@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
+from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.people import People, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import owners, people
@@ -54,11 +55,13 @@ class Owners:
     Args:
         db: the database.
         people: authenticates the asker inside each operation's transaction.
+        machines: binds machine ids to people.
     """
 
-    def __init__(self, db: Database, people: People) -> None:
+    def __init__(self, db: Database, people: People, machines: Machines) -> None:
         self.db = db
         self.people = people
+        self.machines = machines
 
     @staticmethod
     def _latest(conn: Connection, team_id: int, item_id: str) -> Any:
@@ -79,11 +82,13 @@ class Owners:
 
         Raises:
             Unauthorized: unknown or revoked token.
+            Forbidden: ``machine_not_yours`` when another person first used the machine id.
             Conflict: ``busy`` when the item changed hands :data:`CLAIM_LOOKS` times
                 during the claim.
         """
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
+            self.machines.check(conn, who, claim.machine_id)
             for _look in range(CLAIM_LOOKS):
                 latest = self._latest(conn, who.team_id, claim.item_id)
                 if latest is None or latest.released_us is not None:
@@ -165,11 +170,13 @@ class Owners:
         Raises:
             Unauthorized: unknown or revoked token.
             NotFound: ``no_owner`` (never claimed, or no such epoch).
-            Forbidden: ``not_owner`` with the owner row when another machine or
+            Forbidden: ``machine_not_yours`` when another person first used the
+                machine id; ``not_owner`` with the owner row when another machine or
                 person holds (or held) it.
         """
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
+            self.machines.check(conn, who, release.machine_id)
             query = owner_select().where(
                 owners.c.team_id == who.team_id, owners.c.item_id == item_id
             )

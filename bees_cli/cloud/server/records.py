@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
+from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.owners import owner_of, owner_select
 from bees_cli.cloud.server.people import People, Who
-from bees_cli.cloud.server.refusals import Conflict
 from bees_cli.cloud.server.tables import owners, people, record, teams
 from bees_cli.utc import from_us
 
@@ -22,29 +23,41 @@ class Records:
     Per item the record keeps the change with the greatest key (origin time, machine
     id, content digest; :class:`~bees_cli.cloud.wire.RecordKey`): the same on every
     server and computer whatever the order of arrival. Each applied change takes a
-    fresh per-team sequence number; pushes of one team are serialised on the team row,
-    so sequence numbers become visible in order and a pull ``since`` a cursor never
-    misses one.
+    fresh per-team sequence number; pushes of one team are serialised on the team row
+    (locked before the checks of a push), so sequence numbers become visible in order,
+    a pull ``since`` a cursor never misses one, and the first writer of an item never
+    claimed is decided once.
 
     Args:
         db: the database.
         people: authenticates the asker inside each operation's transaction.
+        machines: binds machine ids to people.
     """
 
-    def __init__(self, db: Database, people: People) -> None:
+    def __init__(self, db: Database, people: People, machines: Machines) -> None:
         self.db = db
         self.people = people
+        self.machines = machines
 
     def push(self, who: Who, batch: wire.RecordPush) -> wire.PushAnswer:
         """Apply a batch of record changes; per item the greatest key wins.
 
-        Any order and any split into batches ends in the same record. The whole batch
-        is refused, nothing written, when a change comes from a machine other than the
-        item's current owner.
+        Any order and any split into batches ends in the same record. Each change is
+        first checked, and refused on its own (listed in the answer, nothing written
+        for it) when:
+
+        - its machine id belongs to another person (``machine_not_yours``);
+        - its origin time is ahead of the server clock by more than
+          :data:`~bees_cli.cloud.wire.CLOCK_TOLERANCE_SECONDS` (``clock_ahead``);
+        - its fields are larger than :data:`~bees_cli.cloud.wire.MAX_FIELDS_BYTES`
+          (``too_large``);
+        - it does not come from the item's writer (``not_owner``): the machine of the
+          item's latest owner row (holding it, or having released it last); for an
+          item never claimed, the machine that first wrote its record (the first
+          accepted change binds it).
 
         Raises:
             Unauthorized: unknown or revoked token.
-            Conflict: ``not_owner`` naming the item and its owner.
         """
         changes = batch.changes
         item_ids = sorted({c.item_id for c in changes})
@@ -52,59 +65,150 @@ class Records:
             who = self.people.principal(conn, who)
             if not changes:
                 return wire.PushAnswer(received=0, applied=0)
-            held = {
-                row.item_id: row
+            # Pushes of one team take turns from here (the team row is locked), so the
+            # checks below see every change committed before and none half-made.
+            conn.execute(sa.select(teams.c.id).where(teams.c.id == who.team_id).with_for_update())
+            # Machine ids are bound in sorted order, so two pushes never wait on each other.
+            mine = {
+                m: self.machines.is_mine(conn, who, m)
+                for m in sorted({c.machine_id for c in changes})
+            }
+            now = self.db.clock()
+            latest: dict[str, Any] = {}
+            for row in conn.execute(
+                owner_select()
+                .where(owners.c.team_id == who.team_id, owners.c.item_id.in_(item_ids))
+                .order_by(owners.c.epoch)
+            ):
+                latest[row.item_id] = row  # the greatest epoch comes last
+            writers: dict[str, str] = {
+                row.item_id: row.machine_id
                 for row in conn.execute(
-                    owner_select().where(
-                        owners.c.team_id == who.team_id,
-                        owners.c.item_id.in_(item_ids),
-                        owners.c.released_us.is_(None),
+                    sa.select(record.c.item_id, record.c.machine_id).where(
+                        record.c.team_id == who.team_id, record.c.item_id.in_(item_ids)
                     )
                 )
             }
+            accepted: list[tuple[wire.RecordChange, str]] = []
+            refused: list[wire.RefusedChange] = []
             for change in changes:
-                row = held.get(change.item_id)
-                if row is not None and row.machine_id != change.machine_id:
-                    owner = owner_of(row)
-                    raise Conflict(
-                        "not_owner",
-                        f"item {change.item_id} is owned by {owner.computer_name}"
-                        f" (machine {owner.machine_id}); machine {change.machine_id}"
-                        " may not change it",
-                        hint="only the owning computer sends changes to an item",
-                        owner=owner,
-                    )
-            last = conn.execute(
-                teams.update()
-                .where(teams.c.id == who.team_id)
-                .values(record_seq=teams.c.record_seq + len(changes))
-                .returning(teams.c.record_seq)
-            ).scalar_one()
-            seq = int(last) - len(changes)
-            applied = 0
-            for change in changes:
-                seq += 1
-                key = wire.RecordKey.of(change)
-                values = {
-                    "team_id": who.team_id,
-                    "item_id": change.item_id,
-                    "fields": wire.canonical_json(change.fields),
-                    "digest": key.digest,
-                    "origin_us": key.origin_us,
-                    "machine_id": key.machine_id,
-                    "person_id": who.person_id,
-                    "seq": seq,
-                }
-                stmt = self.db.insert(record).values(**values)
-                result = conn.execute(
-                    stmt.on_conflict_do_update(
-                        index_elements=["team_id", "item_id"],
-                        set_={k: stmt.excluded[k] for k in values if k != "team_id"},
-                        where=self._key(stmt.excluded) > self._key(record.c),
-                    ).returning(record.c.id)
+                text = wire.canonical_json(change.fields)
+                refusal = self._refusal(
+                    change,
+                    text,
+                    now,
+                    mine[change.machine_id],
+                    latest.get(change.item_id),
+                    writers.get(change.item_id),
                 )
-                applied += len(result.all())  # a row comes back only when written
-        return wire.PushAnswer(received=len(changes), applied=applied)
+                if refusal is not None:
+                    refused.append(refusal)
+                    continue
+                if change.item_id not in latest:
+                    writers.setdefault(change.item_id, change.machine_id)
+                accepted.append((change, text))
+            applied = self._write(conn, who.team_id, who.person_id, accepted)
+        return wire.PushAnswer(received=len(changes), applied=applied, refused=refused)
+
+    @staticmethod
+    def _refusal(
+        change: wire.RecordChange,
+        text: str,
+        now: datetime,
+        mine: bool,
+        owner_row: Any,
+        writer: str | None,
+    ) -> wire.RefusedChange | None:
+        """Return why ``change`` is refused (see :meth:`push`), or None when it may apply."""
+
+        def refuse(code: wire.RefusalCode, message: str, **extra: Any) -> wire.RefusedChange:
+            return wire.RefusedChange(
+                item_id=change.item_id,
+                origin_time=change.origin_time,
+                machine_id=change.machine_id,
+                code=code,
+                message=message,
+                **extra,
+            )
+
+        if not mine:
+            return refuse(
+                "machine_not_yours",
+                f"machine {change.machine_id} belongs to another person of the team",
+            )
+        offset = (change.origin_time - now).total_seconds()
+        if offset > wire.CLOCK_TOLERANCE_SECONDS:
+            return refuse(
+                "clock_ahead",
+                f"the change is stamped {offset:.0f} s ahead of the Bees Cloud clock"
+                f" (at most {wire.CLOCK_TOLERANCE_SECONDS} s are allowed):"
+                " this computer's clock is ahead",
+                offset_seconds=offset,
+            )
+        size = len(text.encode("utf-8"))
+        if size > wire.MAX_FIELDS_BYTES:
+            return refuse(
+                "too_large",
+                f"the item's fields are {size} bytes; at most {wire.MAX_FIELDS_BYTES} are allowed",
+            )
+        if owner_row is not None and owner_row.machine_id != change.machine_id:
+            owner = owner_of(owner_row)
+            state = "owned" if owner.held else "released last"
+            return refuse(
+                "not_owner",
+                f"item {change.item_id} is {state} by {owner.computer_name}"
+                f" (machine {owner.machine_id}); machine {change.machine_id} may not change it",
+                owner=owner,
+            )
+        if owner_row is None and writer is not None and writer != change.machine_id:
+            return refuse(
+                "not_owner",
+                f"item {change.item_id} is written by machine {writer};"
+                f" machine {change.machine_id} may not change it",
+            )
+        return None
+
+    def _write(
+        self,
+        conn: Any,
+        team_id: int,
+        person_id: int,
+        accepted: list[tuple[wire.RecordChange, str]],
+    ) -> int:
+        """Write the accepted changes where their key is greater; return how many won."""
+        if not accepted:
+            return 0
+        last = conn.execute(
+            teams.update()
+            .where(teams.c.id == team_id)
+            .values(record_seq=teams.c.record_seq + len(accepted))
+            .returning(teams.c.record_seq)
+        ).scalar_one()
+        seq = int(last) - len(accepted)
+        applied = 0
+        for change, text in accepted:
+            seq += 1
+            key = wire.RecordKey.of(change)
+            values = {
+                "team_id": team_id,
+                "item_id": change.item_id,
+                "fields": text,
+                "digest": key.digest,
+                "origin_us": key.origin_us,
+                "machine_id": key.machine_id,
+                "person_id": person_id,
+                "seq": seq,
+            }
+            stmt = self.db.insert(record).values(**values)
+            result = conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["team_id", "item_id"],
+                    set_={k: stmt.excluded[k] for k in values if k != "team_id"},
+                    where=self._key(stmt.excluded) > self._key(record.c),
+                ).returning(record.c.id)
+            )
+            applied += len(result.all())  # a row comes back only when written
+        return applied
 
     def _key(self, columns: Any) -> Any:
         """Return the SQL tuple that orders rows as :class:`~bees_cli.cloud.wire.RecordKey`."""
@@ -124,6 +228,8 @@ class Records:
             who: the asker.
             since: the cursor of the previous pull (0 for everything).
             limit: most entries returned; ``more`` says whether another page may follow.
+                A page also stops before its fields pass
+                :data:`~bees_cli.cloud.wire.MAX_PULL_BYTES` (it holds at least one entry).
 
         Raises:
             Unauthorized: unknown or revoked token.
@@ -138,16 +244,22 @@ class Records:
                 .limit(limit + 1)
             ).all()
         more = len(rows) > limit
-        entries = [
-            wire.RecordEntry(
-                item_id=row.item_id,
-                fields=json.loads(row.fields),
-                origin_time=from_us(row.origin_us),
-                machine_id=row.machine_id,
-                person=row.email,
-                seq=row.seq,
+        entries: list[wire.RecordEntry] = []
+        size = 0
+        for row in rows[:limit]:
+            size += len(row.fields.encode("utf-8"))
+            if entries and size > wire.MAX_PULL_BYTES:
+                more = True
+                break
+            entries.append(
+                wire.RecordEntry(
+                    item_id=row.item_id,
+                    fields=json.loads(row.fields),
+                    origin_time=from_us(row.origin_us),
+                    machine_id=row.machine_id,
+                    person=row.email,
+                    seq=row.seq,
+                )
             )
-            for row in rows[:limit]
-        ]
         cursor = entries[-1].seq if entries else since
         return wire.PullAnswer(changes=entries, cursor=cursor, more=more)

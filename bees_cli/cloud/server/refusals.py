@@ -4,13 +4,16 @@
 
     CloudRefusal        a request the server refuses (code, message, hint, owner)
     ├── Unauthorized    no token, or one that is unknown or revoked      -> 401
-    ├── Forbidden       the asker may not do this (not the owner)        -> 403
+    ├── Forbidden       the asker may not do this (not_owner,            -> 403
+    │                   machine_not_yours, not_key_holder)
     ├── NotFound        the named thing does not exist in the team       -> 404
-    ├── Conflict        the state does not allow it (owned elsewhere)    -> 409
+    │                   (no_owner, no_key)
+    ├── Conflict        the state does not allow it (busy, key_has_item) -> 409
     └── Invalid         a value the wire models let through is unusable  -> 422
 
 Only :mod:`bees_cli.cloud.server.app` knows the status codes (``STATUS``); storage
-raises these and never names a status.
+raises these and never names a status. A record push is not refused whole: each
+change that may not apply comes back in the answer (``wire.RefusedChange``).
 """
 
 from __future__ import annotations

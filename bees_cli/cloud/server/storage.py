@@ -7,7 +7,8 @@ admin commands and the tests call::
     tables.py    the tables (the Alembic migrations build exactly these)
     engine.py    URL, SQLite pragmas, PostgreSQL pool, transactions, the clock
     people.py    teams, people, tokens; who a request's token is
-    keys.py      schedule keys: first asker wins, forever
+    machines.py  machine ids: bound to the person whose token first used them
+    keys.py      schedule keys: first asker wins, forever; the item each key made
     owners.py    owners: one row per epoch, released only by the holder
     records.py   the shared record: per item the greatest RecordKey wins
     refusals.py  the domain errors; only app.py turns them into HTTP statuses
@@ -22,6 +23,7 @@ from __future__ import annotations
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Clock, Database, default_sqlite_url
 from bees_cli.cloud.server.keys import Keys
+from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.owners import Owners
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.records import Records
@@ -60,9 +62,10 @@ class Storage:
 
             upgrade(self.engine)
         self.people = People(self.db)
-        self.keys = Keys(self.db, self.people)
-        self.owners = Owners(self.db, self.people)
-        self.records = Records(self.db, self.people)
+        self.machines = Machines(self.db)
+        self.keys = Keys(self.db, self.people, self.machines)
+        self.owners = Owners(self.db, self.people, self.machines)
+        self.records = Records(self.db, self.people, self.machines)
 
     def close(self) -> None:
         """Close every pooled connection."""
@@ -100,6 +103,14 @@ class Storage:
         """Claim a schedule key; granted or taken (:meth:`Keys.claim`)."""
         return self.keys.claim(who, claim)
 
+    def report_key_item(self, who: Who, report: wire.KeyItem) -> wire.KeyAnswer:
+        """Record the item a key produced (:meth:`Keys.report_item`)."""
+        return self.keys.report_item(who, report)
+
+    def held_keys(self, who: Who, machine_id: str, *, without_item: bool) -> list[wire.KeyAnswer]:
+        """Return the asker's keys held by ``machine_id`` (:meth:`Keys.held`)."""
+        return self.keys.held(who, machine_id, without_item=without_item)
+
     # -- owners (see owners.Owners) -----------------------------------------------------
 
     def claim_owner(self, who: Who, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
@@ -125,7 +136,10 @@ class Storage:
     # -- shared record (see records.Records) --------------------------------------------
 
     def push(self, who: Who, batch: wire.RecordPush) -> wire.PushAnswer:
-        """Apply a batch of changes; per item the greatest key wins (:meth:`Records.push`)."""
+        """Apply a batch; refuse changes one by one, per item the greatest key wins.
+
+        See :meth:`Records.push`.
+        """
         return self.records.push(who, batch)
 
     def pull(self, who: Who, since: int, limit: int = wire.MAX_PULL) -> wire.PullAnswer:

@@ -50,9 +50,21 @@ keys = sa.Table(
     sa.Column("machine_id", sa.String(200), nullable=False),
     sa.Column("computer_name", sa.String(200), nullable=False),
     sa.Column("granted_us", sa.BigInteger, nullable=False),
+    sa.Column("item_id", sa.String(200), nullable=True),
     sa.UniqueConstraint(
         "team_id", "person_id", "schedule_id", "scheduled_us", name="uq_keys_person_time"
     ),
+)
+
+machines = sa.Table(
+    "machines",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("first_seen_us", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("team_id", "machine_id", name="uq_machines_team_machine"),
 )
 
 owners = sa.Table(
