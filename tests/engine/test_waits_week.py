@@ -70,7 +70,9 @@ async def test_days_waiting_for_a_folder_keep_the_history_small(
         pending = (await handle.describe()).raw_description.pending_activities
         assert [p.activity_type.name for p in pending] == [AWAIT_ELIGIBLE_ACTIVITY]
         expected = WAIT // timedelta(seconds=15)
-        assert expected - 2 <= pending[0].attempt <= expected + 1  # 5,760 a day
+        # 5,760 a day; a loaded worker may lag the skipped clock by a few attempts (a week:
+        # 34 of 40,320), far from the 6-7 % that a 14 s or 16 s cadence would make
+        assert expected * 0.99 <= pending[0].attempt <= expected + 1
         history = await handle.fetch_history()
         assert len(history.events) == at_first
         assert len(history.events) <= MOST_EVENTS
