@@ -289,9 +289,9 @@ def test_doctor_shows_the_last_measured_offset_and_the_refusals_when_the_cloud_i
     add_item(offline)
     shared = SharedRecord(offline.record_path)
     shared.set_meta(skew="-412.000")
-    shared.refuse([Refusal(item_id=ITEM, origin="2025-01-06T09:06:52.000Z",
+    shared.refuse([Refusal(item_id=ITEM, origin="2025-01-06T09:06:52.000000Z",
                            code="clock_ahead", message="412 s ahead", offset_seconds=412.0,
-                           at="2025-01-06T09:06:52.000Z")])
+                           at="2025-01-06T09:06:52.000000Z")])
     checks = {c.check: (c.ok, c.detail) for c in _cloud_checks(offline)}
     assert checks["clock"] == (False, (
         "-412.0 s against Bees Cloud, measured at the last sync (this clock is 412 s ahead; "
