@@ -224,6 +224,7 @@ class ApprovalGate:
     @workflow.update(name=ACTION_DONE_UPDATE)
     async def action_done(self, entry: JournalEntry) -> None:
         """Journal one run of an add-on action (its result), in the run and the local record."""
+        # text equality: a repeated delivery carries the same format_utc text (actions._now)
         if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
                    for e in self._journal):
             self._journal.append(entry)

@@ -55,7 +55,7 @@ from bees_cli.record import states
 from bees_cli.record.fires import connect
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.schema import NOW_UTC
-from bees_cli.utc import display_utc, format_utc, parse_utc
+from bees_cli.utc import display_utc, format_utc, from_us, parse_utc
 
 if TYPE_CHECKING:
     from bees_cli.cloud import wire
@@ -301,7 +301,7 @@ class SharedRecord:
         with connect(self.path) as db:
             rows = db.execute("SELECT * FROM team_items ORDER BY item_id").fetchall()
         return [TeamItem(r["item_id"], json.loads(r["fields"]),
-                         datetime.fromtimestamp(r["origin_us"] / 1e6, UTC), r["machine_id"],
+                         from_us(r["origin_us"]), r["machine_id"],
                          r["person"]) for r in rows]
 
 
