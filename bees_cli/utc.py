@@ -48,6 +48,17 @@ def format_utc(moment: datetime) -> str:
     return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def display_utc(moment: datetime) -> str:
+    """Return ``moment`` as UTC text to whole seconds, for people: ``2025-01-06T09:00:00Z``.
+
+    Display only: stored and compared times are written with :func:`format_utc`.
+
+    Raises:
+        ValueError: ``moment`` is naive (no zone).
+    """
+    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def parse_utc(text: str) -> datetime:
     """Return the time written in ``text`` as an aware ``datetime`` in UTC.
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bees_cli.utc import format_utc, from_us, parse_utc, to_us
+from bees_cli.utc import display_utc, format_utc, from_us, parse_utc, to_us
 
 
 def test_format_is_rfc3339_with_microseconds_and_z() -> None:
@@ -75,3 +75,10 @@ def test_text_order_is_time_order_and_round_trips(a: datetime, b: datetime) -> N
     assert parse_utc(format_utc(a)) == a
     assert from_us(to_us(a)) == a
     assert (format_utc(a) < format_utc(b)) == (a < b) == (to_us(a) < to_us(b))
+
+
+def test_display_is_whole_seconds_in_utc() -> None:
+    moment = datetime(2025, 1, 6, 10, 0, 7, 999_999, tzinfo=timezone(timedelta(hours=1)))
+    assert display_utc(moment) == "2025-01-06T09:00:07Z"
+    with pytest.raises(ValueError, match="naive"):
+        display_utc(datetime(2025, 1, 6, 9))

@@ -10,6 +10,7 @@ from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, print_table, say
+from bees_cli.utc import display_utc, parse_utc
 
 if TYPE_CHECKING:
     from bees_cli.usecases.models import TeamItemDetails
@@ -124,14 +125,14 @@ def item_show(
     typer.echo(f"stage       {row.stage}")
     typer.echo(f"status      {row.status_text}")
     typer.echo(f"agent       {row.agent or '-'}")
-    typer.echo(f"since       {row.since} ({details.since_human})")
+    typer.echo(f"since       {display_utc(parse_utc(row.since))} ({details.since_human})")
     typer.echo(f"run folder  {row.run_folder}")
     typer.echo(f"engine log  {details.engine_log}")
     for log in details.logs:
         typer.echo(f"log         {log}")
     typer.echo("history")
     for event in details.events():
-        typer.echo(f"  {event.at}  {event.render()}")
+        typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
 
 
 def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
@@ -170,7 +171,8 @@ def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
         return
     print_table(
         [(r["id"], r["process"], r["title"], r["stage"], r["status_text"], r["agent"] or "-",
-          f"{r['since']} ({r['since_human']})" if not r.get("team") else r["since"])
+          f"{display_utc(parse_utc(r['since']))} ({r['since_human']})" if not r.get("team")
+          else r["since"])
          for r in rows],
         headers=["item", "process", "title", "stage", "status", "agent", "since"],
     )

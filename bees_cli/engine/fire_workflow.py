@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         FireRequest,
         FireResult,
     )
+    from bees_cli.utc import format_utc
 
 SCHEDULED_KEY = SearchAttributeKey.for_datetime(SCHEDULED_START)
 
@@ -43,7 +44,7 @@ class FireWorkflow:
         result: FireResult = await workflow.execute_activity(
             FIRE_ACTIVITY,
             FireRequest(schedule_id=fire.schedule_id, workspace=fire.workspace,
-                        scheduled=scheduled.isoformat()),
+                        scheduled=format_utc(scheduled)),
             result_type=FireResult,
             start_to_close_timeout=FIRE_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3),

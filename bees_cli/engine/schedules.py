@@ -36,7 +36,7 @@ from temporalio import activity
 from bees_cli.engine.fire_models import FIRE_ACTIVITY, FireRequest, FireResult
 from bees_cli.errors import BeesError
 from bees_cli.machine.computer import Computer
-from bees_cli.record.fires import parse_iso
+from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
     from temporalio.client import Client, Schedule
@@ -304,7 +304,7 @@ class FireActivities:
         service = (self.make(here, workspace, self.start) if self.make
                    else fire_service(here, workspace, start=self.start))
         try:
-            row = await service.fire(request.schedule_id, parse_iso(request.scheduled))
+            row = await service.fire(request.schedule_id, parse_utc(request.scheduled))
         except BeesError as error:
             return FireResult(outcome="failed", text=f"failed ({error.message})",
                               detail=error.message)

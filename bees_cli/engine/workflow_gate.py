@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
     from bees_cli.rules import needs_approval
+    from bees_cli.utc import format_utc
 
 ACTION_AT_ONCE = "action-returns-at-once"
 """Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
@@ -223,6 +224,7 @@ class ApprovalGate:
     @workflow.update(name=ACTION_DONE_UPDATE)
     async def action_done(self, entry: JournalEntry) -> None:
         """Journal one run of an add-on action (its result), in the run and the local record."""
+        # text equality: a repeated delivery carries the same format_utc text (actions._now)
         if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
                    for e in self._journal):
             self._journal.append(entry)
@@ -277,7 +279,7 @@ class ApprovalGate:
         return self._snapshot.stage(name)
 
     def _now(self) -> str:
-        return workflow.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        return format_utc(workflow.now())
 
     async def _close_waiting(self, status: str) -> None:
         """Close every waiting approval request with ``status`` (``cancelled`` or

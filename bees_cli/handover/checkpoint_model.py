@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -19,6 +18,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from bees_cli.handover.problems import Problem, ProblemCode
+from bees_cli.utc import parse_utc
 
 CHECKPOINT_NAME = "checkpoint.json"
 FORMAT: Final = 1
@@ -37,7 +37,7 @@ def _exact_int(value: Any) -> Any:
 
 def _real_time(value: str) -> str:
     """Refuse a time shaped right but not a real one (``2026-02-30T…``)."""
-    datetime.fromisoformat(value)
+    parse_utc(value)
     return value
 
 

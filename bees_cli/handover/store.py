@@ -80,9 +80,8 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
     """
     if not free_rows:
         return set()
-    from datetime import UTC, datetime
-
     from bees_cli.record.sync import SharedRecord
+    from bees_cli.utc import parse_utc
 
     mine = machine_id
     team = {t.item_id: t for t in SharedRecord(record_path).team()}
@@ -91,7 +90,7 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
         other = team.get(row.id)
         if other is None or other.machine_id == mine:
             continue
-        since = datetime.strptime(row.since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        since = parse_utc(row.since)
         if other.origin_time >= since:
             moved.add(row.id)
     return moved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from bees_cli.handover.folder import (
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
 from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.utc import format_utc
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class CheckpointInfo:
 def _format_time(now: datetime) -> str:
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be an aware datetime (UTC)")
-    return now.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return format_utc(now)
 
 
 def write_checkpoint(

@@ -10,6 +10,9 @@ Tables (in ``record.db``; :mod:`bees_cli.record.schema` makes and migrates them)
     claims      the owner claim of each item made here: ``owner``, ``taken``,
                 ``unreachable`` (retried every 15 s), ``no_cloud``, ``error``
 
+Every time column holds :func:`bees_cli.utc.format_utc` text (migration 6 rewrote older
+texts), so equal instants are equal text and text order is time order.
+
 Outcomes (``fires.outcome``) and how ``bees schedules`` shows them::
 
     ran_here       ran here (ITEM)
@@ -28,12 +31,13 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bees_cli.record import schema
+from bees_cli.utc import format_utc, parse_utc
 
 
 class FireOutcome(StrEnum):
@@ -63,16 +67,6 @@ OUTCOMES = tuple(FireOutcome)
 """Every fire outcome, in the module docstring's order."""
 
 
-def iso(moment: datetime) -> str:
-    """Return an aware time as UTC ISO 8601 with milliseconds: ``2025-01-06T08:00:00.000Z``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_iso(text: str) -> datetime:
-    """Read a time written by :func:`iso` (or any ISO 8601 with a zone) as UTC."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
 @contextmanager
 def connect(path: Path) -> Iterator[sqlite3.Connection]:
     """Open a short autocommit connection to the record file (WAL, 30 s busy timeout)."""
@@ -90,8 +84,9 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
 class FireRow:
     """One fire handled on this computer (see the module docstring for outcomes).
 
-    ``scheduled`` and ``handled`` are UTC ISO strings; ``local`` the wall-clock time in
-    the schedule's zone (``2025-01-06T09:00``); ``tries`` the key requests sent.
+    ``scheduled`` and ``handled`` are UTC times as :func:`bees_cli.utc.format_utc` writes
+    them; ``local`` the wall-clock time in the schedule's zone (``2025-01-06T09:00``);
+    ``tries`` the key requests sent.
     """
 
     schedule_id: str
@@ -187,9 +182,9 @@ class FireLog:
         with connect(self.path) as db:
             db.execute("INSERT OR IGNORE INTO fired_keys (key, scheduled, at, schedule_id,"
                        " workspace) VALUES (?, ?, ?, ?, ?)",
-                       (key, iso(scheduled), iso(now), schedule_id, workspace))
+                       (key, format_utc(scheduled), format_utc(now), schedule_id, workspace))
             row = db.execute("SELECT scheduled FROM fired_keys WHERE key = ?", (key,)).fetchone()
-        return bool(row["scheduled"] == iso(scheduled))
+        return parse_utc(row["scheduled"]) == scheduled
 
     def key(self, key: str) -> KeyRow | None:
         """Return the local row of schedule key ``key``, or None when it was never handled."""
@@ -202,7 +197,7 @@ class FireLog:
         the first time is kept."""
         with connect(self.path) as db:
             db.execute("UPDATE fired_keys SET held = COALESCE(held, ?) WHERE key = ?",
-                       (iso(now), key))
+                       (format_utc(now), key))
 
     def reserve_item(self, key: str, item_id: str) -> str:
         """Name the one item held key ``key`` makes: ``item_id`` unless one was named before.
@@ -220,6 +215,7 @@ class FireLog:
         """Return the keys held here whose item is not in the record yet, oldest first (a
         crash between the grant and the making)."""
         with connect(self.path) as db:
+            # text order is time order: every time here is format_utc text (module docstring)
             rows = db.execute(_KEY_ROW + " WHERE k.held IS NOT NULL AND k.schedule_id IS NOT"
                               " NULL AND NOT k.made ORDER BY k.scheduled").fetchall()
         return [_key(r) for r in rows]
@@ -227,16 +223,18 @@ class FireLog:
     def last_scheduled(self, schedule_id: str) -> datetime | None:
         """Return the latest scheduled instant of a fire row of ``schedule_id``, or None."""
         with connect(self.path) as db:
+            # MAX of text is the latest time: every time here is format_utc text
             row = db.execute("SELECT MAX(scheduled) AS last FROM fires WHERE schedule_id = ?",
                              (schedule_id,)).fetchone()
-        return None if row["last"] is None else parse_iso(row["last"])
+        return None if row["last"] is None else parse_utc(row["last"])
 
     def fire_row(self, schedule_id: str, scheduled: datetime) -> FireRow | None:
         """Return the row of the fire of ``schedule_id`` at the instant ``scheduled``, or None."""
         with connect(self.path) as db:
+            # text equality is instant equality: every time here is format_utc text
             row = db.execute("SELECT schedule_id, key, scheduled, local, handled, outcome,"
                              " detail, tries FROM fires WHERE schedule_id = ? AND scheduled = ?",
-                             (schedule_id, iso(scheduled))).fetchone()
+                             (schedule_id, format_utc(scheduled))).fetchone()
         return None if row is None else FireRow(**{**dict(row),
                                                    "outcome": FireOutcome(row["outcome"])})
 
@@ -250,7 +248,7 @@ class FireLog:
         """
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown fire outcome {outcome!r}")
-        row = FireRow(schedule_id, key, iso(scheduled), local, iso(handled),
+        row = FireRow(schedule_id, key, format_utc(scheduled), local, format_utc(handled),
                       FireOutcome(outcome), detail, tries)
         with connect(self.path) as db:
             db.execute(
@@ -268,7 +266,7 @@ class FireLog:
         if schedule_id is not None:
             query += " WHERE schedule_id = ?"
             args.append(schedule_id)
-        query += " ORDER BY scheduled DESC, seq DESC"
+        query += " ORDER BY scheduled DESC, seq DESC"  # format_utc text: text order is time order
         if limit is not None:
             query += " LIMIT ?"
             args.append(limit)
@@ -289,7 +287,8 @@ class FireLog:
         with connect(self.path) as db:
             db.execute(
                 "INSERT OR REPLACE INTO claims (item_id, status, computer, detail, tried)"
-                " VALUES (?, ?, ?, ?, ?)", (item_id, str(status), computer, detail, iso(tried)))
+                " VALUES (?, ?, ?, ?, ?)",
+                (item_id, str(status), computer, detail, format_utc(tried)))
 
     def claim(self, item_id: str) -> ClaimRow | None:
         """Return the latest claim of ``item_id`` made here, or None."""

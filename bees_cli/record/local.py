@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from bees_cli.record.states import (
     status_text,
     wait_kind,
 )
+from bees_cli.utc import format_utc, parse_utc, utc_now
 
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
            "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
@@ -91,8 +92,9 @@ def _refuse_team_item(db: sqlite3.Connection, wanted: str) -> None:
 
 
 def now_utc() -> str:
-    """Return the current UTC time as ISO 8601 with seconds (``2025-01-06T09:00:00Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Return the current UTC time as :func:`bees_cli.utc.format_utc` writes it
+    (``2025-01-06T09:00:00.000000Z``)."""
+    return format_utc(utc_now())
 
 
 @dataclass(frozen=True)
@@ -595,8 +597,8 @@ def open_record() -> LocalRecord:
 def human_since(iso: str, now: datetime | None = None) -> str:
     """Return how long ago ``iso`` (UTC, as :func:`now_utc` writes it) was: ``"5s ago"``,
     ``"2m ago"``, ``"3h ago"``, ``"4d ago"``."""
-    then = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    then = parse_utc(iso)
+    seconds = max(0, int(((now or utc_now()) - then).total_seconds()))
     if seconds < 60:
         return f"{seconds}s ago"
     if seconds < 3600:

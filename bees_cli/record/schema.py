@@ -3,7 +3,8 @@
 Version 1 is exactly the tables the local record had before it was versioned (those of
 ``record/local.py``, ``record/fires.py`` and ``record/sync.py``, all ``IF NOT EXISTS``, so
 a file made then becomes version 1 unchanged). Each later version only adds (a column, a
-table, an index): a file keeps its rows and stays readable by the Bees that made it.
+table, an index; version 6 rewrote stored times as :func:`bees_cli.utc.format_utc` text): a
+file keeps its rows.
 Opening a file runs the pending migrations in one transaction; a file from a newer Bees
 (a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
 A new value of a closed set stored here (a ``Status``, a ``WaitKind``) is a migration too,
@@ -25,9 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bees_cli.errors import UserError
+from bees_cli.utc import format_utc, parse_utc
 
 NOW_MS = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
-"""SQLite's clock as UTC ISO 8601 with milliseconds (the origin time of a change)."""
+"""SQLite's clock as UTC ISO 8601 with milliseconds: what the triggers of versions 1-5 wrote."""
+
+NOW_UTC = "strftime('%Y-%m-%dT%H:%M:%f', 'now') || '000Z'"
+"""SQLite's clock as :func:`bees_cli.utc.format_utc` text (its clock has milliseconds; the
+microseconds are padded with zeros): the origin time of a change, from version 6."""
+
+UTC_FUNCTION = "bees_utc"
+"""The SQL function :func:`upgrade` adds for migrations: old UTC text -> format_utc text."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +206,44 @@ V5 = Migration(5, "sync_refused: record changes Bees Cloud refused, with why", (
 ))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5)
+UTC_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("items", ("since", "created")),
+    ("events", ("at",)),
+    ("journal", ("at",)),
+    ("slots", ("requested",)),
+    ("controls", ("at",)),
+    ("intents", ("at", "ended")),
+    ("fires", ("scheduled", "handled")),
+    ("fired_keys", ("scheduled", "at", "held")),
+    ("claims", ("tried",)),
+    ("sync_outbox", ("origin",)),
+    ("sync_refused", ("origin", "at")),
+)
+"""Every column of UTC text, by table (``sync_meta`` values are read with parse_utc only)."""
+
+
+def _rewrite(table: str, columns: tuple[str, ...]) -> str:
+    sets = ", ".join(f"{c} = {UTC_FUNCTION}({c})" for c in columns)
+    return f"UPDATE {table} SET {sets}"
+
+
+V6 = Migration(6, "one UTC text: every stored time rewritten as format_utc writes it "
+               "(microseconds and Z), so equal times are equal text and text order is time "
+               "order; the sync triggers write that text too", (
+    *(_rewrite(table, columns) for table, columns in UTC_COLUMNS),
+    "DROP TRIGGER IF EXISTS sync_item_added",
+    "DROP TRIGGER IF EXISTS sync_item_changed",
+    f"""CREATE TRIGGER sync_item_added AFTER INSERT ON items BEGIN
+    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {NOW_UTC});
+END""",
+    f"""CREATE TRIGGER sync_item_changed
+AFTER UPDATE OF stage, status, reason, agent, title ON items BEGIN
+    INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (NEW.id, {NOW_UTC});
+END""",
+))
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version
@@ -233,6 +279,7 @@ def upgrade(db: sqlite3.Connection, path: Path,
     if found == latest:
         return found
     _refuse_newer(found, latest, path)
+    db.create_function(UTC_FUNCTION, 1, _utc_text, deterministic=True)
     db.execute("BEGIN IMMEDIATE")
     try:
         found = version(db)  # another process may have migrated it meanwhile
@@ -247,6 +294,17 @@ def upgrade(db: sqlite3.Connection, path: Path,
         db.execute("ROLLBACK")
         raise
     return found
+
+
+def _utc_text(text: str | bytes | int | float | None) -> str | bytes | int | float | None:
+    """Return stored UTC ``text`` as format_utc writes it; anything else (NULL, text that is
+    not a time with a zone) unchanged, so a migration never loses a value."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return format_utc(parse_utc(text))
+    except ValueError:
+        return text
 
 
 def _refuse_newer(found: int, latest: int, path: Path) -> None:

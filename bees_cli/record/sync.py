@@ -10,9 +10,10 @@ the same team table.
 How changes are found: SQLite triggers on the local ``items`` table (made by
 :mod:`bees_cli.record.schema`) note each item whose
 stage, status, reason, agent or title changed in ``sync_outbox``, with this computer's
-clock at that moment (UTC, milliseconds) as the origin time. A push sends the outbox and
-removes what it sent (a change made during the push stays for the next one). A round
-with nothing changed costs one ``GET /v1/me`` (the clock skew) and one empty pull.
+clock at that moment as the origin time (UTC, :func:`bees_cli.utc.format_utc` text; SQLite's
+clock has milliseconds). A push sends the outbox and removes what it sent (a change made
+during the push stays for the next one). A round with nothing changed costs one
+``GET /v1/me`` (the clock skew) and one empty pull.
 
 Tables (in ``record.db``)::
 
@@ -51,9 +52,10 @@ from bees_cli import rules
 from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
-from bees_cli.record.fires import connect, iso, parse_iso
+from bees_cli.record.fires import connect
 from bees_cli.record.local import LocalRecord
-from bees_cli.record.schema import NOW_MS
+from bees_cli.record.schema import NOW_UTC
+from bees_cli.utc import display_utc, format_utc, from_us, parse_utc
 
 if TYPE_CHECKING:
     from bees_cli.cloud import wire
@@ -160,7 +162,7 @@ class SharedRecord:
             if seeded is None:  # items made before the triggers existed
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(f"INSERT OR IGNORE INTO sync_outbox (item_id, origin)"
-                           f" SELECT id, {NOW_MS} FROM items")
+                           f" SELECT id, {NOW_UTC} FROM items")
                 db.execute("INSERT OR REPLACE INTO sync_meta VALUES ('seeded', '1')")
                 db.execute("COMMIT")
 
@@ -218,6 +220,7 @@ class SharedRecord:
         """Drop outbox rows that were sent, unless they changed again meanwhile; an item
         sent is no longer refused."""
         with connect(self.path) as db:
+            # text equality: each origin is format_utc text read from this table unchanged
             db.executemany("DELETE FROM sync_outbox WHERE item_id = ? AND origin = ?", sent)
             db.executemany("DELETE FROM sync_refused WHERE item_id = ?",
                            [(item_id,) for item_id, _ in sent])
@@ -298,7 +301,7 @@ class SharedRecord:
         with connect(self.path) as db:
             rows = db.execute("SELECT * FROM team_items ORDER BY item_id").fetchall()
         return [TeamItem(r["item_id"], json.loads(r["fields"]),
-                         datetime.fromtimestamp(r["origin_us"] / 1e6, UTC), r["machine_id"],
+                         from_us(r["origin_us"]), r["machine_id"],
                          r["person"]) for r in rows]
 
 
@@ -339,7 +342,7 @@ class Syncer:
             refusals: list[Refusal] = []
             if changes:
                 records = [wire.RecordChange(item_id=item_id, fields=fields,
-                                             origin_time=parse_iso(origin),
+                                             origin_time=parse_utc(origin),
                                              machine_id=self.computer.machine_id)
                            for item_id, origin, fields in changes]
                 refusals = await self._push(client, records, {i: o for i, o, _ in changes})
@@ -348,7 +351,7 @@ class Syncer:
             pulled = await client.pull_all(cursor)
             await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
             await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
-                                    last_sync=iso(self._now()), error=None, error_code=None)
+                                    last_sync=format_utc(self._now()), error=None, error_code=None)
             return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
                               pulled.cursor, len(refusals))
         finally:
@@ -366,7 +369,7 @@ class Syncer:
         an older one that refuses the whole batch (an item owned elsewhere) is asked one
         change at a time, and each refused change is kept with the server's message.
         """
-        at = iso(self._now())
+        at = format_utc(self._now())
         try:
             answer = await client.push(records)
         except CloudRefused:
@@ -446,6 +449,6 @@ def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
             "stage": fields.get("stage"), "status": fields.get("status"),
             "status_text": item.where, "computer": item.computer, "person": item.person,
             "agent": fields.get("agent"),
-            "since": item.origin_time.strftime("%Y-%m-%dT%H:%M:%SZ"), "team": True,
+            "since": display_utc(item.origin_time), "team": True,
         })
     return rows

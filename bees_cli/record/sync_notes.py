@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bees_cli import rules
-from bees_cli.record.fires import parse_iso
 from bees_cli.record.sync import SKEW_WARN, Refusal, SharedRecord
+from bees_cli.utc import parse_utc
 
 STALE_AFTER: timedelta = 2 * rules.SYNC_EVERY
 """Age of the last sync past which ``bees status`` says how old the team rows are."""
@@ -67,7 +67,7 @@ def stale_line(record_path: Path, now: datetime) -> str | None:
     last, error, code = shared.meta("last_sync"), shared.meta("error"), shared.meta("error_code")
     if last is None and error is None:
         return None
-    if last is not None and now - parse_iso(last) <= STALE_AFTER:
+    if last is not None and now - parse_utc(last) <= STALE_AFTER:
         return None
     if code == "cloud_unreachable":
         why = "Bees Cloud unreachable"
@@ -77,7 +77,7 @@ def stale_line(record_path: Path, now: datetime) -> str | None:
         why = "bees run is not syncing (is it up?)"
     if last is None:
         return f"team rows not synced yet: {why}"
-    return f"team rows as of {age_text((now - parse_iso(last)).total_seconds())}: {why}"
+    return f"team rows as of {age_text((now - parse_utc(last)).total_seconds())}: {why}"
 
 
 def skew_warning(record_path: Path) -> str | None:

@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING
 
 from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnauthorized, NotFound
 from bees_cli.machine.computer import Computer
-from bees_cli.record.fires import FireLog, FireOutcome, FireRow, iso
+from bees_cli.record.fires import FireLog, FireOutcome, FireRow
 from bees_cli.record.local import LocalRecord
 from bees_cli.rules import KEY_TRIES, is_late
 from bees_cli.schedules.keys import CloudKeys, HeldKeys
+from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
     from bees_cli.agents.eligibility import Eligibility
@@ -159,7 +160,7 @@ class FireService:
         now = self.clock()
         log = self.log
         held = await asyncio.to_thread(log.key, fire.key)
-        if held is not None and held.held is not None and held.scheduled == iso(scheduled):
+        if held is not None and held.held is not None and parse_utc(held.scheduled) == scheduled:
             return await self._make(workspace, schedule_id, scheduled, fire, 0)
         if is_late(scheduled, now):
             late = lateness(scheduled, now)
@@ -336,7 +337,7 @@ class FireService:
             if key.schedule_id not in workspace.schedules or (
                     key.workspace is not None and Path(key.workspace) != self.workspace):
                 continue
-            scheduled = datetime.fromisoformat(key.scheduled.replace("Z", "+00:00"))
+            scheduled = parse_utc(key.scheduled)
             fire = fire_for(workspace.schedules[key.schedule_id], key.schedule_id, scheduled)
             rows.append(await self._make(workspace, key.schedule_id, scheduled, fire, 0))
         rows += await asyncio.to_thread(self.note_missed, workspace)

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 from bees_cli.cloud.client import cloud_for, sync_cloud_for
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
-from bees_cli.record.fires import ClaimStatus, FireLog, parse_iso
+from bees_cli.record.fires import ClaimStatus, FireLog
 from bees_cli.record.local import ItemRow, LocalRecord
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
     from bees_cli.cloud.client import AsyncCloudClient
@@ -160,7 +161,7 @@ async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Compute
             return True
         if previous.status == ClaimStatus.TAKEN:
             return False
-        waited = (clock() - parse_iso(previous.tried)).total_seconds()
+        waited = (clock() - parse_utc(previous.tried)).total_seconds()
         if previous.status in (ClaimStatus.UNREACHABLE, ClaimStatus.ERROR) \
                 and waited < CLAIM_RETRY:
             return False

@@ -20,7 +20,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel
 from bees_cli.errors import Refused, UserError
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
+from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
     from bees_cli.record.local import LocalRecord
@@ -91,7 +91,7 @@ def action_key(item_id: str, stage: str, digest: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(utc_now())
 
 
 class _Call(BaseModel):

@@ -87,7 +87,7 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
 
 async def test_status_says_old_team_rows_and_item_show_shows_where_a_team_item_runs(
         tmp_path: Path, team: Team, bees: BeesRunner) -> None:
-    from bees_cli.record.fires import iso
+    from bees_cli.utc import format_utc
 
     workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
     laptop = sign_in(team, "maya-laptop")
@@ -121,7 +121,7 @@ async def test_status_says_old_team_rows_and_item_show_shows_where_a_team_item_r
 
     three_min = datetime.now(UTC) - timedelta(seconds=185)
     SharedRecord(laptop.record_path).set_meta(
-        last_sync=iso(three_min), error="cannot reach Bees Cloud at http://127.0.0.1:9",
+        last_sync=format_utc(three_min), error="cannot reach Bees Cloud at http://127.0.0.1:9",
         error_code="cloud_unreachable")
     stale = bees("status")
     assert stale.returncode == 0

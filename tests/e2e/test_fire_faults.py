@@ -212,8 +212,8 @@ async def test_every_outcome_leaves_its_row(tmp_path: Path, team: Team) -> None:
     ]
     assert missed[0].to_json() == {
         "schedule": "monday-report", "key": "monday-report@2025-01-27T09:00",
-        "scheduled": "2025-01-27T08:00:00.000Z", "local": "2025-01-27T09:00",
-        "handled": "2025-02-03T08:05:00.000Z", "outcome": "missed", "detail": None,
+        "scheduled": "2025-01-27T08:00:00.000000Z", "local": "2025-01-27T09:00",
+        "handled": "2025-02-03T08:05:00.000000Z", "outcome": "missed", "detail": None,
         "tries": 0, "text": MISSED_TEXT}
     # a start within the minute of a fire leaves it to the engine: not missed yet
     assert await service(laptop, workspace, fifth + timedelta(minutes=5)).recover() == []

@@ -37,7 +37,7 @@ async def test_unreachable_claim_waits_and_retries_every_15_s(tmp_path: Path,
     assert await ready_to_start(record, row, computer=offline, clock=clock) is False
     claim = FireLog(offline.record_path).claim(row.id)
     assert claim is not None and (claim.status, claim.tried) == (
-        "unreachable", "2025-01-06T08:00:00.000Z")
+        "unreachable", "2025-01-06T08:00:00.000000Z")
     online = dataclasses.replace(offline, login=dataclasses.replace(
         offline.login, url=team.cloud.url, token=team.tokens[team.maya]))  # type: ignore[arg-type]
     clock.advance(0.2)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from bees_cli.cloud import wire
 from bees_cli.cloud.client import AsyncCloudClient
 from bees_cli.errors import Refused
-from bees_cli.record.fires import ClaimStatus, FireLog, iso
+from bees_cli.record.fires import ClaimStatus, FireLog
 from bees_cli.record.local import OwnedElsewhere
 from bees_cli.record.sync import Refusal, SharedRecord, Syncer
 from bees_cli.record.sync_notes import refusal_lines, stale_line
@@ -25,6 +25,7 @@ from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
 from bees_cli.usecases.items import status, status_warnings
 from bees_cli.usecases.models import TeamItemDetails
+from bees_cli.utc import format_utc
 from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of
 
@@ -85,7 +86,7 @@ def stamp_outbox(computer, item_id: str, at: datetime) -> None:  # type: ignore[
     """Set the origin time of the item's unsent change (as if this clock read ``at``)."""
     db = sqlite3.connect(computer.record_path)
     with db:
-        db.execute("UPDATE sync_outbox SET origin = ? WHERE item_id = ?", (iso(at), item_id))
+        db.execute("UPDATE sync_outbox SET origin = ? WHERE item_id = ?", (format_utc(at), item_id))
     db.close()
 
 
@@ -160,7 +161,7 @@ def test_status_says_how_old_the_team_rows_are(tmp_path: Path) -> None:
     shared = SharedRecord(here.record_path)
     at = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
     assert stale_line(here.record_path, at) is None  # never synced, never tried
-    shared.set_meta(last_sync=iso(at))
+    shared.set_meta(last_sync=format_utc(at))
     assert stale_line(here.record_path, at + timedelta(seconds=30)) is None  # two rounds
     shared.set_meta(error="cannot reach Bees Cloud at http://127.0.0.1:9",
                     error_code="cloud_unreachable")
@@ -288,9 +289,9 @@ def test_doctor_shows_the_last_measured_offset_and_the_refusals_when_the_cloud_i
     add_item(offline)
     shared = SharedRecord(offline.record_path)
     shared.set_meta(skew="-412.000")
-    shared.refuse([Refusal(item_id=ITEM, origin="2025-01-06T09:06:52.000Z",
+    shared.refuse([Refusal(item_id=ITEM, origin="2025-01-06T09:06:52.000000Z",
                            code="clock_ahead", message="412 s ahead", offset_seconds=412.0,
-                           at="2025-01-06T09:06:52.000Z")])
+                           at="2025-01-06T09:06:52.000000Z")])
     checks = {c.check: (c.ok, c.detail) for c in _cloud_checks(offline)}
     assert checks["clock"] == (False, (
         "-412.0 s against Bees Cloud, measured at the last sync (this clock is 412 s ahead; "

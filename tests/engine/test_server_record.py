@@ -68,6 +68,7 @@ def test_human_since() -> None:
     assert human_since("2025-01-06T08:58:00Z", now) == "2m ago"
     assert human_since("2025-01-06T06:00:00Z", now) == "3h ago"
     assert human_since("2025-01-02T09:00:00Z", now) == "4d ago"
+    assert human_since("2025-01-06T08:59:54.500000Z", now) == "5s ago"
 
 
 def test_slots_first_come_first_served_reclaimed_and_freed_on_start(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from bees_cli.record.fires import FireLog
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.record.sync import SharedRecord
+from bees_cli.utc import format_utc, parse_utc
 from tests.conftest import BeesRunner
 from tests.record.make_fixture import FIXTURE, ITEM_A, ITEM_B, ITEM_C, TEAM_ITEM
 
@@ -57,12 +59,14 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 5
+    assert schema.version(db) == schema.LATEST == 6
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
     assert after.pop("sync_refused") == []
     assert sorted(after) == sorted(before)
+    # version 6 rewrites every stored time as format_utc text; nothing else changes
+    before = _as_format_utc(before)
     # version 2 only adds items.wait (NULL on old rows); every other value is unchanged
     assert after["items"] == [{**row, "wait": None} for row in before["items"]]
     # version 3 only adds fired_keys' schedule, workspace, held and item (NULL on old rows)
@@ -70,23 +74,30 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     assert after["fired_keys"] == [{**row, **new_key_columns} for row in before["fired_keys"]]
     assert {t: rows for t, rows in after.items() if t not in ("items", "fired_keys")} == {
         t: rows for t, rows in before.items() if t not in ("items", "fired_keys")}
+    assert [(r["key"], r["scheduled"], r["at"]) for r in after["fired_keys"]] == [
+        ("maya:weekly:2025-01-06T09:00", "2025-01-06T08:00:00.000000Z",
+         "2025-01-06T08:00:01.000000Z")]
+    assert after["sync_outbox"] == [
+        {"item_id": item, "origin": "2025-01-06T09:00:00.000000Z"}
+        for item in (ITEM_A, ITEM_B, ITEM_C)]
 
     a = record.item(ITEM_A)
     assert (a.process, a.title, a.workspace, a.run_folder, a.stage, a.status, a.reason,
             a.agent, a.since, a.created, a.input, a.wait) == (
         "weekly-report", "Week 2", "/ws", "/runs/A", "Draft", Status.FAILED, "exit 3",
-        "writer", "2025-01-06T09:00:08Z", "2025-01-06T09:00:00Z", '{"item_id": "A"}',
+        "writer", "2025-01-06T09:00:08.000000Z", "2025-01-06T09:00:00.000000Z",
+        '{"item_id": "A"}',
         WaitKind.PERSON)
     assert a.status_text == "failed: exit 3"
     assert [(r.id, r.status, r.wait) for r in record.items()] == [
         (ITEM_A, Status.FAILED, WaitKind.PERSON), (ITEM_B, Status.DONE, None),
         (ITEM_C, Status.WAITING_FOR_APPROVAL, WaitKind.APPROVAL)]
     assert [(e.seq, e.at, e.kind, e.stage, e.round) for e in record.events(ITEM_A)] == [
-        (1, "2025-01-06T09:00:00Z", "created", None, None),
-        (4, "2025-01-06T09:00:03Z", "waiting", "Draft", 1),
-        (5, "2025-01-06T09:00:05Z", "pick", "Draft", 1),
-        (6, "2025-01-06T09:00:06Z", "stage_started", "Draft", 1),
-        (7, "2025-01-06T09:00:07Z", "stage_failed", "Draft", 1)]
+        (1, "2025-01-06T09:00:00.000000Z", "created", None, None),
+        (4, "2025-01-06T09:00:03.000000Z", "waiting", "Draft", 1),
+        (5, "2025-01-06T09:00:05.000000Z", "pick", "Draft", 1),
+        (6, "2025-01-06T09:00:06.000000Z", "stage_started", "Draft", 1),
+        (7, "2025-01-06T09:00:07.000000Z", "stage_failed", "Draft", 1)]
     assert record.events(ITEM_A)[4].data == {
         "agent": "writer", "attempt": 1, "reason": "exit 3", "verdict": None, "comments": [],
         "output_dir": "/runs/A/Draft", "stdout": "/l/1.stdout", "stderr": "/l/1.stderr",
@@ -96,18 +107,21 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
         "kind": "send", "summary": "to bob", "status": "waiting"}]
     assert [j["action"] for j in record.journal(ITEM_C)] == ["mail.read"]
     assert record.slots() == [{"agent": "mailer", "item_id": ITEM_C, "stage": "Send",
-                               "requested": "2025-01-06T09:00:12Z", "granted": True}]
+                               "requested": "2025-01-06T09:00:12.000000Z",
+                               "granted": True}]
     assert record.queued_controls() == 1
 
     fires = FireLog(old_file)
     assert [(f.schedule_id, f.scheduled, f.outcome, f.detail, f.tries, f.text)
             for f in fires.fires()] == [
-        ("weekly", "2025-01-13T08:00:00.000Z", "skipped", "90", 0, "skipped (late by 90 s)"),
-        ("weekly", "2025-01-06T08:00:00.000Z", "ran_here", ITEM_B, 1, f"ran here ({ITEM_B})")]
+        ("weekly", "2025-01-13T08:00:00.000000Z", "skipped", "90", 0,
+         "skipped (late by 90 s)"),
+        ("weekly", "2025-01-06T08:00:00.000000Z", "ran_here", ITEM_B, 1,
+         f"ran here ({ITEM_B})")]
     claim = fires.claim(ITEM_A)
     assert claim is not None
     assert (claim.status, claim.computer, claim.tried) == (
-        "owner", "maya-laptop", "2025-01-06T09:00:05.000Z")
+        "owner", "maya-laptop", "2025-01-06T09:00:05.000000Z")
 
     shared = SharedRecord(old_file)
     assert (shared.cursor, shared.skew, shared.meta("last_sync")) == (
@@ -115,6 +129,91 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     [team] = shared.team()
     assert (team.item_id, team.fields, team.machine_id, team.person) == (
         TEAM_ITEM, {"title": "Theirs", "status": "running", "stage": "Review"}, "m-2", "ana")
+
+
+def _as_format_utc(dump: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Return ``dump`` with every UTC column of migration 6 as format_utc text."""
+    columns = dict(schema.UTC_COLUMNS)
+    return {table: [{k: format_utc(parse_utc(v)) if k in columns.get(table, ()) and v else v
+                     for k, v in row.items()} for row in rows]
+            for table, rows in dump.items()}
+
+
+def _version_5_file(path: Path) -> Path:
+    """Return ``path`` as a record at version 5, with an old row of every text-compared
+    time: an item, a fire, a held key, an outbox change (seconds and milliseconds)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    schema.upgrade(db, path, schema.MIGRATIONS[:5])
+    db.execute("INSERT INTO items (id, process, title, workspace, run_folder, status, since,"
+               " created, input) VALUES ('I1', 'p', 't', '/ws', '/runs/I1', 'running',"
+               " '2026-11-30T09:00:00Z', '2026-11-30T08:59:59Z', '{}')")
+    db.execute("INSERT INTO fires (schedule_id, key, scheduled, local, handled, outcome)"
+               " VALUES ('weekly', 'maya:weekly:2026-11-30T10:00', '2026-11-30T09:00:00.000Z',"
+               " '2026-11-30T10:00', '2026-11-30T09:00:01.250Z', 'ran_here'),"
+               " ('weekly', 'maya:weekly:2026-11-23T10:00', '2026-11-23T09:00:00.000Z',"
+               " '2026-11-23T10:00', '2026-11-23T09:00:02.000Z', 'skipped')")
+    db.execute("INSERT INTO fired_keys (key, scheduled, at, held) VALUES"
+               " ('maya:weekly:2026-11-30T10:00', '2026-11-30T09:00:00.000Z',"
+               " '2026-11-30T09:00:01.000Z', '2026-11-30T09:00:01.500Z')")
+    db.execute("UPDATE sync_outbox SET origin = '2026-11-30T09:00:00.123Z'")
+    db.execute("INSERT INTO sync_refused (item_id, origin, code, message, at) VALUES"
+               " ('I1', '2026-11-30T09:00:00.123Z', 'refused', 'no', '2026-11-30T09:00:02Z')")
+    db.close()
+    return path
+
+
+def test_version_6_rewrites_old_times_as_format_utc(tmp_path: Path) -> None:
+    path = _version_5_file(tmp_path / "record.db")
+    db = sqlite3.connect(path, isolation_level=None)
+    assert schema.upgrade(db, path) == 5
+    assert schema.version(db) == 6
+    assert db.execute("SELECT since, created FROM items").fetchall() == [
+        ("2026-11-30T09:00:00.000000Z", "2026-11-30T08:59:59.000000Z")]
+    assert db.execute("SELECT scheduled, handled FROM fires ORDER BY seq").fetchall() == [
+        ("2026-11-30T09:00:00.000000Z", "2026-11-30T09:00:01.250000Z"),
+        ("2026-11-23T09:00:00.000000Z", "2026-11-23T09:00:02.000000Z")]
+    assert db.execute("SELECT scheduled, at, held FROM fired_keys").fetchall() == [
+        ("2026-11-30T09:00:00.000000Z", "2026-11-30T09:00:01.000000Z",
+         "2026-11-30T09:00:01.500000Z")]
+    assert db.execute("SELECT item_id, origin FROM sync_outbox").fetchall() == [
+        ("I1", "2026-11-30T09:00:00.123000Z")]
+    assert db.execute("SELECT origin, at FROM sync_refused").fetchall() == [
+        ("2026-11-30T09:00:00.123000Z", "2026-11-30T09:00:02.000000Z")]
+    db.close()
+    assert LocalRecord(path).item("I1").since == "2026-11-30T09:00:00.000000Z"
+
+
+def test_text_compared_times_still_match_after_version_6(tmp_path: Path) -> None:
+    path = _version_5_file(tmp_path / "record.db")
+    LocalRecord(path)
+    fires = FireLog(path)
+    nine = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    row = fires.fire_row("weekly", nine)
+    assert row is not None
+    assert (row.key, row.scheduled, row.handled) == (
+        "maya:weekly:2026-11-30T10:00", "2026-11-30T09:00:00.000000Z",
+        "2026-11-30T09:00:01.250000Z")
+    assert fires.last_scheduled("weekly") == nine
+    assert [f.scheduled for f in fires.fires("weekly")] == [
+        "2026-11-30T09:00:00.000000Z", "2026-11-23T09:00:00.000000Z"]
+    # the same key for the same instant goes on; for another instant it does not
+    assert fires.mark_key("maya:weekly:2026-11-30T10:00", nine, nine) is True
+    assert fires.mark_key("maya:weekly:2026-11-30T10:00", nine.replace(hour=10), nine) is False
+    shared = SharedRecord(path)
+    changes = [(item, origin) for item, origin, _ in shared.outbox(_Here())]
+    assert changes == [("I1", "2026-11-30T09:00:00.123000Z")]
+    shared.sent(changes)
+    assert shared.outbox(_Here()) == []
+
+
+def test_the_triggers_write_format_utc_after_version_6(tmp_path: Path) -> None:
+    path = _version_5_file(tmp_path / "record.db")
+    record = LocalRecord(path)
+    record.set_state("I1", status=Status.DONE, stage="Done")
+    [(item, origin, _)] = SharedRecord(path).outbox(_Here())
+    assert item == "I1"
+    assert len(origin) == 27 and origin.endswith("000Z")
+    assert format_utc(parse_utc(origin)) == origin
 
 
 def test_an_upgraded_record_is_laid_out_like_a_new_one(old_file: Path, tmp_path: Path) -> None:
@@ -149,7 +248,7 @@ def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
     with pytest.raises(UserError) as caught:
         LocalRecord(old_file)
     assert caught.value.message == (
-        f"{old_file} was written by a newer Bees (record version 6; this Bees reads up to 5)")
+        f"{old_file} was written by a newer Bees (record version 7; this Bees reads up to 6)")
     assert caught.value.hint == (
         "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
         f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
@@ -166,11 +265,11 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 5)")
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 6)")
 
 
 def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
-    broken = (*schema.MIGRATIONS, schema.Migration(6, "broken", (
+    broken = (*schema.MIGRATIONS, schema.Migration(7, "broken", (
         "ALTER TABLE items ADD COLUMN extra TEXT", "ALTER TABLE nowhere ADD COLUMN x TEXT")))
     before = _dump(old_file)
     db = sqlite3.connect(old_file, isolation_level=None)
@@ -178,17 +277,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
         schema.upgrade(db, old_file, broken)
     assert schema.version(db) == 0
     db.close()
-    assert _dump(old_file) == before  # not even versions 1 to 5 were kept
+    assert _dump(old_file) == before  # not even versions 1 to 6 were kept
 
 
 def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
     LocalRecord(old_file)
-    more = (*schema.MIGRATIONS, schema.Migration(6, "notes", (
+    more = (*schema.MIGRATIONS, schema.Migration(7, "notes", (
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
     db = sqlite3.connect(old_file, isolation_level=None)
-    assert schema.upgrade(db, old_file, more) == 5
     assert schema.upgrade(db, old_file, more) == 6
-    assert schema.version(db) == 6
+    assert schema.upgrade(db, old_file, more) == 7
+    assert schema.version(db) == 7
     db.close()
 
 
@@ -203,7 +302,7 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
         records = list(pool.map(lambda _: LocalRecord(old_file), range(8)))
     assert len(records) == 8
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == 5
+    assert schema.version(db) == 6
     assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
     db.close()
 
