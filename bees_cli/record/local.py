@@ -557,6 +557,33 @@ class LocalRecord:
                 (item_id, name, json.dumps(payload), now_utc()))
             return int(cursor.lastrowid or 0)
 
+    def queue_decision(self, item_id: str, name: str,
+                       payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Queue a person's decision unless one already queued for the item answers the same
+        request (``request_id`` equal, or either is None: all); in one transaction.
+
+        Returns:
+            None when queued; else the payload of the decision queued earlier (nothing is
+            queued: a request is answered once, so ``--ran`` then ``--again`` cannot both
+            reach the run).
+        """
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            rows = db.execute(
+                "SELECT payload FROM controls WHERE state = 'queued' AND item_id = ? AND name = ?"
+                " ORDER BY seq", (item_id, name)).fetchall()
+            wanted = payload.get("request_id")
+            for row in rows:
+                earlier = json.loads(row["payload"])
+                if None in (wanted, earlier.get("request_id")) or earlier.get(
+                        "request_id") == wanted:
+                    db.execute("ROLLBACK")
+                    return dict(earlier)
+            db.execute("INSERT INTO controls (item_id, name, payload, at) VALUES (?, ?, ?, ?)",
+                       (item_id, name, json.dumps(payload), now_utc()))
+            db.execute("COMMIT")
+        return None
+
     def claim_controls(self, only: int | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
         """Take the queued decisions (or only number ``only``) for delivery: each is taken
         by one caller. Returns ``(seq, item_id, name, payload)`` oldest first."""

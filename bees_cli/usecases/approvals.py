@@ -100,7 +100,12 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
                            answer=answer)  # type: ignore[arg-type]
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
-        record.queue_control(row.id, DECIDE_UPDATE, decision.model_dump(mode="json"))
+        earlier = await asyncio.to_thread(record.queue_decision, row.id, DECIDE_UPDATE,
+                                          decision.model_dump(mode="json"))
+        if earlier is not None:
+            raise Refused(f"item {row.id} is already answered ({_answer_text(earlier)}, "
+                          f"by {earlier.get('who')}): bees run delivers it when it starts",
+                          hint="a request is answered once; `bees approvals` shows what waits")
         return DecideDone(item=row.id, who=decision.who, at=decision.at, decided=None,
                           queued=True)
     engine = await bees.engine(address)
@@ -109,6 +114,16 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
     return DecideDone(item=row.id, who=decision.who, at=decision.at,
                       decided=list(ids),  # type: ignore[call-overload]
                       queued=False)
+
+
+def _answer_text(payload: dict[str, object]) -> str:
+    """Say what a queued decision answers: ``approved``, ``approved: it ran``, ``approved:
+    run it again`` or ``denied``."""
+    if not payload.get("approve"):
+        return "denied"
+    answer = payload.get("answer")
+    return {"ran": "approved: it ran", "again": "approved: run it again"}.get(
+        str(answer), "approved")
 
 
 def _check_answer(chosen: list[dict[str, object]], item_id: str, *, approve: bool,
