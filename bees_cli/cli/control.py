@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Annotated
 
@@ -25,6 +24,8 @@ def retry(item: ItemArg) -> None:
 
     Example: bees retry 01JH3
     """
+    import asyncio
+
     done = asyncio.run(bees_here().retry(item))
     say(f"{done.item}: {done.stage} starts again (asked by {done.who})")
     exit_hard(0)
@@ -36,6 +37,8 @@ def item_accept(item: ItemArg) -> None:
 
     Example: bees item accept 01JH3
     """
+    import asyncio
+
     done = asyncio.run(bees_here().accept(item))
     say(f"{done.item}: the work under review at {done.stage} is accepted (by {done.who})")
     exit_hard(0)
@@ -47,6 +50,8 @@ def item_cancel(item: ItemArg) -> None:
 
     Example: bees item cancel 01JH3
     """
+    import asyncio
+
     done = asyncio.run(bees_here().cancel(item))
     if not done.requested:
         say(f"{done.item}: cancelled")
@@ -62,6 +67,8 @@ def approvals(as_json: JsonOpt = False) -> None:
 
     Example: bees approvals --json
     """
+    import asyncio
+
     rows = asyncio.run(bees_here().approvals())
     if as_json:
         print_json([r.to_json() for r in rows])
@@ -76,6 +83,8 @@ def approvals(as_json: JsonOpt = False) -> None:
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
             answer: str | None = None) -> None:
+    import asyncio
+
     done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
                                           reason=reason, answer=answer))
     verb = "approved" if approve else "denied"
@@ -141,9 +150,10 @@ def action(
 
     Example: bees action mail.send --input @mail.json
     """
+    # the stage's environment names the item and this computer's home (the worker set it)
+    import asyncio
     import os
 
-    # the stage's environment names the item and this computer's home (the worker set it)
     outcome = asyncio.run(bees_here().action(name, input, env=dict(os.environ)))
     sys.stdout.write(outcome.stdout)
     if outcome.from_journal:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -32,6 +31,8 @@ def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
 
     Example: bees relinquish 01JH3QX5Z8
     """
+    import asyncio
+
     done = asyncio.run(bees_here().relinquish(item))
     if as_json:
         print_json(done.to_json())
@@ -69,6 +70,8 @@ def continue_(
                         hint="give the SHA-256 printed by bees relinquish")
     progress = progress_printer(sys.stderr)
     try:
+        import asyncio
+
         done = asyncio.run(bees_here().continue_item(
             item, from_dir=from_dir, digest=digest, workspace_path=workspace,
             progress=progress))
