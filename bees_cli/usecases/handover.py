@@ -14,6 +14,7 @@ from bees_cli.handover.continue_ import Continued, Say
 if TYPE_CHECKING:
     from bees_cli.handover.checkpoint import Progress
     from bees_cli.handover.relinquish import Relinquished
+    from bees_cli.handover.repair import Repaired
     from bees_cli.machine.computer import Computer
     from bees_cli.usecases.bees import Bees
 
@@ -63,6 +64,20 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
                         checkpoint=answer.checkpoint,
                         checkpoint_sha256=answer.checkpoint_sha256, files=answer.files,
                         total_bytes=answer.total_bytes, released=answer.released)
+
+
+async def repair_release(bees: Bees, item_id: str) -> Repaired:
+    """``bees relinquish ITEM --repair`` (:func:`bees_cli.handover.repair.repair_release`):
+    the computer that released the item last verifies its run folder and re-sends the
+    release with that folder's checkpoint digest. Needs no ``bees run``.
+
+    Raises:
+        Refused, CheckpointInvalid, CloudError: see
+            :func:`~bees_cli.handover.repair.repair_release`.
+    """
+    from bees_cli.handover.repair import repair_release as repair
+
+    return await asyncio.to_thread(repair, bees.computer, item_id)
 
 
 ITEM_JSON_ROOM = 4096
@@ -144,7 +159,8 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
 
     Args:
         item_id: the item's full id.
-        from_dir: a copy of the run folder, used as the run folder of the new run.
+        from_dir: a copy of the run folder: verified, copied into this computer's run
+            folder of the item and verified again; the new run uses the copy.
         digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
             that did not relinquish the item).
         workspace_path: this computer's workspace (its ``run_folder``, and the one the run
@@ -176,7 +192,8 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
 
     here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
-                             workspace_path=workspace_path, computer=here, progress=progress)
+                             workspace_path=workspace_path, computer=here, progress=progress,
+                             say=say)
     item_id = ready["item"]
     checkpoint: dict[str, Any] = ready["checkpoint"]
     snapshot = ready["snapshot"]
