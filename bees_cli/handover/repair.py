@@ -80,6 +80,24 @@ def repair_release(computer: Computer, item_id: str) -> Repaired:
                       "that released it last can repair its release",
                       hint=f"run bees relinquish {item_id} --repair there")
     folder = Path(kept["run_folder"])
+    before = kept.get("checkpoint_sha256") if isinstance(kept.get("checkpoint_sha256"),
+                                                         str) else None
+    api = sync_cloud_for(computer, retries=2)
+    if api is not None:
+        with api:
+            owner = api.get_owner(item_id)
+        if owner is None:
+            raise Refused(f"item {item_id} has no owner in Bees Cloud: nothing to repair")
+        if owner.held:
+            raise Refused(f"item {item_id} is held by {owner.computer_name} "
+                          f"({owner.person}): there is no release to repair")
+        if owner.machine_id != computer.machine_id:
+            raise Refused(f"item {item_id} was released last by {owner.computer_name} "
+                          f"({owner.person}): only that computer can repair its release",
+                          hint=f"run bees relinquish {item_id} --repair on "
+                               f"{owner.computer_name}")
+        assert owner.release is not None
+        before = owner.release.checkpoint_sha256
     result = verify_checkpoint(folder)
     result.raise_if_invalid()
     document = result.document
@@ -89,18 +107,12 @@ def repair_release(computer: Computer, item_id: str) -> Repaired:
                       f"{document.item} written by {document.computer}, not this computer's "
                       f"handover of {item_id}: nothing to repair here")
     stages = dict(document.restart_stages)
-    before = kept.get("checkpoint_sha256") if isinstance(kept.get("checkpoint_sha256"),
-                                                         str) else None
-    api = sync_cloud_for(computer, retries=2)
     if api is not None:
         from bees_cli.cloud import wire
 
-        with api:
-            owner = api.get_owner(item_id)
-            if owner is not None and owner.release is not None:
-                before = owner.release.checkpoint_sha256
+        with sync_cloud_for(computer, retries=2) as again:  # type: ignore[union-attr]
             try:
-                api.repair_owner(item_id, wire.OwnerRelease(
+                again.repair_owner(item_id, wire.OwnerRelease(
                     machine_id=computer.machine_id, restart_stages=stages,
                     checkpoint_sha256=result.sha256))
             except CloudRefused as error:

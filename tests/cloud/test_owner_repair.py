@@ -1,4 +1,4 @@
-"""Bees Cloud over real HTTP: the last releaser repairs a free item's release (issue 12, point 2)."""
+"""Bees Cloud over real HTTP: the last releaser repairs a free item's release (issue 12)."""
 
 from __future__ import annotations
 
