@@ -311,3 +311,39 @@ async def test_continue_from_a_copy_runs_from_its_own_copy_and_survives_deleting
     assert not (item.run_folder / "stray.txt").exists()
     assert (item.run_folder / "Review" / "verdict.json").exists()
     assert record.item(item.id).run_folder == str(item.run_folder)
+
+
+@pytest.mark.usefixtures("worker")
+async def test_without_a_cloud_a_rewritten_checkpoint_is_named_and_repair_keeps_its_digest(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 10")
+    done = await asyncio.to_thread(relinquish_item, item.id)
+    file = item.run_folder / "checkpoint.json"
+    document = json.loads(file.read_text())
+    checkpoints.write_checkpoint(
+        item.run_folder, item_id=item.id, workspace=document["workspace"],
+        process_digest=document["process_digest"], restart_stages=document["restart_stages"],
+        computer=document["computer"], machine_id=document["machine_id"],
+        journal=document["journal"], now=datetime(2030, 1, 1, tzinfo=UTC))
+    rewritten = sha(file)
+    hold.unlink()
+    with pytest.raises(DigestDisagrees) as disagree:
+        await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert disagree.value.message == (
+        f"{file} has SHA-256 {rewritten}, but this computer kept {done.checkpoint_sha256} "
+        "when it relinquished the item: the run folder's checkpoint and the kept digest "
+        "disagree")
+    assert disagree.value.hint == (
+        f"if this run folder holds the work to continue, run bees relinquish {item.id} "
+        "--repair here: it verifies the folder and keeps its digest")
+
+    fixed = await Bees(Computer.load()).repair_release(item.id)
+    assert (fixed.before, fixed.checkpoint_sha256, fixed.released) == (
+        done.checkpoint_sha256, rewritten, False)
+    kept = kept_handover(data_dir(), item.id)
+    assert kept is not None and kept["checkpoint_sha256"] == rewritten
+    cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert cont.checkpoint_sha256 == rewritten
+    assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
