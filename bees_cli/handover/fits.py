@@ -14,7 +14,14 @@ import os
 from pathlib import Path
 
 from bees_cli.errors import NotFound
-from bees_cli.handover.folder import disk_name, find_collisions, path_problem, scan_folder
+from bees_cli.handover.checkpoint_model import CHECKPOINT_NAME
+from bees_cli.handover.folder import (
+    Scan,
+    disk_name,
+    find_collisions,
+    path_problem,
+    scan_folder,
+)
 from bees_cli.handover.limits import DEFAULT_LIMITS, Limits
 from bees_cli.handover.problems import display_path, format_bytes, plural
 
@@ -37,11 +44,17 @@ def check_fits(run_folder: Path, *, adds: dict[str, int],
         DoesNotFit: a symlink, a special or unreadable entry, a name that is not UTF-8 or
             that verification would reject, or a broken limit (the message names the file
             and the limit).
-        NotFound: ``run_folder`` is not a folder.
+        NotFound: ``run_folder`` is there but not a folder (a missing one is empty).
     """
-    if not run_folder.is_dir():
+    if not run_folder.exists():
+        scan = Scan()  # nothing written yet: the handover makes the folder
+    elif not run_folder.is_dir():
         raise NotFound(f"not a folder: {run_folder}")
-    scan = scan_folder(run_folder)
+    else:
+        scan = scan_folder(run_folder)
+    top = run_folder / CHECKPOINT_NAME
+    if top.is_symlink() or (top.exists() and not top.is_file()):
+        raise DoesNotFit(f"{CHECKPOINT_NAME}: exists and is not a regular file")
     if scan.unreadable:
         rel, reason = scan.unreadable[0]
         raise DoesNotFit(f"{display_path(disk_name(rel))}: cannot read: {reason}")
