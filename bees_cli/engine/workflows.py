@@ -247,23 +247,19 @@ class ItemWorkflow(ApprovalGate):
                 await self._close_waiting("relinquished")
                 return f"relinquished: restarts at {restart}"
             # the checkpoint could not be written: the item stays here, failed, until retried
-            if workflow.patched(RELINQUISH_KEEPS_STATE):
-                memo.stage = self._stage or memo.stage
-                memo.again = self._stage is not None
+            keeps = workflow.patched(RELINQUISH_KEEPS_STATE)
+            if keeps:  # the stopped stage, its round and its next attempt; outputs kept
+                memo.stage, memo.again = self._stage or memo.stage, self._stage is not None
                 for key, attempt in handed.attempts.items():
                     memo.attempts[key] = max(memo.attempts.get(key, 1), attempt)
-                await self._fail(memo.stage, self._round, self._agent or "-",
-                                 handed.reason or "relinquish failed", "relinquish")
-                self._relinquish = None
-                await self._wait_for_person()
-                self._handed = None
-                continue
-            await self._fail(restart, self._round, self._agent or "-",
-                             handed.reason or "relinquish failed", "relinquish")
+            await self._fail(memo.stage if keeps else restart, self._round,
+                             self._agent or "-", handed.reason or "relinquish failed",
+                             "relinquish")
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            memo = self._fresh(item, restart)
+            if not keeps:
+                memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
