@@ -24,15 +24,35 @@ def _is_sha256(text: str) -> bool:
 
 
 @touches_engine
-def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
+def relinquish(
+    item: ItemArg,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="On the computer that relinquished the item: verify its run folder "
+        "and re-send the release with that folder's checkpoint digest (when `bees continue` "
+        "says the checkpoint and the release disagree). Needs no `bees run`.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
     written into the run folder, and Bees Cloud learns that the item is free. Needs
-    `bees run` up. Exit 3 when another computer owns it.
+    `bees run` up. Exit 3 when refused (another computer owns it, or the run folder breaks
+    a limit: the item then goes on running, untouched).
 
     Example: bees relinquish 01JH3QX5Z8
     """
     import asyncio
 
+    if repair:
+        fixed = asyncio.run(bees_here().repair_release(item))
+        if as_json:
+            print_json(fixed.to_json())
+        else:
+            where = "Bees Cloud told" if fixed.released else "no Bees Cloud: digest kept here"
+            change = (f"was {fixed.before}" if fixed.changed
+                      else "it was the released one already")
+            say(f"{fixed.item}: release repaired to the checkpoint {fixed.checkpoint} "
+                f"({change}; {where})")
+            typer.echo(fixed.checkpoint_sha256)
+        exit_hard(0)
     done = asyncio.run(bees_here().relinquish(item))
     if as_json:
         print_json(done.to_json())
@@ -49,8 +69,10 @@ def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
 def continue_(
     item: ItemArg,
     from_dir: Annotated[Path | None, typer.Option(
-        "--from", metavar="DIR", help="A copy of the run folder (default: the run folder "
-        "in the workspace's linked run_folder).", show_default=False)] = None,
+        "--from", metavar="DIR", help="A copy of the run folder: verified, copied into this "
+        "computer's run folder and verified again; the run uses the copy, so DIR may be "
+        "deleted afterwards (default: the run folder in the workspace's linked run_folder).",
+        show_default=False)] = None,
     digest: Annotated[str | None, typer.Option(
         "--digest", metavar="SHA256", help="The checkpoint's SHA-256 as printed by bees "
         "relinquish (needed without a Bees Cloud on another computer).")] = None,

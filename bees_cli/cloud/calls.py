@@ -99,6 +99,11 @@ def owner_release(item_id: str, release: wire.OwnerRelease) -> Call[wire.Owner]:
     return Call("POST", f"/v1/owners/{_item(item_id)}/release", wire.Owner, release)
 
 
+def owner_repair(item_id: str, release: wire.OwnerRelease) -> Call[wire.Owner]:
+    """Build the call that re-sends a free item's release (its last releaser only)."""
+    return Call("POST", f"/v1/owners/{_item(item_id)}/repair", wire.Owner, release)
+
+
 def record_pull(since: int, limit: int) -> Call[wire.PullAnswer]:
     """Build one page of a record pull."""
     return Call("GET", "/v1/record/pull", wire.PullAnswer, params={"since": since, "limit": limit})

@@ -49,6 +49,7 @@ from bees_cli.cloud.calls import (
     owner_get,
     owner_history,
     owner_release,
+    owner_repair,
     read_answer,
     record_pull,
     retryable,
@@ -339,6 +340,16 @@ class CloudClient(BaseCloudClient):
         """
         return self._run(self._must(owner_release(item_id, release)))
 
+    def repair_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+        """Re-send the release of free item ``item_id`` with a new checkpoint digest (the
+        machine that released it last only).
+
+        Raises:
+            CloudRefused: another machine released it last or holds it (403), or it is held
+                (409).
+        """
+        return self._run(self._must(owner_repair(item_id, release)))
+
     def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches of :data:`wire.MAX_BATCH`; return the totals.
 
@@ -463,6 +474,10 @@ class AsyncCloudClient(BaseCloudClient):
     async def release_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
         """Release ``item_id`` (owning machine only); raises CloudRefused otherwise."""
         return await self._run(self._must(owner_release(item_id, release)))
+
+    async def repair_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+        """Re-send a free item's release; see :meth:`CloudClient.repair_owner`."""
+        return await self._run(self._must(owner_repair(item_id, release)))
 
     async def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches; see :meth:`CloudClient.push`."""

@@ -20,6 +20,8 @@ Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
     GET  /v1/owners/{item}           -> Owner         the latest owner row of one item
     GET  /v1/owners/{item}/history   -> OwnerList     every owner row of one item, oldest first
     POST /v1/owners/{item}/release OwnerRelease -> Owner  (403 when another machine owns it)
+    POST /v1/owners/{item}/repair  OwnerRelease -> Owner  the last releaser re-sends a free
+                                     item's release (403 for anyone else, 409 while held)
     POST /v1/record/push  RecordPush -> PushAnswer    applied, and each refused change with why
     GET  /v1/record/pull?since=N&limit=M -> PullAnswer
 

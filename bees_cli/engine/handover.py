@@ -9,10 +9,15 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
    title, process, run, created) at the top of the run folder, so a computer that never
    saw the item can continue it, under its title;
 3. write ``checkpoint.json`` (:func:`~bees_cli.handover.checkpoint.write_checkpoint`) with
-   the journal of add-on actions from the local record;
-4. keep its SHA-256 on this computer (``<data>/handovers/ITEM.json``);
-5. release the owner in Bees Cloud with the restart stages and that SHA-256 (when a cloud
-   is configured);
+   the journal of add-on actions from the local record, once: a retry of this activity (a
+   lost answer from Bees Cloud, a crash after the write) verifies and reuses the checkpoint
+   its first try wrote (:func:`~bees_cli.handover.once.written_by_this_handover`), never
+   rewrites it;
+4. release the owner in Bees Cloud with the restart stages and the SHA-256 of the file in
+   the run folder (when a cloud is configured); should the cloud answer with another digest
+   (it keeps the first release of an epoch), the release is repaired to the file's digest,
+   which only this machine, the one that released it, may do;
+5. keep that SHA-256 on this computer (``<data>/handovers/ITEM.json``);
 6. mark the item ``free`` (reason ``restarts at STAGE``) in the local record, which the
    shared record pushes at its next sync.
 
@@ -24,6 +29,7 @@ cannot be reached fails the activity, which Temporal tries three times.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +46,32 @@ from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+
+
+def _refused(handover: HandoverInput, reason: str) -> HandoverOutput:
+    """The answer of a refused handover: the reason, and the next attempt of each stage
+    round whose logs are in the run folder (so a retry never reuses a stopped attempt's)."""
+    from bees_cli.handover.continue_ import next_attempts
+
+    try:
+        names = os.listdir(Path(handover.run_folder) / "logs")
+    except OSError:
+        names = []
+    attempts = next_attempts({"files": [{"path": f"logs/{name}"} for name in names]})
+    return HandoverOutput(ok=False, reason=reason, stage=handover.stage, attempts=attempts)
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically unless it holds exactly that already (a retried
+    handover leaves the files its first try wrote, and the checkpoint lists, untouched)."""
+    from bees_cli.files import write_atomic
+
+    try:
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    write_atomic(path, data)
 
 
 class HandoverActivities:
@@ -75,13 +107,17 @@ class HandoverActivities:
 
             api = cloud_for(computer, retries=2)
             assert api is not None
+            release = wire.OwnerRelease(
+                machine_id=computer.machine_id, restart_stages=dict(handover.restart_stages),
+                checkpoint_sha256=written.checkpoint_sha256)
             try:
-                await api.release_owner(handover.item_id, wire.OwnerRelease(
-                    machine_id=computer.machine_id,
-                    restart_stages=dict(handover.restart_stages),
-                    checkpoint_sha256=written.checkpoint_sha256))
+                owner = await api.release_owner(handover.item_id, release)
+                kept = owner.release.checkpoint_sha256 if owner.release is not None else None
+                if kept != written.checkpoint_sha256:
+                    # the cloud kept an earlier release's digest: the run folder's file wins
+                    await api.repair_owner(handover.item_id, release)
             except CloudRefused as error:
-                return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
+                return _refused(handover, error.message)
             finally:
                 await api.aclose()
             written = written.model_copy(update={"released": True})
@@ -91,32 +127,37 @@ class HandoverActivities:
     def _write(self, handover: HandoverInput) -> HandoverOutput:
         from bees_cli.agents.runner import kill_leftover
         from bees_cli.engine.snapshot_store import SnapshotMissing, load_snapshot
-        from bees_cli.files import write_atomic
         from bees_cli.handover.checkpoint import canonical_json, write_checkpoint
+        from bees_cli.handover.once import written_by_this_handover
 
         try:
             snapshot = load_snapshot(self.record, handover.item_id, handover.snapshot_digest)
         except SnapshotMissing as error:
-            return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
+            return _refused(handover, error.message)
         folder = Path(handover.run_folder)
         if handover.stage is not None:
             kill_leftover(folder, handover.stage)
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(snapshot_path(folder),
-                         canonical_json(snapshot.model_dump(mode="json")))
-            write_atomic(item_path(folder), canonical_json(self._item_json(handover, snapshot)))
-            info = write_checkpoint(
-                folder, item_id=handover.item_id, workspace=snapshot.workspace_root,
-                process_digest=snapshot.digest(),
+            _write_if_changed(snapshot_path(folder),
+                              canonical_json(snapshot.model_dump(mode="json")))
+            _write_if_changed(item_path(folder),
+                              canonical_json(self._item_json(handover, snapshot)))
+            info = written_by_this_handover(
+                folder, item_id=handover.item_id, machine_id=self.computer.machine_id,
                 restart_stages=dict(handover.restart_stages),
-                computer=self.computer.computer, machine_id=self.computer.machine_id,
-                journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
+                process_digest=snapshot.digest(), asked_at=handover.at)
+            if info is None:
+                info = write_checkpoint(
+                    folder, item_id=handover.item_id, workspace=snapshot.workspace_root,
+                    process_digest=snapshot.digest(),
+                    restart_stages=dict(handover.restart_stages),
+                    computer=self.computer.computer, machine_id=self.computer.machine_id,
+                    journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
         except Refused as error:
-            return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
+            return _refused(handover, error.message)
         except OSError as error:
-            return HandoverOutput(ok=False, stage=handover.stage,
-                                  reason=f"cannot write the checkpoint: {error}")
+            return _refused(handover, f"cannot write the checkpoint: {error}")
         return HandoverOutput(
             ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,

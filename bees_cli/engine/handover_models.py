@@ -40,7 +40,9 @@ class HandoverOutput(BaseModel):
     ``ok``: the checkpoint is written and the item is free; then ``checkpoint_sha256`` (hex),
     ``files`` and ``total_bytes`` describe it and ``released`` says whether Bees Cloud was
     told (False without a cloud). Not ok: ``reason`` says why; the item stays owned here and
-    its stage waits, failed, for a person's retry.
+    its stage waits, failed, for a person's retry; ``attempts`` (``"STAGE:ROUND"`` → next
+    attempt, from the logs in the run folder) keeps that retry from reusing the number of
+    the attempt the relinquish stopped.
     """
 
     ok: bool
@@ -52,3 +54,4 @@ class HandoverOutput(BaseModel):
     files: int = 0
     total_bytes: int = 0
     released: bool = False
+    attempts: dict[str, int] = Field(default_factory=dict)

@@ -69,6 +69,11 @@ pass in history), and activities get the snapshot digest, not the snapshot."""
 CONTINUES_AS_NEW = "continues-as-new"
 """Patch: before a stage, the run continues as new when Temporal suggests it."""
 
+RELINQUISH_KEEPS_STATE = "relinquish-keeps-state"
+"""Patch: a handover refused after its stage stopped keeps the plan's memory (earlier stages'
+outputs, rounds, attempts): the failed stage is the one that was running, and a retry starts
+it again as its next attempt (issue 12, tester finding)."""
+
 RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
                       maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
@@ -242,12 +247,19 @@ class ItemWorkflow(ApprovalGate):
                 await self._close_waiting("relinquished")
                 return f"relinquished: restarts at {restart}"
             # the checkpoint could not be written: the item stays here, failed, until retried
-            await self._fail(restart, self._round, self._agent or "-",
-                             handed.reason or "relinquish failed", "relinquish")
+            keeps = workflow.patched(RELINQUISH_KEEPS_STATE)
+            if keeps:  # the stopped stage, its round and its next attempt; outputs kept
+                memo.stage, memo.again = self._stage or memo.stage, self._stage is not None
+                for key, attempt in handed.attempts.items():
+                    memo.attempts[key] = max(memo.attempts.get(key, 1), attempt)
+            await self._fail(memo.stage if keeps else restart, self._round,
+                             self._agent or "-", handed.reason or "relinquish failed",
+                             "relinquish")
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            memo = self._fresh(item, restart)
+            if not keeps:
+                memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the

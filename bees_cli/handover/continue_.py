@@ -6,12 +6,17 @@ this order, and nothing changes anywhere until the claim:
 1. the expected checkpoint SHA-256 and restart stages: from the owner's release in Bees
    Cloud when a cloud is used (refused while a computer holds the item); without a cloud,
    from the digest kept here at relinquish or given with ``--digest``;
-2. the run folder: ``--from DIR`` (a copy), else the folder this computer relinquished it
-   from, else ``RUN_ROOT/ITEM`` where ``RUN_ROOT`` is the workspace's ``run_folder`` folder
-   linked here;
+2. the run folder: ``--from DIR`` (a copy: verified, copied into ``RUN_ROOT/ITEM`` and
+   verified again, :func:`~bees_cli.handover.adopt.copy_in`; the run uses the copy), else
+   the folder this computer relinquished it from, else ``RUN_ROOT/ITEM`` where
+   ``RUN_ROOT`` is the workspace's ``run_folder`` folder linked here (else this computer's
+   runs folder);
 3. the checkpoint and every file (:func:`~bees_cli.handover.checkpoint.verify_checkpoint`),
    the checkpoint naming this item and the released restart stages, and ``snapshot.json``
-   matching the checkpoint's ``process_digest``;
+   matching the checkpoint's ``process_digest``. A checkpoint whose SHA-256 is not the
+   released (or kept) one is refused with both digests, the file, and the way out
+   (:class:`DigestDisagrees`: ``bees relinquish ITEM --repair`` on the computer that
+   released it);
 4. eligibility of the restart stage, exactly as for any start
    (:func:`~bees_cli.agents.eligibility.check_eligibility`), with the snapshot's
    ``workspace_root`` rebased to this computer's workspace (``-w`` or found from the
@@ -36,7 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
@@ -74,11 +79,20 @@ class Continued:
                 "run": self.run, "started": self.started}
 
 
+class DigestDisagrees(Refused):
+    """The run folder's ``checkpoint.json`` is not the one released to Bees Cloud (or kept on
+    this computer at relinquish): the message gives both digests and the file (exit 3)."""
+
+    code = "checkpoint_digest_disagrees"
+
+
 @dataclass(frozen=True)
 class _Expected:
     sha256: str
     restart_stages: dict[str, str] | None  # None: no cloud; taken from the checkpoint
     source: str
+    kind: Literal["cloud", "kept", "digest"] = "digest"
+    by: str | None = None  # the computer that released it (cloud)
 
 
 def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
@@ -105,39 +119,101 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
             raise Refused(f"--digest {digest.strip()} does not match the checkpoint SHA-256 "
                           f"released to Bees Cloud by {owner.computer_name} ({released})")
         return _Expected(released, dict(owner.release.restart_stages),
-                         f"released by {owner.computer_name}")
+                         f"released by {owner.computer_name}", "cloud", owner.computer_name)
     if digest is not None:
         return _Expected(digest, None, "--digest")
     kept = kept_handover(here.record_path.parent, item_id)
     if kept is not None and isinstance(kept.get("checkpoint_sha256"), str):
-        return _Expected(kept["checkpoint_sha256"], None, "kept on this computer")
+        return _Expected(kept["checkpoint_sha256"], None, "kept on this computer", "kept")
     raise UserError(f"no checkpoint digest for item {item_id} on this computer",
                     hint="give --digest SHA256 (printed by bees relinquish on the computer "
                          "that relinquished it)")
 
 
-def _run_folder(here: Computer, item_id: str, from_dir: Path | None,
-                workspace_path: Path | None) -> Path:
-    """Step 2: the run folder (see the module docstring)."""
-    from bees_cli.handover.store import kept_handover
-
-    if from_dir is not None:
-        if not from_dir.is_dir():
-            raise NotFound(f"not a folder: {from_dir}")
-        return from_dir.resolve()
-    kept = kept_handover(here.record_path.parent, item_id)
-    if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
-        return Path(str(kept["run_folder"]))
+def _run_root(here: Computer, item_id: str, workspace_path: Path | None) -> Path:
+    """The folder of this computer's run folders: the workspace's ``run_folder`` linked here,
+    else this computer's runs folder."""
     from bees_cli.machine.links import run_folder_root
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)
     try:
-        root = run_folder_root(workspace, here.runs_dir)
+        return run_folder_root(workspace, here.runs_dir)
     except UserError as error:
         raise Refused(f"cannot continue item {item_id} here: {error.message}",
                       hint=error.hint) from None
-    folder = root / item_id
+
+
+def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected,
+               workspace_path: Path | None, progress: Progress | None, say: Say) -> Path:
+    """Step 2 with ``--from DIR``: verify DIR, copy it into this computer's run folder of
+    the item, verify the copy; return the copy (:mod:`bees_cli.handover.adopt`)."""
+    from bees_cli.handover.adopt import copy_in
+
+    if not from_dir.is_dir():
+        raise NotFound(f"not a folder: {from_dir}")
+    source = from_dir.resolve()
+    _verified(item_id, source, expected, progress)
+    dest = _run_root(here, item_id, workspace_path) / item_id
+    try:
+        folder = copy_in(source, dest, expected_sha256=expected.sha256, progress=progress,
+                         say=say)
+    except OSError as error:
+        raise UserError(f"cannot copy {source} to {dest}: {error.strerror or error}",
+                        hint="free some room there, or link the workspace's run folder "
+                             "elsewhere") from None
+    say(f"{item_id}: copied {source} to {folder}; the copy verified, and the run uses it")
+    return folder
+
+
+def _verified(item_id: str, folder: Path, expected: _Expected,
+              progress: Progress | None) -> Any:
+    """Step 3: verify ``folder``'s checkpoint and files against what is expected; return the
+    :class:`~bees_cli.handover.checkpoint.Verification`.
+
+    Raises:
+        DigestDisagrees: the checkpoint file is not the released (or kept) one.
+        CheckpointInvalid: any other problem, each naming its file.
+    """
+    from bees_cli.handover.checkpoint import CHECKPOINT_NAME, ProblemCode, verify_checkpoint
+    from bees_cli.handover.problems import plural
+
+    given = expected.kind == "digest"
+    result = verify_checkpoint(folder, expected_sha256=expected.sha256 if given else None,
+                               progress=progress)
+    if not given and result.sha256 is not None and result.sha256 != expected.sha256:
+        others = [p for p in result.problems if p.code != ProblemCode.CHECKPOINT_DIGEST]
+        file = folder / CHECKPOINT_NAME
+        if expected.kind == "cloud":
+            message = (f"{file} has SHA-256 {result.sha256}, but Bees Cloud holds "
+                       f"{expected.sha256}, released by {expected.by}: the run folder's "
+                       "checkpoint and the release disagree")
+            hint = (f"if this run folder holds the work to continue, run bees relinquish "
+                    f"{item_id} --repair on {expected.by}: it verifies the folder and "
+                    "re-sends the release with its digest; else put back the "
+                    "checkpoint.json that was released")
+        else:
+            message = (f"{file} has SHA-256 {result.sha256}, but this computer kept "
+                       f"{expected.sha256} when it relinquished the item: the run folder's "
+                       "checkpoint and the kept digest disagree")
+            hint = (f"if this run folder holds the work to continue, run bees relinquish "
+                    f"{item_id} --repair here: it verifies the folder and keeps its digest")
+        if others:
+            message += (f" (the folder has {plural(len(others), 'other problem')} too: "
+                        f"bees checkpoint verify {folder} lists them)")
+        raise DigestDisagrees(message, hint=hint)
+    result.raise_if_invalid()
+    return result
+
+
+def _run_folder(here: Computer, item_id: str, workspace_path: Path | None) -> Path:
+    """Step 2 without ``--from``: the run folder (see the module docstring)."""
+    from bees_cli.handover.store import kept_handover
+
+    kept = kept_handover(here.record_path.parent, item_id)
+    if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
+        return Path(str(kept["run_folder"]))
+    folder = _run_root(here, item_id, workspace_path) / item_id
     if not folder.is_dir():
         raise Refused(f"cannot continue item {item_id} here: its run folder {folder} "
                       "is not on this computer",
@@ -243,7 +319,7 @@ def _refuse_unless_free(here: Computer, item_id: str) -> None:
 
 def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
                      workspace_path: Path | None = None, computer: Computer,
-                     progress: Progress | None = None) -> dict[str, Any]:
+                     progress: Progress | None = None, say: Say = _quiet) -> dict[str, Any]:
     """Steps 1 to 4: everything ``bees continue`` checks before it claims; changes nothing.
 
     Returns:
@@ -259,15 +335,16 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
         CloudError: Bees Cloud cannot be reached.
     """
     from bees_cli.agents.eligibility import check_eligibility
-    from bees_cli.handover.checkpoint import verify_checkpoint
 
     here = computer
     item_id = item_id.strip().upper()
     _refuse_unless_free(here, item_id)
     expected = _expected(here, item_id, digest)
-    folder = _run_folder(here, item_id, from_dir, workspace_path)
-    result = verify_checkpoint(folder, expected_sha256=expected.sha256, progress=progress)
-    result.raise_if_invalid()
+    if from_dir is not None:
+        folder = _copied_in(here, item_id, from_dir, expected, workspace_path, progress, say)
+    else:
+        folder = _run_folder(here, item_id, workspace_path)
+    result = _verified(item_id, folder, expected, progress)
     checkpoint = result.checkpoint
     assert checkpoint is not None and result.sha256 is not None
     if checkpoint["item"] != item_id:

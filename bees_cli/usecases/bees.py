@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bees_cli.handover.checkpoint import Progress
     from bees_cli.handover.continue_ import Continued
     from bees_cli.handover.relinquish import Relinquished
+    from bees_cli.handover.repair import Repaired
     from bees_cli.usecases.models import (
         ActionOutcome,
         ApprovalRow,
@@ -204,6 +205,12 @@ class Bees:
         from bees_cli.usecases.handover import relinquish
 
         return await relinquish(self, item_id)
+
+    async def repair_release(self, item_id: str) -> Repaired:
+        """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover.repair_release`."""
+        from bees_cli.usecases.handover import repair_release
+
+        return await repair_release(self, item_id)
 
     async def continue_item(self, item_id: str, *, from_dir: Path | None = None,
                             digest: str | None = None, workspace_path: Path | None = None,

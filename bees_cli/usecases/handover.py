@@ -14,6 +14,7 @@ from bees_cli.handover.continue_ import Continued, Say
 if TYPE_CHECKING:
     from bees_cli.handover.checkpoint import Progress
     from bees_cli.handover.relinquish import Relinquished
+    from bees_cli.handover.repair import Repaired
     from bees_cli.machine.computer import Computer
     from bees_cli.usecases.bees import Bees
 
@@ -22,10 +23,17 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
     """Relinquish item ``item_id`` on this computer (DESIGN.md, Handover): the run stops
     with all its pieces, writes its checkpoint and tells Bees Cloud the item is free.
 
+    Everything that can refuse is checked before the stage stops (:func:`check_fits`: the
+    run folder against the post's limits; the owner in Bees Cloud; the item's state): a
+    refused relinquish leaves the item running exactly as it was.
+
     Raises:
         Refused: another computer owns the item (exit 3, naming it); it is free, done,
-            cancelled or not started; the checkpoint could not be written (the reason names
-            the file and the limit; the stage then waits, failed, for a retry).
+            cancelled or not started; the run folder breaks a limit or holds what cannot
+            travel (the reason names the file and the limit; the item goes on running); the
+            checkpoint could not be written after all (the folder changed while the stage
+            stopped: its stage then waits, failed, for a retry, its attempts and earlier
+            stages kept).
         NotFound: no such item here (and none in Bees Cloud).
         EngineError: ``bees run`` is not up on this computer.
         CloudError: the cloud cannot be reached (nothing changed).
@@ -37,6 +45,7 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
     from bees_cli.usecases.control import NOT_UP, start_hint
 
     row = await asyncio.to_thread(relinquishable, bees.computer, item_id)
+    await asyncio.to_thread(check_fits, bees, row)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         raise EngineError(NOT_UP, hint=start_hint(f"bees relinquish {row.id}"))
@@ -55,6 +64,62 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
                         checkpoint=answer.checkpoint,
                         checkpoint_sha256=answer.checkpoint_sha256, files=answer.files,
                         total_bytes=answer.total_bytes, released=answer.released)
+
+
+async def repair_release(bees: Bees, item_id: str) -> Repaired:
+    """``bees relinquish ITEM --repair`` (:func:`bees_cli.handover.repair.repair_release`):
+    the computer that released the item last verifies its run folder and re-sends the
+    release with that folder's checkpoint digest. Needs no ``bees run``.
+
+    Raises:
+        Refused, CheckpointInvalid, CloudError: see
+            :func:`~bees_cli.handover.repair.repair_release`.
+    """
+    from bees_cli.handover.repair import repair_release as repair
+
+    return await asyncio.to_thread(repair, bees.computer, item_id)
+
+
+ITEM_JSON_ROOM = 4096
+"""Bytes kept for ``RUN/item.json`` when checking a run folder before a handover (it holds
+the id, title, process, run and created of the item: a few hundred bytes)."""
+
+
+def check_fits(bees: Bees, row: Any) -> None:
+    """Refuse, before anything stops, a relinquish whose checkpoint could not be written.
+
+    Args:
+        bees: this computer's Bees.
+        row: the item's local record row (:class:`~bees_cli.record.local.ItemRow`).
+
+    Raises:
+        Refused: the run folder breaks a limit or holds a symlink, a special file or a name
+            that cannot travel (exit 3; the item goes on running, untouched).
+    """
+    from bees_cli.engine.models import ItemInput
+    from bees_cli.engine.snapshot_store import SnapshotMissing, load_snapshot
+    from bees_cli.handover.checkpoint import canonical_json
+    from bees_cli.handover.fits import DoesNotFit
+    from bees_cli.handover.fits import check_fits as fits
+    from bees_cli.handover.store import ITEM_NAME, SNAPSHOT_NAME
+    from bees_cli.rules import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
+
+    adds = {ITEM_NAME: ITEM_JSON_ROOM + len(row.title.encode("utf-8"))}
+    try:
+        digest = ItemInput.model_validate_json(row.input).snapshot_digest if row.input else None
+        snapshot = load_snapshot(bees.record, row.id, digest)
+    except SnapshotMissing as error:
+        raise Refused(f"item {row.id} was not relinquished: {error.message}",
+                      hint="it goes on running here, untouched") from None
+    adds[SNAPSHOT_NAME] = len(canonical_json(snapshot.model_dump(mode="json")))
+    try:
+        fits(Path(row.run_folder), adds=adds)
+    except DoesNotFit as error:
+        raise Refused(f"item {row.id} was not relinquished: {error}",
+                      hint="it goes on running here, untouched; make its run folder fit "
+                           f"(at most {MAX_FILES:,} files, {MAX_FILE_BYTES // 10**6} MB each, "
+                           f"{MAX_TOTAL_BYTES // 10**6} MB in all, no symlinks), then bees "
+                           f"relinquish {row.id} again") from None
 
 
 async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = None,
@@ -94,7 +159,8 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
 
     Args:
         item_id: the item's full id.
-        from_dir: a copy of the run folder, used as the run folder of the new run.
+        from_dir: a copy of the run folder: verified, copied into this computer's run
+            folder of the item and verified again; the new run uses the copy.
         digest: the checkpoint's expected SHA-256 (needed without a cloud on a computer
             that did not relinquish the item).
         workspace_path: this computer's workspace (its ``run_folder``, and the one the run
@@ -126,7 +192,8 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
 
     here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
-                             workspace_path=workspace_path, computer=here, progress=progress)
+                             workspace_path=workspace_path, computer=here, progress=progress,
+                             say=say)
     item_id = ready["item"]
     checkpoint: dict[str, Any] = ready["checkpoint"]
     snapshot = ready["snapshot"]

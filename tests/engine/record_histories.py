@@ -279,6 +279,25 @@ async def journal_answer(env: WorkflowEnvironment, record: LocalRecord, space: S
     return item_id
 
 
+async def relinquish_refused(client: Client, record: LocalRecord, space: Space) -> str:
+    """Work fails; a relinquish is refused by the checkpoint (a symlink in the run folder),
+    on the ``relinquish-keeps-state`` patch; a retry runs attempt 2 → Done."""
+    action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
+    space.write("processes/p.yaml", ONE)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    link = Path(record.item(item_id).run_folder) / "link"
+    link.symlink_to("/")
+    handle = client.get_workflow_handle(item_id)
+    handed = await handle.execute_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput)
+    assert not handed.ok
+    link.unlink()
+    await until(record, item_id, lambda r: r.status == "failed" and r.reason == handed.reason)
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -288,6 +307,7 @@ SCENARIOS: dict[str, Scenario] = {
     "approval_held_then_approved": approval_approved,
     "action_held_at_once_then_approved": approval_approved,
     "interrupted_send_held_then_ran": interrupted_ran,
+    "relinquish_refused_then_retry": relinquish_refused,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

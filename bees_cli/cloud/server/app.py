@@ -329,6 +329,12 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         """Release an item by its owning machine (403 with the owner for anyone else)."""
         return _json(storage.release_owner(who, item_path(item_id), release))
 
+    @app.post("/v1/owners/{item_id}/repair", response_model=wire.Owner, responses=responses)
+    def repair_owner(item_id: ItemId, release: wire.OwnerRelease, who: Token) -> Response:
+        """Re-send a free item's release with its run folder's checkpoint digest (only the
+        machine that released it last; 403 for anyone else, 409 while it is held)."""
+        return _json(storage.repair_owner(who, item_path(item_id), release))
+
     @app.post("/v1/record/push", response_model=wire.PushAnswer, responses=responses)
     def push(batch: wire.RecordPush, who: Token) -> Response:
         """Push a batch of item changes; per item the later origin time wins.

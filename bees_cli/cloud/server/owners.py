@@ -207,3 +207,56 @@ class Owners:
                 )
                 row = conn.execute(query.where(owners.c.id == row.id)).one()
         return owner_of(row)
+
+    def repair(self, who: Who, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+        """Re-send the release of ``item_id`` with a new checkpoint SHA-256 and restart stages.
+
+        Why: a handover whose checkpoint was rewritten after its release (a retry of an older
+        version of Bees) strands the item: the cloud keeps a digest no file has. Only the
+        machine (and person) that released the item last may repair it, and only while the
+        item is still free: the latest owner row must be released and be theirs. The release
+        time stays; nothing else changes.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            NotFound: ``no_owner`` (never claimed, or no such epoch).
+            Forbidden: ``machine_not_yours`` when another person first used the machine id;
+                ``not_owner`` with the owner row when another machine or person released it
+                last (or holds it).
+            Conflict: ``not_released`` with the owner row when the item is held (by the
+                asker too): there is no release to repair.
+        """
+        with self.db.transaction() as conn:
+            who = self.people.principal(conn, who)
+            self.machines.check(conn, who, release.machine_id)
+            row = self._latest(conn, who.team_id, item_id)
+            if row is None or (release.epoch is not None and row.epoch != release.epoch):
+                raise NotFound("no_owner", f"item {item_id} has no such owner")
+            owner = owner_of(row)
+            if row.machine_id != release.machine_id or row.person_id != who.person_id:
+                state = "holds it" if row.released_us is None else "released it last"
+                raise Forbidden(
+                    "not_owner",
+                    f"item {item_id}: {owner.computer_name} ({owner.person}, machine "
+                    f"{owner.machine_id}) {state}; only the computer that released it last "
+                    "can repair its release",
+                    hint=f"run bees relinquish {item_id} --repair on {owner.computer_name}",
+                    owner=owner,
+                )
+            if row.released_us is None:
+                raise Conflict(
+                    "not_released",
+                    f"item {item_id} is held by {owner.computer_name}: there is no release "
+                    "to repair",
+                    owner=owner,
+                )
+            conn.execute(
+                owners.update()
+                .where(owners.c.id == row.id, owners.c.released_us.is_not(None))
+                .values(
+                    restart_stages=wire.canonical_json(release.restart_stages),
+                    checkpoint_sha256=release.checkpoint_sha256,
+                )
+            )
+            row = self._latest(conn, who.team_id, item_id)
+        return owner_of(row)

@@ -133,6 +133,10 @@ class Storage:
         """Release ``item_id`` by its owning machine (:meth:`Owners.release`)."""
         return self.owners.release(who, item_id, release)
 
+    def repair_owner(self, who: Who, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
+        """Re-send the release of a free item by its last releaser (:meth:`Owners.repair`)."""
+        return self.owners.repair(who, item_id, release)
+
     # -- shared record (see records.Records) --------------------------------------------
 
     def push(self, who: Who, batch: wire.RecordPush) -> wire.PushAnswer:

@@ -1,0 +1,63 @@
+"""``bees continue --from DIR``: copy a verified run folder into this computer's run folder.
+
+Rules (issue 12, point 4; DESIGN.md, Handover: "a copy given with ``--from``"): DIR is
+verified first; then copied into ``RUN_ROOT/ITEM`` next to this computer's other run
+folders; the copy is verified again (DIR may have changed meanwhile); the run uses the copy,
+so deleting DIR afterwards breaks nothing. A run folder of the item already there that holds
+exactly this checkpoint is used as it is (a continue tried again); any other is moved aside
+to ``ITEM.before-TIME``, never deleted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bees_cli.handover.verify import Progress, verify_checkpoint
+
+
+def copy_in(source: Path, dest: Path, *, expected_sha256: str,
+            progress: Progress | None = None,
+            say: Callable[[str], None] | None = None) -> Path:
+    """Copy the verified run folder ``source`` to ``dest`` and verify the copy.
+
+    Args:
+        source: the copy given with ``--from`` (already verified by the caller).
+        dest: this computer's run folder of the item (``RUN_ROOT/ITEM``).
+        expected_sha256: the checkpoint's SHA-256 the copy must have.
+        progress: ``progress(bytes_done, bytes_total)`` while hashing the copy.
+        say: one line of talk when an earlier folder is moved aside.
+
+    Returns:
+        ``dest``, holding the copy.
+
+    Raises:
+        CheckpointInvalid: the copy does not verify (``source`` changed while copied, or the
+            disk lost a byte); the partial copy is removed and ``dest`` is left as it was.
+        OSError: the copy failed (disk full, permissions).
+    """
+    if dest.exists() and dest.resolve() == source.resolve():
+        return dest
+    if dest.is_dir() and not dest.is_symlink() and verify_checkpoint(
+            dest, expected_sha256=expected_sha256).ok:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.copying-", dir=dest.parent))
+    try:
+        shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True)
+        verify_checkpoint(staging, expected_sha256=expected_sha256,
+                          progress=progress).raise_if_invalid()
+        if dest.exists() or dest.is_symlink():
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            aside = dest.with_name(f"{dest.name}.before-{stamp}")
+            dest.rename(aside)
+            if say is not None:
+                say(f"{dest} held another run folder of this item: moved aside to {aside}")
+        staging.rename(dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
