@@ -109,7 +109,8 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
 
     Raises:
         CloudUnauthorized: 401.
-        CloudRefused: 403 or 409 (the message names the owner when there is one).
+        CloudRefused: 403 or 409, with the server's ``code`` (the message names the owner
+            when there is one).
         CloudError: any other non-2xx answer, or a body that is not the expected JSON.
     """
     status = response.status_code
@@ -124,25 +125,28 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
             ) from None
     if status == 404 and call.missing_ok:
         return None
-    message, hint = _error_text(response)
+    message, hint, code = _error_text(response)
     if status == 401:
         raise CloudUnauthorized(
             message or "Bees Cloud rejected the token",
             hint=hint or "sign in again with `bees login URL --token T`",
         )
     if status in (403, 409):
-        raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint)
+        raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint, code=code,
+                           status=status)
     raise CloudError(
         f"Bees Cloud answered {status}: {message or response.reason_phrase}", hint=hint
     )
 
 
-def _error_text(response: httpx.Response) -> tuple[str, str | None]:
+def _error_text(response: httpx.Response) -> tuple[str, str | None, str | None]:
+    """Return the error answer's ``(message, hint, code)``; a body that is not the
+    error shape gives its first 200 characters and no hint or code."""
     try:
         body = wire.ErrorResponse.model_validate_json(response.content)
     except ValidationError:
-        return response.text[:200].strip(), None
-    return body.error.message, body.error.hint
+        return response.text[:200].strip(), None, None
+    return body.error.message, body.error.hint, body.error.code
 
 
 def retryable(response: httpx.Response) -> bool:

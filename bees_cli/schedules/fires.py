@@ -288,7 +288,7 @@ class FireService:
             except CloudUnauthorized:
                 return False, None, attempt + 1, "cloud refused the sign-in"
             except CloudRefused as error:
-                return False, None, attempt + 1, f"cloud refused: {error.message}"
+                return False, None, attempt + 1, f"cloud refused: {error.text}"
             except CloudError as error:
                 if error.code != "cloud_unreachable":
                     trouble = f"cloud error after {KEY_TRIES} tries: {error.message}"
