@@ -72,6 +72,12 @@ def held_keys(machine_id: str, *, without_item: bool) -> Call[wire.KeyList]:
     return Call("GET", "/v1/keys", wire.KeyList, params=params)
 
 
+def key_disagreements(machine_id: str) -> Call[wire.KeyList]:
+    """Build the call that lists this person's keys two computers placed at two instants."""
+    return Call("GET", "/v1/keys/disagreements", wire.KeyList,
+                params={"machine_id": _item(machine_id)})
+
+
 def owner_claim(claim: wire.OwnerClaim) -> Call[wire.OwnerAnswer]:
     """Build the owner claim call."""
     return Call("POST", "/v1/owners/claim", wire.OwnerAnswer, claim)

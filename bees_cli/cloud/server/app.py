@@ -169,9 +169,14 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _json(model: Any) -> Response:
-    """Serialise a wire model straight to a JSON response (no second validation)."""
-    return Response(content=model.model_dump_json(), media_type="application/json")
+def _json(model: Any, *, only_set: bool = False) -> Response:
+    """Serialise a wire model straight to a JSON response (no second validation).
+
+    ``only_set`` leaves out the optional fields the answer did not set (schedule keys: the
+    wall-clock fields go only to a Bees that sent or asked for them).
+    """
+    content = model.model_dump_json(exclude_unset=only_set)
+    return Response(content=content, media_type="application/json")
 
 
 def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
@@ -286,13 +291,17 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
 
     @app.post("/v1/keys/claim", response_model=wire.KeyAnswer, responses=responses)
     def claim_key(claim: wire.KeyClaim, who: Token) -> Response:
-        """Claim the schedule key (this person, schedule, time): granted or taken."""
-        return _json(storage.claim_key(who, claim))
+        """Claim the schedule key (this person, schedule, time): granted or taken.
+
+        With ``local_time`` and ``zone``, also one key per wall-clock time: a claim for it at
+        another instant is ``taken`` and noted in ``disagreements``.
+        """
+        return _json(storage.claim_key(who, claim), only_set=True)
 
     @app.post("/v1/keys/item", response_model=wire.KeyAnswer, responses=responses)
     def report_key_item(report: wire.KeyItem, who: Token) -> Response:
         """The key's holder reports the item the key produced (repeats are safe)."""
-        return _json(storage.report_key_item(who, report))
+        return _json(storage.report_key_item(who, report), only_set=True)
 
     @app.get("/v1/keys", response_model=wire.KeyList, responses=responses)
     def held_keys(
@@ -302,7 +311,18 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     ) -> Response:
         """This person's keys held by ``machine_id`` (only those without an item, if asked)."""
         machine = item_path(machine_id)
-        return _json(wire.KeyList(keys=storage.held_keys(who, machine, without_item=without_item)))
+        held = storage.held_keys(who, machine, without_item=without_item)
+        return _json(wire.KeyList(keys=held), only_set=True)
+
+    @app.get("/v1/keys/disagreements", response_model=wire.KeyList, responses=responses)
+    def key_disagreements(
+        who: Token,
+        machine_id: Annotated[str, Query(pattern=wire.ID_PATTERN, min_length=1, max_length=200)],
+    ) -> Response:
+        """This person's keys whose wall-clock time two computers placed at two instants
+        (their tz databases disagree), newest first, with both sides."""
+        found = storage.key_disagreements(who, item_path(machine_id))
+        return _json(wire.KeyList(keys=found), only_set=True)
 
     @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
     def claim_owner(claim: wire.OwnerClaim, who: Token) -> Response:
