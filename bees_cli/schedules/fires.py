@@ -182,8 +182,8 @@ class FireService:
         client = self._client()
         if client is not None:
             try:
-                granted, holder, tries, trouble = await self._ask_key(client, schedule_id,
-                                                                      scheduled)
+                granted, holder, tries, trouble = await self._ask_key(
+                    client, schedule_id, scheduled, fire, workspace.schedules[schedule_id].timezone)
             finally:
                 await client.aclose()
             if trouble is not None:
@@ -266,19 +266,30 @@ class FireService:
         if outcome.may_start and self.start is not None:
             await self.start(item_id)
 
-    async def _ask_key(self, client: AsyncCloudClient, schedule_id: str,
-                       scheduled: datetime) -> tuple[bool, str | None, int, str | None]:
+    async def _ask_key(self, client: AsyncCloudClient, schedule_id: str, scheduled: datetime,
+                       fire: Fire, zone: str) -> tuple[bool, str | None, int, str | None]:
         """Ask for the schedule key, :data:`KEY_TRIES` requests at most.
+
+        The claim carries the fire's wall-clock time, the schedule's zone and this
+        computer's tz database version, so Bees Cloud keys the wall-clock time once even
+        when computers place it at different instants; a disagreement the answer carries
+        is kept for ``bees schedules`` (:mod:`bees_cli.schedules.disagreements`).
 
         Returns:
             ``(granted, holder computer, tries, trouble)``; ``trouble`` is the give-up
-            detail (``cloud unreachable after 5 tries``…) when no answer came.
+            detail (``cloud unreachable after 5 tries``…) when no answer came. The holder
+            of a key placed at another instant is ``COMPUTER (zone rules disagree)``.
         """
         from bees_cli.cloud import wire
+        from bees_cli.schedules import zones
+        from bees_cli.schedules.disagreements import ZoneDisagreement, remember
+        from bees_cli.schedules.times import KEY_TIME_FORMAT
 
         claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
                               machine_id=self.computer.machine_id,
-                              computer_name=self.computer.computer)
+                              computer_name=self.computer.computer,
+                              local_time=fire.local.strftime(KEY_TIME_FORMAT), zone=zone,
+                              tz_version=zones.tz_database().version)
         trouble = f"cloud unreachable after {KEY_TRIES} tries"
         for attempt in range(KEY_TRIES):
             if attempt:
@@ -293,7 +304,12 @@ class FireService:
                 if error.code != "cloud_unreachable":
                     trouble = f"cloud error after {KEY_TRIES} tries: {error.message}"
                 continue
-            return answer.granted, answer.computer_name, attempt + 1, None
+            holder = answer.computer_name
+            if ZoneDisagreement.of(answer) is not None:
+                await asyncio.to_thread(remember, self.computer, [answer])
+                if not answer.granted and answer.scheduled_time != scheduled:
+                    holder += " (zone rules disagree)"
+            return answer.granted, holder, attempt + 1, None
         return False, None, KEY_TRIES, trouble
 
     async def recover(self) -> list[FireRow]:
