@@ -96,7 +96,12 @@ class BodyLimit:
     Checks ``Content-Length`` first, then counts streamed chunks while buffering
     them, so an oversized body is never read whole and never reaches a handler.
     A body that has not arrived in full ``seconds`` after the request began is cut
-    off with 408 (a slow sender cannot hold a worker).
+    off with 408 and the connection closed (a slow sender cannot hold a worker), however
+    it trickles in (``Content-Length`` or chunked; tests/cloud/test_slow_body.py).
+
+    Why here: uvicorn has no deadline for a request body. Its ``timeout_keep_alive``
+    runs only between requests on an idle connection, and ``h11_max_incomplete_event_size``
+    bounds the size of the request line and headers (16 KiB), not their time.
     """
 
     def __init__(
