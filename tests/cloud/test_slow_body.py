@@ -1,10 +1,11 @@
-"""A request body that trickles in is cut off by the app's deadline, over a raw socket.
+"""A request that trickles in, body or headers, is cut off at its deadline, over a raw socket.
 
-uvicorn has no deadline of its own for a request body (``timeout_keep_alive`` runs only
-between requests on an idle connection; the h11 limit bounds the size of the headers, not
-their time), so the cut-off is :class:`bees_cli.cloud.server.app.BodyLimit`'s. A sender
-that keeps the connection busy with one byte at a time must not hold it past the deadline.
-The deadline is injected short (0.5 s) and bytes trickle every 0.1 s: no long sleep.
+uvicorn has no deadline of its own for a request (``timeout_keep_alive`` runs only between
+requests on an idle connection; the h11 limit bounds the size of the headers, not their
+time), so the cut-offs are Bees': :class:`bees_cli.cloud.server.app.BodyLimit` for the body,
+:mod:`bees_cli.cloud.server.protocol` for the headers. A sender that keeps the connection
+busy with one byte at a time must not hold it past the deadline. The deadlines are injected
+short (0.5 s) and bytes trickle every 0.1 s: no long sleep.
 """
 
 from __future__ import annotations
@@ -26,16 +27,17 @@ TRICKLE = 0.1
 
 @pytest.fixture
 def slow_server(tmp_path: Path) -> Iterator[tuple[str, int]]:
-    """uvicorn serving the full ASGI stack with a 0.5 s body deadline, in a thread."""
+    """uvicorn serving the full ASGI stack with 0.5 s head and body deadlines, in a thread."""
     import uvicorn
 
     from bees_cli.cloud.server.app import asgi, bind
+    from bees_cli.cloud.server.protocol import head_deadline
     from bees_cli.cloud.server.storage import Storage
 
     storage = Storage(f"sqlite:///{tmp_path / 'slow.db'}")
     sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(asgi(storage, body_seconds=DEADLINE), log_level="warning",
-                            access_log=False, lifespan="off")
+    config = uvicorn.Config(asgi(storage, body_seconds=DEADLINE), http=head_deadline(DEADLINE),
+                            log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -144,3 +146,30 @@ def test_a_body_that_arrives_in_time_is_answered(slow_server: tuple[str, int]) -
     # past the body deadline stage: the token is what is refused now
     assert answer.startswith(b"HTTP/1.1 401 ")
     assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == "unauthorized"
+
+
+def test_headers_trickling_in_a_byte_at_a_time_are_cut_off_at_the_deadline(
+    slow_server: tuple[str, int],
+) -> None:
+    head = b"POST /v1/record/push HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100 + b"\r\n\r\n"
+    answer, sent, took = _trickle(slow_server, head[:1], [head[i : i + 1] for i in range(1, 200)])
+    assert answer == b""  # no request was read, so there is nothing to answer
+    assert DEADLINE - 0.05 <= took < DEADLINE + 2.0
+    assert 2 <= sent < 40
+
+
+def test_a_kept_alive_connection_gives_the_next_request_the_same_head_deadline(
+    slow_server: tuple[str, int],
+) -> None:
+    first = b"GET /v1/time HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(slow_server, timeout=10) as client:
+        client.sendall(first)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+            answer += client.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 401 ")  # answered, connection kept alive
+        client.sendall(b"GET /v1/t")  # the start of a second request, then nothing
+        started = time.monotonic()
+        assert client.recv(4096) == b""  # closed by the server
+        took = time.monotonic() - started
+    assert DEADLINE - 0.05 <= took < DEADLINE + 2.0

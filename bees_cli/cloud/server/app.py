@@ -3,7 +3,9 @@
 Every request needs ``Authorization: Bearer <token>``; every answer to a request that
 fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is a bug).
 Bodies over 1 MiB are refused with 413 before they are read whole, and a body that
-takes longer than :data:`BODY_SECONDS` to arrive is cut off with 408. The storage's
+takes longer than :data:`BODY_SECONDS` to arrive is cut off with 408; :func:`serve` also
+closes a connection whose request headers take longer than
+:data:`~bees_cli.cloud.server.protocol.HEAD_SECONDS`. The storage's
 refusals become HTTP statuses here only, by :data:`STATUS`.
 """
 
@@ -420,6 +422,8 @@ def serve(
     """
     import uvicorn
 
+    from bees_cli.cloud.server.protocol import head_deadline
+
     storage = Storage(url)
     sock = bind(host, port)
     real_port = sock.getsockname()[1]
@@ -428,6 +432,7 @@ def serve(
         announce(f"listening on http://{shown_host}:{real_port}")
     config = uvicorn.Config(
         asgi(storage),
+        http=head_deadline(),
         log_level="warning",
         access_log=False,
         lifespan="on",
