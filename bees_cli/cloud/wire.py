@@ -56,6 +56,15 @@ from bees_cli.cloud.checks import (
     MIN_TIME as MIN_TIME,
 )
 from bees_cli.cloud.checks import (
+    TZ_VERSION_PATTERN as TZ_VERSION_PATTERN,
+)
+from bees_cli.cloud.checks import (
+    WALL_TIME_PATTERN as WALL_TIME_PATTERN,
+)
+from bees_cli.cloud.checks import (
+    ZONE_PATTERN as ZONE_PATTERN,
+)
+from bees_cli.cloud.checks import (
     Fields as Fields,
 )
 from bees_cli.cloud.checks import (

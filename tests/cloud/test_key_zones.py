@@ -158,3 +158,16 @@ def test_the_async_client_lists_disagreements(team: Team) -> None:
 
     [key] = asyncio.run(run())
     assert (key.status, key.scheduled_time, key.local_time) == ("taken", SEVEN, "2025-01-06T09:00")
+
+
+def test_openapi_states_the_wall_clock_patterns(team: Team) -> None:
+    document = httpx.get(f"{team.url}/openapi.json").json()
+    claim_shape = document["components"]["schemas"]["KeyClaim"]["properties"]
+    stated = {field: claim_shape[field]["anyOf"][0]
+              for field in ("local_time", "zone", "tz_version")}
+    assert stated == {
+        "local_time": {"type": "string", "pattern": wire.WALL_TIME_PATTERN},
+        "zone": {"type": "string", "pattern": wire.ZONE_PATTERN},
+        "tz_version": {"type": "string", "pattern": wire.TZ_VERSION_PATTERN},
+    }
+    assert "/v1/keys/disagreements" in document["paths"]
