@@ -115,9 +115,14 @@ class EngineError(BeesError):
 
 
 class CloudError(BeesError):
-    """Talking to Bees Cloud failed (exit 1)."""
+    """Talking to Bees Cloud failed (exit 1).
+
+    ``status`` is the HTTP status of the server's answer when there was one (a 4xx or
+    5xx), else None.
+    """
 
     code = "cloud"
+    status: int | None = None
 
 
 class CloudUnreachable(CloudError):

@@ -47,7 +47,9 @@ class Call(Generic[M]):
         content = None
         headers = {}
         if self.body is not None:
-            content = self.body.model_dump_json().encode("utf-8")
+            # fields left unset are not sent, so an older server that does not know a
+            # newer optional field (KeyClaim.local_time…) still reads the request
+            content = self.body.model_dump_json(exclude_unset=True).encode("utf-8")
             headers["content-type"] = "application/json"
         return client.build_request(
             self.method, self.path, content=content, params=self.params or None, headers=headers
@@ -140,9 +142,11 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
     if status in (403, 409):
         raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint, code=code,
                            status=status)
-    raise CloudError(
+    failed = CloudError(
         f"Bees Cloud answered {status}: {message or response.reason_phrase}", hint=hint
     )
+    failed.status = status
+    raise failed
 
 
 def _error_text(response: httpx.Response) -> tuple[str, str | None, str | None]:

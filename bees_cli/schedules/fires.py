@@ -289,7 +289,7 @@ class FireService:
                               machine_id=self.computer.machine_id,
                               computer_name=self.computer.computer,
                               local_time=fire.local.strftime(KEY_TIME_FORMAT), zone=zone,
-                              tz_version=zones.tz_database().version)
+                              tz_version=_tz_version(zones.tz_database().version))
         trouble = f"cloud unreachable after {KEY_TRIES} tries"
         for attempt in range(KEY_TRIES):
             if attempt:
@@ -301,6 +301,14 @@ class FireService:
             except CloudRefused as error:
                 return False, None, attempt + 1, f"cloud refused: {error.text}"
             except CloudError as error:
+                if error.status == 422 and claim.local_time is not None:
+                    # a Bees Cloud older than wall-clock keys refuses the new fields: ask as
+                    # it knows (keyed by the instant only); the request counted as a try
+                    claim = wire.KeyClaim(schedule_id=claim.schedule_id,
+                                          scheduled_time=claim.scheduled_time,
+                                          machine_id=claim.machine_id,
+                                          computer_name=claim.computer_name)
+                    continue
                 if error.code != "cloud_unreachable":
                     trouble = f"cloud error after {KEY_TRIES} tries: {error.message}"
                 continue
@@ -389,6 +397,15 @@ class FireService:
                         local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=now,
                         outcome=FireOutcome.MISSED, detail=None))
         return rows
+
+
+def _tz_version(version: str | None) -> str | None:
+    """``version`` when Bees Cloud accepts it as a tz version (``2025b``), else None."""
+    import re
+
+    from bees_cli.cloud.checks import TZ_VERSION_PATTERN
+
+    return version if version is not None and re.match(TZ_VERSION_PATTERN, version) else None
 
 
 def fire_snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:

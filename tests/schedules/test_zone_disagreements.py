@@ -87,3 +87,53 @@ def test_the_warnings_seen_before_stay_when_the_cloud_does_not_answer(
     remember(here, [answer])
     remember(here, [answer])  # the same answer again: one entry
     assert zone_warnings(here) == {"monday-report": [WARNING]}
+
+
+async def test_a_bees_cloud_older_than_wall_clock_keys_is_asked_as_it_knows(
+        tmp_path: Path) -> None:
+    """An older server refuses the new claim fields (422): the next try leaves them out."""
+    import dataclasses
+
+    import httpx
+
+    sent: list[dict[str, object]] = []
+
+    def old_server(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sent.append(body)
+        extra = sorted(set(body) - {"schedule_id", "scheduled_time", "machine_id",
+                                    "computer_name"})
+        if extra:
+            return httpx.Response(422, json={"error": {
+                "code": "invalid", "message": f"{extra[0]}: Extra inputs are not permitted",
+                "hint": None}})
+        return httpx.Response(200, json={
+            "status": "granted", "schedule_id": body["schedule_id"],
+            "scheduled_time": body["scheduled_time"], "person": "maya@example.com",
+            "machine_id": body["machine_id"], "computer_name": body["computer_name"],
+            "granted_at": body["scheduled_time"], "item_id": None})
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/keys/claim":
+            return old_server(request)
+        if request.url.path == "/v1/owners/claim":
+            claim = json.loads(request.content)
+            return httpx.Response(200, json={"status": "owner", "owner": {
+                "item_id": claim["item_id"], "epoch": 1, "machine_id": claim["machine_id"],
+                "computer_name": claim["computer_name"], "person": "maya@example.com",
+                "since": "2025-01-06T08:00:00Z", "release": None}})
+        return httpx.Response(404, json={"error": {"code": "not_found", "message": "no",
+                                                   "hint": None}})
+
+    workspace = write_workspace(tmp_path / "ws", "maya@example.com", log=tmp_path / "a.log")
+    laptop = dataclasses.replace(
+        make_computer(tmp_path, "maya-laptop", "maya@example.com", url="http://cloud.test",
+                      token="bees.x.y"),
+        transport=httpx.MockTransport(answer))
+    row = await service(laptop, workspace, NINE_PARIS).fire("monday-report", NINE_PARIS)
+    assert (row.outcome, row.tries) == (FireOutcome.RAN_HERE, 2), (row.detail, sent)
+    assert [sorted(body) for body in sent] == [
+        ["computer_name", "local_time", "machine_id", "schedule_id", "scheduled_time",
+         "tz_version", "zone"],
+        ["computer_name", "machine_id", "schedule_id", "scheduled_time"],
+    ]
