@@ -14,6 +14,10 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
    leave the computer (the client's own retries are off), each allowed :data:`KEY_TIMEOUT`
    s so a slow but working cloud answers; no answer to any ends in "gave up (cloud
    unreachable after 5 tries)". A key another computer holds ends in "taken by COMPUTER".
+   The claim names the fire's wall-clock time and zone too, so a computer whose zone rules
+   place that time at another instant is answered "taken by COMPUTER (zone rules
+   disagree)" and the disagreement is kept for ``bees schedules``
+   (:mod:`bees_cli.schedules.disagreements`).
 5. A key this machine holds (granted, granted again on a retry, or no cloud to ask) is
    noted in the local row of the key, which then names its one item before it is made;
    the item is made exactly once however late: a retried fire, a duplicate delivery or a
