@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -171,3 +172,34 @@ def test_openapi_states_the_wall_clock_patterns(team: Team) -> None:
         "tz_version": {"type": "string", "pattern": wire.TZ_VERSION_PATTERN},
     }
     assert "/v1/keys/disagreements" in document["paths"]
+
+
+def test_keys_granted_before_the_wall_clock_migration_are_kept(tmp_path: Path) -> None:
+    """A SQLite database at 0002 with a key migrates to 0003 (a batch copy) keeping it."""
+    import sqlalchemy as sa
+
+    from bees_cli.cloud.server.migrations import upgrade
+    from bees_cli.cloud.server.storage import Storage
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = sa.create_engine(url)
+    upgrade(engine, "0002")
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO teams (id, name, created_us) VALUES (1, 't', 0)"))
+        conn.execute(sa.text("INSERT INTO people (id, team_id, email, created_us)"
+                             " VALUES (1, 1, 'maya@t.example', 0)"))
+        conn.execute(sa.text(
+            "INSERT INTO schedule_keys (team_id, person_id, schedule_id, scheduled_us,"
+            " machine_id, computer_name, granted_us) VALUES (1, 1, 'weekly', :at, 'laptop',"
+            " 'laptop-name', :at)"), {"at": int(EIGHT.timestamp() * 1_000_000)})
+    engine.dispose()
+    storage = Storage(url)  # migrates to the newest
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT schedule_id, machine_id, local_time, zone FROM schedule_keys")).all()
+            version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+        assert rows == [("weekly", "laptop", None, None)]
+        assert version == [("0003",)]
+    finally:
+        storage.close()
