@@ -318,7 +318,10 @@ class FireService:
                 continue
             holder = answer.computer_name
             if ZoneDisagreement.of(answer) is not None:
-                await asyncio.to_thread(remember, self.computer, [answer])
+                try:
+                    await asyncio.to_thread(remember, self.computer, [answer])
+                except BeesError as error:  # the fire goes on; bees schedules asks the cloud
+                    logger.warning("zone disagreement not kept: %s", error.message)
                 if not answer.granted and answer.scheduled_time != scheduled:
                     holder += " (zone rules disagree)"
             return answer.granted, holder, attempt + 1, None
