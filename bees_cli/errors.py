@@ -13,7 +13,8 @@
     └── CloudError                 exit 1   talking to Bees Cloud failed
         ├── CloudUnreachable       exit 1   connection failed or timed out after retries
         ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
-        └── CloudRefused           exit 3   the server answered no (HTTP 403/409)
+        └── CloudRefused           exit 3   the server answered no (HTTP 403/409); its
+                                            ``code`` is the server's (``not_owner``…)
 
 Bugs are not in this tree: they keep their traceback.
 """
@@ -38,6 +39,11 @@ class BeesError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+    @property
+    def text(self) -> str:
+        """The one line the CLI prints after ``error:`` (the message)."""
+        return self.message
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"code", "message", "hint"}`` for ``--json`` output."""
@@ -109,9 +115,14 @@ class EngineError(BeesError):
 
 
 class CloudError(BeesError):
-    """Talking to Bees Cloud failed (exit 1)."""
+    """Talking to Bees Cloud failed (exit 1).
+
+    ``status`` is the HTTP status of the server's answer when there was one (a 4xx or
+    5xx), else None.
+    """
 
     code = "cloud"
+    status: int | None = None
 
 
 class CloudUnreachable(CloudError):
@@ -127,7 +138,33 @@ class CloudUnauthorized(CloudError):
 
 
 class CloudRefused(CloudError):
-    """Bees Cloud answered no (HTTP 403 or 409) (exit 3)."""
+    """Bees Cloud answered no (HTTP 403 or 409) (exit 3).
+
+    Args:
+        message: the server's one-line message.
+        hint: the server's hint, or None.
+        code: the server's error code (``not_owner``, ``machine_not_yours``,
+            ``not_key_holder``, ``key_has_item``…); ``cloud_refused`` when the answer
+            named none. It is this error's ``code`` in ``--json`` output.
+        status: the HTTP status of the answer (403 or 409), or None.
+    """
 
     exit_code = 3
     code = "cloud_refused"
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message, hint=hint)
+        if code:
+            self.code = code
+        self.status = status
+
+    @property
+    def text(self) -> str:
+        """The message with the server's code, as the CLI prints it:
+        ``machine laptop belongs to another person of the team (machine_not_yours)``."""
+        return f"{self.message} ({self.code})"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"code", "message", "hint", "status"}``; ``code`` is the server's."""
+        return {**super().to_json(), "status": self.status}

@@ -42,7 +42,7 @@ def render_error(error: BeesError, *, as_json: bool) -> None:
     if problems:
         for problem in problems:
             sys.stderr.write(problem.format() + "\n")
-    sys.stderr.write(f"error: {error.message}\n")
+    sys.stderr.write(f"error: {error.text}\n")
     if error.hint:
         sys.stderr.write(f"hint: {error.hint}\n")
 

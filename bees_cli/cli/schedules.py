@@ -11,7 +11,9 @@ from bees_cli.cli.output import print_json, print_table, say
 def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """List the workspace's schedules: whether they fire here, their next three times in
     their own time zone, and this computer's last fires with their outcome (ran here,
-    taken by another computer, skipped, missed, gave up, not eligible, failed).
+    taken by another computer, skipped, missed, gave up, not eligible, failed). Warns
+    when two of your computers placed one wall-clock time at two instants (their
+    time-zone databases disagree; it still ran once).
 
     Example: bees schedules -w examples/weekly-report --json
     """
@@ -36,6 +38,9 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
             typer.echo(f"\nlast fires of {row['schedule']}")
             print_table([(f["local"].replace("T", " "), f["scheduled"], f["text"])
                          for f in row["last"]], headers=["time", "scheduled (UTC)", "outcome"])
+    for row in rows:
+        for warning in row["warnings"]:
+            say(f"warning: {row['schedule']}: {warning}")
 
 
 def register(app: typer.Typer) -> None:

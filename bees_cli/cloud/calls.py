@@ -47,7 +47,9 @@ class Call(Generic[M]):
         content = None
         headers = {}
         if self.body is not None:
-            content = self.body.model_dump_json().encode("utf-8")
+            # fields left unset are not sent, so an older server that does not know a
+            # newer optional field (KeyClaim.local_time…) still reads the request
+            content = self.body.model_dump_json(exclude_unset=True).encode("utf-8")
             headers["content-type"] = "application/json"
         return client.build_request(
             self.method, self.path, content=content, params=self.params or None, headers=headers
@@ -70,6 +72,12 @@ def held_keys(machine_id: str, *, without_item: bool) -> Call[wire.KeyList]:
     if without_item:
         params["without_item"] = "true"
     return Call("GET", "/v1/keys", wire.KeyList, params=params)
+
+
+def key_disagreements(machine_id: str) -> Call[wire.KeyList]:
+    """Build the call that lists this person's keys two computers placed at two instants."""
+    return Call("GET", "/v1/keys/disagreements", wire.KeyList,
+                params={"machine_id": _item(machine_id)})
 
 
 def owner_claim(claim: wire.OwnerClaim) -> Call[wire.OwnerAnswer]:
@@ -114,7 +122,8 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
 
     Raises:
         CloudUnauthorized: 401.
-        CloudRefused: 403 or 409 (the message names the owner when there is one).
+        CloudRefused: 403 or 409, with the server's ``code`` (the message names the owner
+            when there is one).
         CloudError: any other non-2xx answer, or a body that is not the expected JSON.
     """
     status = response.status_code
@@ -129,25 +138,30 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
             ) from None
     if status == 404 and call.missing_ok:
         return None
-    message, hint = _error_text(response)
+    message, hint, code = _error_text(response)
     if status == 401:
         raise CloudUnauthorized(
             message or "Bees Cloud rejected the token",
             hint=hint or "sign in again with `bees login URL --token T`",
         )
     if status in (403, 409):
-        raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint)
-    raise CloudError(
+        raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint, code=code,
+                           status=status)
+    failed = CloudError(
         f"Bees Cloud answered {status}: {message or response.reason_phrase}", hint=hint
     )
+    failed.status = status
+    raise failed
 
 
-def _error_text(response: httpx.Response) -> tuple[str, str | None]:
+def _error_text(response: httpx.Response) -> tuple[str, str | None, str | None]:
+    """Return the error answer's ``(message, hint, code)``; a body that is not the
+    error shape gives its first 200 characters and no hint or code."""
     try:
         body = wire.ErrorResponse.model_validate_json(response.content)
     except ValidationError:
-        return response.text[:200].strip(), None
-    return body.error.message, body.error.hint
+        return response.text[:200].strip(), None, None
+    return body.error.message, body.error.hint, body.error.code
 
 
 def retryable(response: httpx.Response) -> bool:

@@ -187,5 +187,50 @@ Sha256 = Annotated[
 """A SHA-256 digest as 64 lower-case hex digits."""
 
 
+WALL_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}$"
+"""A schedule's wall-clock time: local date and time to the minute (``2025-01-06T09:00``)."""
+ZONE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,63}$"
+"""A time-zone name of the tz database (``Europe/Paris``, ``Etc/GMT+5``, ``UTC``)."""
+TZ_VERSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,31}$"
+"""A tz database version (``2025b``)."""
+
+
+def _wall_time(value: str) -> str:
+    if not re.match(WALL_TIME_PATTERN, value):
+        raise ValueError("a wall-clock time is YYYY-MM-DDTHH:MM")
+    datetime.strptime(value, "%Y-%m-%dT%H:%M")  # raises ValueError for 2025-13-45T25:00
+    return value
+
+
+def _zone(value: str) -> str:
+    if not re.match(ZONE_PATTERN, value) or ".." in value:
+        raise ValueError("a zone name is 1-64 characters of letters, digits and . _ + / -")
+    return value
+
+
+WallTime = Annotated[
+    str,
+    BeforeValidator(_strict_str),
+    AfterValidator(_wall_time),
+    WithJsonSchema({"type": "string", "pattern": WALL_TIME_PATTERN}),
+]
+"""A schedule's wall-clock time in its own zone, to the minute (``2025-01-06T09:00``)."""
+ZoneName = Annotated[
+    str,
+    BeforeValidator(_strict_str),
+    AfterValidator(_zone),
+    WithJsonSchema({"type": "string", "pattern": ZONE_PATTERN}),
+]
+"""A tz database zone name, e.g. ``Europe/Paris``."""
+TzVersion = Annotated[
+    str,
+    BeforeValidator(_strict_str),
+    AfterValidator(lambda v: v if re.match(TZ_VERSION_PATTERN, v) else _fail(
+        "a tz database version is 1-32 characters of letters, digits and . _ + -")),
+    WithJsonSchema({"type": "string", "pattern": TZ_VERSION_PATTERN}),
+]
+"""A tz database version, e.g. ``2025b``."""
+
+
 def _fail(message: str) -> str:
     raise ValueError(message)

@@ -44,6 +44,7 @@ from bees_cli.cloud.calls import (
     check_url,
     held_keys,
     key_claim,
+    key_disagreements,
     key_item,
     owner_claim,
     owner_get,
@@ -316,6 +317,11 @@ class CloudClient(BaseCloudClient):
         """
         return self._run(self._held_keys(machine_id, without_item))
 
+    def key_disagreements(self, machine_id: str) -> list[wire.KeyAnswer]:
+        """Return this person's keys whose wall-clock time two computers placed at two
+        instants (newest first, with both sides); ``machine_id`` is the asking machine."""
+        return self._run(self._must(key_disagreements(machine_id))).keys
+
     def claim_owner(self, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim an item; ``answer.granted`` tells whether this machine owns it."""
         return self._run(self._must(owner_claim(claim)))
@@ -454,6 +460,10 @@ class AsyncCloudClient(BaseCloudClient):
     ) -> list[wire.KeyAnswer]:
         """Return this person's keys held by ``machine_id``; see :meth:`CloudClient.held_keys`."""
         return await self._run(self._held_keys(machine_id, without_item))
+
+    async def key_disagreements(self, machine_id: str) -> list[wire.KeyAnswer]:
+        """Return keys placed at two instants; see :meth:`CloudClient.key_disagreements`."""
+        return (await self._run(self._must(key_disagreements(machine_id)))).keys
 
     async def claim_owner(self, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim an item; ``answer.granted`` tells whether this machine owns it."""

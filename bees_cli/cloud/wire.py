@@ -15,6 +15,7 @@ Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
     POST /v1/keys/claim   KeyClaim   -> KeyAnswer     granted | taken
     POST /v1/keys/item    KeyItem    -> KeyAnswer     the holder reports the key's item
     GET  /v1/keys?machine_id=M&without_item=true -> KeyList  keys this person's machine holds
+    GET  /v1/keys/disagreements?machine_id=M -> KeyList  keys two computers placed at two instants
     POST /v1/owners/claim OwnerClaim -> OwnerAnswer   owner | taken
     GET  /v1/owners                  -> OwnerList     the team's current owners
     GET  /v1/owners/{item}           -> Owner         the latest owner row of one item
@@ -35,7 +36,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 # The input rules live in checks.py; wire re-exports them (wire.Id, wire.check_id, ...).
 from bees_cli.cloud.checks import (
@@ -57,6 +58,15 @@ from bees_cli.cloud.checks import (
     MIN_TIME as MIN_TIME,
 )
 from bees_cli.cloud.checks import (
+    TZ_VERSION_PATTERN as TZ_VERSION_PATTERN,
+)
+from bees_cli.cloud.checks import (
+    WALL_TIME_PATTERN as WALL_TIME_PATTERN,
+)
+from bees_cli.cloud.checks import (
+    ZONE_PATTERN as ZONE_PATTERN,
+)
+from bees_cli.cloud.checks import (
     Fields as Fields,
 )
 from bees_cli.cloud.checks import (
@@ -69,7 +79,16 @@ from bees_cli.cloud.checks import (
     Sha256 as Sha256,
 )
 from bees_cli.cloud.checks import (
+    TzVersion as TzVersion,
+)
+from bees_cli.cloud.checks import (
     UtcTime as UtcTime,
+)
+from bees_cli.cloud.checks import (
+    WallTime as WallTime,
+)
+from bees_cli.cloud.checks import (
+    ZoneName as ZoneName,
 )
 from bees_cli.cloud.checks import (
     check_email as check_email,
@@ -183,12 +202,50 @@ class ServerTime(Wire):
 
 
 class KeyClaim(Wire):
-    """Ask for the schedule key (this token's person, ``schedule_id``, ``scheduled_time``)."""
+    """Ask for the schedule key (this token's person, ``schedule_id``, ``scheduled_time``).
+
+    A computer also sends the fire's wall-clock time (``local_time`` in ``zone``, both or
+    neither) and its tz database version. The key is then one per wall-clock time too: a
+    second claim for the same schedule, ``local_time`` and ``zone`` at another instant (two
+    computers disagree on the zone rules) is answered ``taken``, with the disagreement
+    noted (:class:`KeyDisagreement`), so the time still runs exactly once. A claim without
+    them (an older Bees) is keyed by the instant only.
+    """
 
     schedule_id: Id
     scheduled_time: UtcTime
     machine_id: Id
     computer_name: Name
+    local_time: WallTime | None = None
+    """The schedule's wall-clock time of this fire in ``zone``, e.g. ``2025-01-06T09:00``."""
+    zone: ZoneName | None = None
+    """The schedule's time zone, e.g. ``Europe/Paris``."""
+    tz_version: TzVersion | None = None
+    """The tz database version the asking computer computed the instant with (``2025b``)."""
+
+    @model_validator(mode="after")
+    def _wall_clock_whole(self) -> KeyClaim:
+        if (self.local_time is None) != (self.zone is None):
+            raise ValueError("local_time and zone go together: send both or neither")
+        return self
+
+
+class KeyDisagreement(Wire):
+    """A computer that asked for a key's wall-clock time at another instant than the holder.
+
+    The holder's side is the :class:`KeyAnswer` itself (``computer_name``,
+    ``scheduled_time``, ``tz_version``); this is the other side. Kept forever, once per
+    machine and instant.
+    """
+
+    machine_id: str
+    computer_name: str
+    scheduled_time: UtcTime
+    """The instant this computer computed for the same wall-clock time."""
+    tz_version: str | None = None
+    """Its tz database version, when it sent one."""
+    noticed_at: UtcTime
+    """When Bees Cloud received its claim (server clock)."""
 
 
 class KeyAnswer(Wire):
@@ -207,6 +264,15 @@ class KeyAnswer(Wire):
     granted_at: UtcTime
     item_id: str | None = None
     """The item the key produced, once its holder reported it (:class:`KeyItem`)."""
+    local_time: str | None = None
+    """The key's wall-clock time (when the holder sent one); only in answers to claims and
+    listings that send or ask for wall-clock times, so an older Bees reads every answer."""
+    zone: str | None = None
+    """The key's time zone, with ``local_time``."""
+    tz_version: str | None = None
+    """The holder's tz database version, when it sent one."""
+    disagreements: list[KeyDisagreement] | None = None
+    """Computers that computed another instant for this wall-clock time, oldest first."""
 
     @property
     def granted(self) -> bool:

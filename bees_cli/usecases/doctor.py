@@ -44,19 +44,23 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
     Each: ``schedule``, ``process``, ``owner``, ``timezone``, ``enabled``, ``fires_here``
     (owned by the person signed in here and enabled), ``why_not`` (when it does not fire
     here), ``next`` (the next three wall-clock times in its own zone, ``2025-01-13 09:00
-    CET``) and ``last`` (this computer's latest fires, newest first, each with ``text``:
-    ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…).
+    CET``), ``last`` (this computer's latest fires, newest first, each with ``text``:
+    ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…) and
+    ``warnings`` (a wall-clock time two of the person's computers placed at two instants:
+    :func:`bees_cli.schedules.disagreements.zone_warnings`, which asks Bees Cloud).
 
     Raises:
         UserError, WorkspaceInvalid: no workspace, or it does not load.
     """
     from bees_cli.record.fires import FireLog
+    from bees_cli.schedules.disagreements import zone_warnings
     from bees_cli.schedules.times import fire_times
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)
     log = FireLog(here.record_path)
     moment = now or datetime.now(UTC)
+    warnings = zone_warnings(here) if workspace.schedules else {}
     rows = []
     for name, schedule in workspace.schedules.items():
         zone = ZoneInfo(schedule.timezone)
@@ -75,6 +79,7 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
             fires_here=why_not is None, why_not=why_not,
             next=[f.utc.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for f in upcoming],
             last=[f.to_json() for f in log.fires(name, limit=LAST_FIRES)],
+            warnings=warnings.get(name, []),
         ))
     return rows
 

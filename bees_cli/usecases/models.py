@@ -168,3 +168,5 @@ class ScheduleRow(Result):
     why_not: str | None
     next: list[str]
     last: list[dict[str, Any]]
+    warnings: list[str] = []
+    """E.g. two of the person's computers placed one wall-clock time at two instants."""

@@ -252,6 +252,7 @@ def test_openapi_lists_the_api(team: Team) -> None:
         "/v1/keys/claim",
         "/v1/keys/item",
         "/v1/keys",
+        "/v1/keys/disagreements",
         "/v1/owners",
         "/v1/owners/claim",
         "/v1/owners/{item_id}",

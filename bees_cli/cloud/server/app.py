@@ -3,7 +3,9 @@
 Every request needs ``Authorization: Bearer <token>``; every answer to a request that
 fails is ``{"error": {"code", "message", "hint"}}`` with a 4xx status (a 500 is a bug).
 Bodies over 1 MiB are refused with 413 before they are read whole, and a body that
-takes longer than :data:`BODY_SECONDS` to arrive is cut off with 408. The storage's
+takes longer than :data:`BODY_SECONDS` to arrive is cut off with 408; :func:`serve` also
+closes a connection whose request headers take longer than
+:data:`~bees_cli.cloud.server.protocol.HEAD_SECONDS`. The storage's
 refusals become HTTP statuses here only, by :data:`STATUS`.
 """
 
@@ -96,7 +98,12 @@ class BodyLimit:
     Checks ``Content-Length`` first, then counts streamed chunks while buffering
     them, so an oversized body is never read whole and never reaches a handler.
     A body that has not arrived in full ``seconds`` after the request began is cut
-    off with 408 (a slow sender cannot hold a worker).
+    off with 408 and the connection closed (a slow sender cannot hold a worker), however
+    it trickles in (``Content-Length`` or chunked; tests/cloud/test_slow_body.py).
+
+    Why here: uvicorn has no deadline for a request body. Its ``timeout_keep_alive``
+    runs only between requests on an idle connection, and ``h11_max_incomplete_event_size``
+    bounds the size of the request line and headers (16 KiB), not their time.
     """
 
     def __init__(
@@ -169,9 +176,14 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-def _json(model: Any) -> Response:
-    """Serialise a wire model straight to a JSON response (no second validation)."""
-    return Response(content=model.model_dump_json(), media_type="application/json")
+def _json(model: Any, *, only_set: bool = False) -> Response:
+    """Serialise a wire model straight to a JSON response (no second validation).
+
+    ``only_set`` leaves out the optional fields the answer did not set (schedule keys: the
+    wall-clock fields go only to a Bees that sent or asked for them).
+    """
+    content = model.model_dump_json(exclude_unset=only_set)
+    return Response(content=content, media_type="application/json")
 
 
 def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
@@ -286,13 +298,17 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
 
     @app.post("/v1/keys/claim", response_model=wire.KeyAnswer, responses=responses)
     def claim_key(claim: wire.KeyClaim, who: Token) -> Response:
-        """Claim the schedule key (this person, schedule, time): granted or taken."""
-        return _json(storage.claim_key(who, claim))
+        """Claim the schedule key (this person, schedule, time): granted or taken.
+
+        With ``local_time`` and ``zone``, also one key per wall-clock time: a claim for it at
+        another instant is ``taken`` and noted in ``disagreements``.
+        """
+        return _json(storage.claim_key(who, claim), only_set=True)
 
     @app.post("/v1/keys/item", response_model=wire.KeyAnswer, responses=responses)
     def report_key_item(report: wire.KeyItem, who: Token) -> Response:
         """The key's holder reports the item the key produced (repeats are safe)."""
-        return _json(storage.report_key_item(who, report))
+        return _json(storage.report_key_item(who, report), only_set=True)
 
     @app.get("/v1/keys", response_model=wire.KeyList, responses=responses)
     def held_keys(
@@ -302,7 +318,18 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
     ) -> Response:
         """This person's keys held by ``machine_id`` (only those without an item, if asked)."""
         machine = item_path(machine_id)
-        return _json(wire.KeyList(keys=storage.held_keys(who, machine, without_item=without_item)))
+        held = storage.held_keys(who, machine, without_item=without_item)
+        return _json(wire.KeyList(keys=held), only_set=True)
+
+    @app.get("/v1/keys/disagreements", response_model=wire.KeyList, responses=responses)
+    def key_disagreements(
+        who: Token,
+        machine_id: Annotated[str, Query(pattern=wire.ID_PATTERN, min_length=1, max_length=200)],
+    ) -> Response:
+        """This person's keys whose wall-clock time two computers placed at two instants
+        (their tz databases disagree), newest first, with both sides."""
+        found = storage.key_disagreements(who, item_path(machine_id))
+        return _json(wire.KeyList(keys=found), only_set=True)
 
     @app.post("/v1/owners/claim", response_model=wire.OwnerAnswer, responses=responses)
     def claim_owner(claim: wire.OwnerClaim, who: Token) -> Response:
@@ -401,6 +428,8 @@ def serve(
     """
     import uvicorn
 
+    from bees_cli.cloud.server.protocol import head_deadline
+
     storage = Storage(url)
     sock = bind(host, port)
     real_port = sock.getsockname()[1]
@@ -409,6 +438,7 @@ def serve(
         announce(f"listening on http://{shown_host}:{real_port}")
     config = uvicorn.Config(
         asgi(storage),
+        http=head_deadline(),
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -1,4 +1,10 @@
-"""Schedule keys: (person, schedule, scheduled time), first asker wins, kept forever."""
+"""Schedule keys: (person, schedule, scheduled time), first asker wins, kept forever.
+
+A key is also one per wall-clock time (schedule, local time, zone) when the claims carry
+it: two computers whose tz databases place one wall-clock time at two instants ask for
+two instants, and the second is answered ``taken`` with the disagreement kept, so the time
+runs once and both computers can see why (issue 11, point 9).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,13 @@ from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
-from bees_cli.cloud.server.tables import keys
+from bees_cli.cloud.server.tables import key_disagreements, keys
 from bees_cli.utc import format_utc, from_us, to_us
 
 MAX_KEY_LIST = 1000
 """Most keys one ``GET /v1/keys`` returns (oldest scheduled time first)."""
+MAX_DISAGREEMENT_LIST = 100
+"""Most keys one ``GET /v1/keys/disagreements`` returns (newest scheduled time first)."""
 
 
 class Keys:
@@ -50,7 +58,57 @@ class Keys:
         ).first()
 
     @staticmethod
-    def _answer(row: Any, who: Principal, machine_id: str) -> wire.KeyAnswer:
+    def _wall_row(conn: Connection, who: Principal, claim: wire.KeyClaim) -> Any:
+        return conn.execute(
+            sa.select(keys).where(
+                keys.c.team_id == who.team_id,
+                keys.c.person_id == who.person_id,
+                keys.c.schedule_id == claim.schedule_id,
+                keys.c.local_time == claim.local_time,
+                keys.c.zone == claim.zone,
+            )
+        ).first()
+
+    @staticmethod
+    def _disagreements(conn: Connection, key_id: int) -> list[wire.KeyDisagreement]:
+        rows = conn.execute(
+            sa.select(key_disagreements)
+            .where(key_disagreements.c.key_id == key_id)
+            .order_by(key_disagreements.c.noticed_us, key_disagreements.c.id)
+        ).all()
+        return [
+            wire.KeyDisagreement(
+                machine_id=r.machine_id,
+                computer_name=r.computer_name,
+                scheduled_time=from_us(r.scheduled_us),
+                tz_version=r.tz_version,
+                noticed_at=from_us(r.noticed_us),
+            )
+            for r in rows
+        ]
+
+    @staticmethod
+    def _answer(
+        row: Any,
+        who: Principal,
+        machine_id: str,
+        disagreements: list[wire.KeyDisagreement] | None = None,
+    ) -> wire.KeyAnswer:
+        """The key as answered; the wall-clock fields only when ``disagreements`` is given
+        (an answer to a claim that sent a wall-clock time, or the disagreement listing), so
+        an older Bees, whose models refuse unknown fields, never receives them."""
+        wall: dict[str, Any] = {}
+        if disagreements is not None:
+            wall = {
+                name: value
+                for name, value in (
+                    ("local_time", row.local_time),
+                    ("zone", row.zone),
+                    ("tz_version", row.tz_version),
+                    ("disagreements", disagreements or None),
+                )
+                if value is not None
+            }
         return wire.KeyAnswer(
             status="granted" if row.machine_id == machine_id else "taken",
             schedule_id=row.schedule_id,
@@ -60,15 +118,24 @@ class Keys:
             computer_name=row.computer_name,
             granted_at=from_us(row.granted_us),
             item_id=row.item_id,
+            **wall,
         )
 
     def claim(self, who: Who, claim: wire.KeyClaim) -> wire.KeyAnswer:
         """Claim the schedule key (person, schedule, time); first asker wins, forever.
 
+        With a wall-clock time in the claim, the key is also one per (schedule,
+        ``local_time``, ``zone``): the insert does nothing when either the instant or the
+        wall-clock time is taken (one statement, so a race still has one winner), and a
+        claim whose wall-clock time is held at another instant by another machine is
+        ``taken``, its machine, instant and tz version kept as a disagreement.
+
         Returns:
             ``granted`` when ``claim.machine_id`` holds the key (also on a repeat, with
-            the same ``granted_at``), else ``taken`` with the holder's computer and
-            grant time; ``item_id`` once the holder reported the key's item.
+            the same ``granted_at``), else ``taken`` with the holder's computer, instant
+            and grant time; ``item_id`` once the holder reported the key's item. To a
+            claim with a wall-clock time, also the key's ``local_time``, ``zone``, the
+            holder's ``tz_version`` and the ``disagreements`` noted so far.
 
         Raises:
             Unauthorized: unknown or revoked token.
@@ -78,6 +145,7 @@ class Keys:
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
             self.machines.check(conn, who, claim.machine_id)
+            now_us = self.db.now_us()
             conn.execute(
                 self.db.insert(keys)
                 .values(
@@ -87,12 +155,33 @@ class Keys:
                     scheduled_us=scheduled_us,
                     machine_id=claim.machine_id,
                     computer_name=claim.computer_name,
-                    granted_us=self.db.now_us(),
+                    granted_us=now_us,
+                    local_time=claim.local_time,
+                    zone=claim.zone,
+                    tz_version=claim.tz_version,
                 )
                 .on_conflict_do_nothing()
             )
-            row = self._row(conn, who, claim.schedule_id, scheduled_us)
-        return self._answer(row, who, claim.machine_id)
+            row = None if claim.local_time is None else self._wall_row(conn, who, claim)
+            if row is None:
+                row = self._row(conn, who, claim.schedule_id, scheduled_us)
+            if claim.local_time is None:
+                return self._answer(row, who, claim.machine_id)
+            if row.scheduled_us != scheduled_us and row.machine_id != claim.machine_id:
+                conn.execute(
+                    self.db.insert(key_disagreements)
+                    .values(
+                        key_id=row.id,
+                        machine_id=claim.machine_id,
+                        computer_name=claim.computer_name,
+                        scheduled_us=scheduled_us,
+                        tz_version=claim.tz_version,
+                        noticed_us=now_us,
+                    )
+                    .on_conflict_do_nothing()
+                )
+            found = self._disagreements(conn, row.id)
+        return self._answer(row, who, claim.machine_id, found)
 
     def report_item(self, who: Who, report: wire.KeyItem) -> wire.KeyAnswer:
         """Record which item the key (person, schedule, time) produced; safe to repeat.
@@ -170,3 +259,44 @@ class Keys:
                 query.order_by(keys.c.scheduled_us, keys.c.schedule_id).limit(MAX_KEY_LIST)
             ).all()
         return [self._answer(row, who, machine_id) for row in rows]
+
+    def disagreements(self, who: Who, machine_id: str) -> list[wire.KeyAnswer]:
+        """Return the asker's keys whose wall-clock time two computers placed at two instants.
+
+        Args:
+            who: the asker; only their own keys are listed.
+            machine_id: the asking machine (``granted`` marks the keys it holds); must be
+                the asker's, or not yet used.
+
+        Returns:
+            At most :data:`MAX_DISAGREEMENT_LIST` keys, newest scheduled time first, each
+            with its wall-clock time, the holder's tz version and its disagreements.
+
+        Raises:
+            Unauthorized: unknown or revoked token.
+            Forbidden: ``machine_not_yours``.
+        """
+        with self.db.transaction(write=False) as conn:
+            who = self.people.principal(conn, who)
+            if self.machines.owned_by(conn, who, machine_id) is False:
+                raise Forbidden(
+                    "machine_not_yours",
+                    f"machine {machine_id} belongs to another person of the team",
+                )
+            disagreed = sa.select(key_disagreements.c.key_id).where(
+                key_disagreements.c.key_id == keys.c.id
+            )
+            rows = conn.execute(
+                sa.select(keys)
+                .where(
+                    keys.c.team_id == who.team_id,
+                    keys.c.person_id == who.person_id,
+                    disagreed.exists(),
+                )
+                .order_by(keys.c.scheduled_us.desc(), keys.c.schedule_id)
+                .limit(MAX_DISAGREEMENT_LIST)
+            ).all()
+            return [
+                self._answer(row, who, machine_id, self._disagreements(conn, row.id))
+                for row in rows
+            ]

@@ -111,6 +111,10 @@ class Storage:
         """Return the asker's keys held by ``machine_id`` (:meth:`Keys.held`)."""
         return self.keys.held(who, machine_id, without_item=without_item)
 
+    def key_disagreements(self, who: Who, machine_id: str) -> list[wire.KeyAnswer]:
+        """Return the asker's keys placed at two instants (:meth:`Keys.disagreements`)."""
+        return self.keys.disagreements(who, machine_id)
+
     # -- owners (see owners.Owners) -----------------------------------------------------
 
     def claim_owner(self, who: Who, claim: wire.OwnerClaim) -> wire.OwnerAnswer:

@@ -51,9 +51,29 @@ keys = sa.Table(
     sa.Column("computer_name", sa.String(200), nullable=False),
     sa.Column("granted_us", sa.BigInteger, nullable=False),
     sa.Column("item_id", sa.String(200), nullable=True),
+    sa.Column("local_time", sa.String(16), nullable=True),
+    sa.Column("zone", sa.String(64), nullable=True),
+    sa.Column("tz_version", sa.String(32), nullable=True),
     sa.UniqueConstraint(
         "team_id", "person_id", "schedule_id", "scheduled_us", name="uq_keys_person_time"
     ),
+    # One key per wall-clock time too (NULLs, from claims without one, never collide).
+    sa.UniqueConstraint(
+        "team_id", "person_id", "schedule_id", "local_time", "zone", name="uq_keys_person_wall"
+    ),
+)
+
+key_disagreements = sa.Table(
+    "key_disagreements",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("key_id", sa.Integer, sa.ForeignKey("schedule_keys.id"), nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("computer_name", sa.String(200), nullable=False),
+    sa.Column("scheduled_us", sa.BigInteger, nullable=False),
+    sa.Column("tz_version", sa.String(32), nullable=True),
+    sa.Column("noticed_us", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("key_id", "machine_id", "scheduled_us", name="uq_disagreements_claim"),
 )
 
 machines = sa.Table(
