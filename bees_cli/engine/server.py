@@ -43,6 +43,9 @@ from bees_cli.machine.processes import ProcessMark, is_alive, mark_of
 START_TIMEOUT = 30.0
 """Seconds to wait for a started server to accept connections."""
 
+START_TRIES = 3
+"""Starts tried when the server stops at once because a chosen port was taken meanwhile."""
+
 
 @dataclass(frozen=True)
 class EngineServer:
@@ -259,37 +262,67 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
         if backup is not None and callable(say):
             say(f"the engine changed version ({version}); the old database was copied to "
                 f"{backup}")
-        port = free_port()
-        address = f"127.0.0.1:{port}"
-        argv = [
-            str(binary), "server", "start-dev", "--headless",
-            "--db-filename", str(data / "temporal.db"),
-            "--ip", "127.0.0.1", "--port", str(port),
-            "--http-port", str(free_port()), "--metrics-port", str(free_port()),
-            "--log-level", "warn",
-        ]
-        log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                       start_new_session=True)
-        except OSError as error:
-            raise EngineError(f"cannot start {binary}: {error}") from error
-        finally:
-            log.close()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not answers(address, timeout=0.2):
-            if process.poll() is not None or time.monotonic() > deadline:
-                stop_process(process.pid)
-                raise EngineError(
-                    f"the Temporal engine did not start (exit {process.poll()})",
-                    hint=f"see {data / 'temporal.log'}")
-            time.sleep(0.05)
+        for tries_left in reversed(range(START_TRIES)):
+            since = _size(data / "temporal.log")
+            process, address = _start(binary, data)
+            deadline = time.monotonic() + START_TIMEOUT
+            while not answers(address, timeout=0.2):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stop_process(process.pid)
+                    if tries_left and _port_taken(data / "temporal.log", since):
+                        break  # another program took a port between the choice and the bind
+                    raise EngineError(
+                        f"the Temporal engine did not start (exit {process.poll()})",
+                        hint=f"see {data / 'temporal.log'}")
+                time.sleep(0.05)
+            else:
+                break
         mark = mark_of(process.pid)
         write_json_atomic(_engine_file(data),
                           {"address": address, "pid": process.pid,
                            "started": None if mark is None else mark.started,
                            "version": version})
         return EngineServer(address, process.pid, started=True)
+
+
+def _start(binary: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the dev server on free loopback ports, in its own session, logging to
+    ``<data>/temporal.log``; return the process and its address (not yet answering)."""
+    port = free_port()
+    argv = [
+        str(binary), "server", "start-dev", "--headless",
+        "--db-filename", str(data / "temporal.db"),
+        "--ip", "127.0.0.1", "--port", str(port),
+        "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+        "--log-level", "warn",
+    ]
+    log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True)
+    except OSError as error:
+        raise EngineError(f"cannot start {binary}: {error}") from error
+    finally:
+        log.close()
+    return process, f"127.0.0.1:{port}"
+
+
+def _size(path: Path) -> int:
+    """Return the size of ``path`` in bytes, 0 when it is missing."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _port_taken(log: Path, since: int) -> bool:
+    """True when the server's log, from byte ``since`` on, says a port was already in use."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(since)
+            return b"address already in use" in handle.read(1 << 20)
+    except OSError:
+        return False
 
 
 def record_external(data: Path, address: str) -> None:

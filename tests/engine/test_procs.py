@@ -160,3 +160,30 @@ def test_engines_on_reads_only_dev_servers_of_that_database(tmp_path: Path) -> N
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_port_taken_between_choice_and_start_is_chosen_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from bees_cli.engine import server as module
+
+    data = tmp_path / "data"
+    data.mkdir()
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    real = module.free_port
+    # the first start gets a port another program holds for its HTTP API
+    ports = iter([real(), int(busy.getsockname()[1]), real()])
+    monkeypatch.setattr(module, "free_port", lambda: next(ports, None) or real())
+    server = None
+    try:
+        server = ensure_engine(data)
+        assert server.started is True
+        assert engines_on(data / "temporal.db") == [server.pid]
+        assert b"address already in use" in (data / "temporal.log").read_bytes()
+    finally:
+        busy.close()
+        if server is not None:
+            stop_engine(data, server)
