@@ -22,6 +22,7 @@ that started it, and a run folder travels to another computer on a handover.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -74,6 +75,19 @@ def group_file(groups: Path, item_id: str, stage: str) -> Path:
     return groups / f"{safe(item_id)}.{safe(stage)}.json"
 
 
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """Return libc's ``prctl`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
 def die_with_parent() -> Callable[[], None] | None:
     """Return a ``preexec_fn`` that makes the started program die with this process.
 
@@ -85,13 +99,8 @@ def die_with_parent() -> Callable[[], None] | None:
         The function, or None where ``prctl`` is not available (not Linux): there the
         next ``bees run`` stops what was left (:func:`stop_leftovers`).
     """
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    prctl = _prctl()
+    if prctl is None:
         return None
     parent, kill = os.getpid(), int(signal.SIGKILL)
 
