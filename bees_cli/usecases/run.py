@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.usecases.liveness import bees_run_state
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import note_worker as note_worker
 from bees_cli.usecases.liveness import running_worker as running_worker
@@ -184,15 +185,14 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
     writing into a run folder (issue 12, point 8). Its engine is adopted or stopped by
     :func:`~bees_cli.engine.server.ensure_engine`."""
     from bees_cli.agents.groups import groups_dir, stop_leftovers
-    from bees_cli.usecases.liveness import bees_run_state
 
     last = bees_run_state(data)
     if last.stopped_without_cleanup:
         say(f"the last bees run (pid {last.pid}) stopped without cleanup")
         worker_file(data).unlink(missing_ok=True)
     for group in stop_leftovers(groups_dir(data)):
-        say(f"stopped the processes {group.item_id} {group.stage} left running "
-            f"(process group {group.pgid})")
+        say(f"stopped the processes that stage {group.stage} of {group.item_id} left "
+            f"running (process group {group.pgid})")
 
 
 async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | None,

@@ -95,7 +95,8 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     address = found["engine"][1].split(",")[0]
     assert lines[:3] == [
         f"the last bees run (pid {first.pid}) stopped without cleanup",
-        f"stopped the processes {item_id} Work left running (process group {agent})",
+        f"stopped the processes that stage Work of {item_id} left running (process group "
+        f"{agent})",
         f"engine reused at {address} (left running by the last bees run)",
     ]
     assert [p for p in [agent, *helpers] if not gone(p)] == []
