@@ -43,6 +43,10 @@ from bees_cli.machine.processes import ProcessMark, is_alive, mark_of
 START_TIMEOUT = 30.0
 """Seconds to wait for a started server to accept connections."""
 
+ADOPT_WAIT = 30.0
+"""Seconds a server left by an earlier ``bees run`` gets to answer (it may still be starting)
+before it is stopped."""
+
 START_TRIES = 3
 """Starts tried when the server stops at once because a chosen port was taken meanwhile."""
 
@@ -195,7 +199,7 @@ def engines_on(db: Path) -> list[int]:
 
 def _take_over(data: Path, say: object) -> EngineServer | None:
     """Find the servers an earlier ``bees run`` left on this computer's database: adopt the
-    one ``engine.json`` names if it answers (waiting up to :data:`START_TIMEOUT` s for one
+    one ``engine.json`` names if it answers (waiting up to :data:`ADOPT_WAIT` s for one
     still starting), stop every other; return the adopted one, or None."""
     db = data / "temporal.db"
     info = read_json(_engine_file(data), None)
@@ -204,7 +208,7 @@ def _take_over(data: Path, say: object) -> EngineServer | None:
     if isinstance(info, dict) and info.get("address") and _recorded_alive(info):
         pid, address = info["pid"], str(info["address"])
         assert isinstance(pid, int)  # _recorded_alive checked it
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + ADOPT_WAIT
         while not answers(address, timeout=0.2) and time.monotonic() < deadline:
             if not pid_alive(pid):
                 break

@@ -132,7 +132,7 @@ def test_a_server_left_on_the_database_is_stopped_before_a_new_one_starts(
     try:
         wait_for(lambda: engines_on(db) == [stray.pid], timeout=10)
         server = ensure_engine(data, say=said.append)
-        assert stray.wait(timeout=15) is not None
+        stray.wait(timeout=15)  # stopped; stop_process reaped it (here it is our child)
         assert said == [f"stopping engine process {stray.pid}: a server left on {db} by a "
                         "bees run that stopped without cleanup"]
         assert (server.started, server.adopted) == (True, False)
@@ -186,5 +186,40 @@ def test_a_port_taken_between_choice_and_start_is_chosen_again(
         assert b"address already in use" in (data / "temporal.log").read_bytes()
     finally:
         busy.close()
+        if server is not None:
+            stop_engine(data, server)
+
+
+def test_a_recorded_server_that_does_not_answer_is_stopped_not_doubled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``engine.json`` names a live process on the database that never answers (hung): after
+    the start timeout it is stopped, and only then does a new server start."""
+    from bees_cli.engine import server as module
+    from bees_cli.machine.processes import mark_of
+
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "temporal.db"
+    hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                             "start-dev", "--db-filename", str(db)], start_new_session=True)
+    mark = mark_of(hung.pid)
+    assert mark is not None
+    (data / "engine.json").write_text(json.dumps(
+        {"address": f"127.0.0.1:{module.free_port()}", "pid": hung.pid,
+         "started": mark.started, "version": "x"}))
+    monkeypatch.setattr(module, "ADOPT_WAIT", 0.5)
+    said: list[str] = []
+    server = None
+    try:
+        server = ensure_engine(data, say=said.append)
+        hung.wait(timeout=15)  # stopped (it sleeps 60 s); stop_process reaped it, our child
+        assert said == [f"stopping engine process {hung.pid}: a server left on {db} by a "
+                        "bees run that stopped without cleanup"]
+        assert (server.started, server.adopted) == (True, False)
+        assert engines_on(db) == [server.pid]
+    finally:
+        if hung.poll() is None:
+            hung.kill()
+            hung.wait()
         if server is not None:
             stop_engine(data, server)
