@@ -5,7 +5,9 @@ Layout inside the run folder ``RUN``::
     RUN/STAGE/                              the stage's folder: working directory, its output
     RUN/logs/STAGE-rR-aA.stdout|.stderr     what the program printed (round R, attempt A)
     RUN/logs/STAGE-rR-aA.context.json       the context handed to the program
-    RUN/logs/STAGE.pid                      pid of the running program (removed at the end)
+
+While the program runs, its process group is recorded in the computer's data dir
+(``stages/ITEM.STAGE.json``, see :mod:`bees_cli.agents.groups`), not in the run folder.
 
 The program learns its work from ``BEES_*`` environment variables and from the JSON
 file named by ``BEES_CONTEXT``. Exit 0 finishes the stage; on a review stage the program
@@ -29,12 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bees_cli.agents.groups import (
+    KILL_GRACE,
+    die_with_parent,
+    group_of,
+    kill_leftover,
+    record_group,
+    signal_group,
+)
 from bees_cli.files import write_atomic
+from bees_cli.machine.processes import group_alive
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
-KILL_GRACE = 3.0
-"""Seconds between SIGTERM and SIGKILL when a stage's process group is stopped."""
 VERDICT_FILE = "verdict.json"
 VERDICTS = ("approve", "changes_requested")
 
@@ -137,11 +146,6 @@ def logs_dir(run_folder: str | Path) -> Path:
     return Path(run_folder) / "logs"
 
 
-def pid_file(run_folder: str | Path, stage: str) -> Path:
-    """Return ``RUN/logs/STAGE.pid``, which holds the pid of a running stage program."""
-    return logs_dir(run_folder) / f"{stage}.pid"
-
-
 def env_key(name: str) -> str:
     """Return ``name`` as an environment variable suffix: upper case, ``-`` → ``_``."""
     return name.upper().replace("-", "_")
@@ -213,114 +217,25 @@ def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
     return env
 
 
-# --- process groups -------------------------------------------------------------------------
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """Fields of ``/proc/PID/stat`` after the command name (state first), or None."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2 :].split()
-
-
-def _start_token(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), to tell a reused pid."""
-    fields = _proc_stat(pid)
-    return fields[19] if fields and len(fields) > 19 else None
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a process of group ``pgid`` is alive (zombies do not count, on Linux)."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            fields = _proc_stat(int(entry.name))
-            if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in "ZX":
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _write_pid_file(path: Path, pid: int) -> None:
-    """Write ``PID`` and, where known, ``start=TICKS`` (one per line) to ``path``."""
-    lines = [str(pid)]
-    token = _start_token(pid)
-    if token is not None:
-        lines.append(f"start={token}")
-    write_atomic(path, ("\n".join(lines) + "\n").encode())
-
-
-def kill_leftover(run_folder: str | Path, stage: str) -> bool:
-    """Kill the process group a previous, killed worker left running for ``stage``.
-
-    Reads ``RUN/logs/STAGE.pid``; when a process of that group is still alive (and
-    the group's leader, if alive, is the same process that was started: its start
-    time matches), sends SIGTERM to the group, then SIGKILL after 3 s. The pid file is
-    removed in every case. Blocks up to about 3 s (more only while SIGKILL lands).
-
-    Returns:
-        True when a live group was found and killed.
-    """
-    path = pid_file(run_folder, stage)
-    try:
-        lines = path.read_text().split()
-    except FileNotFoundError:
-        return False
-    try:
-        pgid = int(lines[0])
-        recorded = next((ln[6:] for ln in lines[1:] if ln.startswith("start=")), None)
-        live = _start_token(pgid)
-        alive_leader = live is not None and (_proc_stat(pgid) or ["Z"])[0] not in "ZX"
-        reused = alive_leader and recorded is not None and live != recorded
-        if pgid <= 1 or pgid == os.getpgrp() or reused or not _group_alive(pgid):
-            return False
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + KILL_GRACE
-            while _group_alive(pgid) and time.monotonic() < deadline:
-                time.sleep(0.02)
-        return True
-    except (ValueError, IndexError):
-        return False
-    finally:
-        path.unlink(missing_ok=True)
+# --- process groups (see bees_cli.agents.groups) ----------------------------------------
 
 
 async def _stop_group(pgid: int, waiter: asyncio.Future[int]) -> None:
     """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s, then reap the leader."""
-    _signal_group(pgid, signal.SIGTERM)
+    signal_group(pgid, signal.SIGTERM)
     try:
         deadline = time.monotonic() + KILL_GRACE
-        while _group_alive(pgid) and time.monotonic() < deadline:
+        while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
     finally:
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
+        if group_alive(pgid):
+            signal_group(pgid, signal.SIGKILL)
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(waiter), timeout=KILL_GRACE)
         with contextlib.suppress(BaseException):
             # SIGKILL is delivered asynchronously: return once the group is really gone
             deadline = time.monotonic() + KILL_GRACE
-            while _group_alive(pgid) and time.monotonic() < deadline:
+            while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
 
 
@@ -380,21 +295,26 @@ async def run_command_stage(
     *,
     heartbeat: Callable[[], None],
     heartbeat_every: float = 5.0,
+    groups: Path | None = None,
 ) -> StageResult:
     """Run the agent's program for one attempt of a stage and say how it ended.
 
     The program runs with ``RUN/STAGE/`` as working directory (created; kept between
     rounds so a writer can revise its work; a stale ``verdict.json`` is removed before a
     review stage runs), in a new session (its own process group), stdin from
-    ``/dev/null``, stdout and stderr straight into the log files. Its pid is kept in
-    ``RUN/logs/STAGE.pid`` while it runs (a leftover group from a killed worker is killed
-    first, see :func:`kill_leftover`).
+    ``/dev/null``, stdout and stderr straight into the log files. On Linux the program
+    dies with this process (``PR_SET_PDEATHSIG``, :func:`~bees_cli.agents.groups.die_with_parent`).
+    With ``groups``, its process group is recorded there while it runs, and a group a
+    killed worker left for this stage is stopped first
+    (:func:`~bees_cli.agents.groups.kill_leftover`).
 
     Args:
         request: the stage to run.
         heartbeat: called every ``heartbeat_every`` seconds while the program runs (the
             engine passes Temporal's activity heartbeat).
         heartbeat_every: seconds between heartbeats.
+        groups: the computer's folder of stage group files
+            (:func:`~bees_cli.agents.groups.groups_dir`), or None to record nothing.
 
     Returns:
         The :class:`StageResult`. A program that cannot start, exits non-zero or writes no
@@ -420,7 +340,8 @@ async def run_command_stage(
     is_review = request.stage_kind == "review"
     if is_review:
         (folder / VERDICT_FILE).unlink(missing_ok=True)
-    await asyncio.to_thread(kill_leftover, request.run_folder, request.stage)
+    if groups is not None:
+        await asyncio.to_thread(kill_leftover, groups, request.item_id, request.stage)
 
     def result(ok: bool, reason: str | None, exit_code: int | None, verdict: str | None = None,
                comments: list[str] | None = None) -> StageResult:
@@ -440,7 +361,7 @@ async def run_command_stage(
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=die_with_parent(),
             )
         except FileNotFoundError:
             return result(False, f"cannot start {argv[0]}: not found", None)
@@ -450,8 +371,9 @@ async def run_command_stage(
         except OSError as error:
             return result(False, f"cannot start {argv[0]}: {error.strerror or error}", None)
     pgid = proc.pid
-    pids = pid_file(request.run_folder, request.stage)
-    _write_pid_file(pids, pgid)
+    group = group_of(pgid, item_id=request.item_id, stage=request.stage,
+                     run_folder=request.run_folder)
+    recorded = None if groups is None or group is None else record_group(groups, group)
     waiter: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
     try:
         while True:
@@ -460,14 +382,15 @@ async def run_command_stage(
                 break
             heartbeat()
         code = waiter.result()
-        if _group_alive(pgid):
+        if group_alive(pgid):
             # the program is done; helpers it left in its group go with it
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
     except BaseException:
         await _stop_group(pgid, waiter)
         raise
     finally:
-        pids.unlink(missing_ok=True)
+        if recorded is not None:
+            recorded.unlink(missing_ok=True)
 
     if code != 0:
         tail = stderr_tail(stderr_path)

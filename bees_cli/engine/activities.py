@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
@@ -58,13 +59,18 @@ class BeesActivities:
         heartbeat_every: seconds between heartbeats of a running stage.
         engine_env: variables handed to every stage's program so that ``bees action`` finds
             this computer's engine (``BEES_HOME``, ``BEES_TEMPORAL_ADDRESS``).
+        groups: the folder of running stages' process group files (default: ``stages``
+            beside the local record, i.e. in the data dir; see :mod:`bees_cli.agents.groups`).
     """
 
     def __init__(self, record: LocalRecord, *, heartbeat_every: float = 2.0,
-                 engine_env: dict[str, str] | None = None) -> None:
+                 engine_env: dict[str, str] | None = None, groups: Path | None = None) -> None:
+        from bees_cli.agents.groups import groups_dir
+
         self.record = record
         self.heartbeat_every = heartbeat_every
         self.engine_env = dict(engine_env or {})
+        self.groups = groups or groups_dir(record.path.parent)
         self._said: dict[str, tuple[str, str, int, str]] = {}
         """Item → (run, stage, round, reasons) last written as its wait: a pass that finds the
         same writes nothing (a week of waiting is 40,320 passes)."""
@@ -154,7 +160,7 @@ class BeesActivities:
         """Run the stage's command agent in its stage folder, heartbeating while it runs.
 
         A new attempt (the worker was lost mid-stage) starts the stage again from the top;
-        the runner first kills what the last attempt left running (``kill_leftover``).
+        the runner first stops what the last attempt left running (``kill_leftover``).
         Exit 0 finishes the stage; any other exit is a result with ``ok=False`` and the
         reason (not an error, so it is not retried).
         """
@@ -196,7 +202,8 @@ class BeesActivities:
             engine_env=dict(self.engine_env),
         )
         result = await run_command_stage(
-            request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every)
+            request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every,
+            groups=self.groups)
         out = StageOutput(
             ok=result.ok, reason=result.reason, verdict=result.verdict,
             comments=list(result.comments), output_dir=str(result.output_dir),

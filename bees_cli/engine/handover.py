@@ -125,7 +125,7 @@ class HandoverActivities:
         return written
 
     def _write(self, handover: HandoverInput) -> HandoverOutput:
-        from bees_cli.agents.runner import kill_leftover
+        from bees_cli.agents.groups import groups_dir, kill_leftover
         from bees_cli.engine.snapshot_store import SnapshotMissing, load_snapshot
         from bees_cli.handover.checkpoint import canonical_json, write_checkpoint
         from bees_cli.handover.once import written_by_this_handover
@@ -136,7 +136,7 @@ class HandoverActivities:
             return _refused(handover, error.message)
         folder = Path(handover.run_folder)
         if handover.stage is not None:
-            kill_leftover(folder, handover.stage)
+            kill_leftover(groups_dir(self.computer.data_dir), handover.item_id, handover.stage)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             _write_if_changed(snapshot_path(folder),

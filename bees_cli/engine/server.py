@@ -6,10 +6,16 @@ Files in the data dir::
     temporal.db.version          the ``temporal --version`` line that last opened it
     temporal.db.<VERSION>.bak    a copy made when another engine version met the database
     temporal.log                 the server's stdout and stderr
-    engine.json                  {"address", "pid", "version"} of the server running now
+    engine.json                  {"address", "pid", "started", "version"} of the server running now
 
 Why the pin: the dev server promises no compatibility of its database between versions, so
 a database is copied aside before a different version opens it.
+
+Why adoption: the server runs in its own session, so a ``bees run`` killed with ``kill -9``
+leaves it running. The next ``bees run`` (the only caller of :func:`ensure_engine`, under
+the worker lock) takes it over and stops it when it stops; a server on this database that
+does not answer, or that ``engine.json`` does not name, is stopped first, so two servers
+never share one database.
 """
 
 from __future__ import annotations
@@ -28,22 +34,34 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from bees_cli.errors import EngineError
 from bees_cli.files import read_json, write_json_atomic
+from bees_cli.machine.processes import ProcessMark, is_alive, mark_of
 
 START_TIMEOUT = 30.0
 """Seconds to wait for a started server to accept connections."""
+
+ADOPT_WAIT = 30.0
+"""Seconds a server left by an earlier ``bees run`` gets to answer (it may still be starting)
+before it is stopped."""
+
+START_TRIES = 3
+"""Starts tried when the server stops at once because a chosen port was taken meanwhile."""
 
 
 @dataclass(frozen=True)
 class EngineServer:
     """A Temporal server this computer uses: ``address`` (``host:port``), the ``pid`` of the
-    dev server (None for one given with ``--temporal-address``), and ``started`` (True when
-    this process started it and must stop it)."""
+    dev server (None for one given with ``--temporal-address``), ``started`` (True when
+    this process started it) and ``adopted`` (True when an earlier ``bees run`` started it
+    and died without stopping it). This process stops a server it started or adopted."""
 
     address: str
     pid: int | None
     started: bool
+    adopted: bool = False
 
 
 def temporal_binary() -> Path:
@@ -127,36 +145,86 @@ def answers(address: str, timeout: float = 1.0) -> bool:
 
 
 def pid_alive(pid: int) -> bool:
-    """Return True when process ``pid`` exists (and is not a zombie we could reap)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    """Return True when process ``pid`` runs: it exists and is not a zombie (a child of
+    this process that ended is reaped here)."""
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    return True
+    return mark_of(pid) is not None
 
 
 def _engine_file(data: Path) -> Path:
     return data / "engine.json"
 
 
+def _recorded_alive(info: dict[str, object]) -> bool:
+    """True while the process ``engine.json`` names is alive: same pid and start time
+    (only the pid for a file an older Bees wrote without ``started``)."""
+    pid, started = info.get("pid"), info.get("started")
+    if not isinstance(pid, int):
+        return False
+    if isinstance(started, int | float):
+        return is_alive(ProcessMark(pid=pid, started=float(started)))
+    return pid_alive(pid)
+
+
 def running_engine(data: Path) -> EngineServer | None:
     """Return the engine this computer runs now, per ``engine.json``: its process is alive
-    (when it has one) and its address answers; else None."""
+    (when it has one; a reused pid does not count) and its address answers; else None."""
     info = read_json(_engine_file(data), None)
     if not isinstance(info, dict) or not info.get("address"):
         return None
     pid = info.get("pid")
-    if pid is not None and not pid_alive(int(pid)):
+    if pid is not None and not _recorded_alive(info):
         return None
     if not answers(str(info["address"])):
         return None
     return EngineServer(str(info["address"]), None if pid is None else int(pid), started=False)
+
+
+def engines_on(db: Path) -> list[int]:
+    """Return the pids of the ``temporal server start-dev`` processes of this user whose
+    ``--db-filename`` is ``db``, sorted (psutil reads each command line)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        argv = process.info["cmdline"] or []
+        if process.info["status"] == psutil.STATUS_ZOMBIE or "start-dev" not in argv:
+            continue
+        with contextlib.suppress(ValueError, IndexError):
+            if Path(argv[argv.index("--db-filename") + 1]) == db:
+                found.append(process.pid)
+    return sorted(found)
+
+
+def _take_over(data: Path, say: object) -> EngineServer | None:
+    """Find the servers an earlier ``bees run`` left on this computer's database: adopt the
+    one ``engine.json`` names if it answers (waiting up to :data:`ADOPT_WAIT` s for one
+    still starting), stop every other; return the adopted one, or None."""
+    db = data / "temporal.db"
+    info = read_json(_engine_file(data), None)
+    pids = engines_on(db)
+    keep: EngineServer | None = None
+    if isinstance(info, dict) and info.get("address") and _recorded_alive(info):
+        pid, address = info["pid"], str(info["address"])
+        assert isinstance(pid, int)  # _recorded_alive checked it
+        deadline = time.monotonic() + ADOPT_WAIT
+        while not answers(address, timeout=0.2) and time.monotonic() < deadline:
+            if not pid_alive(pid):
+                break
+            time.sleep(0.1)
+        if answers(address):
+            keep = EngineServer(address, pid, started=False, adopted=True)
+    strays = [p for p in pids if keep is None or p != keep.pid]
+    for pid in strays:
+        if callable(say):
+            say(f"stopping engine process {pid}: a server left on {db} by a bees run that "
+                "stopped without cleanup")
+        stop_process(pid)
+    if keep is None:
+        with contextlib.suppress(FileNotFoundError):
+            _engine_file(data).unlink()
+    return keep
 
 
 @contextlib.contextmanager
@@ -170,8 +238,12 @@ def _engine_lock(data: Path) -> Iterator[None]:
 
 
 def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
-    """Reuse the dev server this computer runs, or start one on free loopback ports.
+    """Adopt the dev server an earlier ``bees run`` left running, or start one on free
+    loopback ports. Call it holding the worker lock (``bees run`` does).
 
+    A left server is adopted when ``engine.json`` names it (same pid and start time) and it
+    answers (a server still starting gets 30 s); any other server on this database is
+    stopped first (SIGTERM, SIGKILL after 10 s), so one database never has two servers.
     The started server keeps its database in ``<data>/temporal.db`` (pinned, see
     :func:`pin_database`), logs to ``<data>/temporal.log``, runs in its own session (so a
     killed ``bees run`` leaves it serving the next one) and is recorded in ``engine.json``.
@@ -185,8 +257,8 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
             (the message points at the log).
     """
     with _engine_lock(data):
-        found = running_engine(data)
-        if found is not None and found.pid is not None:
+        found = _take_over(data, say)
+        if found is not None:
             return found
         binary = temporal_binary()
         version = engine_version(binary)
@@ -194,34 +266,67 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
         if backup is not None and callable(say):
             say(f"the engine changed version ({version}); the old database was copied to "
                 f"{backup}")
-        port = free_port()
-        address = f"127.0.0.1:{port}"
-        argv = [
-            str(binary), "server", "start-dev", "--headless",
-            "--db-filename", str(data / "temporal.db"),
-            "--ip", "127.0.0.1", "--port", str(port),
-            "--http-port", str(free_port()), "--metrics-port", str(free_port()),
-            "--log-level", "warn",
-        ]
-        log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
-        try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                       start_new_session=True)
-        except OSError as error:
-            raise EngineError(f"cannot start {binary}: {error}") from error
-        finally:
-            log.close()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not answers(address, timeout=0.2):
-            if process.poll() is not None or time.monotonic() > deadline:
-                stop_process(process.pid)
-                raise EngineError(
-                    f"the Temporal engine did not start (exit {process.poll()})",
-                    hint=f"see {data / 'temporal.log'}")
-            time.sleep(0.05)
+        for tries_left in reversed(range(START_TRIES)):
+            since = _size(data / "temporal.log")
+            process, address = _start(binary, data)
+            deadline = time.monotonic() + START_TIMEOUT
+            while not answers(address, timeout=0.2):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stop_process(process.pid)
+                    if tries_left and _port_taken(data / "temporal.log", since):
+                        break  # another program took a port between the choice and the bind
+                    raise EngineError(
+                        f"the Temporal engine did not start (exit {process.poll()})",
+                        hint=f"see {data / 'temporal.log'}")
+                time.sleep(0.05)
+            else:
+                break
+        mark = mark_of(process.pid)
         write_json_atomic(_engine_file(data),
-                          {"address": address, "pid": process.pid, "version": version})
+                          {"address": address, "pid": process.pid,
+                           "started": None if mark is None else mark.started,
+                           "version": version})
         return EngineServer(address, process.pid, started=True)
+
+
+def _start(binary: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the dev server on free loopback ports, in its own session, logging to
+    ``<data>/temporal.log``; return the process and its address (not yet answering)."""
+    port = free_port()
+    argv = [
+        str(binary), "server", "start-dev", "--headless",
+        "--db-filename", str(data / "temporal.db"),
+        "--ip", "127.0.0.1", "--port", str(port),
+        "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+        "--log-level", "warn",
+    ]
+    log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True)
+    except OSError as error:
+        raise EngineError(f"cannot start {binary}: {error}") from error
+    finally:
+        log.close()
+    return process, f"127.0.0.1:{port}"
+
+
+def _size(path: Path) -> int:
+    """Return the size of ``path`` in bytes, 0 when it is missing."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _port_taken(log: Path, since: int) -> bool:
+    """True when the server's log, from byte ``since`` on, says a port was already in use."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(since)
+            return b"address already in use" in handle.read(1 << 20)
+    except OSError:
+        return False
 
 
 def record_external(data: Path, address: str) -> None:
@@ -254,8 +359,9 @@ def stop_process(pid: int, timeout: float = 10.0) -> None:
 
 
 def stop_engine(data: Path, server: EngineServer) -> None:
-    """Stop ``server`` if this process started it, and forget it; else leave it running."""
-    if server.started and server.pid is not None:
+    """Stop ``server`` if this process started or adopted it, and forget it; else leave it
+    running."""
+    if (server.started or server.adopted) and server.pid is not None:
         stop_process(server.pid)
         forget_engine(data, server)
     elif server.pid is None:
@@ -270,6 +376,6 @@ def engine_info(data: Path) -> dict[str, object]:
 
 __all__ = [
     "EngineServer", "answers", "engine_info", "engine_version", "ensure_engine", "forget_engine",
-    "free_port", "pin_database", "record_external", "running_engine", "stop_engine",
+    "engines_on", "free_port", "pin_database", "record_external", "running_engine", "stop_engine",
     "temporal_binary",
 ]

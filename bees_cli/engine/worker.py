@@ -41,11 +41,13 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
     computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
     run and journal, whatever ``BEES_HOME`` this process has.
     """
+    from bees_cli.agents.groups import groups_dir
     from bees_cli.engine.schedules import FireActivities
 
     engine_env = {"BEES_TEMPORAL_ADDRESS": client.service_client.config.target_host,
                   **computer.process_env()}
-    activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env)
+    activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env,
+                                groups=groups_dir(computer.data_dir))
     fires = fires or FireActivities(lambda: computer, start=start)
     return Worker(
         client,

@@ -1,6 +1,7 @@
 """What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
-``bees doctor`` checks, in order: the engine (running? its version), Bees Cloud
+``bees doctor`` checks, in order: the engine (running? its version), ``bees run`` (its
+process alive, not only its file), Bees Cloud
 (reachable, authorized, clock skew against it — the last measured one when it does not
 answer —, last shared-record sync, changes it refused), the time-zone database schedules are
 computed with (its version and where it comes from), folder links,
@@ -105,7 +106,7 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
     from bees_cli.errors import BeesError
     from bees_cli.schedules.zones import tz_database
 
-    checks = [_engine_check(here.data_dir), *_cloud_checks(here)]
+    checks = [_engine_check(here.data_dir), _bees_run_check(here.data_dir), *_cloud_checks(here)]
     zones = tz_database()
     checks.append(_check("time zones", True, zones.text))  # information, never a failure
     processes: list[ProcessCheck] = []
@@ -141,6 +142,18 @@ def _engine_check(data: Path) -> Check:
     info = read_json(data / "engine.json", {}) or {}
     version = info.get("version") or "version unknown (external server)"
     return _check("engine", True, f"{engine.address}, {version}", address=engine.address)
+
+
+def _bees_run_check(data: Path) -> Check:
+    """Issue 12, point 8: ``bees run`` is checked by its live process, not by its file (a
+    ``bees run`` killed with kill -9 leaves ``worker.json`` and maybe its engine behind)."""
+    from bees_cli.usecases.liveness import bees_run_state
+
+    state = bees_run_state(data)
+    detail = state.text.removeprefix("bees run is ")
+    if not state.running and not state.stopped_without_cleanup:
+        detail += " (start it with `bees run`)"
+    return _check("bees run", state.running, detail)
 
 
 def _cloud_checks(here: Computer) -> list[Check]:

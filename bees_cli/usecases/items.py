@@ -171,7 +171,8 @@ def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
 async def status(bees: Bees, *, mine: bool = False,
                  now: datetime | None = None) -> StatusView:
     """``bees status``: this computer's items, then (unless ``mine``) the team's from the
-    shared record ("Draft, running on maya-laptop"), and the warnings of
+    shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run is not
+    running (last seen pid N, stopped without cleanup)`` when it was killed, then those of
     :func:`status_warnings`.
 
     Args:
@@ -180,11 +181,16 @@ async def status(bees: Bees, *, mine: bool = False,
     from bees_cli.record.sync import team_rows
 
     def read() -> StatusView:
+        from bees_cli.usecases.liveness import bees_run_state
+
         rows = status_rows(bees.record, bees.computer.machine_id)
         team = team_rows(bees.record.path, {r["id"] for r in rows})
         if not mine:
             rows += [dict(r, since_human=r["since"]) for r in team]
-        lines = status_warnings(bees.record.path, now or datetime.now(UTC))
+        # issue 12, point 8: a bees run killed with kill -9 is said to be gone
+        worker = bees_run_state(bees.computer.data_dir)
+        lines = [worker.text] if worker.stopped_without_cleanup else []
+        lines += status_warnings(bees.record.path, now or datetime.now(UTC))
         return StatusView(rows=rows, warning="\n".join(lines) or None)
 
     return await asyncio.to_thread(read)

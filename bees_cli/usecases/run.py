@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from bees_cli.errors import EngineError, Refused
-from bees_cli.files import read_json, write_json_atomic
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.usecases.liveness import bees_run_state
+from bees_cli.usecases.liveness import forget_worker as forget_worker
+from bees_cli.usecases.liveness import note_worker as note_worker
+from bees_cli.usecases.liveness import running_worker as running_worker
+from bees_cli.usecases.liveness import worker_file as worker_file
 
 if TYPE_CHECKING:
     from bees_cli.engine.client import EngineGateway
@@ -27,35 +32,6 @@ ENGINE_CHECK_EVERY = 2.0
 
 INTERRUPTED_STATUSES: frozenset[str] = frozenset({"starting", "running"})
 """Statuses of an item whose stage runs: ``bees run`` stopping leaves them waiting."""
-
-
-def worker_file(data: Path) -> Path:
-    """Return ``<data>/worker.json``: ``{"pid", "address", "task_queue"}`` of ``bees run``."""
-    return data / "worker.json"
-
-
-def note_worker(data: Path, address: str, queue: str) -> None:
-    """Record that this process runs the worker of the computer whose data folder is ``data``."""
-    write_json_atomic(worker_file(data), {"pid": os.getpid(), "address": address,
-                                          "task_queue": queue})
-
-
-def forget_worker(data: Path) -> None:
-    """Remove ``worker.json`` when this process wrote it."""
-    info = read_json(worker_file(data), None)
-    if isinstance(info, dict) and info.get("pid") == os.getpid():
-        worker_file(data).unlink(missing_ok=True)
-
-
-def running_worker(data: Path) -> str | None:
-    """Return the engine address of the live ``bees run`` of the computer whose data folder
-    is ``data``, or None."""
-    from bees_cli.engine.server import pid_alive
-
-    info = read_json(worker_file(data), None)
-    if not isinstance(info, dict) or not info.get("address") or not info.get("pid"):
-        return None
-    return str(info["address"]) if pid_alive(int(info["pid"])) else None
 
 
 def hold_worker_lock(data: Path) -> IO[str]:
@@ -202,6 +178,23 @@ def engine_gone(server: EngineServer) -> str | None:
     return None
 
 
+def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
+    """Before ``bees run`` starts its worker (holding the worker lock): say when the last
+    ``bees run`` stopped without cleanup, and stop the stages' process groups it left
+    running (:func:`~bees_cli.agents.groups.stop_leftovers`), so no orphaned agent goes on
+    writing into a run folder (issue 12, point 8). Its engine is adopted or stopped by
+    :func:`~bees_cli.engine.server.ensure_engine`."""
+    from bees_cli.agents.groups import groups_dir, stop_leftovers
+
+    last = bees_run_state(data)
+    if last.stopped_without_cleanup:
+        say(f"the last bees run (pid {last.pid}) stopped without cleanup")
+        worker_file(data).unlink(missing_ok=True)
+    for group in stop_leftovers(groups_dir(data)):
+        say(f"stopped the processes that stage {group.stage} of {group.item_id} left "
+            f"running (process group {group.pgid})")
+
+
 async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | None,
                      exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
     """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
@@ -246,9 +239,11 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
 
     computer, record, say = bees.computer, bees.record, bees.say
     data = computer.data_dir
+    await asyncio.to_thread(clean_up_after_a_kill, data, say)  # issue 12, point 8
     if address is None:
         server = await asyncio.to_thread(ensure_engine, data, say=say)
-        say(f"engine {'started' if server.started else 'reused'} at {server.address}")
+        say(f"engine {'started' if server.started else 'reused'} at {server.address}"
+            + (" (left running by the last bees run)" if server.adopted else ""))
     else:
         server = EngineServer(address, None, started=False)
         record_external(data, address)

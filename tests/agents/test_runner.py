@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -12,14 +13,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
+from bees_cli.agents.groups import (
+    StageGroup,
+    group_file,
+    group_of,
+    kill_leftover,
+    record_group,
+    stop_leftovers,
+)
 from bees_cli.agents.runner import (
     StageRequest,
     StageResult,
-    _write_pid_file,
-    kill_leftover,
-    pid_file,
     run_command_stage,
     stage_dir,
 )
@@ -55,10 +62,9 @@ def no_beat() -> None:
 def gone(pid: int) -> bool:
     """True when ``pid`` no longer runs (exited, or a zombie nobody reaped yet)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return True
-    return stat[stat.rfind(")") + 2] in "ZX"
 
 
 SEE = """
@@ -90,7 +96,8 @@ async def test_env_context_and_logs_seen_by_the_child(
         folders={"team-notes": notes}, previous={"Draft": draft},
         review_comments=["add a summary", "fix the título"], round=2, attempt=3,
     )
-    result = await run_command_stage(request, heartbeat=no_beat)
+    groups = tmp_path / "stages"
+    result = await run_command_stage(request, heartbeat=no_beat, groups=groups)
     run = tmp_path / "run"
     logs = run / "logs"
     folder = run / "Polish-it"
@@ -138,7 +145,7 @@ async def test_env_context_and_logs_seen_by_the_child(
     }
     assert Path(result.stdout_path).read_text() == "to stdout\n"
     assert Path(result.stderr_path).read_text() == "to stderr\n"
-    assert not pid_file(run, "Polish-it").exists()
+    assert list(groups.iterdir()) == []  # the group's file lives only while it runs
     assert StageRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
     assert StageResult.from_json(json.loads(json.dumps(result.to_json()))) == result
 
@@ -255,32 +262,55 @@ async def test_heartbeat_is_called_while_the_program_runs(tmp_path: Path) -> Non
     assert len(beats) >= 4
 
 
-async def test_cancelling_kills_the_whole_group(tmp_path: Path) -> None:
-    script = """
-    import os, subprocess, sys, time
-    grandchild = subprocess.Popen([sys.executable, "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-        "open('ready', 'w').close(); time.sleep(60)"])
-    with open("pids.tmp", "w") as handle:
-        handle.write(f"{os.getpid()} {grandchild.pid}")
-    os.replace("pids.tmp", "pids")
-    time.sleep(60)
-    """
-    request = make_request(tmp_path, script)
-    folder = tmp_path / "run" / "Draft"
-    task = asyncio.create_task(run_command_stage(request, heartbeat=no_beat, heartbeat_every=0.05))
+SPAWNER = """
+import os, subprocess, sys, time
+# a `sleep` child, a shell child with its own `sleep` child (a grandchild), and a child that
+# ignores SIGTERM (it needs the SIGKILL after the grace time)
+sleeper = subprocess.Popen(["sleep", "60"])
+shell = subprocess.Popen(["sh", "-c", "sleep 60 & echo $! > grandchild.tmp; "
+                          "mv grandchild.tmp grandchild; wait"])
+stubborn = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "open('ready', 'w').close(); time.sleep(60)"])
+while not (os.path.exists("grandchild") and os.path.exists("ready")):
+    time.sleep(0.01)
+grandchild = int(open("grandchild").read())
+with open("pids.tmp", "w") as handle:
+    handle.write(f"{os.getpid()} {sleeper.pid} {shell.pid} {grandchild} {stubborn.pid}")
+os.replace("pids.tmp", "pids")
+time.sleep(60)
+"""
+
+
+async def wait_for_pids(folder: Path) -> list[int]:
+    """Wait until the spawner wrote ``pids`` in its stage folder; return them."""
     deadline = time.monotonic() + 10
-    while not ((folder / "ready").exists() and (folder / "pids").exists()):
+    while not (folder / "pids").exists():
         assert time.monotonic() < deadline, "the child did not start"
         await asyncio.sleep(0.02)
-    child, grandchild = map(int, (folder / "pids").read_text().split())
-    assert pid_file(request.run_folder, "Draft").read_text().split()[0] == str(child)
+    return [int(p) for p in (folder / "pids").read_text().split()]
+
+
+async def test_cancelling_kills_the_whole_group(tmp_path: Path) -> None:
+    request = make_request(tmp_path, SPAWNER)
+    groups = tmp_path / "stages"
+    folder = tmp_path / "run" / "Draft"
+    task = asyncio.create_task(run_command_stage(request, heartbeat=no_beat,
+                                                 heartbeat_every=0.05, groups=groups))
+    pids = await wait_for_pids(folder)
+    child = pids[0]
+    started = psutil.Process(child).create_time()
+    recorded = StageGroup.model_validate_json(
+        group_file(groups, "01J0ITEM", "Draft").read_text())
+    assert recorded == StageGroup(pgid=child, started=started, item_id="01J0ITEM",
+                                  stage="Draft", run_folder=str(tmp_path / "run"))
+    assert [os.getpgid(p) for p in pids] == [child] * 5
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert gone(child)
-    assert gone(grandchild)  # it ignored SIGTERM: SIGKILL after the grace time
-    assert not pid_file(request.run_folder, "Draft").exists()
+    # every one is gone when the cancel returns; the stubborn one needed the SIGKILL
+    assert [pid for pid in pids if not gone(pid)] == []
+    assert list(groups.iterdir()) == []
 
 
 async def test_helpers_left_behind_after_a_clean_exit_are_killed(tmp_path: Path) -> None:
@@ -297,37 +327,106 @@ async def test_helpers_left_behind_after_a_clean_exit_are_killed(tmp_path: Path)
     assert gone(helper)
 
 
-def test_kill_leftover(tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    path = pid_file(run, "Draft")
-    assert kill_leftover(run, "Draft") is False  # no pid file
+def leader_with_a_helper(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """Start a group leader (its own session) that starts ``sleep 60`` in its group and
+    then waits on stdin; return it and the helper's pid."""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys; "
+         "print(subprocess.Popen(['sleep', '60']).pid, flush=True); sys.stdin.read()"],
+        start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert leader.stdout is not None
+    return leader, int(leader.stdout.readline())
 
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                               start_new_session=True)
-    _write_pid_file(path, sleeper.pid)
-    assert kill_leftover(run, "Draft") is True
-    assert sleeper.wait(timeout=5) == -15
+
+def test_kill_leftover(tmp_path: Path) -> None:
+    groups = tmp_path / "stages"
+    path = group_file(groups, "01J0ITEM", "Draft")
+    assert kill_leftover(groups, "01J0ITEM", "Draft") is False  # no file
+
+    leader, helper = leader_with_a_helper(tmp_path)
+    group = group_of(leader.pid, item_id="01J0ITEM", stage="Draft", run_folder="/run")
+    assert group is not None
+    assert record_group(groups, group) == path
+    assert kill_leftover(groups, "01J0ITEM", "Draft") is True
+    assert leader.wait(timeout=5) == -15
+    assert gone(helper)
     assert not path.exists()
 
     # a pid reused by another program (its start time differs) is left alone
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              start_new_session=True)
     try:
-        path.write_text(f"{other.pid}\nstart=1\n")
-        assert kill_leftover(run, "Draft") is False
+        record_group(groups, StageGroup(pgid=other.pid, started=1.0, item_id="01J0ITEM",
+                                        stage="Draft", run_folder="/run"))
+        assert kill_leftover(groups, "01J0ITEM", "Draft") is False
         assert other.poll() is None
         assert not path.exists()
     finally:
         other.kill()
         other.wait()
 
-    # a dead group, or garbage in the file
-    path.write_text(f"{other.pid}\n")
-    assert kill_leftover(run, "Draft") is False
+    # a dead group, this process's own group, or garbage in the file
+    for pgid in (other.pid, os.getpgrp()):
+        record_group(groups, StageGroup(pgid=pgid, started=psutil.Process().create_time(),
+                                        item_id="01J0ITEM", stage="Draft", run_folder="/run"))
+        assert kill_leftover(groups, "01J0ITEM", "Draft") is False
     path.write_text("garbage\n")
-    assert kill_leftover(run, "Draft") is False
+    assert kill_leftover(groups, "01J0ITEM", "Draft") is False
     assert not path.exists()
-    assert os.getpgrp() != other.pid
+
+
+def test_stop_leftovers_stops_the_helpers_of_a_dead_leader(tmp_path: Path) -> None:
+    groups = tmp_path / "stages"
+    leader, helper = leader_with_a_helper(tmp_path)
+    group = group_of(leader.pid, item_id="01J0ITEM", stage="Draft", run_folder="/run")
+    assert group is not None
+    record_group(groups, group)
+    record_group(groups, StageGroup(pgid=999_999_999, started=1.0, item_id="01J0OTHER",
+                                    stage="Review", run_folder="/run"))
+    leader.kill()  # as PR_SET_PDEATHSIG does when bees run dies: the helper stays
+    assert leader.wait(timeout=5) == -9
+    assert not gone(helper)
+    assert stop_leftovers(groups) == [group]
+    assert gone(helper)
+    assert list(groups.iterdir()) == []
+    assert stop_leftovers(groups) == []
+    assert stop_leftovers(tmp_path / "none") == []
+
+
+DIES_WITH = """
+import asyncio, json, sys
+from pathlib import Path
+from bees_cli.agents.runner import StageRequest, run_command_stage
+request = StageRequest.from_json(json.loads(sys.argv[1]))
+asyncio.run(run_command_stage(request, heartbeat=lambda: None, groups=Path(sys.argv[2])))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+async def test_the_program_dies_with_its_worker_and_the_next_start_stops_its_helpers(
+        tmp_path: Path) -> None:
+    request = make_request(tmp_path, SPAWNER)
+    groups = tmp_path / "stages"
+    worker = subprocess.Popen([sys.executable, "-c", DIES_WITH,
+                               json.dumps(request.to_json()), str(groups)])
+    try:
+        pids = await wait_for_pids(tmp_path / "run" / "Draft")
+        worker.kill()  # kill -9 of the worker: no cleanup of its own
+        assert worker.wait(timeout=5) == -9
+        deadline = time.monotonic() + 5
+        while not gone(pids[0]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert gone(pids[0])  # the kernel killed the program with its parent
+        assert [pid for pid in pids[1:] if gone(pid)] == []  # its helpers live on
+        [left] = stop_leftovers(groups)
+        assert (left.pgid, left.item_id, left.stage) == (pids[0], "01J0ITEM", "Draft")
+        assert [pid for pid in pids if not gone(pid)] == []
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        for pid in pids if "pids" in locals() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
 
 
 async def test_the_example_agents_run_through_the_runner(tmp_path: Path) -> None:

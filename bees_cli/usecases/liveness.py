@@ -1,0 +1,95 @@
+"""Is ``bees run`` alive on this computer: ``worker.json`` checked against the live process.
+
+``bees run`` writes ``<data>/worker.json`` (``{"pid", "started", "address", "task_queue"}``)
+when its worker starts and removes it when it stops. A ``bees run`` killed with ``kill -9``
+leaves the file behind; it counts as running only while a live process has that pid and
+the same start time (:mod:`bees_cli.machine.processes`), so a reused pid does not count.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bees_cli.files import read_json, write_json_atomic
+from bees_cli.machine.processes import ProcessMark, is_alive, mark_of, this_process
+from bees_cli.usecases.models import Result
+
+
+class BeesRunState(Result):
+    """Whether ``bees run`` runs here (``bees status``, ``bees doctor``).
+
+    Attributes:
+        running: a live ``bees run`` process wrote ``worker.json``.
+        pid: the pid in ``worker.json`` (the live one, or the last one seen), else None.
+        address: the engine address that ``bees run`` uses, when running.
+        stopped_without_cleanup: ``worker.json`` is there but its process is gone (killed
+            with ``kill -9``, a crash, a power cut).
+    """
+
+    running: bool
+    pid: int | None = None
+    address: str | None = None
+    stopped_without_cleanup: bool = False
+
+    @property
+    def text(self) -> str:
+        """``bees run is running (pid 4242)``, ``bees run is not running (last seen pid 4242,
+        stopped without cleanup)`` or ``bees run is not running``."""
+        if self.running:
+            return f"bees run is running (pid {self.pid})"
+        if self.stopped_without_cleanup:
+            return (f"bees run is not running (last seen pid {self.pid}, stopped without "
+                    "cleanup)")
+        return "bees run is not running"
+
+
+def worker_file(data: Path) -> Path:
+    """Return ``<data>/worker.json``: ``{"pid", "started", "address", "task_queue"}`` of
+    ``bees run``."""
+    return data / "worker.json"
+
+
+def note_worker(data: Path, address: str, queue: str) -> None:
+    """Record that this process runs the worker of the computer whose data folder is ``data``."""
+    me = this_process()
+    write_json_atomic(worker_file(data), {"pid": me.pid, "started": me.started,
+                                          "address": address, "task_queue": queue})
+
+
+def forget_worker(data: Path) -> None:
+    """Remove ``worker.json`` when this process wrote it."""
+    info = read_json(worker_file(data), None)
+    if isinstance(info, dict) and info.get("pid") == os.getpid():
+        worker_file(data).unlink(missing_ok=True)
+
+
+def bees_run_state(data: Path) -> BeesRunState:
+    """Return whether ``bees run`` runs on the computer whose data folder is ``data``.
+
+    A ``worker.json`` without ``started`` (written by an older Bees) is judged by its pid
+    alone.
+    """
+    info = read_json(worker_file(data), None)
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
+        return BeesRunState(running=False)
+    pid = int(info["pid"])
+    started = info.get("started")
+    if isinstance(started, int | float):
+        alive = is_alive(ProcessMark(pid=pid, started=float(started)))
+    else:
+        alive = mark_of(pid) is not None
+    address = info.get("address")
+    return BeesRunState(running=alive, pid=pid,
+                        address=str(address) if alive and address else None,
+                        stopped_without_cleanup=not alive)
+
+
+def running_worker(data: Path) -> str | None:
+    """Return the engine address of the live ``bees run`` of the computer whose data folder
+    is ``data``, or None."""
+    return bees_run_state(data).address
+
+
+__all__ = ["BeesRunState", "bees_run_state", "forget_worker", "note_worker", "running_worker",
+           "worker_file"]
