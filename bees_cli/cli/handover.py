@@ -10,11 +10,9 @@ import typer
 
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
-from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.options import ItemArg, JsonOpt, WholeItemArg, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, say
 from bees_cli.errors import UserError
-
-ItemArg = Annotated[str, typer.Argument(help="The item id.", show_default=False)]
 
 
 def _is_sha256(text: str) -> bool:
@@ -47,7 +45,7 @@ def relinquish(item: ItemArg, as_json: JsonOpt = False) -> None:
 
 @touches_engine
 def continue_(
-    item: ItemArg,
+    item: WholeItemArg,
     from_dir: Annotated[Path | None, typer.Option(
         "--from", metavar="DIR", help="A copy of the run folder (default: the run folder "
         "in the workspace's linked run_folder).", show_default=False)] = None,

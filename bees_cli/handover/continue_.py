@@ -129,6 +129,7 @@ def _run_folder(here: Computer, item_id: str, from_dir: Path | None,
     if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
         return Path(str(kept["run_folder"]))
     from bees_cli.machine.links import run_folder_root
+    from bees_cli.machine.paths import run_folder_of
     from bees_cli.workspace.loader import load_workspace
 
     workspace = load_workspace(workspace_path)
@@ -137,7 +138,7 @@ def _run_folder(here: Computer, item_id: str, from_dir: Path | None,
     except UserError as error:
         raise Refused(f"cannot continue item {item_id} here: {error.message}",
                       hint=error.hint) from None
-    folder = root / item_id
+    folder = run_folder_of(root, item_id)  # refuses an id that is not one
     if not folder.is_dir():
         raise Refused(f"cannot continue item {item_id} here: its run folder {folder} "
                       "is not on this computer",
