@@ -10,11 +10,9 @@ import typer
 
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
-from bees_cli.cli.options import JsonOpt
+from bees_cli.cli.options import ItemArg, JsonOpt
 from bees_cli.cli.output import exit_hard, print_json, print_table, say
 from bees_cli.errors import UserError
-
-ItemArg = Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")]
 
 
 @touches_engine
@@ -154,6 +152,10 @@ def action(
     import asyncio
     import os
 
+    from bees_cli.ids import check_item_id
+
+    if os.environ.get("BEES_ITEM_ID"):  # checked before this computer's files are opened
+        check_item_id(os.environ["BEES_ITEM_ID"], prefix=False)
     outcome = asyncio.run(bees_here().action(name, input, env=dict(os.environ)))
     sys.stdout.write(outcome.stdout)
     if outcome.from_journal:

@@ -8,7 +8,7 @@ import typer
 
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
-from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, print_table, say
 from bees_cli.utc import display_utc, parse_utc
 
@@ -99,7 +99,7 @@ def item_create(
 
 @item_app.command("show")
 def item_show(
-    item: Annotated[str, typer.Argument(help="The item id (a unique prefix is enough).")],
+    item: ItemArg,
     as_json: JsonOpt = False,
 ) -> None:
     """Show an item: its status, run folder, logs and the history of its stages and picks.

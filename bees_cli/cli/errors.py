@@ -32,10 +32,28 @@ def touches_engine(fn: F) -> F:
     return fn
 
 
+class ParseRefusal:
+    """An argument's parser refused its value (e.g. an item id that is not one, see
+    :data:`bees_cli.cli.options.ItemArg`): the boundary raises ``error`` before the command
+    runs.
+
+    Why: click reports a parser's own error as a usage screen, never as JSON; carried here,
+    it is rendered once, like any other error, in the mode the command was asked for.
+
+    Args:
+        error: the error to raise (a :class:`~bees_cli.errors.UserError`: exit 2).
+    """
+
+    def __init__(self, error: BeesError) -> None:
+        self.error = error
+
+
 def error_boundary(fn: F) -> F:
-    """Wrap command ``fn``: a :class:`BeesError` it raises is rendered once (text on stderr,
-    or JSON on stdout when its parsed ``--json`` is set) and ends the process with the
-    error's exit code. A command marked :func:`touches_engine` leaves by ``os._exit``.
+    """Wrap command ``fn``: a :class:`BeesError` it raises, or that a parser refused an
+    argument with (:class:`ParseRefusal`, raised before ``fn`` runs), is rendered once (text
+    on stderr, or JSON on stdout when its parsed ``--json`` is set) and ends the process
+    with the error's exit code. A command marked :func:`touches_engine` leaves by
+    ``os._exit``.
     """
     hard = bool(getattr(fn, ENGINE_ATTR, False))
 
@@ -44,6 +62,9 @@ def error_boundary(fn: F) -> F:
         from bees_cli.cli.output import exit_hard, render_error
 
         try:
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, ParseRefusal):
+                    raise value.error
             return fn(*args, **kwargs)
         except BeesError as error:
             render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))

@@ -10,11 +10,9 @@ import typer
 
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
-from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+from bees_cli.cli.options import ItemArg, JsonOpt, WholeItemArg, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, print_json, say
 from bees_cli.errors import UserError
-
-ItemArg = Annotated[str, typer.Argument(help="The item id.", show_default=False)]
 
 
 def _is_sha256(text: str) -> bool:
@@ -67,7 +65,7 @@ def relinquish(
 
 @touches_engine
 def continue_(
-    item: ItemArg,
+    item: WholeItemArg,
     from_dir: Annotated[Path | None, typer.Option(
         "--from", metavar="DIR", help="A copy of the run folder: verified, copied into this "
         "computer's run folder and verified again; the run uses the copy, so DIR may be "

@@ -338,6 +338,7 @@ def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
     from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
     from bees_cli.errors import NotFound
     from bees_cli.machine.links import run_folder_root
+    from bees_cli.machine.paths import run_folder_of
     from bees_cli.record.local import LocalRecord
 
     record = LocalRecord(computer.record_path)
@@ -346,7 +347,7 @@ def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
         return
     except NotFound:
         pass
-    folder = run_folder_root(workspace, computer.runs_dir) / item_id
+    folder = run_folder_of(run_folder_root(workspace, computer.runs_dir), item_id)
     folder.mkdir(parents=True, exist_ok=True)
     item = ItemInput(item_id=item_id, title=title, run_folder=str(folder),
                      snapshot=engine_view(snapshot),

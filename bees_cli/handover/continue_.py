@@ -154,7 +154,9 @@ def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected
         raise NotFound(f"not a folder: {from_dir}")
     source = from_dir.resolve()
     _verified(item_id, source, expected, progress)
-    dest = _run_root(here, item_id, workspace_path) / item_id
+    from bees_cli.machine.paths import run_folder_of
+
+    dest = run_folder_of(_run_root(here, item_id, workspace_path), item_id)
     try:
         folder = copy_in(source, dest, expected_sha256=expected.sha256, progress=progress,
                          say=say)
@@ -213,7 +215,9 @@ def _run_folder(here: Computer, item_id: str, workspace_path: Path | None) -> Pa
     kept = kept_handover(here.record_path.parent, item_id)
     if kept is not None and Path(str(kept.get("run_folder"))).is_dir():
         return Path(str(kept["run_folder"]))
-    folder = _run_root(here, item_id, workspace_path) / item_id
+    from bees_cli.machine.paths import run_folder_of
+
+    folder = run_folder_of(_run_root(here, item_id, workspace_path), item_id)  # refuses a non-id
     if not folder.is_dir():
         raise Refused(f"cannot continue item {item_id} here: its run folder {folder} "
                       "is not on this computer",

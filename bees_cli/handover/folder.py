@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bees_cli.handover.checkpoint_model import CHECKPOINT_NAME
-from bees_cli.handover.problems import Problem, ProblemCode, display_path
+from bees_cli.handover.problems import Problem, ProblemCode, code_points, display_path
 
 CHUNK_BYTES = 1024 * 1024  # read buffer while hashing
 
@@ -102,6 +102,34 @@ def path_problem(path: str) -> Problem | None:
     return None
 
 
+def nfc(path: str) -> str:
+    """Return ``path`` in Unicode normalization form C, the form a checkpoint lists.
+
+    Why: macOS has written names decomposed (NFD: ``e`` + U+0301) and Linux keeps whatever
+    it is given, so one name can reach a folder in either spelling; NFC is the one form
+    Relinquish writes and Verify compares.
+    """
+    return unicodedata.normalize("NFC", path)
+
+
+def unicode_collision(path: str, names: list[str], *, on_disk: bool = False) -> Problem:
+    """Return the one problem for ``names`` (two or more) equal under NFC, each spelled in
+    code points (:func:`~bees_cli.handover.problems.code_points`).
+
+    Args:
+        path: the path the problem is about (the later listed one, or the listed name).
+        names: the colliding spellings, in the order found.
+        on_disk: True when the names are files on disk that the one listed ``path`` matches.
+    """
+    spelled = " vs ".join(code_points(name) for name in names)
+    if on_disk:
+        return Problem(ProblemCode.PATH_COLLISION_UNICODE, path,
+                       f"{len(names)} files on disk have this name under Unicode "
+                       f"normalization (NFC): {spelled}; keep one")
+    return Problem(ProblemCode.PATH_COLLISION_UNICODE, path,
+                   f"collides under Unicode normalization (NFC): {spelled}")
+
+
 def find_collisions(paths: list[str]) -> list[Problem]:
     """Return a problem for each path equal to an earlier one, or colliding with it.
 
@@ -118,19 +146,16 @@ def find_collisions(paths: list[str]) -> list[Problem]:
             problems.append(Problem(ProblemCode.PATH_DUPLICATE, path, "listed twice"))
             continue
         seen.add(path)
-        nfc = unicodedata.normalize("NFC", path)
-        fold = unicodedata.normalize("NFC", nfc.casefold())
-        if nfc in by_nfc:
-            problems.append(Problem(
-                ProblemCode.PATH_COLLISION_UNICODE, path,
-                f"collides with {display_path(by_nfc[nfc])} under Unicode normalization (NFC)",
-            ))
+        composed = nfc(path)
+        fold = nfc(composed.casefold())
+        if composed in by_nfc:
+            problems.append(unicode_collision(path, [by_nfc[composed], path]))
         elif fold in by_fold:
             problems.append(Problem(
                 ProblemCode.PATH_COLLISION_CASE, path,
                 f"collides with {display_path(by_fold[fold])} under case folding",
             ))
-        by_nfc.setdefault(nfc, path)
+        by_nfc.setdefault(composed, path)
         by_fold.setdefault(fold, path)
     return problems
 

@@ -124,6 +124,28 @@ def display_path(path: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def code_points(path: str) -> str:
+    """Return ``path`` quoted, each character outside printable ASCII as its code point.
+
+    ``notes/café.md`` spelled with one ``é`` reads ``"notes/caf\\u00e9.md"``; spelled with
+    ``e`` and a combining accent, ``"notes/cafe\\u0301.md"``.
+
+    Why: two names equal under Unicode normalization print the same; only their code points
+    tell them apart (a name copied between macOS and Linux may change its spelling).
+    """
+    out = []
+    for char in path:
+        if char == '"' or char == "\\":
+            out.append("\\" + char)
+        elif " " <= char <= "~":
+            out.append(char)
+        elif ord(char) > 0xFFFF:
+            out.append(f"\\U{ord(char):08x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return '"' + "".join(out) + '"'
+
+
 def format_bytes(n: int) -> str:
     """Return ``n`` bytes for a message: ``20 MB (20,000,000 bytes)`` or ``30 bytes``."""
     if n and n % 1_000_000 == 0:

@@ -44,6 +44,9 @@ def read_item(run_folder: Path) -> dict[str, Any]:
 
 
 def _kept_path(data: Path, item_id: str) -> Path:
+    from bees_cli.ids import check_item_id
+
+    check_item_id(item_id, prefix=False)  # never a path outside data/handovers/
     return data / "handovers" / f"{item_id}.json"
 
 

@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,10 @@ from bees_cli.handover.folder import (
     find_collisions,
     hash_file,
     locate,
+    nfc,
     path_problem,
     scan_folder,
+    unicode_collision,
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
 from bees_cli.handover.problems import (
@@ -129,6 +131,14 @@ def read_checkpoint_bytes(root: Path) -> tuple[bytes | None, Problem | None]:
     return data, None
 
 
+def _by_nfc(names: list[str]) -> dict[str, list[str]]:
+    """Return the names found on disk grouped by their NFC form, each group sorted."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(names):
+        groups.setdefault(nfc(name), []).append(name)
+    return groups
+
+
 def verify_checkpoint(
     folder: Path,
     *,
@@ -153,8 +163,12 @@ def verify_checkpoint(
     (added by a sync conflict, a stray copy, or someone else) could change what that stage
     reads or does, and nothing vouches for its content.
 
-    Names are compared exactly as stored: a folder whose names were renormalized by a sync
-    tool shows the listed names as missing and the renamed ones as extra.
+    Names are compared by Unicode NFC, the form
+    :func:`~bees_cli.handover.write.write_checkpoint` lists: a file whose name on disk is
+    another spelling of a listed name (decomposed by macOS, or by a sync tool) is that
+    listed file. Two or more names on disk with one NFC form are one problem
+    that spells each in code points (``"caf\\u00e9"`` vs ``"cafe\\u0301"``), never a
+    missing file and an extra one that print the same.
 
     Args:
         folder: the run folder (holding ``checkpoint.json`` at its top).
@@ -229,13 +243,28 @@ def verify_checkpoint(
     collisions = find_collisions([e[0] for e in well_formed])
     problems.extend(collisions)
     colliding = {p.path for p in collisions}
+    # Names on disk by NFC (issue 12, point 5): a listed name matches its other spelling.
+    scan = scan_folder(folder)
+    on_disk = _by_nfc(scan.files + scan.symlinks + scan.special)
+    said_once = {nfc(p.path) for p in collisions
+                 if p.code == ProblemCode.PATH_COLLISION_UNICODE and p.path is not None}
+    matched: set[str] = set()  # names on disk a listed path accounts for
     located: list[tuple[str, int, str, Path]] = []
     for path, size, digest in well_formed:
+        names = on_disk.get(nfc(path), [])
+        if nfc(path) in said_once:
+            matched.update(names)
+            continue
         if path in colliding:
             continue
-        file, disk_problem = locate(folder, root_real, path)
+        if len(names) > 1:
+            problems.append(unicode_collision(path, names, on_disk=True))
+            matched.update(names)
+            continue
+        matched.update(names)
+        file, disk_problem = locate(folder, root_real, names[0] if names else path)
         if disk_problem is not None:
-            problems.append(disk_problem)
+            problems.append(replace(disk_problem, path=path))
         else:
             assert file is not None
             located.append((path, size, digest, file))
@@ -292,21 +321,20 @@ def verify_checkpoint(
     if isinstance(doc.get("files"), list):
         listed.update(e["path"] for e in doc["files"]
                       if isinstance(e, dict) and isinstance(e.get("path"), str))
-    scan = scan_folder(folder)
     extras: list[Problem] = []
     for rel, reason in scan.unreadable:
         problems.append(Problem(ProblemCode.FOLDER_UNREADABLE, disk_name(rel),
                                 f"cannot read: {reason}"))
     for rel in scan.files:
-        if rel not in listed:
+        if rel not in listed and rel not in matched:
             extras.append(Problem(ProblemCode.EXTRA_FILE, disk_name(rel),
                                   "extra file not in the checkpoint"))
     for rel in scan.symlinks:
-        if rel not in listed:
+        if rel not in listed and rel not in matched:
             extras.append(Problem(ProblemCode.EXTRA_SYMLINK, disk_name(rel),
                                   "extra symlink not in the checkpoint"))
     for rel in scan.special:
-        if rel not in listed:
+        if rel not in listed and rel not in matched:
             extras.append(Problem(ProblemCode.EXTRA_SPECIAL, disk_name(rel),
                                   "extra special file (not a regular file) not in the checkpoint"))
     extras.sort(key=lambda p: p.path or "")

@@ -22,6 +22,7 @@ from bees_cli.handover.folder import (
     disk_name,
     find_collisions,
     hash_file,
+    nfc,
     path_problem,
     scan_folder,
 )
@@ -70,7 +71,9 @@ def write_checkpoint(
 
     The document is ``{"format": 1, "item", "workspace", "process_digest", "restart_stages",
     "files": [{"path", "size", "sha256"}], "computer", "machine_id", "time", "journal"}``
-    in canonical JSON (:func:`canonical_json`). Paths are relative POSIX paths, sorted;
+    in canonical JSON (:func:`canonical_json`). Paths are relative POSIX paths in Unicode
+    NFC, sorted (a name stored decomposed on disk is listed composed, so it survives a copy
+    between macOS and Linux: :func:`~bees_cli.handover.verify.verify_checkpoint` matches it);
     sizes are bytes; ``time`` is UTC ISO 8601 ending in ``Z``. A checkpoint this function
     writes always passes :func:`verify_checkpoint` on an unchanged folder: whatever that
     would reject is refused here first.
@@ -142,7 +145,9 @@ def write_checkpoint(
 
     entries: list[FileEntry] = []
     total = 0
-    for rel in scan.files:
+    # Listed in NFC, read by the name on disk (issue 12, point 5); no two names share an
+    # NFC form here (collisions were refused above), so the listing stays one name a file.
+    for listed, rel in sorted((nfc(rel), rel) for rel in scan.files):
         try:
             size, digest = hash_file(run_folder / rel, limits.max_file_bytes, None)
         except NotRegular:
@@ -156,7 +161,7 @@ def write_checkpoint(
         if total > limits.max_total_bytes:
             raise refuse(rel, "brings the files past the limit of "
                               f"{format_bytes(limits.max_total_bytes)} in all")
-        entries.append(FileEntry(path=rel, size=size, sha256=digest))
+        entries.append(FileEntry(path=listed, size=size, sha256=digest))
 
     document = header.model_copy(update={"files": entries})
     data = canonical_json(document.model_dump())

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bees_cli.errors import UserError
+
 APP_NAME = "bees"
 
 
@@ -64,3 +66,20 @@ def default_runs_dir(home: Path | None = None) -> Path:
     path = data_dir(home) / "runs"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def run_folder_of(root: Path, item_id: str) -> Path:
+    """Return ``ROOT/ITEM``, the run folder of item ``item_id`` under the folder of run
+    folders ``root`` (this computer's runs folder, or the workspace's linked ``run_folder``).
+
+    Why: an id comes from people and from other computers; checked here as well as where a
+    command reads it, no id can name a folder outside ``root`` (``..``, ``/``, NUL).
+
+    Raises:
+        UserError: ``item_id`` is not a whole item id (:func:`bees_cli.ids.check_item_id`).
+    """
+    from bees_cli.ids import check_item_id
+
+    if check_item_id(item_id, prefix=False) != item_id:
+        raise UserError(f"not an item id as Bees writes it: {item_id!r} (upper case, no spaces)")
+    return root / item_id

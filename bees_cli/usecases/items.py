@@ -45,6 +45,7 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     from bees_cli.engine.models import ItemInput
     from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
     from bees_cli.machine.links import run_folder_root
+    from bees_cli.machine.paths import run_folder_of
     from bees_cli.schedules import owners
     from bees_cli.workspace.loader import load_workspace
 
@@ -52,7 +53,7 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     snapshot = make_snapshot(workspace, process, item_agents=agents, item_folders=folders)
     item_id = str(ULID())
     item_title = title or snapshot.process.title or process
-    folder = run_folder_root(workspace, computer.runs_dir) / item_id
+    folder = run_folder_of(run_folder_root(workspace, computer.runs_dir), item_id)
     item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
                      snapshot=engine_view(snapshot),
                      snapshot_digest=keep_snapshot(record, snapshot))

@@ -165,7 +165,7 @@ async def test_making_twice_with_one_id_makes_one_item(tmp_path: Path) -> None:
     from bees_cli.schedules.fires import fire_snapshot
 
     snapshot, _stage = fire_snapshot(loaded, "monday-report")
-    item_id = "01JDXAMPLE0000000000000000"
+    item_id = "01JDXAMPXE0000000000000000"
     for _ in range(2):
         make_fire_item(alone, loaded, "monday-report", snapshot, "Weekly", item_id)
     assert [i.id for i in record_of(alone).items()] == [item_id]

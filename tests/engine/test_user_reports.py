@@ -145,10 +145,10 @@ def test_unknown_and_ambiguous_ids_read_the_same_in_every_command(
     commands = [("approve",), ("deny", "--reason", "no"), ("retry",), ("item", "accept"),
                 ("item", "cancel"), ("item", "show")]
     for command in commands:
-        unknown = bees(*command[:2 if command[0] == "item" else 1], "NOSUCHITEM",
+        unknown = bees(*command[:2 if command[0] == "item" else 1], "01NSCHTEM",
                        *command[2 if command[0] == "item" else 1:])
         assert unknown.returncode == 2, (command, unknown.stderr)
-        assert unknown.stderr.splitlines()[0] == "error: no work item 'NOSUCHITEM' on this computer"
+        assert unknown.stderr.splitlines()[0] == "error: no work item '01NSCHTEM' on this computer"
         many = bees(*command[:2 if command[0] == "item" else 1], "01m8kfm",
                     *command[2 if command[0] == "item" else 1:])
         assert many.returncode == 2, (command, many.stderr)

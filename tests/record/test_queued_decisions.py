@@ -7,7 +7,7 @@ from pathlib import Path
 from bees_cli.record.local import LocalRecord
 from tests.conftest import BeesRunner
 
-ITEM = "01KBEESQUEUEDDECISION00000"
+ITEM = "01KBEESQVEVEDDEC1S10N00000"
 
 
 def _record(path: Path) -> LocalRecord:
