@@ -14,9 +14,9 @@ def test_a_digest_that_is_not_sha256_exits_2(bees: BeesRunner) -> None:
 
 def test_repair_on_a_computer_that_never_relinquished_the_item_exits_3(
         bees: BeesRunner) -> None:
-    done = bees("relinquish", "01JH3QX5Z8", "--repair")
+    done = bees("relinquish", "01JH3QX5Z8KZ2W4M6N8P0R2T4V", "--repair")
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr.splitlines() == [
-        "error: this computer has not relinquished item 01JH3QX5Z8: only the computer that "
-        "released it last can repair its release",
-        "hint: run bees relinquish 01JH3QX5Z8 --repair there"]
+        "error: this computer has not relinquished item 01JH3QX5Z8KZ2W4M6N8P0R2T4V: only the "
+        "computer that released it last can repair its release",
+        "hint: run bees relinquish 01JH3QX5Z8KZ2W4M6N8P0R2T4V --repair there"]
