@@ -10,6 +10,7 @@
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
+    ├── DiskError                  exit 1   a file of this computer cannot be written
     └── CloudError                 exit 1   talking to Bees Cloud failed
         ├── CloudUnreachable       exit 1   connection failed or timed out after retries
         ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
@@ -20,6 +21,8 @@ Bugs are not in this tree: they keep their traceback.
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import Any
 
 
@@ -106,6 +109,48 @@ class EngineError(BeesError):
     """The local Temporal engine is missing, unreachable or failed (exit 1)."""
 
     code = "engine"
+
+
+class DiskError(BeesError):
+    """A file of this computer cannot be written: its disk is read-only or full, or this user
+    may not write it (exit 1). The message names the file, on one line."""
+
+    code = "disk"
+
+    def __init__(self, path: Path | str, why: str, *, full: bool = False) -> None:
+        super().__init__(
+            f"cannot write {path}: {why}",
+            hint="free some space on that disk, then run the command again" if full else
+            "make it writable (or run Bees as the user that owns it); `bees status` works "
+            "read-only")
+        self.path = str(path)
+
+
+DISK_ERRNOS: dict[int, str] = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+}
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The ``OSError`` numbers that mean a file cannot be written, and how to say each."""
+
+
+def disk_error_of(error: OSError) -> DiskError | None:
+    """Return the :class:`DiskError` an ``OSError`` about a named file means (a read-only or
+    full disk, no permission), or None for any other ``OSError`` (a bug keeps its traceback).
+    """
+    why = DISK_ERRNOS.get(error.errno or 0)
+    if why is None or error.filename is None:
+        return None
+    return DiskError(os_path(error.filename), why, full=error.errno in _FULL)
+
+
+def os_path(name: Any) -> str:
+    """Return an ``OSError``'s file name as text (it may be bytes or a path)."""
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
 
 
 class CloudError(BeesError):
