@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.record import schema
-from bees_cli.record.storage import opened
+from bees_cli.record.storage import opened, read_only
 from bees_cli.utc import format_utc, parse_utc
 
 
@@ -160,9 +160,12 @@ class FireLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        writable = not read_only(path)  # a read-only record is read as it is
+        if writable:
+            path.parent.mkdir(parents=True, exist_ok=True)
         with connect(path) as db:
-            db.execute("PRAGMA journal_mode=WAL")
+            if writable:
+                db.execute("PRAGMA journal_mode=WAL")
             schema.upgrade(db, path)
 
     # -- fires -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ The engine side (asking each run where its item is) is
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +124,7 @@ def mark_lost(record: LocalRecord, row: ItemRow) -> bool:
     return True
 
 
-def _fact(db: Any, item_id: str, key: str, at: str, kind: str, stage: str | None,
+def _fact(db: sqlite3.Connection, item_id: str, key: str, at: str, kind: str, stage: str | None,
           data: dict[str, Any]) -> None:
     db.execute("INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
                " VALUES (?, ?, ?, ?, ?, NULL, ?)", (item_id, key, at, kind, stage,

@@ -3,11 +3,12 @@ that is read-only or full as one line naming the file (issue 12, point 7).
 
 Every connection to the record goes through :func:`opened` (the local record, the fire log,
 the shared record). When the file or its folder cannot be written (a read-only mount, a
-home owned by someone else) the file is opened with ``mode=ro``, so reading commands such as
-``bees status`` work; a write then fails as :class:`~bees_cli.errors.DiskError`, never with
-a traceback. Without its ``-wal`` and ``-shm`` files in a folder that cannot be written,
-SQLite cannot open a WAL file read-only unless it is told the file is ``immutable`` (then
-there is no WAL content to miss: the last writer checkpointed it when it closed).
+home owned by someone else) or its disk is full, the file is opened with ``mode=ro``, so
+reading commands such as ``bees status`` work; a write then fails as
+:class:`~bees_cli.errors.DiskError`, never with a traceback. Without its ``-wal`` and
+``-shm`` files, SQLite cannot open a WAL file read-only in a folder it cannot write unless
+it is told the file is ``immutable`` (then there is no WAL content to miss: the last writer
+checkpointed it when it closed).
 """
 
 from __future__ import annotations
@@ -34,12 +35,30 @@ _DISK_WHY: dict[int, str] = {
 }
 
 
+FULL_BELOW = 128 * 1024
+"""Bytes: a disk with less free space than this is full for the record (SQLite needs 32 KiB
+for the ``-shm`` file and a few pages of ``-wal`` for the smallest write)."""
+
+
+def disk_full(folder: Path) -> bool:
+    """Return True when the disk of ``folder`` has less than :data:`FULL_BELOW` bytes free
+    for this user."""
+    import shutil
+
+    try:
+        return shutil.disk_usage(folder).free < FULL_BELOW
+    except OSError:
+        return False
+
+
 def read_only(path: Path) -> bool:
-    """Return True when the record ``path`` exists but this process may not write it (the file
-    or its folder is read-only, e.g. a read-only mount)."""
+    """Return True when the record ``path`` exists but this process cannot write it: the file
+    or its folder is read-only (a read-only mount, a home owned by someone else), or its disk
+    is full (:func:`disk_full`)."""
     if not path.exists():
         return False
-    return not (os.access(path.parent, os.W_OK) and os.access(path, os.W_OK))
+    writable = os.access(path.parent, os.W_OK) and os.access(path, os.W_OK)
+    return not writable or disk_full(path.parent)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -50,9 +69,10 @@ def connect(path: Path) -> sqlite3.Connection:
     """
     if not read_only(path):
         return sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    # without its -wal and -shm files SQLite would have to make them to read a WAL file;
+    # then nothing is in a -wal to miss, and the file may be read as immutable
     wal_present = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
-    options = "mode=ro" if wal_present or os.access(path.parent, os.W_OK) \
-        else "mode=ro&immutable=1"
+    options = "mode=ro" if wal_present else "mode=ro&immutable=1"
     return sqlite3.connect(f"{path.absolute().as_uri()}?{options}", uri=True,
                            timeout=BUSY_TIMEOUT, isolation_level=None)
 
@@ -66,7 +86,8 @@ def disk_error(path: Path, error: sqlite3.DatabaseError) -> DiskError | None:
     why = _DISK_WHY.get(code)
     if why is None:
         return None
-    return DiskError(path, why, full=code == SQLITE_FULL)
+    full = code == SQLITE_FULL or disk_full(path.parent)
+    return DiskError(path, _DISK_WHY[SQLITE_FULL] if full else why, full=full)
 
 
 @contextmanager
