@@ -203,7 +203,8 @@ class LocalRecord:
         return BeesError(
             f"{self.path} is not a Bees record ({error})",
             hint=f"move it aside (mv {self.path} {self.path}.bad) and Bees starts an empty "
-            "one; the engine's history of every run is in temporal.db beside it")
+            "one; the next `bees run` rebuilds the items whose runs the engine (temporal.db "
+            "beside it) still has")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

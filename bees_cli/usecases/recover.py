@@ -45,6 +45,10 @@ RUN_STATES: dict[str, Status] = {
 }
 """What a run says it does (``RunView.state``) → the item's status in the local record."""
 
+WITH_AGENT: frozenset[Status] = frozenset({
+    Status.RUNNING, Status.FAILED, Status.WAITING_FOR_PERSON, Status.WAITING_FOR_APPROVAL})
+"""Statuses whose record row names the stage's agent (the run writes none with the others)."""
+
 
 def under_way(row: ItemRow) -> bool:
     """Return True when the record shows item ``row`` with a run in the engine: started and
@@ -125,7 +129,7 @@ def rebuilt_item(item_id: str, view: RunView) -> RebuiltItem | None:
         id=item_id, process=item.snapshot.process_name, title=item.title,
         workspace=item.snapshot.workspace_root, run_folder=item.run_folder,
         input=item.model_dump_json(), stage=stage, status=status, reason=reason,
-        agent=view.agent, created=created_at(item_id),
+        agent=view.agent if status in WITH_AGENT else None, created=created_at(item_id),
         approvals=[r.model_dump(mode="json") for r in view.requests],
         journal=[e.model_dump(mode="json") for e in view.journal])
 
