@@ -65,9 +65,11 @@ async def recover_state(bees: Bees, engine: EngineGateway, task_queue: str) -> t
     Returns:
         ``(lost, recovered)``: how many items were marked lost, how many rows rebuilt.
 
+    An engine that cannot list its runs or say whether it has one is named and passed over:
+    ``bees run`` goes on with the work.
+
     Raises:
         DiskError: the record cannot be written here.
-        EngineError: the engine cannot list this computer's runs.
     """
     lost = await find_lost(bees, engine)
     recovered = await rebuild_record(bees, engine, task_queue)
@@ -84,7 +86,11 @@ async def find_lost(bees: Bees, engine: EngineGateway) -> int:
     rows = [row for row in await asyncio.to_thread(record.items) if under_way(row)]
     lost = 0
     for row in rows:
-        if await engine.has_run(row.id):
+        try:
+            if await engine.has_run(row.id):
+                continue
+        except BeesError as error:  # not known either way: nothing is marked
+            bees.say(f"{row.id}: cannot tell whether the engine has its run: {error.message}")
             continue
         if await asyncio.to_thread(mark_lost, record, row):
             lost += 1
@@ -99,7 +105,12 @@ async def rebuild_record(bees: Bees, engine: EngineGateway, task_queue: str) -> 
     record = bees.record
     known = {row.id for row in await asyncio.to_thread(record.items)}
     rebuilt = 0
-    for item_id in await engine.item_runs(task_queue):
+    try:
+        runs = await engine.item_runs(task_queue)
+    except BeesError as error:  # an engine whose listing fails still runs the work
+        bees.say(f"the local record is not checked against the engine: {error.message}")
+        return 0
+    for item_id in runs:
         if item_id in known:
             continue
         try:
