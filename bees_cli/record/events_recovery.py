@@ -32,4 +32,4 @@ class Lost(EventBase):
 
     def render(self) -> str:
         return self.where() + f"lost: {self.reason} (it was {self.was}); bees retry starts " \
-                              "the stage again from the top"
+                              "it again"

@@ -95,7 +95,7 @@ async def find_lost(bees: Bees, engine: EngineGateway) -> int:
         if await asyncio.to_thread(mark_lost, record, row):
             lost += 1
             bees.say(f"{row.id} {row.stage}: lost: the engine's database was replaced; "
-                     f"`bees retry {row.id}` starts {row.stage} again from the top")
+                     f"`bees retry {row.id}` starts {_restart_of(row)} again from the top")
     return lost
 
 
@@ -164,6 +164,19 @@ def restart_stage(snapshot: EngineSnapshot, stage: str | None) -> str:
         return _first_stage(snapshot)
     view = snapshot.stage(stage)
     return view.reviews if view.kind == "review" and view.reviews else view.name
+
+
+def _restart_of(row: ItemRow) -> str | None:
+    """Return the stage ``bees retry`` restarts lost item ``row`` at (its stage when its
+    input cannot tell)."""
+    from pydantic import ValidationError
+
+    from bees_cli.engine.models import ItemInput
+
+    try:
+        return restart_stage(ItemInput.model_validate_json(row.input).snapshot, row.stage)
+    except (ValidationError, StopIteration):
+        return row.stage
 
 
 def _first_stage(snapshot: EngineSnapshot) -> str:

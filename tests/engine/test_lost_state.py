@@ -108,7 +108,7 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
         ("Send", "lost", "lost: the engine's database was replaced", "person")]
     shown = bees("item", "show", item_id).stdout
     assert ("Send: lost: the engine's database was replaced (it was waiting: the engine is "
-            "not running (bees run)); bees retry starts the stage again from the top") in shown
+            "not running (bees run)); bees retry starts it again") in shown
 
     retried = bees("retry", item_id)
     assert retried.returncode == 0, retried.stderr

@@ -107,7 +107,7 @@ async def test_a_run_the_engine_lost_is_marked_and_retry_restarts_the_reviewed_s
     queue = task_queue(computer.machine_id)
     assert await recover_state(bees, gateway, queue) == (1, 0)
     assert said == [f"{item.id} Review: lost: the engine's database was replaced; "
-                    f"`bees retry {item.id}` starts Review again from the top"]
+                    f"`bees retry {item.id}` starts Work again from the top"]
     row = record.item(item.id)
     assert (row.stage, row.status, row.reason, row.wait, row.status_text) == (
         "Review", Status.LOST, LOST_TEXT, WaitKind.PERSON,
@@ -118,7 +118,7 @@ async def test_a_run_the_engine_lost_is_marked_and_retry_restarts_the_reviewed_s
     (fact,) = [e for e in record.events(item.id) if e.kind == "lost"]
     assert fact.typed().render() == (
         "Review: lost: the engine's database was replaced (it was running); bees retry starts "
-        "the stage again from the top")
+        "it again")
     assert await recover_state(bees, gateway, queue) == (0, 0)  # lost once
 
     done = await bees.retry(item.id)

@@ -91,7 +91,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
                   "record had lost it; 1 approval request(s), 0 journal entries"),
     "lost": ({"was": "running", "reason": "the engine's database was replaced"}, "Send", None,
              "Send: lost: the engine's database was replaced (it was running); bees retry "
-             "starts the stage again from the top"),
+             "starts it again"),
 }
 
 
