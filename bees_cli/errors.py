@@ -113,13 +113,21 @@ class EngineError(BeesError):
 
 class DiskError(BeesError):
     """A file of this computer cannot be written: its disk is read-only or full, or this user
-    may not write it (exit 1). The message names the file, on one line."""
+    may not write it (exit 1). The message names the file, on one line.
+
+    Args:
+        path: the file.
+        why: what is wrong, for people (``the disk is full``).
+        full: the disk is full (the hint says to free space, not to make it writable).
+        verb: what could not be done with it (``write``; ``use`` when a read may be why).
+    """
 
     code = "disk"
 
-    def __init__(self, path: Path | str, why: str, *, full: bool = False) -> None:
+    def __init__(self, path: Path | str, why: str, *, full: bool = False,
+                 verb: str = "write") -> None:
         super().__init__(
-            f"cannot write {path}: {why}",
+            f"cannot {verb} {path}: {why}",
             hint="free some space on that disk, then run the command again" if full else
             "make it writable (or run Bees as the user that owns it); `bees status` works "
             "read-only")
@@ -145,7 +153,9 @@ def disk_error_of(error: OSError) -> DiskError | None:
     why = DISK_ERRNOS.get(error.errno or 0)
     if why is None or error.filename is None:
         return None
-    return DiskError(os_path(error.filename), why, full=error.errno in _FULL)
+    # no permission may come from a read too; the others only from a write
+    verb = "use" if error.errno in (errno.EACCES, errno.EPERM) else "write"
+    return DiskError(os_path(error.filename), why, full=error.errno in _FULL, verb=verb)
 
 
 def os_path(name: Any) -> str:

@@ -137,5 +137,15 @@ def test_the_boundary_names_the_file_of_a_disk_error_and_a_bug_keeps_its_traceba
                                        f"disk is full\n{HINT_FULL}\n")
     with pytest.raises(FileNotFoundError):
         missing()
+
+    @error_boundary
+    def forbidden(as_json: bool = False) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", "/srv/other/record.db")
+
+    with pytest.raises(typer.Exit):
+        forbidden(as_json=True)
+    assert json.loads(capsys.readouterr().out) == {"error": {
+        "code": "disk", "message": "cannot use /srv/other/record.db: permission denied",
+        "hint": HINT_READ_ONLY.removeprefix("hint: ")}}
     error = DiskError("/r/record.db", "it is read-only here")
     assert (error.exit_code, error.code, error.path) == (1, "disk", "/r/record.db")
