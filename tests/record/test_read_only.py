@@ -149,3 +149,19 @@ def test_the_boundary_names_the_file_of_a_disk_error_and_a_bug_keeps_its_traceba
         "hint": HINT_READ_ONLY.removeprefix("hint: ")}}
     error = DiskError("/r/record.db", "it is read-only here")
     assert (error.exit_code, error.code, error.path) == (1, "disk", "/r/record.db")
+
+
+def test_a_read_only_home_is_read_with_the_changes_still_in_its_wal(
+        bees: BeesRunner, bees_home: Path, item: str) -> None:
+    import sqlite3
+
+    writer = sqlite3.connect(bees_home / "data" / "record.db", isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")  # the change stays in record.db-wal
+        writer.execute("UPDATE items SET title = 'Week 2' WHERE id = ?", (item,))
+        assert (bees_home / "data" / "record.db-wal").stat().st_size > 0
+        shown = _runner(bees_home, READ_ONLY, str(bees_home))("status", "--json")
+    finally:
+        writer.close()
+    assert shown.returncode == 0, shown.stderr
+    assert [(r["id"], r["title"]) for r in json.loads(shown.stdout)] == [(item, "Week 2")]
