@@ -10,6 +10,7 @@
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
+    ├── DiskError                  exit 1   a file of this computer cannot be written
     └── CloudError                 exit 1   talking to Bees Cloud failed
         ├── CloudUnreachable       exit 1   connection failed or timed out after retries
         ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
@@ -21,6 +22,8 @@ Bugs are not in this tree: they keep their traceback.
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import Any
 
 
@@ -112,6 +115,58 @@ class EngineError(BeesError):
     """The local Temporal engine is missing, unreachable or failed (exit 1)."""
 
     code = "engine"
+
+
+class DiskError(BeesError):
+    """A file of this computer cannot be written: its disk is read-only or full, or this user
+    may not write it (exit 1). The message names the file, on one line.
+
+    Args:
+        path: the file.
+        why: what is wrong, for people (``the disk is full``).
+        full: the disk is full (the hint says to free space, not to make it writable).
+        verb: what could not be done with it (``write``; ``use`` when a read may be why).
+    """
+
+    code = "disk"
+
+    def __init__(self, path: Path | str, why: str, *, full: bool = False,
+                 verb: str = "write") -> None:
+        super().__init__(
+            f"cannot {verb} {path}: {why}",
+            hint="free some space on that disk, then run the command again" if full else
+            "make it writable (or run Bees as the user that owns it); `bees status` works "
+            "read-only")
+        self.path = str(path)
+
+
+DISK_ERRNOS: dict[int, str] = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+}
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""The ``OSError`` numbers that mean a file cannot be written, and how to say each."""
+
+
+def disk_error_of(error: OSError) -> DiskError | None:
+    """Return the :class:`DiskError` an ``OSError`` about a named file means (a read-only or
+    full disk, no permission), or None for any other ``OSError`` (a bug keeps its traceback).
+    """
+    why = DISK_ERRNOS.get(error.errno or 0)
+    if why is None or error.filename is None:
+        return None
+    # no permission may come from a read too; the others only from a write
+    verb = "use" if error.errno in (errno.EACCES, errno.EPERM) else "write"
+    return DiskError(os_path(error.filename), why, full=error.errno in _FULL, verb=verb)
+
+
+def os_path(name: Any) -> str:
+    """Return an ``OSError``'s file name as text (it may be bytes or a path)."""
+    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
 
 
 class CloudError(BeesError):

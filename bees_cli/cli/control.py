@@ -18,7 +18,8 @@ from bees_cli.errors import UserError
 @touches_engine
 def retry(item: ItemArg) -> None:
     """Start a failed stage again from the top, as a new attempt (or, for an item stopped at
-    the review limit, one more round from the work stage). Needs `bees run` up.
+    the review limit, one more round from the work stage). Needs `bees run` up. A lost item
+    (the engine's database was replaced) starts its stage again in a new run.
 
     Example: bees retry 01JH3
     """

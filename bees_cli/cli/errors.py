@@ -3,7 +3,9 @@
 Exit codes (DESIGN.md, Interfaces): 0 ok, 1 failure, 2 bad usage or invalid workspace,
 3 refused. JSON mode is read from the command's parsed ``--json`` option (its ``as_json``
 parameter), never from ``sys.argv``; in JSON mode stdout gets ``{"error": {"code",
-"message", "hint"}}``. Bugs are not caught: they keep their traceback (STYLE habit 3).
+"message", "hint"}}``. An ``OSError`` that means a read-only or full disk (or no permission)
+on a named file is rendered as :class:`~bees_cli.errors.DiskError`. Bugs are not caught: they
+keep their traceback (STYLE habit 3).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from bees_cli.errors import BeesError
+from bees_cli.errors import BeesError, disk_error_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,7 +68,12 @@ def error_boundary(fn: F) -> F:
                 if isinstance(value, ParseRefusal):
                     raise value.error
             return fn(*args, **kwargs)
-        except BeesError as error:
+        except (BeesError, OSError) as raised:
+            # a read-only or full disk is one line naming the file (issue 12, point 7);
+            # any other OSError is a bug and keeps its traceback
+            error = raised if isinstance(raised, BeesError) else disk_error_of(raised)
+            if error is None:
+                raise
             render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
             if hard:
                 exit_hard(error.exit_code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from datetime import timedelta
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
@@ -12,11 +13,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 
-from bees_cli.engine.models import WORKFLOW_NAME, ItemInput
+from bees_cli.engine.models import STATE_QUERY, WORKFLOW_NAME, ItemInput, RunView
 from bees_cli.errors import BeesError, EngineError, Refused
 
 CONNECT_TIMEOUT = 15.0
 """Seconds to keep trying to reach a Temporal server that is starting."""
+
+QUERY_TIMEOUT = timedelta(seconds=30)
+"""How long a run may take to answer a query (a closed run is replayed by the worker first)."""
 
 
 @functools.cache
@@ -181,3 +185,57 @@ class EngineGateway:
             await self.client.get_workflow_handle(item_id).cancel()
         except RPCError as error:
             raise rpc_error(error, item_id) from None
+
+    async def item_runs(self, task_queue: str) -> list[str]:
+        """Return the item ids whose runs (workflow ``bees.item``) the engine has on
+        ``task_queue``, open or closed, each once (a handed-over item may have several runs).
+
+        Raises:
+            EngineError: the engine refused the listing (the RPC status named).
+        """
+        query = f"WorkflowType = '{WORKFLOW_NAME}' AND TaskQueue = '{task_queue}'"
+        ids: list[str] = []
+        try:
+            async for execution in self.client.list_workflows(query):
+                if execution.id not in ids:
+                    ids.append(execution.id)
+        except RPCError as error:
+            raise EngineError(f"the engine answered {error.status.name} to a listing of "
+                              f"{task_queue}: {error.message}",
+                              hint="see `bees doctor` and the engine log") from None
+        return sorted(ids)
+
+    async def run_view(self, item_id: str) -> RunView:
+        """Ask the latest run of ``item_id`` where its item is (the ``bees.state`` query).
+
+        Raises:
+            Refused: the engine has no run of ``item_id`` (``NOT_FOUND``).
+            EngineError: the run could not answer (its query failed, another RPC status).
+        """
+        from temporalio.client import WorkflowQueryFailedError
+
+        handle = self.client.get_workflow_handle(item_id)
+        try:
+            view = await handle.query(STATE_QUERY, result_type=RunView,
+                                      rpc_timeout=QUERY_TIMEOUT)
+        except WorkflowQueryFailedError as error:
+            raise EngineError(f"the run of item {item_id} did not answer: {error.message}",
+                              hint="see the engine log") from None
+        except RPCError as error:
+            raise rpc_error(error, item_id) from None
+        assert isinstance(view, RunView)
+        return view
+
+    async def has_run(self, item_id: str) -> bool:
+        """Return whether the engine has a run of ``item_id`` (open or closed).
+
+        Raises:
+            EngineError: another RPC status than ``NOT_FOUND`` (named).
+        """
+        try:
+            await self.client.get_workflow_handle(item_id).describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise rpc_error(error, item_id) from None
+        return True

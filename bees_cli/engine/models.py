@@ -37,6 +37,9 @@ ACTION_DONE_UPDATE = "bees.action_done"
 """Update sent by ``bees action`` after the add-on ran: journal its result."""
 DECIDE_UPDATE = "bees.decide"
 """Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
+STATE_QUERY = "bees.state"
+"""Query answered by a run: where the item is (:class:`RunView`); ``bees run`` rebuilds a
+lost local record from it. A query adds nothing to the history."""
 
 
 
@@ -357,6 +360,29 @@ class ItemState(BaseModel):
     approved: list[tuple[str, int]] = Field(default_factory=list)
     journal: list[JournalEntry] = Field(default_factory=list)
     facts: int = 0
+
+
+class RunView(BaseModel):
+    """Answer of the ``bees.state`` query: what the run knows of its item, enough to rebuild
+    the item's row of the local record (issue 12, point 7).
+
+    ``item`` is the run's input (None before its first task); ``state`` what the run does
+    (``starting``, ``waiting``, ``running``, ``failed``, ``waiting for a person``,
+    ``waiting for approval``, ``done``, ``cancelled``, ``relinquished``); ``stage``, ``round``
+    and ``agent`` where; ``reason`` why it stopped (a failure's reason, what waits for
+    approval); ``restart`` the stage a relinquished item restarts at; ``requests`` and
+    ``journal`` the approvals and action runs the run holds.
+    """
+
+    item: ItemInput | None = None
+    state: str
+    stage: str | None = None
+    round: int = 0
+    agent: str | None = None
+    reason: str | None = None
+    restart: str | None = None
+    requests: list[ApprovalRequest] = Field(default_factory=list)
+    journal: list[JournalEntry] = Field(default_factory=list)
 
 
 ItemInput.model_rebuild()

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
         DECIDE_UPDATE,
         JOURNAL_ACTIVITY,
         RECORD_ACTIVITY,
+        STATE_QUERY,
         ActionAnswer,
         ActionAsk,
         ApprovalRequest,
@@ -28,10 +29,11 @@ with workflow.unsafe.imports_passed_through():
         JournalQuery,
         PersonInput,
         RecordInput,
+        RunView,
         StageOutput,
     )
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
-    from bees_cli.rules import needs_approval
+    from bees_cli.rules import REVIEW_LIMIT, needs_approval
     from bees_cli.utc import format_utc
 
 ACTION_AT_ONCE = "action-returns-at-once"
@@ -73,6 +75,7 @@ class ApprovalGate:
     _journal: list[JournalEntry]
     _approved: set[tuple[str, int]]
     _facts: int
+    _reason: str | None
 
     def _fact(self, prefix: str) -> str:
         """Return a new key for a fact of the history (deterministic: a counter)."""
@@ -240,6 +243,28 @@ class ApprovalGate:
     def journal(self) -> list[JournalEntry]:
         """Return the item's journal of action runs, oldest first."""
         return list(self._journal)
+
+    @workflow.query(name=STATE_QUERY)
+    def view(self) -> RunView:
+        """Return where the item is, for ``bees run`` to rebuild a lost local record (its
+        row with the reason the record showed, its approval requests, its journal)."""
+        reason = None
+        if self._state == FAILED:
+            reason = self._reason
+        elif self._state == STOPPED:
+            reason = f"{self._stage} asked for changes {REVIEW_LIMIT} times"
+        elif self._state == APPROVAL and self._waiting(None):
+            reason = self._waiting(None)[-1].label
+        item = None if self._item is None else self._item.model_copy(update={"state": None})
+        restart = (self._restart_stage(self._item)
+                   if self._item is not None and self._state == "relinquished" else None)
+        return RunView(item=item, state=self._state, stage=self._stage, round=self._round,
+                       agent=self._agent, reason=reason, restart=restart,
+                       requests=list(self._requests), journal=list(self._journal))
+
+    def _restart_stage(self, item: ItemInput) -> str:
+        """Return the stage a handover restarts at (the item's workflow says which)."""
+        raise NotImplementedError
 
     async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
         for entry in self._journal:

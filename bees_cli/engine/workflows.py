@@ -128,6 +128,7 @@ class ItemWorkflow(ApprovalGate):
         self._handed: HandoverOutput | None = None
         self._waits_by_retry = False
         self._continues_as_new = False
+        self._reason: str | None = None
 
     # -- a person's requests ---------------------------------------------------------------
 
@@ -448,6 +449,7 @@ class ItemWorkflow(ApprovalGate):
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str) -> None:
         self._person = None  # a request counts from the moment the stage failed
         self._state = FAILED
+        self._reason = reason
         await self._record(RecordInput(
             item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.record import schema
+from bees_cli.record.storage import opened, read_only
 from bees_cli.utc import format_utc, parse_utc
 
 
@@ -69,15 +70,10 @@ OUTCOMES = tuple(FireOutcome)
 
 @contextmanager
 def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """Open a short autocommit connection to the record file (WAL, 30 s busy timeout)."""
-    db = sqlite3.connect(path, timeout=30, isolation_level=None)
-    try:
-        db.execute("PRAGMA busy_timeout=30000")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.row_factory = sqlite3.Row
+    """Open a short autocommit connection to the record file (WAL, 30 s busy timeout; read-only
+    when the file cannot be written here, see :func:`bees_cli.record.storage.opened`)."""
+    with opened(path) as db:
         yield db
-    finally:
-        db.close()
 
 
 @dataclass(frozen=True)
@@ -164,9 +160,12 @@ class FireLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        writable = not read_only(path)  # a read-only record is read as it is
+        if writable:
+            path.parent.mkdir(parents=True, exist_ok=True)
         with connect(path) as db:
-            db.execute("PRAGMA journal_mode=WAL")
+            if writable:
+                db.execute("PRAGMA journal_mode=WAL")
             schema.upgrade(db, path)
 
     # -- fires -----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
-from bees_cli.record import schema
+from bees_cli.record import schema, storage
 from bees_cli.record.events import EventBase, parse_event
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
@@ -189,38 +189,27 @@ class LocalRecord:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = storage.read_only(path)
+        """The file cannot be written here (a read-only home): reading works, a write raises
+        :class:`~bees_cli.errors.DiskError` (:mod:`bees_cli.record.storage`)."""
+        if not self.read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
+            if not self.read_only:
+                db.execute("PRAGMA journal_mode=WAL")
             schema.upgrade(db, path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
         return BeesError(
             f"{self.path} is not a Bees record ({error})",
             hint=f"move it aside (mv {self.path} {self.path}.bad) and Bees starts an empty "
-            "one; the engine's history of every run is in temporal.db beside it")
+            "one; the next `bees run` rebuilds the items whose runs the engine (temporal.db "
+            "beside it) still has")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        except sqlite3.DatabaseError as error:
-            raise self._corrupt(error) from None
-        try:
-            db.execute("PRAGMA busy_timeout=30000")
-            # WAL with NORMAL sync survives a crash of Bees; only an OS crash may lose the
-            # last writes, which the engine writes again on replay
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.row_factory = sqlite3.Row
+        with storage.opened(self.path, corrupt=self._corrupt) as db:
             yield db
-        except sqlite3.DatabaseError as error:
-            # exactly DatabaseError: not a database, or malformed (locks and constraints
-            # are subclasses and stay what they are)
-            if type(error) is sqlite3.DatabaseError:
-                raise self._corrupt(error) from None
-            raise
-        finally:
-            db.close()
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -243,7 +243,11 @@ END""",
 ))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6)
+V7 = Migration(7, "items.status may be 'lost' (the engine's database was replaced while "
+               "the item was under way): a new value of a closed set, no statement", ())
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

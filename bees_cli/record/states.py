@@ -35,6 +35,10 @@ class Status(StrEnum):
     """A person cancelled it."""
     FREE = "free"
     """Relinquished here (``reason``: ``restarts at STAGE``); another computer may continue it."""
+    LOST = "lost"
+    """Its run vanished: the engine's database was replaced while the item was under way
+    (``reason``: :data:`LOST_TEXT`; ``stage``: where it was). ``bees retry`` starts that stage
+    again from the top (issue 12, point 7)."""
 
 
 class WaitKind(StrEnum):
@@ -61,7 +65,7 @@ ACTIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.STARTING,
 
 END_STATUSES: frozenset[Status] = frozenset({
     Status.DONE, Status.FAILED, Status.WAITING_FOR_PERSON, Status.WAITING_FOR_APPROVAL,
-    Status.CANCELLED})
+    Status.CANCELLED, Status.LOST})
 """Statuses where an item stops until a person acts (or forever, for ``done``, ``cancelled``)."""
 
 SLOT_KEEPING_STATUSES: frozenset[Status] = frozenset({
@@ -74,6 +78,7 @@ IMPLIED_WAITS: dict[Status, WaitKind] = {
     Status.WAITING_FOR_APPROVAL: WaitKind.APPROVAL,
     Status.FAILED: WaitKind.PERSON,
     Status.WAITING_FOR_PERSON: WaitKind.PERSON,
+    Status.LOST: WaitKind.PERSON,
 }
 """The wait kind a status implies by itself; ``waiting`` implies none (its writer says which)."""
 
@@ -97,7 +102,21 @@ def wait_kind(status: Status, stored: str | None) -> WaitKind | None:
 NOT_RUNNING_TEXT = "the engine is not running (bees run)"
 """What a ``pending`` item shows after ``waiting:``: nothing runs it until ``bees run``."""
 
-_WITH_REASON = frozenset({Status.WAITING, Status.FAILED, Status.WAITING_FOR_APPROVAL})
+LOST_TEXT = "the engine's database was replaced"
+"""The reason of a ``lost`` item: the engine no longer has its run."""
+
+RUN_STATUSES: frozenset[Status] = frozenset({
+    Status.STARTING, Status.RUNNING, Status.WAITING, Status.WAITING_FOR_APPROVAL,
+    Status.FAILED, Status.WAITING_FOR_PERSON})
+"""Statuses of an item whose run the engine has (or had): a ``waiting`` one only when its
+wait is not :data:`NOT_STARTED_WAITS`. The engine missing such a run means it lost it."""
+
+NOT_STARTED_WAITS: frozenset[WaitKind] = frozenset({
+    WaitKind.OWNED_ELSEWHERE, WaitKind.CLAIM_PENDING})
+"""Waits of an item whose run was never started here (no owner claim yet, or not ours)."""
+
+_WITH_REASON = frozenset({Status.WAITING, Status.FAILED, Status.WAITING_FOR_APPROVAL,
+                          Status.LOST})
 
 
 def status_text(status: str, reason: str | None) -> str:
@@ -105,7 +124,8 @@ def status_text(status: str, reason: str | None) -> str:
 
     ``waiting: REASON``, ``failed: REASON``, ``waiting for approval: WHAT``;
     ``waiting: the engine is not running (bees run)`` for ``pending``;
-    ``free, restarts at STAGE`` for a relinquished item; else the status itself.
+    ``free, restarts at STAGE`` for a relinquished item; ``lost: the engine's database was
+    replaced`` for an item whose run the engine lost; else the status itself.
     A status this Bees does not know (written by a newer one) is shown as it is.
 
     Args:

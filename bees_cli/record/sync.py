@@ -55,6 +55,7 @@ from bees_cli.record import states
 from bees_cli.record.fires import connect
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.schema import NOW_UTC
+from bees_cli.record.storage import read_only
 from bees_cli.utc import display_utc, format_utc, from_us, parse_utc
 
 if TYPE_CHECKING:
@@ -159,7 +160,8 @@ class SharedRecord:
         LocalRecord(path)  # makes or migrates every table (bees_cli.record.schema)
         with connect(path) as db:
             seeded = db.execute("SELECT value FROM sync_meta WHERE key = 'seeded'").fetchone()
-            if seeded is None:  # items made before the triggers existed
+            # items made before the triggers existed (a read-only record is seeded later)
+            if seeded is None and not read_only(path):
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(f"INSERT OR IGNORE INTO sync_outbox (item_id, origin)"
                            f" SELECT id, {NOW_UTC} FROM items")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
+from bees_cli.record.states import Status
 from bees_cli.usecases.models import CancelDone, PersonDone
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ async def person_request(bees: Bees, item_id: str,
                          what: Literal["retry", "accept"]) -> PersonDone:
     """Ask the run of ``item_id`` to retry (``what="retry"``) or accept (``"accept"``).
 
+    A ``lost`` item (the engine lost its run) is retried without its run: its stage starts
+    again from the top in a new one (:func:`bees_cli.usecases.recover.retry_lost`).
+
     Raises:
         NotFound: no such item here.
         Refused: the item is not failed or stopped (retry), not stopped at the review
@@ -60,6 +64,10 @@ async def person_request(bees: Bees, item_id: str,
     row = await asyncio.to_thread(changeable_row, bees.record, item_id)
     if row.status == "pending":
         raise Refused(f"item {row.id} has not started yet: start it with bees run")
+    if row.status == Status.LOST and what == "retry":
+        from bees_cli.usecases.recover import retry_lost
+
+        return await retry_lost(bees, row)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         command = "bees retry" if what == "retry" else "bees item accept"
@@ -84,7 +92,7 @@ async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) ->
     record = bees.record
     row = await asyncio.to_thread(changeable_row, record, item_id)
     who = bees.who()
-    if row.status == "pending":
+    if row.status in (Status.PENDING, Status.LOST):  # no run to stop
         record.add_event(row.id, key="cancelled", kind="cancelled", data={"who": who})
         record.set_state(row.id, status="cancelled", stage=row.stage)
         return CancelDone(item=row.id, requested=False, cancelled=True)

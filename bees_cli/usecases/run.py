@@ -272,6 +272,11 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         worker_task = asyncio.create_task(worker.run())
+        # -- issue 12, point 7: what the record or the engine lost is rebuilt or marked --
+        from bees_cli.usecases.recover import recover_state
+
+        await recover_state(bees, engine, queue)
+        # -- end of issue 12, point 7 --
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
         background = await start_background(client, queue, workspace_path, say,

@@ -86,12 +86,18 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
                    "journal": 1, "run": 2}, "Draft", None,
                   "Draft: continued here as run 2 from maya-laptop; restarts at main at Draft, "
                   "piece-2 at Review; checkpoint abababababab (4 files)"),
+    "recovered": ({"status": "waiting for approval", "requests": 1, "journal": 0}, "Send",
+                  None, "Send: rebuilt from the engine (waiting for approval): the local "
+                  "record had lost it; 1 approval request(s), 0 journal entries"),
+    "lost": ({"was": "running", "reason": "the engine's database was replaced"}, "Send", None,
+             "Send: lost: the engine's database was replaced (it was running); bees retry "
+             "starts it again"),
 }
 
 
 def test_every_kind_has_a_sample() -> None:
     assert set(SAMPLES) == KINDS
-    assert len(KNOWN_MODELS) == len(KINDS) == 25
+    assert len(KNOWN_MODELS) == len(KINDS) == 27
 
 
 @pytest.mark.parametrize("kind", sorted(SAMPLES))

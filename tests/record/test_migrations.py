@@ -59,7 +59,7 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 6
+    assert schema.version(db) == schema.LATEST == 7
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
@@ -166,7 +166,7 @@ def test_version_6_rewrites_old_times_as_format_utc(tmp_path: Path) -> None:
     path = _version_5_file(tmp_path / "record.db")
     db = sqlite3.connect(path, isolation_level=None)
     assert schema.upgrade(db, path) == 5
-    assert schema.version(db) == 6
+    assert schema.version(db) == schema.LATEST
     assert db.execute("SELECT since, created FROM items").fetchall() == [
         ("2026-11-30T09:00:00.000000Z", "2026-11-30T08:59:59.000000Z")]
     assert db.execute("SELECT scheduled, handled FROM fires ORDER BY seq").fetchall() == [
@@ -248,7 +248,7 @@ def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
     with pytest.raises(UserError) as caught:
         LocalRecord(old_file)
     assert caught.value.message == (
-        f"{old_file} was written by a newer Bees (record version 7; this Bees reads up to 6)")
+        f"{old_file} was written by a newer Bees (record version 8; this Bees reads up to 7)")
     assert caught.value.hint == (
         "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
         f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
@@ -265,11 +265,11 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 6)")
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 7)")
 
 
 def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
-    broken = (*schema.MIGRATIONS, schema.Migration(7, "broken", (
+    broken = (*schema.MIGRATIONS, schema.Migration(schema.LATEST + 1, "broken", (
         "ALTER TABLE items ADD COLUMN extra TEXT", "ALTER TABLE nowhere ADD COLUMN x TEXT")))
     before = _dump(old_file)
     db = sqlite3.connect(old_file, isolation_level=None)
@@ -277,17 +277,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
         schema.upgrade(db, old_file, broken)
     assert schema.version(db) == 0
     db.close()
-    assert _dump(old_file) == before  # not even versions 1 to 6 were kept
+    assert _dump(old_file) == before  # not even versions 1 to 7 were kept
 
 
 def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
     LocalRecord(old_file)
-    more = (*schema.MIGRATIONS, schema.Migration(7, "notes", (
+    more = (*schema.MIGRATIONS, schema.Migration(8, "notes", (
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
     db = sqlite3.connect(old_file, isolation_level=None)
-    assert schema.upgrade(db, old_file, more) == 6
     assert schema.upgrade(db, old_file, more) == 7
-    assert schema.version(db) == 7
+    assert schema.upgrade(db, old_file, more) == 8
+    assert schema.version(db) == 8
     db.close()
 
 
@@ -302,7 +302,7 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
         records = list(pool.map(lambda _: LocalRecord(old_file), range(8)))
     assert len(records) == 8
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == 6
+    assert schema.version(db) == schema.LATEST
     assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
     db.close()
 

@@ -10,6 +10,9 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
     END_STATUSES,
+    LOST_TEXT,
+    NOT_STARTED_WAITS,
+    RUN_STATUSES,
     SLOT_KEEPING_STATUSES,
     Status,
     WaitKind,
@@ -19,17 +22,21 @@ from bees_cli.record.states import (
 from bees_cli.record.sync import SharedRecord
 
 
-def test_the_ten_statuses_keep_their_stored_values() -> None:
+def test_the_eleven_statuses_keep_their_stored_values() -> None:
     assert [s.value for s in Status] == [
         "pending", "starting", "waiting", "running", "waiting for approval", "failed",
-        "waiting for a person", "done", "cancelled", "free"]
+        "waiting for a person", "done", "cancelled", "free", "lost"]
     assert Status("waiting for a person") is Status.WAITING_FOR_PERSON
 
 
 def test_the_status_sets() -> None:
     assert ACTIVE_STATUSES == {Status.PENDING, Status.STARTING, Status.RUNNING}
     assert END_STATUSES == {Status.DONE, Status.FAILED, Status.WAITING_FOR_PERSON,
-                            Status.WAITING_FOR_APPROVAL, Status.CANCELLED}
+                            Status.WAITING_FOR_APPROVAL, Status.CANCELLED, Status.LOST}
+    assert RUN_STATUSES == {Status.STARTING, Status.RUNNING, Status.WAITING,
+                            Status.WAITING_FOR_APPROVAL, Status.FAILED,
+                            Status.WAITING_FOR_PERSON}
+    assert NOT_STARTED_WAITS == {WaitKind.OWNED_ELSEWHERE, WaitKind.CLAIM_PENDING}
     assert SLOT_KEEPING_STATUSES == {Status.STARTING, Status.RUNNING, Status.WAITING,
                                      Status.WAITING_FOR_APPROVAL}
 
@@ -47,6 +54,7 @@ def test_the_status_sets() -> None:
     (Status.CANCELLED, None, "cancelled"),
     (Status.FREE, "restarts at Draft", "free, restarts at Draft"),
     (Status.FREE, None, "free"),
+    (Status.LOST, LOST_TEXT, "lost: the engine's database was replaced"),
 ])
 def test_status_text(status: Status, reason: str | None, text: str) -> None:
     assert status_text(status, reason) == text
@@ -63,6 +71,7 @@ def test_wait_kinds() -> None:
     assert wait_kind(Status.FAILED, None) is WaitKind.PERSON
     assert wait_kind(Status.WAITING_FOR_APPROVAL, None) is WaitKind.APPROVAL
     assert wait_kind(Status.RUNNING, None) is None
+    assert wait_kind(Status.LOST, None) is WaitKind.PERSON
 
 
 class _Here:

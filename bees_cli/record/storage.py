@@ -1,0 +1,136 @@
+"""Opening ``record.db``: read-only when this computer's home cannot be written, and a disk
+that is read-only or full as one line naming the file (issue 12, point 7).
+
+Every connection to the record goes through :func:`opened` (the local record, the fire log,
+the shared record). When the file or its folder cannot be written (a read-only mount, a
+home owned by someone else) or its disk is full, the file is opened with ``mode=ro``, so
+reading commands such as ``bees status`` work; a write then fails as
+:class:`~bees_cli.errors.DiskError`, never with a traceback. Without its ``-wal`` and
+``-shm`` files, SQLite cannot open a WAL file read-only in a folder it cannot write unless
+it is told the file is ``immutable`` (then there is no WAL content to miss: the last writer
+checkpointed it when it closed).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bees_cli.errors import BeesError, DiskError
+
+BUSY_TIMEOUT = 30.0
+"""Seconds a connection waits for another writer's lock before it fails."""
+
+SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
+"""SQLite's primary result codes that mean the disk, not the data (``sqlite_errorcode & 0xff``)."""
+
+_DISK_WHY: dict[int, str] = {
+    SQLITE_READONLY: "it is read-only here",
+    SQLITE_IOERR: "the disk failed to write it (disk I/O error)",
+    SQLITE_FULL: "the disk is full",
+    SQLITE_CANTOPEN: "it cannot be opened or created (is its folder read-only?)",
+}
+
+
+FULL_BELOW = 128 * 1024
+"""Bytes: a disk with less free space than this is full for the record (SQLite needs 32 KiB
+for the ``-shm`` file and a few pages of ``-wal`` for the smallest write)."""
+
+
+def disk_full(folder: Path) -> bool:
+    """Return True when the disk of ``folder`` has less than :data:`FULL_BELOW` bytes free
+    for this user."""
+    import shutil
+
+    try:
+        return shutil.disk_usage(folder).free < FULL_BELOW
+    except OSError:
+        return False
+
+
+def read_only(path: Path) -> bool:
+    """Return True when the record ``path`` exists but this process cannot write it: the file
+    or its folder is read-only (a read-only mount, a home owned by someone else), or its disk
+    is full (:func:`disk_full`)."""
+    if not path.exists():
+        return False
+    writable = os.access(path.parent, os.W_OK) and os.access(path, os.W_OK)
+    return not writable or disk_full(path.parent)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open an autocommit connection to ``path``: read-only when :func:`read_only` says so.
+
+    Raises:
+        sqlite3.DatabaseError: as SQLite raised it (:func:`opened` maps it).
+    """
+    if not read_only(path):
+        return sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+    # without its -wal and -shm files SQLite would have to make them to read a WAL file;
+    # then nothing is in a -wal to miss, and the file may be read as immutable
+    wal_present = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    options = "mode=ro" if wal_present else "mode=ro&immutable=1"
+    return sqlite3.connect(f"{path.absolute().as_uri()}?{options}", uri=True,
+                           timeout=BUSY_TIMEOUT, isolation_level=None)
+
+
+def disk_error(path: Path, error: sqlite3.DatabaseError) -> DiskError | None:
+    """Return the :class:`DiskError` that SQLite's ``error`` about ``path`` means (read-only,
+    full, cannot open, I/O error), or None when it is about something else."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return None
+    code = int(getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
+    why = _DISK_WHY.get(code)
+    if why is None:
+        return None
+    full = code == SQLITE_FULL or disk_full(path.parent)
+    return DiskError(path, _DISK_WHY[SQLITE_FULL] if full else why, full=full)
+
+
+@contextmanager
+def opened(path: Path, *, corrupt: Callable[[sqlite3.DatabaseError], BeesError] | None = None
+           ) -> Iterator[sqlite3.Connection]:
+    """Open a short connection to the record ``path`` (rows as ``sqlite3.Row``), closed after.
+
+    Args:
+        path: the record file.
+        corrupt: what a file that is not a database becomes (exactly ``DatabaseError``), or
+            None to let it surface.
+
+    Raises:
+        DiskError: the disk is read-only or full, or the file cannot be opened.
+        BeesError: ``corrupt``'s error.
+    """
+    try:
+        db = connect(path)
+    except sqlite3.DatabaseError as error:
+        raise _mapped(path, error, corrupt) or error from None
+    try:
+        db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+        # WAL with NORMAL sync survives a crash of Bees; only an OS crash may lose the
+        # last writes, which the engine writes again on replay
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.row_factory = sqlite3.Row
+        yield db
+    except sqlite3.DatabaseError as error:
+        mapped = _mapped(path, error, corrupt)
+        if mapped is None:
+            raise
+        raise mapped from None
+    finally:
+        db.close()
+
+
+def _mapped(path: Path, error: sqlite3.DatabaseError,
+            corrupt: Callable[[sqlite3.DatabaseError], BeesError] | None) -> BeesError | None:
+    found = disk_error(path, error)
+    if found is not None:
+        return found
+    # exactly DatabaseError: not a database, or malformed (locks and constraints are
+    # subclasses and stay what they are)
+    if corrupt is not None and type(error) is sqlite3.DatabaseError:
+        return corrupt(error)
+    return None
