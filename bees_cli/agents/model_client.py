@@ -123,8 +123,9 @@ def chat_url(base_url: str) -> str:
 def display_url(url: str) -> str:
     """Return ``url`` as errors show it: scheme, host, port and path (no user, no query)."""
     parsed = httpx.URL(url)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
     port = f":{parsed.port}" if parsed.port is not None else ""
-    return f"{parsed.scheme}://{parsed.host}{port}{parsed.path}"
+    return f"{parsed.scheme}://{host}{port}{parsed.path}"
 
 
 def retry_after_seconds(value: str | None, now: datetime) -> float | None:
@@ -396,20 +397,23 @@ class ModelClient:
         )
 
     def _read(self, response: httpx.Response) -> ChatResponse:
-        """Parse a 2xx answer as a chat completion."""
+        """Parse a 2xx answer as a chat completion.
+
+        Why raise outside the ``except``: a decoding error keeps the whole body (which a
+        server could fill with the key) and would travel as the new error's ``__context__``.
+        """
+        problem: str | None = None
         try:
             data = response.json()
         except ValueError:
-            raise ModelAnswerInvalid(
-                f"{self.shown_url} answered HTTP {response.status_code} with something "
-                f"that is not JSON: {self._scrub(response.text[:DETAIL_CHARS])!r}"
-            ) from None
-        try:
-            return ChatResponse.model_validate(data)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(the body)"
-            raise ModelAnswerInvalid(
-                f"{self.shown_url} answered JSON that is not a chat completion: "
-                f"{where}: {first['msg']}"
-            ) from None
+            data = None
+            problem = (f"answered HTTP {response.status_code} with something that is not "
+                       f"JSON: {self._scrub(response.text[:DETAIL_CHARS])!r}")
+        if problem is None:
+            try:
+                return ChatResponse.model_validate(data)
+            except ValidationError as error:
+                first = error.errors()[0]
+                where = ".".join(str(part) for part in first["loc"]) or "(the body)"
+                problem = f"answered JSON that is not a chat completion: {where}: {first['msg']}"
+        raise ModelAnswerInvalid(f"{self.shown_url} {problem}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -344,6 +345,7 @@ async def test_malformed_answer(model_server: ScriptedServer, answer: Answer,
         with pytest.raises(ModelAnswerInvalid) as caught:
             await c.complete(HI)
     assert caught.value.message == f"{chat_url(model_server)} {message}"
+    assert caught.value.__context__ is None  # a decoding error would carry the whole body
     assert len(model_server.model.received) == 1
 
 
@@ -394,15 +396,23 @@ async def test_url_shown_without_user_or_query() -> None:
     c = ModelClient(ModelSpec(base_url="https://user:pw@api.example.com/v1?key=abc", name="m"))
     assert c.url == "https://user:pw@api.example.com/v1/chat/completions?key=abc"
     assert c.shown_url == "https://api.example.com/v1/chat/completions"
+    assert ModelClient(ModelSpec(base_url="http://[::1]:11434/v1", name="m")).shown_url == (
+        "http://[::1]:11434/v1/chat/completions")
     assert repr(c) == ("ModelClient('https://api.example.com/v1/chat/completions', model='m', "
                        "no key)")
     await c.aclose()
 
 
 def _texts(value: Any) -> list[str]:
+    """Every text ``value`` shows, through its whole chain of causes and contexts."""
     texts = [str(value), repr(value)]
-    if isinstance(value, ModelError):
-        texts += [value.message, str(value.hint), str(value.to_json()), repr(value.args)]
+    if isinstance(value, BaseException):
+        texts += [repr(value.args), *traceback.format_exception(value)]
+        if isinstance(value, ModelError):
+            texts += [value.message, str(value.hint), str(value.to_json())]
+        for linked in (value.__cause__, value.__context__):
+            if linked is not None:
+                texts += _texts(linked)
     return texts
 
 
