@@ -143,6 +143,11 @@ class Prices(Strict):
         description="Price of one million completion (output) tokens."
     )
 
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Return the estimated price of ``prompt_tokens`` in and ``completion_tokens`` out."""
+        return (prompt_tokens * self.input_per_million
+                + completion_tokens * self.output_per_million) / 1_000_000
+
 
 class ModelSpec(Strict):
     """A model behind an HTTP API (OpenAI-style chat completions).

@@ -465,5 +465,6 @@ def test_model_runner_settings_and_their_defaults() -> None:
     }}).runner
     assert isinstance(full, ModelRunner)
     assert full.model.prices == Prices(input_per_million=0.15, output_per_million=0.6)
+    assert full.model.prices.cost(2_000_000, 500_000) == pytest.approx(0.6)
     assert (full.tool_mode, full.max_turns, full.token_budget, full.max_reply_tokens,
             full.model.timeout_seconds) == ("json", 8, 50_000, 512, 30.0)
