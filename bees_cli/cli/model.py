@@ -21,6 +21,11 @@ def serve(
                      help="TCP port; 11434 is Ollama's default (0 picks a free one)."),
     ] = 11434,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    threads: Annotated[
+        int | None,
+        typer.Option("--threads", min=1, show_default=False,
+                     help="Threads that generate (default: half the cores, at least 1)."),
+    ] = None,
 ) -> None:
     """Serve the embedded demo model (SmolLM2-135M-Instruct on llama.cpp) until interrupted.
 
@@ -35,14 +40,15 @@ def serve(
 
     from bees_cli.usecases.embedded_model import serve_model
 
-    asyncio.run(serve_model(host, port, ready=_announce))
+    asyncio.run(serve_model(host, port, ready=_announce, threads=threads))
 
 
 def _announce(model: EmbeddedModel) -> None:
     from bees_cli.usecases.embedded_model import TINY
 
     typer.echo(model.base_url)
-    say(f"serving {model.model} at {model.base_url} (ready in {model.ready_seconds:.2f} s); "
+    say(f"serving {model.model} at {model.base_url} ({model.threads} thread"
+        f"{'s' if model.threads != 1 else ''}, ready in {model.ready_seconds:.2f} s); "
         "Ctrl-C stops it")
     say(f"note: {TINY}")
     say(f"agent runner: model: {{base_url: {model.base_url}, name: {model.model}}}")

