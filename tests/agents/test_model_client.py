@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -416,7 +417,8 @@ def _texts(value: Any) -> list[str]:
     return texts
 
 
-async def test_the_key_never_appears(model_server: ScriptedServer) -> None:
+async def test_the_key_never_appears(model_server: ScriptedServer,
+                                     caplog: pytest.LogCaptureFixture) -> None:
     """Every error, repr and answer of a session whose server echoes the key back."""
     echo = f"key {KEY} is bad"
     model_server.model.push(
@@ -428,6 +430,7 @@ async def test_the_key_never_appears(model_server: ScriptedServer) -> None:
         Answer(body={"choices": [], "echo": KEY}),
     )
     seen: list[Any] = []
+    caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
     async with client(model_server, retry=RetryPolicy(attempts=1)) as c:
         seen += [c, c.request(HI)]
         done = await c.complete(HI)
@@ -440,6 +443,8 @@ async def test_the_key_never_appears(model_server: ScriptedServer) -> None:
         "ModelUnauthorized", "ModelUnauthorized", "ModelRejected", "ModelContextExceeded",
         "ModelRateLimited", "ModelUnavailable", "ModelAnswerInvalid", "ModelAnswerInvalid"]
     assert all(KEY not in text for value in seen for text in _texts(value))
+    assert "chat/completions" in caplog.text
+    assert KEY not in caplog.text
     assert isinstance(seen[2], Completion)
     # the key did travel, in the one place it belongs
     assert {r.headers["authorization"] for r in model_server.model.received} == {f"Bearer {KEY}"}
