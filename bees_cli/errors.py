@@ -11,11 +11,23 @@
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
     ├── DiskError                  exit 1   a file of this computer cannot be written
-    └── CloudError                 exit 1   talking to Bees Cloud failed
-        ├── CloudUnreachable       exit 1   connection failed or timed out after retries
-        ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
-        └── CloudRefused           exit 3   the server answered no (HTTP 403/409); its
-                                            ``code`` is the server's (``not_owner``…)
+    ├── CloudError                 exit 1   talking to Bees Cloud failed
+    │   ├── CloudUnreachable       exit 1   connection failed or timed out after retries
+    │   ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
+    │   └── CloudRefused           exit 3   the server answered no (HTTP 403/409); its
+    │                                       ``code`` is the server's (``not_owner``…)
+    └── ModelError                 exit 1   talking to (or serving) a language model failed
+        ├── ModelUnavailable       exit 1   connection failed, timed out or HTTP 5xx, after retries
+        ├── ModelRateLimited       exit 1   HTTP 429 after retries, or a Retry-After too long
+        ├── ModelUnauthorized      exit 1   HTTP 401/403, or the key's environment variable is unset
+        ├── ModelRejected          exit 1   another HTTP 4xx: the request is refused as it is
+        │   └── ModelContextExceeded        the conversation no longer fits the context window
+        └── ModelAnswerInvalid     exit 1   the answer is not the protocol's JSON or what was asked
+            └── ModelToolCallInvalid        a tool call's arguments are not a JSON object
+
+Every ``ModelError`` says whether repeating the same call may succeed (``retryable``) and,
+after a 429, how long the server asked to wait (``retry_after``, seconds). Its text names the
+server's URL and the *name* of the key's environment variable, never the key.
 
 Bugs are not in this tree: they keep their traceback.
 """
@@ -223,3 +235,83 @@ class CloudRefused(CloudError):
     def to_json(self) -> dict[str, Any]:
         """Return ``{"code", "message", "hint", "status"}``; ``code`` is the server's."""
         return {**super().to_json(), "status": self.status}
+
+
+class ModelError(BeesError):
+    """Talking to a language model's API, or serving the embedded model, failed (exit 1).
+
+    Args:
+        message: one line; names the server's URL and the key's variable, never the key.
+        hint: one line saying how to fix it, or None.
+        retryable: whether repeating the same call may succeed (a workflow's retry policy
+            reads it; a refused key or a request that is wrong as it is never is).
+        retry_after: seconds the server asked to wait before the next call (HTTP 429
+            ``Retry-After``), or None.
+    """
+
+    code = "model"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ModelUnavailable(ModelError):
+    """The model's server could not be reached, timed out, or answered HTTP 5xx (exit 1)."""
+
+    code = "model_unavailable"
+
+
+class ModelRateLimited(ModelError):
+    """The model's server answered HTTP 429 and waiting did not help, or was too long (exit 1)."""
+
+    code = "model_rate_limited"
+
+
+class ModelUnauthorized(ModelError):
+    """The model's server refused the key (HTTP 401/403), or the key's variable is unset."""
+
+    code = "model_unauthorized"
+
+
+class ModelRejected(ModelError):
+    """The model's server refused the request as it is (an HTTP 4xx other than 401/403/429)."""
+
+    code = "model_rejected"
+
+
+class ModelContextExceeded(ModelRejected):
+    """The conversation no longer fits the model's context window (HTTP 400 saying so)."""
+
+    code = "model_context_exceeded"
+
+
+class ModelAnswerInvalid(ModelError):
+    """The model's answer is not the protocol's JSON, or its content is not what was asked."""
+
+    code = "model_answer_invalid"
+
+
+class ModelToolCallInvalid(ModelAnswerInvalid):
+    """A tool call's arguments are not a JSON object (told back to the model by the loop).
+
+    Args:
+        message: one line naming the tool and what is wrong.
+        tool_call_id: the call's id, so the loop can answer that call.
+        tool: the tool's name as the model wrote it.
+    """
+
+    code = "model_tool_call_invalid"
+
+    def __init__(self, message: str, *, tool_call_id: str, tool: str) -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
+        self.tool = tool

@@ -63,6 +63,7 @@ COMMAND_MODULES: list[str] = [
     "schedules",
     "doctor",
     "handover",
+    "model",
 ]
 
 

@@ -133,22 +133,76 @@ class CommandRunner(Strict):
     env: dict[EnvName, str] = Field(default_factory=dict)
 
 
+class Prices(Strict):
+    """What a model costs, per million tokens, in the agent's own currency (for estimates)."""
+
+    input_per_million: Annotated[float, Field(ge=0)] = Field(
+        description="Price of one million prompt (input) tokens."
+    )
+    output_per_million: Annotated[float, Field(ge=0)] = Field(
+        description="Price of one million completion (output) tokens."
+    )
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Return the estimated price of ``prompt_tokens`` in and ``completion_tokens`` out."""
+        return (prompt_tokens * self.input_per_million
+                + completion_tokens * self.output_per_million) / 1_000_000
+
+
 class ModelSpec(Strict):
     """A model behind an HTTP API (OpenAI-style chat completions).
 
     ``api_key_env`` is the *name* of the environment variable holding the key, never the
-    key itself.
+    key itself; local servers (Ollama, llama.cpp, ``bees model serve``) need none.
     """
 
-    base_url: Url
-    name: Text
-    api_key_env: EnvName
+    base_url: Url = Field(
+        description="The API's base URL, to which /chat/completions is added, "
+        "e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
+    )
+    name: Text = Field(description="The model's name as the server knows it.")
+    api_key_env: EnvName | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key (never the key); "
+        "omit for a local server that needs none.",
+    )
+    prices: Prices | None = Field(
+        default=None, description="Prices per million tokens, for cost estimates."
+    )
+    timeout_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=120.0,
+        description="Seconds allowed for connecting, and for each read and write of one call.",
+    )
+
+
+ToolMode = Literal["native", "json"]
+"""How a model agent asks for tools: ``native`` tool calls, or ``json``: one JSON object
+per step (``{"tool": …, "arguments": …}`` or ``{"final": …}``) through ``response_format``,
+which small local models follow more reliably."""
 
 
 class ModelRunner(Strict):
-    """Calls a model over HTTP (executed in a later issue; validated now)."""
+    """Thinks with a model over HTTP and acts only through its tools (the loop is issue 13's)."""
 
     model: ModelSpec
+    tool_mode: ToolMode = Field(
+        default="native",
+        description="'native': the protocol's tool calls; 'json': each step is a JSON object "
+        "asked for through response_format (for small local models).",
+    )
+    max_turns: Annotated[int, Field(ge=1)] = Field(
+        default=20, description="At most this many model calls per stage; then the stage fails."
+    )
+    token_budget: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="At most this many tokens (prompt plus completion, summed over the "
+        "stage's calls); then the stage fails (default: no budget).",
+    )
+    max_reply_tokens: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="Sent as max_tokens: at most this many tokens in one reply "
+        "(default: the server's).",
+    )
 
 
 RUNNER_TAGS: dict[str, type[Strict]] = {

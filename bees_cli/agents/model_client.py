@@ -1,0 +1,419 @@
+"""An async client of OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp…).
+
+One :meth:`ModelClient.send` is one model call: a ``POST {base_url}/chat/completions``,
+repeated a bounded number of times when repeating may help, and every failure mapped to
+one typed error of :mod:`bees_cli.errors`::
+
+    connection failed, timed out, HTTP 5xx/408   retried with backoff, then ModelUnavailable
+    HTTP 429                                      waits Retry-After (at most max_retry_after),
+                                                  retried, then ModelRateLimited
+    HTTP 401, 403                                 ModelUnauthorized at once (names the variable)
+    HTTP 400/413 saying the context is too long   ModelContextExceeded at once
+    any other HTTP 4xx                            ModelRejected at once
+    2xx that is not a chat completion             ModelAnswerInvalid at once
+
+The key is read from the environment variable the agent names (issue 13, point 1) and
+lives only in a ``SecretStr`` and in the ``Authorization`` header of each request: error
+texts, reprs and transcripts name the variable, never the key, and any echo of the key in
+a server's error text is blanked. Waits go through an injected ``sleep`` so tests never
+sleep; a durable loop that leaves retries to Temporal passes ``RetryPolicy(attempts=1)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from pydantic import SecretStr, ValidationError
+
+from bees_cli.agents.chat_wire import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ResponseFormat,
+    ToolChoice,
+    ToolDef,
+)
+from bees_cli.errors import (
+    ModelAnswerInvalid,
+    ModelContextExceeded,
+    ModelError,
+    ModelRateLimited,
+    ModelRejected,
+    ModelUnauthorized,
+    ModelUnavailable,
+)
+from bees_cli.utc import utc_now
+from bees_cli.workspace.models import ModelSpec
+
+HIDDEN = "[hidden]"
+"""What a key echoed by a server becomes in an error text."""
+DETAIL_CHARS = 300
+"""At most this many characters of a server's error text are quoted in an error."""
+CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "exceed_context_size",
+    "context length",
+    "context window",
+    "context size",
+    "maximum context",
+)
+"""Lower-case phrases by which OpenAI, llama.cpp, vLLM and Ollama say the prompt is too long."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long one model call is repeated.
+
+    Attributes:
+        attempts: tries in all, the first included (1: never repeat).
+        first_backoff: seconds before the second try after a 5xx or a connection error;
+            doubled before each next one, capped at ``max_backoff``.
+        max_backoff: the longest backoff, seconds.
+        max_retry_after: the longest ``Retry-After`` (seconds) waited here; a longer one
+            raises :class:`ModelRateLimited` at once, carrying it, for a scheduler to honour.
+    """
+
+    attempts: int = 4
+    first_backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_retry_after: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed try number ``attempt`` (1 first)."""
+        return float(min(self.first_backoff * 2 ** (attempt - 1), self.max_backoff))
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model call's answer with what it took.
+
+    Attributes:
+        response: the server's answer (message, tool calls, token usage).
+        attempts: tries made, the first included.
+        seconds: from the first try to the answer, waits included (monotonic clock).
+    """
+
+    response: ChatResponse
+    attempts: int
+    seconds: float
+
+    @property
+    def message(self) -> Message:
+        """The answer's message."""
+        return self.response.message
+
+
+def chat_url(base_url: str) -> str:
+    """Return ``{base_url}/chat/completions``, keeping any query of ``base_url`` after it."""
+    base = httpx.URL(base_url)
+    return str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
+
+
+def display_url(url: str) -> str:
+    """Return ``url`` as errors show it: scheme, host, port and path (no user, no query)."""
+    parsed = httpx.URL(url)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path}"
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """Read a ``Retry-After`` header: seconds, or an HTTP date (counted from ``now``).
+
+    Returns:
+        Seconds to wait (never negative), or None when absent or unreadable.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - now).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+class ModelClient:
+    """Calls one model's chat completions over ``httpx`` (async).
+
+    Args:
+        spec: the agent's ``runner.model``: base URL, model name, key variable, timeout.
+        environ: where the key variable is read (default ``os.environ``).
+        transport: an ``httpx`` transport (tests); default: the network.
+        retry: how often and how long a call is repeated.
+        sleep: awaited for every wait (tests pass one that records and returns).
+        clock: monotonic seconds, for :attr:`Completion.seconds`.
+        now: the wall clock, for ``Retry-After`` given as an HTTP date.
+
+    Raises:
+        ModelUnauthorized: ``spec.api_key_env`` names a variable that is unset or empty.
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        environ: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.spec = spec
+        self.url = chat_url(spec.base_url)
+        self.shown_url = display_url(self.url)
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        self._now = now
+        self._key = self._read_key(os.environ if environ is None else environ)
+        self._http = httpx.AsyncClient(
+            transport=transport, timeout=httpx.Timeout(spec.timeout_seconds)
+        )
+
+    def _read_key(self, environ: Mapping[str, str]) -> SecretStr | None:
+        name = self.spec.api_key_env
+        if name is None:
+            return None
+        value = environ.get(name, "")
+        if not value.strip():
+            raise ModelUnauthorized(
+                f"the environment variable {name} is not set; the model at "
+                f"{self.shown_url} needs its API key",
+                hint=f"set {name} in the environment that runs bees, or remove "
+                "api_key_env for a local server",
+            )
+        return SecretStr(value.strip())
+
+    def __repr__(self) -> str:
+        key = f"key from {self.spec.api_key_env}" if self.spec.api_key_env else "no key"
+        return f"ModelClient({self.shown_url!r}, model={self.spec.name!r}, {key})"
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    def request(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolDef] | None = None,
+        tool_choice: ToolChoice | None = None,
+        response_format: ResponseFormat | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> ChatRequest:
+        """Return the request for ``messages`` to this client's model (nothing is sent)."""
+        return ChatRequest(
+            model=self.spec.name,
+            messages=messages,
+            tools=tools or None,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+        )
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolDef] | None = None,
+        tool_choice: ToolChoice | None = None,
+        response_format: ResponseFormat | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        """Ask the model for its next message (see :meth:`request` and :meth:`send`)."""
+        return await self.send(
+            self.request(
+                messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                response_format=response_format,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+            )
+        )
+
+    async def send(self, request: ChatRequest) -> Completion:
+        """Send ``request`` and return the answer, repeating as :attr:`retry` allows.
+
+        Returns:
+            The answer, the tries it took and the seconds from the first try.
+
+        Raises:
+            ModelUnavailable: no answer, a timeout or HTTP 5xx on the last try (retryable).
+            ModelRateLimited: HTTP 429 on the last try, or a Retry-After longer than
+                ``retry.max_retry_after`` (retryable; ``retry_after`` carries the wait).
+            ModelUnauthorized: HTTP 401/403 (not retryable).
+            ModelContextExceeded: the conversation is longer than the model's context.
+            ModelRejected: another HTTP 4xx (not retryable).
+            ModelAnswerInvalid: a 2xx answer that is not a chat completion.
+        """
+        body = json.dumps(request.wire()).encode("utf-8")
+        started = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._http.post(
+                    self.url, content=body, headers=self._headers()
+                )
+            except httpx.TimeoutException:
+                failure: ModelError = ModelUnavailable(
+                    f"{self.shown_url} did not answer within {self.spec.timeout_seconds:g} s",
+                    hint="a slow local model may need a larger runner.model.timeout_seconds",
+                    retryable=True,
+                )
+                wait = self.retry.backoff(attempt)
+            except httpx.TransportError as error:
+                failure = ModelUnavailable(
+                    f"cannot reach {self.shown_url}: {type(error).__name__}",
+                    hint="is the model's server running? (`bees model serve` for the "
+                    "embedded one)",
+                    retryable=True,
+                )
+                wait = self.retry.backoff(attempt)
+            else:
+                if response.is_success:
+                    return Completion(
+                        response=self._read(response),
+                        attempts=attempt,
+                        seconds=self._clock() - started,
+                    )
+                failure, wait = self._failure(response, attempt)
+            if attempt >= self.retry.attempts:
+                raise failure
+            await self._sleep(wait)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.get_secret_value()}"
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        """Blank the key in ``text``; keep one line of at most DETAIL_CHARS characters."""
+        if self._key is not None:
+            text = text.replace(self._key.get_secret_value(), HIDDEN)
+        line = " ".join(text.split())
+        return line if len(line) <= DETAIL_CHARS else line[: DETAIL_CHARS - 1] + "…"
+
+    def _detail(self, response: httpx.Response) -> str:
+        """The server's own words about an error: ``error.message`` if JSON, else the text."""
+        try:
+            data: Any = response.json()
+        except ValueError:
+            return self._scrub(response.text)
+        if isinstance(data, dict):
+            error = data.get("error", data)
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                code = error.get("code")
+                prefix = f"{code}: " if isinstance(code, str) else ""
+                return self._scrub(prefix + error["message"])
+            if isinstance(error, str):
+                return self._scrub(error)
+        return self._scrub(response.text)
+
+    def _failure(self, response: httpx.Response, attempt: int) -> tuple[ModelError, float]:
+        """Map a non-2xx answer to its error and the wait before the next try; raise at
+        once when repeating cannot help."""
+        status = response.status_code
+        detail = self._detail(response)
+        said = f": {detail}" if detail else ""
+        if status in (401, 403):
+            raise self._refused(status, said)
+        if status == 429:
+            after = retry_after_seconds(response.headers.get("retry-after"), self._now())
+            limited = ModelRateLimited(
+                f"{self.shown_url} asked to slow down (HTTP 429"
+                + (f", Retry-After {after:g} s" if after is not None else "")
+                + f"){said}",
+                hint="wait, or lower how many stages call this model at once",
+                retryable=True,
+                retry_after=after,
+            )
+            if after is not None and after > self.retry.max_retry_after:
+                raise limited
+            return limited, after if after is not None else self.retry.backoff(attempt)
+        if status >= 500 or status == 408:
+            unavailable = ModelUnavailable(
+                f"{self.shown_url} failed (HTTP {status}){said}", retryable=True
+            )
+            return unavailable, self.retry.backoff(attempt)
+        if status in (400, 413) and any(m in detail.lower() for m in CONTEXT_MARKERS):
+            raise ModelContextExceeded(
+                f"the conversation no longer fits the context window of {self.spec.name} "
+                f"at {self.shown_url} (HTTP {status}){said}",
+                hint="shorten the instructions or the files given, or use a model with a "
+                "larger context",
+            )
+        raise ModelRejected(
+            f"{self.shown_url} refused the request (HTTP {status}){said}",
+            hint=f"check runner.model (name {self.spec.name!r}, base_url) in the agent",
+        )
+
+    def _refused(self, status: int, said: str) -> ModelUnauthorized:
+        name = self.spec.api_key_env
+        if name is None:
+            return ModelUnauthorized(
+                f"{self.shown_url} refused a request without an API key (HTTP {status}){said}",
+                hint="name the key's environment variable in runner.model.api_key_env",
+            )
+        return ModelUnauthorized(
+            f"the API key in {name} was refused by {self.shown_url} (HTTP {status}){said}",
+            hint=f"check the key in {name}, and that it may use model {self.spec.name!r}",
+        )
+
+    def _read(self, response: httpx.Response) -> ChatResponse:
+        """Parse a 2xx answer as a chat completion.
+
+        Why raise outside the ``except``: a decoding error keeps the whole body (which a
+        server could fill with the key) and would travel as the new error's ``__context__``.
+        """
+        problem: str | None = None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+            problem = (f"answered HTTP {response.status_code} with something that is not "
+                       f"JSON: {self._scrub(response.text[:DETAIL_CHARS])!r}")
+        if problem is None:
+            try:
+                return ChatResponse.model_validate(data)
+            except ValidationError as error:
+                first = error.errors()[0]
+                where = ".".join(str(part) for part in first["loc"]) or "(the body)"
+                problem = f"answered JSON that is not a chat completion: {where}: {first['msg']}"
+        raise ModelAnswerInvalid(f"{self.shown_url} {problem}")

@@ -1,0 +1,159 @@
+"""A scripted chat-completions server for tests: real HTTP, scripted answers, requests kept.
+
+Push :class:`Answer` values on :attr:`ScriptedModel.script`; each ``POST
+/v1/chat/completions`` takes the next one and is recorded in :attr:`ScriptedModel.received`
+(path, headers, decoded JSON body). An empty script answers HTTP 500 ``script exhausted``,
+so a test that calls once too often fails on the client's error, not by hanging.
+:func:`serve` runs it with uvicorn on a free loopback port in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+EXHAUSTED = "script exhausted"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scripted answer: a status, a JSON body (or raw text) and headers."""
+
+    status: int = 200
+    body: Any = None
+    text: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def reply(cls, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5,
+              finish_reason: str = "stop") -> Answer:
+        """An assistant message with ``content`` and the given token usage."""
+        return cls.message({"role": "assistant", "content": content},
+                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                           finish_reason=finish_reason)
+
+    @classmethod
+    def tool_calls(cls, *calls: tuple[str, str, str], prompt_tokens: int = 10,
+                   completion_tokens: int = 5) -> Answer:
+        """An assistant message calling tools: each call is ``(id, name, arguments text)``."""
+        return cls.message(
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": arguments}}
+                for call_id, name, arguments in calls
+            ]},
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            finish_reason="tool_calls",
+        )
+
+    @classmethod
+    def message(cls, message: dict[str, Any], *, prompt_tokens: int, completion_tokens: int,
+                finish_reason: str) -> Answer:
+        """A whole chat completion around ``message`` (with llama.cpp-style extra fields)."""
+        return cls(body={
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+            "timings": {"predicted_per_second": 100.0},
+        })
+
+    @classmethod
+    def error(cls, status: int, message: str, *, code: str | None = None,
+              headers: dict[str, str] | None = None) -> Answer:
+        """An OpenAI-style error body ``{"error": {"message", "type", "code"}}``."""
+        return cls(status=status, headers=headers or {},
+                   body={"error": {"message": message, "type": "error", "code": code}})
+
+    @classmethod
+    def raw(cls, text: str, *, status: int = 200) -> Answer:
+        """A body that is sent as it is (for answers that are not JSON)."""
+        return cls(status=status, text=text)
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server got."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class ScriptedModel:
+    """The script and the record of one scripted server."""
+
+    script: deque[Answer] = field(default_factory=deque)
+    received: list[Received] = field(default_factory=list)
+
+    def push(self, *answers: Answer) -> None:
+        """Add ``answers`` to the end of the script."""
+        self.script.extend(answers)
+
+    async def _chat(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self.received.append(Received(request.url.path, dict(request.headers), body))
+        if not self.script:
+            return JSONResponse({"error": {"message": EXHAUSTED}}, status_code=500)
+        answer = self.script.popleft()
+        if answer.text is not None:
+            return Response(answer.text, status_code=answer.status, headers=answer.headers,
+                            media_type="application/json")
+        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+    def app(self) -> Starlette:
+        """The ASGI app: ``POST /v1/chat/completions`` only."""
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+
+
+@dataclass(frozen=True)
+class ScriptedServer:
+    """A running scripted server: ``base_url`` ends in ``/v1`` (as an agent's base_url)."""
+
+    base_url: str
+    model: ScriptedModel
+
+
+@contextmanager
+def serve() -> Iterator[ScriptedServer]:
+    """Run a fresh :class:`ScriptedModel` on a free loopback port until the block ends."""
+    import uvicorn
+
+    model = ScriptedModel()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(model.app(), log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started, "the scripted model server did not start"
+    try:
+        yield ScriptedServer(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", model)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

