@@ -246,6 +246,6 @@ def test_both_clients_offer_the_same_calls_with_the_same_parameters() -> None:
     assert sorted(sync) == [
         "call", "claim_key", "claim_owner", "get_owner", "held_keys", "key_disagreements",
         "list_owners", "me", "owner_history", "pull", "pull_all", "push", "release_owner",
-        "report_key_item", "server_time", "skew",
+        "repair_owner", "report_key_item", "server_time", "skew",
     ]  # fmt: skip
     assert all(inspect.iscoroutinefunction(getattr(AsyncCloudClient, name)) for name in async_)
