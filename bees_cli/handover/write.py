@@ -27,6 +27,7 @@ from bees_cli.handover.folder import (
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
 from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.record.story import Story
 from bees_cli.utc import format_utc
 
 
@@ -65,12 +66,14 @@ def write_checkpoint(
     journal: list[dict[str, Any]],
     now: datetime,
     limits: Limits = DEFAULT_LIMITS,
+    story: Story | None = None,
 ) -> CheckpointInfo:
     """List and hash every file of ``run_folder`` and write ``checkpoint.json`` atomically.
 
     The document is ``{"format": 1, "item", "workspace", "process_digest", "restart_stages",
     "files": [{"path", "size", "sha256"}], "computer", "machine_id", "time", "journal"}``
-    in canonical JSON (:func:`canonical_json`). Paths are relative POSIX paths, sorted;
+    in canonical JSON (:func:`canonical_json`); with a ``story`` the document is format 2
+    and carries it (``"story"``). Paths are relative POSIX paths, sorted;
     sizes are bytes; ``time`` is UTC ISO 8601 ending in ``Z``. A checkpoint this function
     writes always passes :func:`verify_checkpoint` on an unchanged folder: whatever that
     would reject is refused here first.
@@ -87,6 +90,8 @@ def write_checkpoint(
         journal: add-on actions already run (JSON objects), so they are not run twice.
         now: the current time, an aware datetime (stored in UTC).
         limits: the handover limits (default: 1,000 files, 20 MB each, 250 MB in all).
+        story: the item's story (history, created time and computer, review rounds), or
+            None for a format 1 checkpoint without one.
 
     Returns:
         The file written, its SHA-256 (to release to Bees Cloud or keep), file count and bytes.
@@ -105,9 +110,10 @@ def write_checkpoint(
         raise NotFound(f"not a folder: {run_folder}")
     # Validated before any file is read; the files are filled in once hashed.
     header = CheckpointDocument(
-        format=FORMAT, item=item_id, workspace=workspace, process_digest=process_digest,
-        restart_stages=dict(restart_stages), files=[], computer=computer,
-        machine_id=machine_id, time=_format_time(now), journal=journal,
+        format=FORMAT if story is not None else 1, item=item_id, workspace=workspace,
+        process_digest=process_digest, restart_stages=dict(restart_stages), files=[],
+        computer=computer, machine_id=machine_id, time=_format_time(now), journal=journal,
+        story=story,
     )
 
     def refuse(path: str | None, message: str, hint: str | None = None) -> Refused:
