@@ -9,7 +9,9 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
    title, process, run, created) at the top of the run folder, so a computer that never
    saw the item can continue it, under its title;
 3. write ``checkpoint.json`` (:func:`~bees_cli.handover.checkpoint.write_checkpoint`) with
-   the journal of add-on actions from the local record;
+   the journal of add-on actions from the local record and the item's story (its history,
+   created time and computer, and the rounds and review count the run reached:
+   :func:`~bees_cli.record.story.tell_story`), so the story travels with the run;
 4. keep its SHA-256 on this computer (``<data>/handovers/ITEM.json``);
 5. release the owner in Bees Cloud with the restart stages and that SHA-256 (when a cloud
    is configured);
@@ -33,13 +35,14 @@ from temporalio import activity
 
 from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
-from bees_cli.errors import BeesError, CloudRefused, Refused
+from bees_cli.errors import BeesError, CloudRefused, NotFound, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.record.story import Story
 
 
 class HandoverActivities:
@@ -111,7 +114,8 @@ class HandoverActivities:
                 process_digest=snapshot.digest(),
                 restart_stages=dict(handover.restart_stages),
                 computer=self.computer.computer, machine_id=self.computer.machine_id,
-                journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
+                journal=self.record.journal(handover.item_id), now=datetime.now(UTC),
+                story=self._story(handover))
         except Refused as error:
             return HandoverOutput(ok=False, reason=error.message, stage=handover.stage)
         except OSError as error:
@@ -121,6 +125,20 @@ class HandoverActivities:
             ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
             total_bytes=info.total_bytes)
+
+    def _story(self, handover: HandoverInput) -> Story | None:
+        """The item's story for the checkpoint (None when this record lost the item's row)."""
+        from bees_cli.record.story import ReviewRounds, tell_story
+
+        reviews = ReviewRounds.model_validate(
+            handover.reviews.model_dump() if handover.reviews is not None else {})
+        try:
+            return tell_story(self.record, handover.item_id,
+                              machine_id=self.computer.machine_id,
+                              computer=self.computer.computer, run_folder=handover.run_folder,
+                              reviews=reviews)
+        except NotFound:
+            return None
 
     def _item_json(self, handover: HandoverInput, snapshot: ItemSnapshot) -> dict[str, Any]:
         """``RUN/item.json``: the item's id, title, process, run and created."""

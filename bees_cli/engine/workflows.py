@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         PersonInput,
         RecordInput,
         ReleaseInput,
+        ReviewRounds,
         SlotInput,
         SlotOutput,
         StageInput,
@@ -68,6 +69,10 @@ pass in history), and activities get the snapshot digest, not the snapshot."""
 
 CONTINUES_AS_NEW = "continues-as-new"
 """Patch: before a stage, the run continues as new when Temporal suggests it."""
+
+FAILED_HANDOVER_KEEPS_ROUNDS = "failed-handover-keeps-rounds"
+"""Patch: after a handover that could not write its checkpoint, the run starts the restart
+stage again with the rounds and review count it had (before: counted from the run's start)."""
 
 RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
                       maximum_interval=RECHECK_EVERY, maximum_attempts=0)
@@ -113,6 +118,7 @@ class ItemWorkflow(ApprovalGate):
         self._state = "starting"
         self._stage: str | None = None
         self._round = 0
+        self._round_of: str | None = None  # the stage self._round counts
         self._agent: str | None = None
         self._person: tuple[str, PersonInput] | None = None
         self._requests: list[ApprovalRequest] = []
@@ -227,13 +233,15 @@ class ItemWorkflow(ApprovalGate):
                 plan.exception()  # retrieved: the stage's cancellation is expected
             assert self._relinquish is not None
             restart = self._restart_stage(item)
+            reviews = self._handed_reviews(memo)
             handed: HandoverOutput = await workflow.execute_activity(
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
                               run_folder=item.run_folder,
                               snapshot_digest=item.snapshot_digest, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
-                              who=self._relinquish.who, at=self._relinquish.at),
+                              who=self._relinquish.who, at=self._relinquish.at,
+                              reviews=reviews),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
                 retry_policy=RetryPolicy(maximum_attempts=3))
             self._handed = handed
@@ -247,7 +255,8 @@ class ItemWorkflow(ApprovalGate):
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            memo = self._fresh(item, restart)
+            keep = workflow.patched(FAILED_HANDOVER_KEEPS_ROUNDS)
+            memo = self._fresh(item, restart, reviews if keep else None)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
@@ -259,10 +268,37 @@ class ItemWorkflow(ApprovalGate):
             return stage.reviews
         return stage.name
 
-    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
-        """Return the plan's memory at the start of a run at ``start`` (None: the first)."""
+    def _fresh(self, item: ItemInput, start: str | None,
+               reviews: ReviewRounds | None = None) -> ItemState:
+        """Return the plan's memory at the start of a run at ``start`` (None: the first),
+        with the rounds and review count of ``reviews``, else those the input carries from
+        the earlier runs (a handover; none for a first run)."""
+        carried = reviews or item.reviews or ReviewRounds()
         return ItemState(stage=start or item.snapshot.process.stages[0].name,
-                         attempts=dict(item.attempts), outputs=dict(item.previous))
+                         attempts=dict(item.attempts), outputs=dict(item.previous),
+                         rounds=dict(carried.rounds), comments=list(carried.comments),
+                         change_requests={stage: [list(c) for c in asked] for stage, asked
+                                          in carried.change_requests.items()})
+
+    def _handed_reviews(self, memo: ItemState) -> ReviewRounds:
+        """Return the rounds and review count a handover carries to the next run.
+
+        The current stage's round did not finish: it is not counted, so the next run starts
+        it again under the same number. An item stopped at the review limit (its review round
+        finished) is handed over as after a person's retry: that review's count starts again
+        and the next run redoes the work under review with the last comments.
+        """
+        rounds = dict(memo.rounds)
+        stage = self._stage
+        if stage is not None and stage in rounds and self._state != STOPPED:
+            if self._round_of == stage:
+                rounds[stage] = self._round - 1
+            elif memo.again:  # its round will start again: not counted either
+                rounds[stage] -= 1
+        asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
+        if self._state == STOPPED and stage in asked:
+            asked[stage] = []
+        return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
 
     def _restore(self, item: ItemInput) -> ItemState:
         """Return the plan's memory: the state a run continued as new carries, else fresh."""
@@ -305,6 +341,7 @@ class ItemWorkflow(ApprovalGate):
                 memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
             memo.again = False
             round_ = self._round = memo.rounds[stage.name]
+            self._round_of = stage.name
             reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self._state = WAITING
             check = await self._eligible(CheckInput(
