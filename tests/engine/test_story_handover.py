@@ -19,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import ItemInput, task_queue
 from bees_cli.engine.worker import make_worker
+from bees_cli.errors import Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
 from bees_cli.record.local import LocalRecord
@@ -43,13 +44,15 @@ stages:
 """
 
 
-def write_workspace(root: Path, log: Path, hold: Path) -> Path:
-    """Draft (holds in round 3 while ``hold`` exists) → Review (asks for changes) → Done."""
+def write_workspace(root: Path, log: Path, hold: Path, hold_round: int = 3) -> Path:
+    """Draft (holds in ``hold_round`` while ``hold`` exists) → Review (asks for changes) →
+    Done."""
     def agent(name: str) -> str:
         return "\n".join([
             f"instructions: {name}", "runner:",
             f'  command: ["${{BEES_PYTHON}}", "{HERE / "story_agent.py"}"]', "  env:",
-            f'    AGENT_LOG: "{log}"', f'    HOLD: "{hold}"', '    HOLD_ROUND: "3"']) + "\n"
+            f'    AGENT_LOG: "{log}"', f'    HOLD: "{hold}"',
+            f'    HOLD_ROUND: "{hold_round}"']) + "\n"
 
     files = {"bees.yaml": "name: story\n", "processes/report.yaml": PROCESS,
              "agents/writer.yaml": agent("writer"), "agents/reviewer.yaml": agent("reviewer")}
@@ -185,3 +188,45 @@ def checkpoint_files(checkpoint: dict[str, object]) -> int:
     files = checkpoint["files"]
     assert isinstance(files, list)
     return len(files)
+
+
+async def test_a_handover_that_fails_keeps_the_rounds_and_the_review_count(
+        dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log, hold = tmp_path / "agents.log", tmp_path / "hold"
+    laptop = computer(tmp_path / "laptop", "maya-laptop", monkeypatch)
+    space = write_workspace(tmp_path / "ws", log, hold, hold_round=2)
+    address = dev_env.client.service_client.config.target_host
+    app = Bees(laptop, engine=EngineGateway(dev_env.client))
+    record = LocalRecord(laptop.record_path)
+
+    def lines() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    queue = task_queue(laptop.machine_id)
+    note_worker(laptop.data_dir, address, queue)
+    async with make_worker(dev_env.client, queue, record, computer=laptop,
+                           heartbeat_every=0.5):
+        hold.touch()
+        item = await app.create_item(space, "report", title="Week 3")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while "holding Draft 2" not in lines():
+            assert loop.time() < deadline, lines()
+            await asyncio.sleep(0.05)
+        # a symlink in the run folder: the checkpoint cannot be written, the item stays here
+        (item.run_folder / "link").symlink_to(tmp_path)
+        with pytest.raises(Refused, match="is a symlink"):
+            await app.relinquish(item.id)
+        await until(record, item.id, lambda r: r.status == "failed")
+        (item.run_folder / "link").unlink()
+        hold.unlink()
+        await app.retry(item.id)
+        row = await until(record, item.id, lambda r: r.status == "waiting for a person",
+                          timeout=60)
+        assert (row.stage, row.reason) == ("Review", "Review asked for changes 3 times")
+    # Draft round 2 again after the retry, and Review's first request still counts
+    assert lines() == [
+        "Draft writer 1 1 []", "Review reviewer 1 1 []",
+        'Draft writer 2 1 ["fix round 1"]', "holding Draft 2",
+        'Draft writer 2 1 ["fix round 1"]', "Review reviewer 2 1 []",
+        'Draft writer 3 1 ["fix round 2"]', "Review reviewer 3 1 []"]
