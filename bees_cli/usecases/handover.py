@@ -63,7 +63,8 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
                         progress: Progress | None = None) -> Continued:
     """Continue relinquished item ``item_id`` on this computer (DESIGN.md, Handover): verify
     the checkpoint and every file, check eligibility, claim it, record the next run
-    (:func:`record_next_run`), and start it now when ``bees run``
+    (:func:`record_next_run`: the checkpoint's story first, so the item keeps its history,
+    created time and review count), and start it now when ``bees run``
     is up here (else ``bees run`` starts it).
 
     Raises:
