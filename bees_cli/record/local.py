@@ -318,8 +318,20 @@ class LocalRecord:
 
     def add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,
                   round: int | None = None, data: dict[str, Any] | None = None) -> None:
-        """Add a fact to the item's history; a second fact with the same ``key`` is ignored."""
+        """Add a fact to the item's history; a second fact with the same ``key`` in the same
+        run of the item is ignored.
+
+        Why per run: a continued run (``run`` 2 or more in the item's workflow input) numbers
+        its approval requests and facts afresh and may start its restart stage's round again,
+        so its keys are stored as ``runN:KEY`` and never hide a fact of an earlier run.
+        """
         with self._connect() as db:
+            found = db.execute(
+                "SELECT CASE WHEN json_valid(input) THEN json_extract(input, '$.run') END"
+                " AS run FROM items WHERE id = ?", (item_id,)).fetchone()
+            run = found["run"] if found is not None else None
+            if isinstance(run, int) and run > 1:
+                key = f"run{run}:{key}"
             db.execute(
                 "INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",

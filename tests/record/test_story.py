@@ -128,3 +128,18 @@ def test_the_story_model_is_strict() -> None:
             StoryEvent.model_validate({**event, **wrong})
     with pytest.raises(ValueError):
         ReviewRounds.model_validate({"rounds": {"Draft": -1}})
+
+
+def test_a_continued_run_keeps_its_facts_apart_from_the_earlier_runs(tmp_path: Path) -> None:
+    record = laptop_record(tmp_path)
+    # relinquished in Draft round 1 and continued here: run 2 starts that round again
+    record.restart_item(ITEM, input='{"run": 2, "snapshot": {}}', run_folder="/laptop/runs/X",
+                        stage="Draft")
+    for _ in range(2):  # an activity retried writes its fact once
+        record.add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
+                         data={"pick": {"agent": "editor", "reason": "named on the item"}})
+    picks = [e.data["pick"]["agent"] for e in record.events(ITEM) if e.kind == "pick"]
+    assert picks == ["writer", "editor"]
+    story = told(record, LAPTOP, "maya-laptop", "/laptop/runs/X")
+    assert [e.key for e in story.events if e.kind == "pick"] == [
+        "Draft:1:pick", "run2:Draft:1:pick"]
