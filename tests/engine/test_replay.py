@@ -12,6 +12,8 @@ from the carried state) of a review loop on a server suggesting continue-as-new 
 ``action_held_at_once_then_approved`` and ``interrupted_send_held_then_ran`` are on the
 ``action-returns-at-once`` patch: a held action's update returns at once, and a send cut
 before its result was written is held until a person answers that it ran.
+``continued_with_review_count`` is a continued run (run 2) started with the rounds and review
+count a handover carried: its first request for changes is the third, which stops it.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -37,11 +39,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "before_patch_eligibility_wait_then_eligible",
             "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
             "continued_as_new_first_run", "continued_as_new_last_run",
-            "action_held_at_once_then_approved", "interrupted_send_held_then_ran"}
+            "action_held_at_once_then_approved", "interrupted_send_held_then_ran",
+            "continued_with_review_count"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 17
+    assert len(HISTORIES) == 18
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
