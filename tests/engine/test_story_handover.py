@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,20 @@ def computer(home: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Computer
     return Computer.load(home)
 
 
+@contextlib.asynccontextmanager
+async def running(env: WorkflowEnvironment,
+                  records: dict[Computer, LocalRecord]) -> AsyncIterator[None]:
+    """Each computer's worker on the dev server, noted as its `bees run`."""
+    address = env.client.service_client.config.target_host
+    async with contextlib.AsyncExitStack() as stack:
+        for here, record in records.items():
+            queue = task_queue(here.machine_id)
+            note_worker(here.data_dir, address, queue)
+            await stack.enter_async_context(make_worker(
+                env.client, queue, record, computer=here, heartbeat_every=0.5))
+        yield
+
+
 async def test_two_change_requests_here_and_one_there_stop_the_item_with_its_whole_story(
         dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log, hold = tmp_path / "agents.log", tmp_path / "hold"
@@ -79,19 +95,13 @@ async def test_two_change_requests_here_and_one_there_stop_the_item_with_its_who
     spaces = {laptop: write_workspace(tmp_path / "ws-laptop", log, hold),
               desktop: write_workspace(tmp_path / "ws-desktop", log, hold)}
     engine = EngineGateway(dev_env.client)
-    address = dev_env.client.service_client.config.target_host
     apps = {here: Bees(here, engine=engine) for here in (laptop, desktop)}
     records = {here: LocalRecord(here.record_path) for here in (laptop, desktop)}
 
     def lines() -> list[str]:
         return log.read_text().splitlines() if log.exists() else []
 
-    async with contextlib.AsyncExitStack() as stack:
-        for here in (laptop, desktop):
-            queue = task_queue(here.machine_id)
-            note_worker(here.data_dir, address, queue)  # as `bees run` does
-            await stack.enter_async_context(make_worker(
-                dev_env.client, queue, records[here], computer=here, heartbeat_every=0.5))
+    async with running(dev_env, records):
 
         # the laptop: two requests for changes, then Draft round 3 holds and is relinquished
         hold.touch()
@@ -195,17 +205,13 @@ async def test_a_handover_that_fails_keeps_the_rounds_and_the_review_count(
     log, hold = tmp_path / "agents.log", tmp_path / "hold"
     laptop = computer(tmp_path / "laptop", "maya-laptop", monkeypatch)
     space = write_workspace(tmp_path / "ws", log, hold, hold_round=2)
-    address = dev_env.client.service_client.config.target_host
     app = Bees(laptop, engine=EngineGateway(dev_env.client))
     record = LocalRecord(laptop.record_path)
 
     def lines() -> list[str]:
         return log.read_text().splitlines() if log.exists() else []
 
-    queue = task_queue(laptop.machine_id)
-    note_worker(laptop.data_dir, address, queue)
-    async with make_worker(dev_env.client, queue, record, computer=laptop,
-                           heartbeat_every=0.5):
+    async with running(dev_env, {laptop: record}):
         hold.touch()
         item = await app.create_item(space, "report", title="Week 3")
         loop = asyncio.get_running_loop()
@@ -230,3 +236,44 @@ async def test_a_handover_that_fails_keeps_the_rounds_and_the_review_count(
         'Draft writer 2 1 ["fix round 1"]', "holding Draft 2",
         'Draft writer 2 1 ["fix round 1"]', "Review reviewer 2 1 []",
         'Draft writer 3 1 ["fix round 2"]', "Review reviewer 3 1 []"]
+
+
+async def test_a_checkpoint_of_format_1_still_continues_without_its_story(
+        dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.handover.checkpoint import canonical_json
+
+    log, hold = tmp_path / "agents.log", tmp_path / "hold"
+    laptop = computer(tmp_path / "laptop", "maya-laptop", monkeypatch)
+    desktop = computer(tmp_path / "desktop", "maya-desktop", monkeypatch)
+    spaces = {laptop: write_workspace(tmp_path / "ws-laptop", log, hold, hold_round=1),
+              desktop: write_workspace(tmp_path / "ws-desktop", log, hold, hold_round=1)}
+    engine = EngineGateway(dev_env.client)
+    apps = {here: Bees(here, engine=engine) for here in (laptop, desktop)}
+    records = {here: LocalRecord(here.record_path) for here in (laptop, desktop)}
+    async with running(dev_env, records):
+        hold.touch()
+        item = await apps[laptop].create_item(spaces[laptop], "report", title="Week 4")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not log.exists() or "holding Draft 1" not in log.read_text():
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        await apps[laptop].relinquish(item.id)
+        # what an earlier Bees wrote: format 1, no story
+        path = item.run_folder / "checkpoint.json"
+        doc = json.loads(path.read_text())
+        del doc["story"]
+        doc["format"] = 1
+        path.write_bytes(canonical_json(doc))
+        hold.unlink()
+        going = await apps[desktop].continue_item(
+            item.id, from_dir=item.run_folder, digest=hashlib.sha256(path.read_bytes()).hexdigest(),
+            workspace_path=spaces[desktop])
+        assert (going.stage, going.run, going.started) == ("Draft", 2, True)
+        await until(records[desktop], item.id, lambda r: r.status == "waiting for a person",
+                    timeout=60)
+    events = records[desktop].events(item.id)
+    # as before stories travelled: created here, the count starts here
+    assert [(e.kind, e.computer) for e in events[:2]] == [("created", None), ("continued", None)]
+    assert records[desktop].item(item.id).created_on is None
+    assert [e.round for e in events if e.kind == "review_limit"] == [3]
