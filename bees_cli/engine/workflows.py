@@ -70,10 +70,6 @@ pass in history), and activities get the snapshot digest, not the snapshot."""
 CONTINUES_AS_NEW = "continues-as-new"
 """Patch: before a stage, the run continues as new when Temporal suggests it."""
 
-FAILED_HANDOVER_KEEPS_ROUNDS = "failed-handover-keeps-rounds"
-"""Patch: after a handover that could not write its checkpoint, the run starts the restart
-stage again with the rounds and review count it had (before: counted from the run's start)."""
-
 RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
                       maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
@@ -233,7 +229,6 @@ class ItemWorkflow(ApprovalGate):
                 plan.exception()  # retrieved: the stage's cancellation is expected
             assert self._relinquish is not None
             restart = self._restart_stage(item)
-            reviews = self._handed_reviews(memo)
             handed: HandoverOutput = await workflow.execute_activity(
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
@@ -241,7 +236,7 @@ class ItemWorkflow(ApprovalGate):
                               snapshot_digest=item.snapshot_digest, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
                               who=self._relinquish.who, at=self._relinquish.at,
-                              reviews=reviews),
+                              reviews=self._handed_reviews(memo)),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
                 retry_policy=RetryPolicy(maximum_attempts=3))
             self._handed = handed
@@ -255,8 +250,7 @@ class ItemWorkflow(ApprovalGate):
             self._relinquish = None
             await self._wait_for_person()
             self._handed = None
-            keep = workflow.patched(FAILED_HANDOVER_KEEPS_ROUNDS)
-            memo = self._fresh(item, restart, reviews if keep else None)
+            memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
@@ -268,12 +262,11 @@ class ItemWorkflow(ApprovalGate):
             return stage.reviews
         return stage.name
 
-    def _fresh(self, item: ItemInput, start: str | None,
-               reviews: ReviewRounds | None = None) -> ItemState:
+    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
         """Return the plan's memory at the start of a run at ``start`` (None: the first),
-        with the rounds and review count of ``reviews``, else those the input carries from
-        the earlier runs (a handover; none for a first run)."""
-        carried = reviews or item.reviews or ReviewRounds()
+        with the rounds and review count the input carries from the earlier runs (a
+        handover; none for a first run)."""
+        carried = item.reviews or ReviewRounds()
         return ItemState(stage=start or item.snapshot.process.stages[0].name,
                          attempts=dict(item.attempts), outputs=dict(item.previous),
                          rounds=dict(carried.rounds), comments=list(carried.comments),

@@ -21,7 +21,6 @@ from temporalio.testing import WorkflowEnvironment
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import ItemInput, task_queue
 from bees_cli.engine.worker import make_worker
-from bees_cli.errors import Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
 from bees_cli.record.local import LocalRecord
@@ -198,44 +197,6 @@ def checkpoint_files(checkpoint: dict[str, object]) -> int:
     files = checkpoint["files"]
     assert isinstance(files, list)
     return len(files)
-
-
-async def test_a_handover_that_fails_keeps_the_rounds_and_the_review_count(
-        dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log, hold = tmp_path / "agents.log", tmp_path / "hold"
-    laptop = computer(tmp_path / "laptop", "maya-laptop", monkeypatch)
-    space = write_workspace(tmp_path / "ws", log, hold, hold_round=2)
-    app = Bees(laptop, engine=EngineGateway(dev_env.client))
-    record = LocalRecord(laptop.record_path)
-
-    def lines() -> list[str]:
-        return log.read_text().splitlines() if log.exists() else []
-
-    async with running(dev_env, {laptop: record}):
-        hold.touch()
-        item = await app.create_item(space, "report", title="Week 3")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
-        while "holding Draft 2" not in lines():
-            assert loop.time() < deadline, lines()
-            await asyncio.sleep(0.05)
-        # a symlink in the run folder: the checkpoint cannot be written, the item stays here
-        (item.run_folder / "link").symlink_to(tmp_path)
-        with pytest.raises(Refused, match="is a symlink"):
-            await app.relinquish(item.id)
-        await until(record, item.id, lambda r: r.status == "failed")
-        (item.run_folder / "link").unlink()
-        hold.unlink()
-        await app.retry(item.id)
-        row = await until(record, item.id, lambda r: r.status == "waiting for a person",
-                          timeout=60)
-        assert (row.stage, row.reason) == ("Review", "Review asked for changes 3 times")
-    # Draft round 2 again after the retry, and Review's first request still counts
-    assert lines() == [
-        "Draft writer 1 1 []", "Review reviewer 1 1 []",
-        'Draft writer 2 1 ["fix round 1"]', "holding Draft 2",
-        'Draft writer 2 1 ["fix round 1"]', "Review reviewer 2 1 []",
-        'Draft writer 3 1 ["fix round 2"]', "Review reviewer 3 1 []"]
 
 
 async def test_a_checkpoint_of_format_1_still_continues_without_its_story(
