@@ -9,9 +9,7 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
    title, process, run, created) at the top of the run folder, so a computer that never
    saw the item can continue it, under its title;
 3. write ``checkpoint.json`` (:func:`~bees_cli.handover.checkpoint.write_checkpoint`) with
-   the journal of add-on actions from the local record and the item's story (its history,
-   created time and computer, and the rounds and review count the run reached:
-   :func:`~bees_cli.record.story.tell_story`), so the story travels with the run;
+   the journal of add-on actions from the local record;
 4. keep its SHA-256 on this computer (``<data>/handovers/ITEM.json``);
 5. release the owner in Bees Cloud with the restart stages and that SHA-256 (when a cloud
    is configured);
@@ -21,6 +19,10 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
 A refusal (a symlink in the run folder, a limit broken, another machine owning the item)
 is an answer with ``ok=False`` and the reason, never an activity failure; a cloud that
 cannot be reached fails the activity, which Temporal tries three times.
+
+The checkpoint carries the item's story (format 2): its history, when and where it was
+created, and the rounds and review count the run reached (:meth:`HandoverActivities._story`),
+so the story travels with the run.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from temporalio import activity
 
 from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
-from bees_cli.errors import BeesError, CloudRefused, NotFound, Refused
+from bees_cli.errors import BeesError, CloudRefused, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -137,7 +139,7 @@ class HandoverActivities:
                               machine_id=self.computer.machine_id,
                               computer=self.computer.computer, run_folder=handover.run_folder,
                               reviews=reviews)
-        except NotFound:
+        except BeesError:  # the row is gone (NotFound): a checkpoint without a story
             return None
 
     def _item_json(self, handover: HandoverInput, snapshot: ItemSnapshot) -> dict[str, Any]:
