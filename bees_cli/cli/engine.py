@@ -126,6 +126,7 @@ def item_show(
     typer.echo(f"status      {row.status_text}")
     typer.echo(f"agent       {row.agent or '-'}")
     typer.echo(f"since       {display_utc(parse_utc(row.since))} ({details.since_human})")
+    typer.echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
     typer.echo(f"run folder  {row.run_folder}")
     typer.echo(f"engine log  {details.engine_log}")
     for log in details.logs:

@@ -24,6 +24,10 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
 A refusal (a symlink in the run folder, a limit broken, another machine owning the item)
 is an answer with ``ok=False`` and the reason, never an activity failure; a cloud that
 cannot be reached fails the activity, which Temporal tries three times.
+
+The checkpoint carries the item's story (format 2): its history, when and where it was
+created, and the rounds and review count the run reached (:meth:`HandoverActivities._story`),
+so the story travels with the run.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.record.story import Story
 
 
 def _refused(handover: HandoverInput, reason: str) -> HandoverOutput:
@@ -153,7 +158,8 @@ class HandoverActivities:
                     process_digest=snapshot.digest(),
                     restart_stages=dict(handover.restart_stages),
                     computer=self.computer.computer, machine_id=self.computer.machine_id,
-                    journal=self.record.journal(handover.item_id), now=datetime.now(UTC))
+                    journal=self.record.journal(handover.item_id), now=datetime.now(UTC),
+                    story=self._story(handover))
         except Refused as error:
             return _refused(handover, error.message)
         except OSError as error:
@@ -162,6 +168,20 @@ class HandoverActivities:
             ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
             total_bytes=info.total_bytes)
+
+    def _story(self, handover: HandoverInput) -> Story | None:
+        """The item's story for the checkpoint (None when this record lost the item's row)."""
+        from bees_cli.record.story import ReviewRounds, tell_story
+
+        reviews = ReviewRounds.model_validate(
+            handover.reviews.model_dump() if handover.reviews is not None else {})
+        try:
+            return tell_story(self.record, handover.item_id,
+                              machine_id=self.computer.machine_id,
+                              computer=self.computer.computer, run_folder=handover.run_folder,
+                              reviews=reviews)
+        except BeesError:  # the row is gone (NotFound): a checkpoint without a story
+            return None
 
     def _item_json(self, handover: HandoverInput, snapshot: ItemSnapshot) -> dict[str, Any]:
         """``RUN/item.json``: the item's id, title, process, run and created."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from bees_cli.engine.models import ReviewRounds
+
 RELINQUISH_UPDATE = "bees.relinquish"
 """Update sent by ``bees relinquish``: stop the run, write the checkpoint, free the item."""
 
@@ -32,6 +34,9 @@ class HandoverInput(BaseModel):
     at: str
     title: str | None = None
     """The item's title, written to ``RUN/item.json`` so the computer that continues keeps it."""
+    reviews: ReviewRounds | None = None
+    """The rounds and review count the run reached, for the checkpoint's story (None: a
+    history recorded before stories travelled)."""
 
 
 class HandoverOutput(BaseModel):

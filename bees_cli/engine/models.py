@@ -48,6 +48,21 @@ def task_queue(machine_id: str) -> str:
     return f"bees-{machine_id}"
 
 
+class ReviewRounds(BaseModel):
+    """The rounds and review count a handover carries into the next run (DESIGN.md: a
+    handover "carries the item's whole story (history, picks, review rounds and comments)").
+
+    ``rounds``: stage → rounds it ran (the restart stage's unfinished round not counted), so
+    the next run numbers on; ``change_requests``: review stage → the comments of each request
+    for changes since the last person's answer, which the "third time" rule counts (Rules:
+    moving); ``comments``: the review comments the restart stage gets.
+    """
+
+    rounds: dict[str, int] = Field(default_factory=dict)
+    change_requests: dict[str, list[list[str]]] = Field(default_factory=dict)
+    comments: list[str] = Field(default_factory=list)
+
+
 class ItemInput(BaseModel):
     """Input of the ``bees.item`` workflow: one work item, with the engine's view of its snapshot.
 
@@ -75,6 +90,9 @@ class ItemInput(BaseModel):
     attempts: dict[str, int] = Field(default_factory=dict)
     """Continued run: ``"STAGE:ROUND"`` → the first attempt number to use, one after the
     attempts whose logs are in the checkpoint (so their logs stay)."""
+    reviews: ReviewRounds | None = None
+    """Continued run: the rounds and review count the earlier runs reached (from the
+    checkpoint's story); None: a first run, or a checkpoint without a story."""
 
 
 class CheckInput(BaseModel):

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         PersonInput,
         RecordInput,
         ReleaseInput,
+        ReviewRounds,
         SlotInput,
         SlotOutput,
         StageInput,
@@ -118,6 +119,7 @@ class ItemWorkflow(ApprovalGate):
         self._state = "starting"
         self._stage: str | None = None
         self._round = 0
+        self._round_of: str | None = None  # the stage self._round counts
         self._agent: str | None = None
         self._person: tuple[str, PersonInput] | None = None
         self._requests: list[ApprovalRequest] = []
@@ -239,7 +241,8 @@ class ItemWorkflow(ApprovalGate):
                               run_folder=item.run_folder,
                               snapshot_digest=item.snapshot_digest, stage=self._stage,
                               restart_stages={MAIN_PIECE: restart},
-                              who=self._relinquish.who, at=self._relinquish.at),
+                              who=self._relinquish.who, at=self._relinquish.at,
+                              reviews=self._handed_reviews(memo)),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
                 retry_policy=RetryPolicy(maximum_attempts=3))
             self._handed = handed
@@ -273,9 +276,35 @@ class ItemWorkflow(ApprovalGate):
         return stage.name
 
     def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
-        """Return the plan's memory at the start of a run at ``start`` (None: the first)."""
+        """Return the plan's memory at the start of a run at ``start`` (None: the first),
+        with the rounds and review count the input carries from the earlier runs (a
+        handover; none for a first run)."""
+        carried = item.reviews or ReviewRounds()
         return ItemState(stage=start or item.snapshot.process.stages[0].name,
-                         attempts=dict(item.attempts), outputs=dict(item.previous))
+                         attempts=dict(item.attempts), outputs=dict(item.previous),
+                         rounds=dict(carried.rounds), comments=list(carried.comments),
+                         change_requests={stage: [list(c) for c in asked] for stage, asked
+                                          in carried.change_requests.items()})
+
+    def _handed_reviews(self, memo: ItemState) -> ReviewRounds:
+        """Return the rounds and review count a handover carries to the next run.
+
+        The current stage's round did not finish: it is not counted, so the next run starts
+        it again under the same number. An item stopped at the review limit (its review round
+        finished) is handed over as after a person's retry: that review's count starts again
+        and the next run redoes the work under review with the last comments.
+        """
+        rounds = dict(memo.rounds)
+        stage = self._stage
+        if stage is not None and stage in rounds and self._state != STOPPED:
+            if self._round_of == stage:
+                rounds[stage] = self._round - 1
+            elif memo.again:  # its round will start again: not counted either
+                rounds[stage] -= 1
+        asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
+        if self._state == STOPPED and stage in asked:
+            asked[stage] = []
+        return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
 
     def _restore(self, item: ItemInput) -> ItemState:
         """Return the plan's memory: the state a run continued as new carries, else fresh."""
@@ -318,6 +347,7 @@ class ItemWorkflow(ApprovalGate):
                 memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
             memo.again = False
             round_ = self._round = memo.rounds[stage.name]
+            self._round_of = stage.name
             reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self._state = WAITING
             check = await self._eligible(CheckInput(

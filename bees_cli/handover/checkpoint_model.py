@@ -18,11 +18,16 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from bees_cli.handover.problems import Problem, ProblemCode
+from bees_cli.record.story import Story
 from bees_cli.utc import parse_utc
 
 CHECKPOINT_NAME = "checkpoint.json"
-FORMAT: Final = 1
-"""The checkpoint format this Bees writes and reads (the document's ``format`` field)."""
+FORMAT: Final = 2
+"""The checkpoint format a handover writes (the document's ``format`` field): format 1 and
+the item's ``story`` (its history, created time and computer, review rounds)."""
+
+FORMATS: Final = (1, 2)
+"""The formats this Bees reads: 1 (no story: checkpoints of earlier versions) and 2."""
 
 _TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$"
 _SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -68,7 +73,7 @@ class CheckpointDocument(BaseModel):
     Written in canonical JSON (:func:`canonical_json`) so its SHA-256 is reproducible.
 
     Attributes:
-        format: the format version, :data:`FORMAT` (1).
+        format: the format version: 2 with a ``story``, 1 without (:data:`FORMATS`).
         item: the item id.
         workspace: the workspace name.
         process_digest: digest of the item's process snapshot (``snapshot.json``).
@@ -78,11 +83,13 @@ class CheckpointDocument(BaseModel):
         machine_id: that computer's machine id.
         time: UTC time of the handover, ISO 8601 ending in ``Z``.
         journal: the item's journal entries (objects; read as journal entries on continue).
+        story: the item's story (:class:`~bees_cli.record.story.Story`), in format 2 only;
+            the checkpoint's SHA-256 covers it like every listed file.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    format: Annotated[Literal[1], BeforeValidator(_exact_int)]
+    format: Annotated[Literal[1, 2], BeforeValidator(_exact_int)]
     item: NonEmpty
     workspace: NonEmpty
     process_digest: NonEmpty
@@ -92,6 +99,8 @@ class CheckpointDocument(BaseModel):
     machine_id: NonEmpty
     time: UtcTime
     journal: list[dict[str, Any]]
+    story: Annotated[Story | None, Field(exclude_if=lambda story: story is None)] = None
+    """Not dumped when None: a format 1 document has no ``story`` key at all."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -163,8 +172,8 @@ class CheckedDocument:
 
     Attributes:
         document: the validated document, or None when any field is wrong.
-        problems: a ``checkpoint_format`` problem alone when the format is not
-            :data:`FORMAT` (nothing else is judged then), else one ``checkpoint_schema``
+        problems: a ``checkpoint_format`` problem alone when the format is not one of
+            :data:`FORMATS` (nothing else is judged then), else one ``checkpoint_schema``
             problem per wrong field, in a stable order.
         entries: the well-formed file entries (all of them when ``document`` is valid), so
             their files can still be checked on disk.
@@ -176,12 +185,13 @@ class CheckedDocument:
 
 
 _NON_EMPTY = ("item", "workspace", "process_digest", "computer", "machine_id")
-_FIELD_ORDER = (*_NON_EMPTY, "restart_stages", "time", "journal", "files")
+_FIELD_ORDER = (*_NON_EMPTY, "restart_stages", "time", "journal", "story", "files")
 _FIELD_MESSAGES = {
     **{name: f"'{name}' must be a non-empty string" for name in _NON_EMPTY},
     "restart_stages": "'restart_stages' must map each piece to a stage name",
     "time": "'time' must be a UTC time like 2026-01-05T09:30:00Z",
     "journal": "'journal' must be a list of objects",
+    "story": "'story' must be an object (format 2)",
     "files": "'files' must be a list",
 }
 _ENTRY_MESSAGES = {
@@ -194,11 +204,25 @@ _ENTRY_KEYS = tuple(_ENTRY_MESSAGES)
 _SortKey = tuple[int, str, int, int, int]
 
 
-def _schema_message(error: ErrorDetails) -> tuple[_SortKey, str]:
+def _story_problem(doc: dict[str, Any]) -> tuple[_SortKey, str] | None:
+    """Return (sort key, message) when ``story`` does not go with the format: format 2
+    carries one, format 1 (written before stories travelled) has none."""
+    version = doc.get("format") if type(doc.get("format")) is int else None
+    if version == 2 and "story" not in doc:
+        return (0, "story", 0, 0, 0), "missing field 'story' (format 2 carries the item's story)"
+    if version == 2 and doc["story"] is None:
+        return (2, "", _FIELD_ORDER.index("story"), 0, 0), _FIELD_MESSAGES["story"]
+    if version == 1 and "story" in doc:
+        return (1, "story", 0, 0, 0), "unknown field 'story' in format 1 (it came with format 2)"
+    return None
+
+
+def _schema_message(error: ErrorDetails, number: int = 0) -> tuple[_SortKey, str]:
     """Return (sort key, message) for one validation error of :class:`CheckpointDocument`.
 
     The key orders missing fields, then unknown fields (each by name), then wrong fields
-    in document order, file entries by index; errors with one key share one message.
+    in document order, file entries by index, the story's errors by ``number`` (their order
+    in pydantic's list); errors with one key share one message.
     """
     loc, kind = error["loc"], error["type"]
     name = str(loc[0])
@@ -207,6 +231,10 @@ def _schema_message(error: ErrorDetails) -> tuple[_SortKey, str]:
     if len(loc) == 1 and kind == "extra_forbidden":
         return (1, name, 0, 0, 0), f"unknown field {name!r}"
     order = _FIELD_ORDER.index(name)
+    if name == "story" and len(loc) > 1:
+        where = "story" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+        text = error["msg"]
+        return (2, "", order, number, 0), f"{where}: {text[:1].lower()}{text[1:]}"
     if name != "files" or len(loc) == 1:
         return (2, "", order, 0, 0), _FIELD_MESSAGES[name]
     index = int(loc[1])
@@ -233,27 +261,32 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
     Returns:
         A :class:`CheckedDocument`; its problems are empty when the document is valid.
     """
+    paired = _story_problem(doc)
     try:
         document = CheckpointDocument.model_validate(doc)
     except ValidationError as error:
         errors = error.errors()
     else:
-        return CheckedDocument(document, [], list(document.files))
+        if paired is None:
+            return CheckedDocument(document, [], list(document.files))
+        problem = Problem(ProblemCode.CHECKPOINT_SCHEMA, CHECKPOINT_NAME, paired[1])
+        return CheckedDocument(None, [problem], list(document.files))
     if any(e["loc"][:1] == ("format",) for e in errors):
         version = json.dumps(doc.get("format"))
         return CheckedDocument(None, [Problem(
             ProblemCode.CHECKPOINT_FORMAT, CHECKPOINT_NAME,
-            f"unknown checkpoint format {version} (this Bees reads format {FORMAT})",
+            f"unknown checkpoint format {version} (this Bees reads formats "
+            f"{' and '.join(str(f) for f in FORMATS)})",
         )], [])
     entry_errors = [e for e in errors if e["loc"][0] == "files" and len(e["loc"]) > 1]
     misshapen = {e["loc"][1] for e in entry_errors
                  if len(e["loc"]) == 3 and e["type"] in ("missing", "extra_forbidden")}
-    messages: dict[_SortKey, str] = {}
-    for each in errors:
+    messages: dict[_SortKey, str] = dict([paired]) if paired is not None else {}
+    for number, each in enumerate(errors):
         loc = each["loc"]
         if len(loc) == 3 and loc[0] == "files" and loc[1] in misshapen:
             each = {**each, "type": "missing"}  # named once, as a wrong shape
-        key, message = _schema_message(each)
+        key, message = _schema_message(each, number)
         messages.setdefault(key, message)
     problems = [Problem(ProblemCode.CHECKPOINT_SCHEMA, CHECKPOINT_NAME, messages[key])
                 for key in sorted(messages)]

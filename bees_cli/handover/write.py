@@ -28,6 +28,7 @@ from bees_cli.handover.folder import (
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
 from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.record.story import Story
 from bees_cli.utc import format_utc
 
 
@@ -66,12 +67,14 @@ def write_checkpoint(
     journal: list[dict[str, Any]],
     now: datetime,
     limits: Limits = DEFAULT_LIMITS,
+    story: Story | None = None,
 ) -> CheckpointInfo:
     """List and hash every file of ``run_folder`` and write ``checkpoint.json`` atomically.
 
     The document is ``{"format": 1, "item", "workspace", "process_digest", "restart_stages",
     "files": [{"path", "size", "sha256"}], "computer", "machine_id", "time", "journal"}``
-    in canonical JSON (:func:`canonical_json`). Paths are relative POSIX paths in Unicode
+    in canonical JSON (:func:`canonical_json`); with a ``story`` the document is format 2
+    and carries it (``"story"``). Paths are relative POSIX paths in Unicode
     NFC, sorted (a name stored decomposed on disk is listed composed, so it survives a copy
     between macOS and Linux: :func:`~bees_cli.handover.verify.verify_checkpoint` matches it);
     sizes are bytes; ``time`` is UTC ISO 8601 ending in ``Z``. A checkpoint this function
@@ -90,6 +93,8 @@ def write_checkpoint(
         journal: add-on actions already run (JSON objects), so they are not run twice.
         now: the current time, an aware datetime (stored in UTC).
         limits: the handover limits (default: 1,000 files, 20 MB each, 250 MB in all).
+        story: the item's story (history, created time and computer, review rounds), or
+            None for a format 1 checkpoint without one.
 
     Returns:
         The file written, its SHA-256 (to release to Bees Cloud or keep), file count and bytes.
@@ -108,9 +113,10 @@ def write_checkpoint(
         raise NotFound(f"not a folder: {run_folder}")
     # Validated before any file is read; the files are filled in once hashed.
     header = CheckpointDocument(
-        format=FORMAT, item=item_id, workspace=workspace, process_digest=process_digest,
-        restart_stages=dict(restart_stages), files=[], computer=computer,
-        machine_id=machine_id, time=_format_time(now), journal=journal,
+        format=FORMAT if story is not None else 1, item=item_id, workspace=workspace,
+        process_digest=process_digest, restart_stages=dict(restart_stages), files=[],
+        computer=computer, machine_id=machine_id, time=_format_time(now), journal=journal,
+        story=story,
     )
 
     def refuse(path: str | None, message: str, hint: str | None = None) -> Refused:

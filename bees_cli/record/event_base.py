@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 
 class EventBase(BaseModel):
-    """What every fact has: when (UTC ISO 8601), and the stage and round it belongs to."""
+    """What every fact has: when (UTC ISO 8601), the stage and round it belongs to, and the
+    computer that recorded it when it was not this one."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True,
                               json_schema_serialization_defaults_required=True)
@@ -18,14 +19,19 @@ class EventBase(BaseModel):
     at: str
     stage: str | None = None
     round: int | None = None
+    computer: str | None = None
+    """The computer that recorded it, when another one did and handed the item over (its
+    story travelled with the run); None: this computer."""
 
     def where(self) -> str:
-        """Return the prefix naming the stage (``Draft: ``, ``Draft round 2: ``), or ``""``."""
+        """Return the prefix naming the computer when it is another one (``[maya-laptop] ``)
+        and the stage (``Draft: ``, ``Draft round 2: ``), or ``""``."""
+        on = f"[{self.computer}] " if self.computer else ""
         if not self.stage:
-            return ""
+            return on
         if self.round is not None:
-            return f"{self.stage} round {self.round}: "
-        return f"{self.stage}: "
+            return on + f"{self.stage} round {self.round}: "
+        return on + f"{self.stage}: "
 
     @abstractmethod
     def render(self) -> str:

@@ -406,7 +406,7 @@ KINDS: frozenset[str] = frozenset(m.model_fields["kind"].default for m in KNOWN_
 
 
 def parse_event(kind: str, data: dict[str, Any], *, at: str, stage: str | None = None,
-                round: int | None = None) -> EventBase:
+                round: int | None = None, computer: str | None = None) -> EventBase:
     """Read one stored fact (an ``events`` row) as its typed model.
 
     Args:
@@ -415,6 +415,7 @@ def parse_event(kind: str, data: dict[str, Any], *, at: str, stage: str | None =
         at: when it was recorded (UTC ISO 8601).
         stage: the stage it belongs to, or None.
         round: the stage's round, or None.
+        computer: the computer that recorded it when another one did (handed over), or None.
 
     Returns:
         The member of :data:`KnownEvent` for ``kind``; :class:`UnknownEvent` (with ``data``
@@ -424,27 +425,32 @@ def parse_event(kind: str, data: dict[str, Any], *, at: str, stage: str | None =
     if kind in KINDS:
         try:
             event: EventBase = _KNOWN.validate_python(
-                {**data, "kind": kind, "at": at, "stage": stage, "round": round})
+                {**data, "kind": kind, "at": at, "stage": stage, "round": round,
+                 "computer": computer})
             return event
         except ValidationError:
             pass
-    return UnknownEvent(kind=kind, at=at, stage=stage, round=round, data=data)
+    return UnknownEvent(kind=kind, at=at, stage=stage, round=round, computer=computer,
+                        data=data)
 
 
 def parse_event_json(item: dict[str, Any]) -> EventBase:
     """Read back one fact as :meth:`EventBase.to_json` emitted it (``item show --json``).
 
     Args:
-        item: the flat JSON object (``kind``, ``at``, ``stage``, ``round`` and the kind's
-            fields; an unknown kind's fields under ``data``).
+        item: the flat JSON object (``kind``, ``at``, ``stage``, ``round``, ``computer`` and
+            the kind's fields; an unknown kind's fields under ``data``).
 
     Returns:
         The typed fact, as :func:`parse_event` would.
     """
-    fields = {k: v for k, v in item.items() if k not in ("kind", "at", "stage", "round")}
+    common = ("kind", "at", "stage", "round", "computer")
+    fields = {k: v for k, v in item.items() if k not in common}
     kind, at, stage, round_ = (str(item.get("kind")), str(item.get("at")), item.get("stage"),
                                item.get("round"))
+    computer = item.get("computer") if isinstance(item.get("computer"), str) else None
     if set(fields) == {"data"} and isinstance(fields["data"], dict):
         # an UnknownEvent's dump (no known model has a field named data)
-        return UnknownEvent(kind=kind, at=at, stage=stage, round=round_, data=fields["data"])
-    return parse_event(kind, fields, at=at, stage=stage, round=round_)
+        return UnknownEvent(kind=kind, at=at, stage=stage, round=round_, computer=computer,
+                            data=fields["data"])
+    return parse_event(kind, fields, at=at, stage=stage, round=round_, computer=computer)

@@ -121,6 +121,9 @@ class ItemRow:
     created: str
     input: str = field(repr=False)
     wait: WaitKind | None = None
+    created_on: str | None = None
+    """The computer that created the item, when another one did and handed it over (version
+    7); None: this computer."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ItemRow:
@@ -153,14 +156,16 @@ class ItemRow:
             "agent": self.agent,
             "since": self.since,
             "created": self.created,
+            "created_on": self.created_on,
         }
 
 
 @dataclass(frozen=True)
 class Event:
     """One fact of an item's history as stored: ``kind`` (``pick``, ``stage_started``, …) with
-    its ``data`` (a JSON object). :meth:`typed` reads it as its model
-    (:mod:`bees_cli.record.events`)."""
+    its ``data`` (a JSON object); ``computer`` names the computer that recorded it when
+    another one did and handed the item over (None: this one). :meth:`typed` reads it as its
+    model (:mod:`bees_cli.record.events`)."""
 
     seq: int
     at: str
@@ -168,10 +173,12 @@ class Event:
     stage: str | None
     round: int | None
     data: dict[str, Any]
+    computer: str | None = None
 
     def typed(self) -> EventBase:
         """Return the fact as its typed model (an unknown kind as ``UnknownEvent``)."""
-        return parse_event(self.kind, self.data, at=self.at, stage=self.stage, round=self.round)
+        return parse_event(self.kind, self.data, at=self.at, stage=self.stage, round=self.round,
+                           computer=self.computer)
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as ``bees item show --json`` emits it: the typed model's dump
@@ -214,21 +221,29 @@ class LocalRecord:
     # -- writing ---------------------------------------------------------------------------
 
     def add_item(self, *, id: str, process: str, title: str, workspace: str, run_folder: str,
-                 input: str, stage: str | None) -> None:
-        """Record a new item as ``pending`` at ``stage`` (its first stage)."""
+                 input: str, stage: str | None, created: str | None = None,
+                 created_on: str | None = None) -> None:
+        """Record a new item as ``pending`` at ``stage`` (its first stage).
+
+        ``created`` (UTC text) and ``created_on`` (a computer's name) are given for an item
+        another computer created and handed over: the item keeps that time, and its history,
+        ``created`` fact included, comes with the handover (:mod:`bees_cli.record.story`).
+        Otherwise it is created now, here, with a ``created`` fact.
+        """
         at = now_utc()
         with self._connect() as db:
             db.execute(
                 "INSERT INTO items (id, process, title, workspace, run_folder, stage, status,"
-                " since, created, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (id, process, title, workspace, run_folder, stage, str(Status.PENDING), at, at,
-                 input),
+                " since, created, created_on, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (id, process, title, workspace, run_folder, stage, str(Status.PENDING), at,
+                 created or at, created_on, input),
             )
-            db.execute(
-                "INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
-                " VALUES (?, 'created', ?, 'created', NULL, NULL, '{}')",
-                (id, at),
-            )
+            if created is None:
+                db.execute(
+                    "INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
+                    " VALUES (?, 'created', ?, 'created', NULL, NULL, '{}')",
+                    (id, at),
+                )
 
     def remove_item(self, item_id: str) -> None:
         """Remove an item and its history (an item whose creation failed half-way)."""
@@ -292,8 +307,20 @@ class LocalRecord:
 
     def add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,
                   round: int | None = None, data: dict[str, Any] | None = None) -> None:
-        """Add a fact to the item's history; a second fact with the same ``key`` is ignored."""
+        """Add a fact to the item's history; a second fact with the same ``key`` in the same
+        run of the item is ignored.
+
+        Why per run: a continued run (``run`` 2 or more in the item's workflow input) numbers
+        its approval requests and facts afresh and may start its restart stage's round again,
+        so its keys are stored as ``runN:KEY`` and never hide a fact of an earlier run.
+        """
         with self._connect() as db:
+            found = db.execute(
+                "SELECT CASE WHEN json_valid(input) THEN json_extract(input, '$.run') END"
+                " AS run FROM items WHERE id = ?", (item_id,)).fetchone()
+            run = found["run"] if found is not None else None
+            if isinstance(run, int) and run > 1:
+                key = f"run{run}:{key}"
             db.execute(
                 "INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -346,11 +373,11 @@ class LocalRecord:
         """Return the item's history, oldest first."""
         with self._connect() as db:
             rows = db.execute(
-                "SELECT seq, at, kind, stage, round, data FROM events WHERE item_id = ?"
-                " ORDER BY seq", (item_id,)
+                "SELECT seq, at, kind, stage, round, data, computer FROM events"
+                " WHERE item_id = ? ORDER BY seq", (item_id,)
             ).fetchall()
-        return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]))
-                for r in rows]
+        return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]),
+                      r["computer"]) for r in rows]
 
     # -- approvals -------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Version 1 is exactly the tables the local record had before it was versioned (th
 ``record/local.py``, ``record/fires.py`` and ``record/sync.py``, all ``IF NOT EXISTS``, so
 a file made then becomes version 1 unchanged). Each later version only adds (a column, a
 table, an index; version 6 rewrote stored times as :func:`bees_cli.utc.format_utc` text): a
-file keeps its rows.
+file keeps its rows. Version 7 adds where a handed-over fact and item came from
+(:mod:`bees_cli.record.story`).
 Opening a file runs the pending migrations in one transaction; a file from a newer Bees
 (a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
 A new value of a closed set stored here (a ``Status``, a ``WaitKind``) is a migration too,
@@ -245,9 +246,17 @@ END""",
 
 V7 = Migration(7, "items.status may be 'lost' (the engine's database was replaced while "
                "the item was under way): a new value of a closed set, no statement", ())
+V8 = Migration(8, "the story travels with a handover: events.origin and events.computer (the "
+               "machine id and name of the computer that recorded a fact another computer "
+               "handed over; NULL: this one) and items.created_on (the computer that created "
+               "the item; NULL: this one)", (
+    "ALTER TABLE events ADD COLUMN origin TEXT",
+    "ALTER TABLE events ADD COLUMN computer TEXT",
+    "ALTER TABLE items ADD COLUMN created_on TEXT",
+))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7)
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

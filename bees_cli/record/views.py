@@ -41,6 +41,9 @@ class ItemView(BaseModel):
     agent: str | None
     since: str
     created: str
+    """When the item was first created (on the computer that created it, its clock)."""
+    created_on: str | None
+    """The name of the computer that created it (this one, or the one that handed it over)."""
 
 
 class ItemShow(BaseModel):

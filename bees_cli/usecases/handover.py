@@ -128,7 +128,8 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
                         progress: Progress | None = None) -> Continued:
     """Continue relinquished item ``item_id`` on this computer (DESIGN.md, Handover): verify
     the checkpoint and every file, check eligibility, claim it, record the next run
-    (:func:`record_next_run`), and start it now when ``bees run``
+    (:func:`record_next_run`: the checkpoint's story first, so the item keeps its history,
+    created time and review count), and start it now when ``bees run``
     is up here (else ``bees run`` starts it).
 
     Raises:
@@ -178,7 +179,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         Refused: see :func:`prepare_continue`; or another computer claimed it first.
         NotFound, UserError, CloudError: see :func:`prepare_continue`.
     """
-    from bees_cli.engine.models import ItemInput, JournalEntry
+    from bees_cli.engine.models import ItemInput, JournalEntry, ReviewRounds
     from bees_cli.handover.continue_ import (
         claim_here,
         continued_title,
@@ -189,6 +190,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
     from bees_cli.handover.store import read_item
     from bees_cli.record.fires import FireLog
     from bees_cli.record.local import LocalRecord
+    from bees_cli.record.story import Story, import_story
 
     here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
@@ -204,6 +206,9 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
     except ValueError as error:
         raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
+    # format 2: the item's story (history, created, review rounds); verified with the file
+    story = (Story.model_validate(checkpoint["story"])
+             if checkpoint.get("story") is not None else None)
     claim_here(here, item_id)
     record = LocalRecord(here.record_path)
     try:
@@ -226,14 +231,21 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
                      snapshot_digest=keep_snapshot(record, snapshot),
                      start_stage=restart, journal=journal, run=run,
                      previous=previous_outputs(folder, snapshot, restart),
-                     attempts=next_attempts(checkpoint))
+                     attempts=next_attempts(checkpoint),
+                     reviews=(ReviewRounds.model_validate(story.reviews.model_dump())
+                              if story is not None else None))
     if row is None:
         record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
                         workspace=snapshot.workspace_root, run_folder=str(folder),
-                        input=item.model_dump_json(), stage=restart)
+                        input=item.model_dump_json(), stage=restart,
+                        created=story.created if story is not None else None,
+                        created_on=story.created_on if story is not None else None)
     else:
         record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
                             stage=restart)
+    if story is not None:  # the earlier runs' history first, then this run's facts
+        import_story(record, item_id, story, machine_id=here.machine_id,
+                     computer=here.computer, run_folder=str(folder))
     for entry in journal:
         record.add_journal(item_id, entry.model_dump(mode="json"))
     record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",

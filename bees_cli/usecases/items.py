@@ -252,7 +252,8 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
         found = sorted((f for f in folder.iterdir() if f.suffix in (".stdout", ".stderr")),
                        key=lambda f: (f.stat().st_mtime, f.name))
         logs += [str(f) for f in found if str(f) not in logs]
-    return ItemDetails(item=row.to_json(), since_human=human_since(row.since), history=history,
+    item = {**row.to_json(), "created_on": row.created_on or computer.computer}
+    return ItemDetails(item=item, since_human=human_since(row.since), history=history,
                        logs=logs, engine_log=str(computer.engine_log),
                        journal=record.journal(row.id),
                        approvals=record.approvals(row.id, status=None))

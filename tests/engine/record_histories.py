@@ -235,6 +235,33 @@ async def review_limit(env: WorkflowEnvironment, record: LocalRecord, space: Spa
     return item_id
 
 
+async def continued_with_reviews(env: WorkflowEnvironment, record: LocalRecord,
+                                 space: Space) -> str:
+    """A continued run (run 2, as ``bees continue`` starts it) carrying two requests for
+    changes from the earlier run: Work round 3, the third request stops it; accepted → Done."""
+    from bees_cli.engine.models import ItemInput, ReviewRounds
+
+    space.agent("alpha")
+    space.agent("beta", env={"VERDICTS": ",".join(["changes_requested"] * 3)})
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = await _start(env.client, record, space, start=False)
+    row = record.item(item_id)
+    carried = ItemInput.model_validate_json(row.input).model_copy(update={
+        "run": 2, "start_stage": "Work", "reviews": ReviewRounds(
+            rounds={"Work": 2, "Review": 2}, comments=["fix round 2"],
+            change_requests={"Review": [["fix round 1"], ["fix round 2"]]})})
+    record.restart_item(item_id, input=carried.model_dump_json(), run_folder=row.run_folder,
+                        stage="Work")
+    await _start_pending(env.client, record)
+    handle = env.client.get_workflow_handle(item_id)
+    await until(record, item_id, lambda r: r.status == "waiting for a person")
+    assert [line.split()[:3] for line in space.lines()] == [
+        ["Work", "alpha", "3"], ["Review", "beta", "3"]]
+    await handle.execute_update(ACCEPT_UPDATE, MAYA)
+    assert await handle.result() == "done"
+    return item_id
+
+
 async def cancel(env: WorkflowEnvironment, record: LocalRecord, space: Space) -> str:
     """The item waits for its folder; the run is cancelled: ``cancelled``."""
     space.agent("alpha")
@@ -318,21 +345,30 @@ ON_SKIP: dict[str, Skipping] = {
     "review_limit_retry_then_accept": review_limit,
     "cancel_while_waiting": cancel,
     "relinquish_failed_stage": relinquish,
+    "continued_with_review_count": continued_with_reviews,
     "journal_answers_a_retried_send": journal_answer,
 }
 """Scenarios recorded on the time-skipping server (its clock skips the waits)."""
 
 
-async def _start(client: Client, record: LocalRecord, space: Space) -> str:
-    from bees_cli.engine.client import EngineGateway
+async def _start(client: Client, record: LocalRecord, space: Space, *,
+                 start: bool = True) -> str:
     from bees_cli.machine.computer import Computer
     from bees_cli.usecases.items import create_item
-    from bees_cli.usecases.run import start_pending
 
     item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
                        computer=Computer.load())
-    assert await start_pending(EngineGateway(client), record, Computer.load()) == 1
+    if start:
+        await _start_pending(client, record)
     return item.id
+
+
+async def _start_pending(client: Client, record: LocalRecord) -> None:
+    from bees_cli.engine.client import EngineGateway
+    from bees_cli.machine.computer import Computer
+    from bees_cli.usecases.run import start_pending
+
+    assert await start_pending(EngineGateway(client), record, Computer.load()) == 1
 
 
 async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | Skipping,

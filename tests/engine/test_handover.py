@@ -153,7 +153,7 @@ async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothin
     assert hashlib.sha256((folder / "checkpoint.json").read_bytes()).hexdigest() == \
         done.checkpoint_sha256
     assert (checkpoint["format"], checkpoint["item"], checkpoint["restart_stages"],
-            checkpoint["computer"]) == (1, item_id, {"main": "Draft"}, "maya-laptop")
+            checkpoint["computer"]) == (2, item_id, {"main": "Draft"}, "maya-laptop")
     assert [e["action"] for e in checkpoint["journal"]] == ["mail.send"]
     paths = [f["path"] for f in checkpoint["files"]]
     assert "snapshot.json" in paths and "Draft/notes.txt" in paths

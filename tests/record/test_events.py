@@ -122,7 +122,7 @@ def test_json_keeps_the_stored_field_names() -> None:
     data, stage, _, _ = SAMPLES["continued"]
     shown = parse_event("continued", data, at="t", stage=stage).to_json()
     assert shown == {"kind": "continued", "at": "t", "stage": "Draft", "round": None,
-                     "from": "maya-laptop", "checkpoint_sha256": SHA,
+                     "computer": None, "from": "maya-laptop", "checkpoint_sha256": SHA,
                      "restart_stages": {"main": "Draft", "piece-2": "Review"}, "files": 4,
                      "journal": 1, "run": 2}
 
@@ -144,7 +144,8 @@ def test_an_unknown_kind_is_shown_as_it_is() -> None:
                                  data={"piece": "p-2", "agent": "helper"})
     assert event.render() == 'Draft round 1: piece_started {"agent": "helper", "piece": "p-2"}'
     assert event.to_json() == {"kind": "piece_started", "at": "t", "stage": "Draft",
-                               "round": 1, "data": {"piece": "p-2", "agent": "helper"}}
+                               "round": 1, "computer": None,
+                               "data": {"piece": "p-2", "agent": "helper"}}
     assert parse_event_json(event.to_json()) == event
 
 
@@ -153,3 +154,17 @@ def test_a_known_kind_that_does_not_fit_its_model_is_kept_whole() -> None:
     assert event == UnknownEvent(kind="pick", at="t", data={"pick": "writer"})
     assert event.render() == 'pick {"pick": "writer"}'
     assert parse_event_json(event.to_json()) == event
+
+
+def test_a_fact_another_computer_recorded_names_it() -> None:
+    data, stage, round_, line = SAMPLES["pick"]
+    event = parse_event("pick", data, at="t", stage=stage, round=round_, computer="maya-laptop")
+    assert event.computer == "maya-laptop"
+    assert event.render() == "[maya-laptop] " + line
+    assert event.to_json()["computer"] == "maya-laptop"
+    assert parse_event_json(event.to_json()) == event
+    created = parse_event("created", {}, at="t", computer="maya-laptop")
+    assert created.render() == "[maya-laptop] created"
+    unknown = parse_event("piece_started", {"piece": "p-2"}, at="t", computer="maya-laptop")
+    assert unknown.render() == '[maya-laptop] piece_started {"piece": "p-2"}'
+    assert parse_event_json(unknown.to_json()) == unknown

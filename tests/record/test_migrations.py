@@ -59,7 +59,7 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 7
+    assert schema.version(db) == schema.LATEST == 8
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
@@ -67,13 +67,19 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     assert sorted(after) == sorted(before)
     # version 6 rewrites every stored time as format_utc text; nothing else changes
     before = _as_format_utc(before)
-    # version 2 only adds items.wait (NULL on old rows); every other value is unchanged
-    assert after["items"] == [{**row, "wait": None} for row in before["items"]]
+    # version 2 only adds items.wait, version 8 items.created_on (NULL on old rows); every
+    # other value is unchanged
+    assert after["items"] == [{**row, "wait": None, "created_on": None}
+                              for row in before["items"]]
+    # version 8 adds events.origin and events.computer (NULL: recorded here)
+    assert after["events"] == [{**row, "origin": None, "computer": None}
+                               for row in before["events"]]
     # version 3 only adds fired_keys' schedule, workspace, held and item (NULL on old rows)
     new_key_columns = {"schedule_id": None, "workspace": None, "held": None, "item_id": None}
     assert after["fired_keys"] == [{**row, **new_key_columns} for row in before["fired_keys"]]
-    assert {t: rows for t, rows in after.items() if t not in ("items", "fired_keys")} == {
-        t: rows for t, rows in before.items() if t not in ("items", "fired_keys")}
+    changed = ("items", "fired_keys", "events")
+    assert {t: rows for t, rows in after.items() if t not in changed} == {
+        t: rows for t, rows in before.items() if t not in changed}
     assert [(r["key"], r["scheduled"], r["at"]) for r in after["fired_keys"]] == [
         ("maya:weekly:2025-01-06T09:00", "2025-01-06T08:00:00.000000Z",
          "2025-01-06T08:00:01.000000Z")]
@@ -83,21 +89,22 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
 
     a = record.item(ITEM_A)
     assert (a.process, a.title, a.workspace, a.run_folder, a.stage, a.status, a.reason,
-            a.agent, a.since, a.created, a.input, a.wait) == (
+            a.agent, a.since, a.created, a.input, a.wait, a.created_on) == (
         "weekly-report", "Week 2", "/ws", "/runs/A", "Draft", Status.FAILED, "exit 3",
         "writer", "2025-01-06T09:00:08.000000Z", "2025-01-06T09:00:00.000000Z",
         '{"item_id": "A"}',
-        WaitKind.PERSON)
+        WaitKind.PERSON, None)
     assert a.status_text == "failed: exit 3"
     assert [(r.id, r.status, r.wait) for r in record.items()] == [
         (ITEM_A, Status.FAILED, WaitKind.PERSON), (ITEM_B, Status.DONE, None),
         (ITEM_C, Status.WAITING_FOR_APPROVAL, WaitKind.APPROVAL)]
-    assert [(e.seq, e.at, e.kind, e.stage, e.round) for e in record.events(ITEM_A)] == [
-        (1, "2025-01-06T09:00:00.000000Z", "created", None, None),
-        (4, "2025-01-06T09:00:03.000000Z", "waiting", "Draft", 1),
-        (5, "2025-01-06T09:00:05.000000Z", "pick", "Draft", 1),
-        (6, "2025-01-06T09:00:06.000000Z", "stage_started", "Draft", 1),
-        (7, "2025-01-06T09:00:07.000000Z", "stage_failed", "Draft", 1)]
+    assert [(e.seq, e.at, e.kind, e.stage, e.round, e.computer)
+            for e in record.events(ITEM_A)] == [
+        (1, "2025-01-06T09:00:00.000000Z", "created", None, None, None),
+        (4, "2025-01-06T09:00:03.000000Z", "waiting", "Draft", 1, None),
+        (5, "2025-01-06T09:00:05.000000Z", "pick", "Draft", 1, None),
+        (6, "2025-01-06T09:00:06.000000Z", "stage_started", "Draft", 1, None),
+        (7, "2025-01-06T09:00:07.000000Z", "stage_failed", "Draft", 1, None)]
     assert record.events(ITEM_A)[4].data == {
         "agent": "writer", "attempt": 1, "reason": "exit 3", "verdict": None, "comments": [],
         "output_dir": "/runs/A/Draft", "stdout": "/l/1.stdout", "stderr": "/l/1.stderr",
@@ -248,7 +255,8 @@ def test_a_record_from_a_newer_bees_is_refused(old_file: Path) -> None:
     with pytest.raises(UserError) as caught:
         LocalRecord(old_file)
     assert caught.value.message == (
-        f"{old_file} was written by a newer Bees (record version 8; this Bees reads up to 7)")
+        f"{old_file} was written by a newer Bees (record version {schema.LATEST + 1}; this "
+        f"Bees reads up to {schema.LATEST})")
     assert caught.value.hint == (
         "upgrade Bees (pip install --upgrade bees-cli), or move the file aside "
         f"(mv {old_file} {old_file}.newer) and Bees starts an empty one")
@@ -265,7 +273,8 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to 7)")
+        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to "
+        f"{schema.LATEST})")
 
 
 def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
@@ -277,17 +286,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(old_file: Path) -> None:
         schema.upgrade(db, old_file, broken)
     assert schema.version(db) == 0
     db.close()
-    assert _dump(old_file) == before  # not even versions 1 to 7 were kept
+    assert _dump(old_file) == before  # not even versions 1 to LATEST were kept
 
 
 def test_a_later_step_runs_once_on_an_upgraded_file(old_file: Path) -> None:
     LocalRecord(old_file)
-    more = (*schema.MIGRATIONS, schema.Migration(8, "notes", (
+    more = (*schema.MIGRATIONS, schema.Migration(schema.LATEST + 1, "notes", (
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)",)))
     db = sqlite3.connect(old_file, isolation_level=None)
-    assert schema.upgrade(db, old_file, more) == 7
-    assert schema.upgrade(db, old_file, more) == 8
-    assert schema.version(db) == 8
+    assert schema.upgrade(db, old_file, more) == schema.LATEST
+    assert schema.upgrade(db, old_file, more) == schema.LATEST + 1
+    assert schema.version(db) == schema.LATEST + 1
     db.close()
 
 
@@ -303,7 +312,7 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
     assert len(records) == 8
     db = sqlite3.connect(old_file)
     assert schema.version(db) == schema.LATEST
-    assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-1] == "wait"
+    assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-2:] == ["wait", "created_on"]
     db.close()
 
 
