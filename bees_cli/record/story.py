@@ -8,7 +8,7 @@ the whole history with the handover as one fact in it.
 
 Each fact keeps the identity it was born with: the machine id of the computer that recorded
 it and its key there. A computer stores a fact of another as key ``MACHINE_ID/KEY`` with
-``origin`` and ``computer`` set (record version 7), and its own facts as they are; so a story
+``origin`` and ``computer`` set (record version 8), and its own facts as they are; so a story
 imported twice, or one that comes back to a computer it passed through, adds each fact once.
 """
 
