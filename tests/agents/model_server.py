@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +21,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.servers import uvicorn_in_thread
 
 EXHAUSTED = "script exhausted"
 
@@ -137,23 +137,12 @@ class ScriptedServer:
 @contextmanager
 def serve() -> Iterator[ScriptedServer]:
     """Run a fresh :class:`ScriptedModel` on a free loopback port until the block ends."""
-    import uvicorn
-
     model = ScriptedModel()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(model.app(), log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "the scripted model server did not start"
     try:
-        yield ScriptedServer(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", model)
+        with uvicorn_in_thread(model.app(), sock) as (_, port):
+            yield ScriptedServer(f"http://127.0.0.1:{port}/v1", model)
     finally:
-        server.should_exit = True
-        thread.join(10)
         sock.close()

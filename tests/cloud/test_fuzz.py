@@ -7,8 +7,6 @@ Bounded in examples per operation so the whole run takes well under a minute.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -19,6 +17,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from bees_cli.cloud.server.storage import Storage
+from tests.servers import uvicorn_in_thread
 
 EXAMPLES = 25
 """Generated requests per operation and generation mode."""
@@ -27,26 +26,14 @@ EXAMPLES = 25
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The app on uvicorn in a thread over a fresh SQLite file: (URL, a member's token)."""
-    import uvicorn
-
     from bees_cli.cloud.server.app import asgi, bind
 
     folder: Path = tmp_path_factory.mktemp("fuzz")
     storage = Storage(f"sqlite:///{folder / 'fuzz.db'}")
     storage.add_team("fuzz")
     token = storage.add_person("maya@fuzz.example", "fuzz")
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(asgi(storage), log_level="warning", access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}", token
-    server.should_exit = True
-    thread.join(10)
+    with uvicorn_in_thread(asgi(storage), bind("127.0.0.1", 0), lifespan="on") as (_, port):
+        yield f"http://127.0.0.1:{port}", token
     storage.close()
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import uvicorn_in_thread
+
 DEADLINE = 0.5
 """Seconds the test's server allows a body (the real one allows BODY_SECONDS)."""
 TRICKLE = 0.1
@@ -28,26 +30,14 @@ TRICKLE = 0.1
 @pytest.fixture
 def slow_server(tmp_path: Path) -> Iterator[tuple[str, int]]:
     """uvicorn serving the full ASGI stack with 0.5 s head and body deadlines, in a thread."""
-    import uvicorn
-
     from bees_cli.cloud.server.app import asgi, bind
     from bees_cli.cloud.server.protocol import head_deadline
     from bees_cli.cloud.server.storage import Storage
 
     storage = Storage(f"sqlite:///{tmp_path / 'slow.db'}")
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(asgi(storage, body_seconds=DEADLINE), http=head_deadline(DEADLINE),
-                            log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield sock.getsockname()[:2]
-    server.should_exit = True
-    thread.join(10)
+    with uvicorn_in_thread(asgi(storage, body_seconds=DEADLINE), bind("127.0.0.1", 0),
+                           http=head_deadline(DEADLINE)) as address:
+        yield address
     storage.close()
 
 

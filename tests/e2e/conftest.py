@@ -9,8 +9,6 @@ from __future__ import annotations
 import secrets
 import socket
 import textwrap
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +23,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 from bees_cli.schedules.fires import FireService
 from tests.engine.conftest import agent_yaml
+from tests.servers import uvicorn_in_thread
 
 
 @dataclass
@@ -38,25 +37,12 @@ class Cloud:
 @pytest.fixture(scope="session")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cloud]:
     """One real Bees Cloud for the session (uvicorn in a thread, SQLite, real clock)."""
-    import uvicorn
-
     from bees_cli.cloud.server.app import asgi, bind
 
     folder = tmp_path_factory.mktemp("cloud")
     storage = Storage(f"sqlite:///{folder / 'cloud.db'}")
-    sock = bind("127.0.0.1", 0)
-    config = uvicorn.Config(asgi(storage), log_level="warning", access_log=False,
-                            lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield Cloud(f"http://127.0.0.1:{sock.getsockname()[1]}", storage)
-    server.should_exit = True
-    thread.join(10)
+    with uvicorn_in_thread(asgi(storage), bind("127.0.0.1", 0)) as (_, port):
+        yield Cloud(f"http://127.0.0.1:{port}", storage)
     storage.close()
 
 
