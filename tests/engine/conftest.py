@@ -23,6 +23,20 @@ from bees_cli.record.local import ItemRow, LocalRecord
 SCRIPTS = Path(sys.executable).parent
 AGENT = Path(__file__).resolve().parent / "agent_script.py"
 
+DRAFT_REVIEW_DONE = """\
+stages:
+  - name: Draft
+    kind: work
+    agents: [writer]
+  - name: Review
+    kind: review
+    reviews: Draft
+    agents: [reviewer]
+  - name: Done
+    kind: done
+"""
+"""A process of three stages: the writer drafts, the reviewer judges the draft, done."""
+
 
 @pytest_asyncio.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:

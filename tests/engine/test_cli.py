@@ -17,20 +17,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.server import pid_alive
 from tests.conftest import EXAMPLE, BeesRunner
-from tests.engine.conftest import Space
+from tests.engine.conftest import DRAFT_REVIEW_DONE, Space
 
-WORK_REVIEW = """\
-stages:
-  - name: Draft
-    kind: work
-    agents: [writer]
-  - name: Review
-    kind: review
-    reviews: Draft
-    agents: [reviewer]
-  - name: Done
-    kind: done
-"""
+WORK_REVIEW = DRAFT_REVIEW_DONE
 
 
 def start_bees(home: Path, *args: str) -> subprocess.Popen[str]:

@@ -30,22 +30,11 @@ from bees_cli.machine.links import link_folder
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.sync import Syncer, team_rows
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
+from tests.engine.conftest import DRAFT_REVIEW_DONE
 
 HERE = Path(__file__).resolve().parent
 
-PROCESS = """\
-title: Weekly report
-stages:
-  - name: Draft
-    kind: work
-    agents: [writer]
-  - name: Review
-    kind: review
-    reviews: Draft
-    agents: [reviewer]
-  - name: Done
-    kind: done
-"""
+PROCESS = "title: Weekly report\n" + DRAFT_REVIEW_DONE
 
 
 def agent(log: Path, addon_log: Path, hold: Path, actions: list[object]) -> str:

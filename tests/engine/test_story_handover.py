@@ -27,22 +27,11 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.usecases import Bees
 from bees_cli.usecases.run import note_worker
 from bees_cli.utc import display_utc, parse_utc
-from tests.engine.conftest import until
+from tests.engine.conftest import DRAFT_REVIEW_DONE, until
 
 HERE = Path(__file__).resolve().parent
 
-PROCESS = """\
-stages:
-  - name: Draft
-    kind: work
-    agents: [writer]
-  - name: Review
-    kind: review
-    reviews: Draft
-    agents: [reviewer]
-  - name: Done
-    kind: done
-"""
+PROCESS = DRAFT_REVIEW_DONE
 
 
 def write_workspace(root: Path, log: Path, hold: Path, hold_round: int = 3) -> Path:
