@@ -29,7 +29,7 @@ def test_only_the_last_releaser_repairs_a_free_items_release(team: Team) -> None
         with pytest.raises(CloudRefused) as held:
             maya.repair_owner("rep-1", release("laptop", NEW))
         assert (held.value.code, held.value.message) == (
-            "cloud_refused", "item rep-1 is held by laptop-name: there is no release to repair")
+            "not_released", "item rep-1 is held by laptop-name: there is no release to repair")
         first = maya.release_owner("rep-1", release("laptop", OLD))
         assert first.release is not None and first.release.checkpoint_sha256 == OLD
         # a repeated release keeps the first digest: that is what strands an item
@@ -37,11 +37,13 @@ def test_only_the_last_releaser_repairs_a_free_items_release(team: Team) -> None
 
         with pytest.raises(CloudRefused) as other_machine:
             maya.repair_owner("rep-1", release("desktop", NEW))
+        assert (other_machine.value.code, other_machine.value.status) == ("not_owner", 403)
         assert other_machine.value.message == (
             f"item rep-1: laptop-name (maya@{team.name}.example, machine laptop) released it "
             "last; only the computer that released it last can repair its release")
-        with pytest.raises(CloudRefused):
+        with pytest.raises(CloudRefused) as wrong_person:
             sam.repair_owner("rep-1", release("laptop", NEW))  # right machine, wrong person
+        assert wrong_person.value.code == "machine_not_yours"
 
         repaired = maya.repair_owner("rep-1", release("laptop", NEW, "Review"))
         assert repaired.release is not None
@@ -54,6 +56,7 @@ def test_only_the_last_releaser_repairs_a_free_items_release(team: Team) -> None
         assert (taken.status, taken.owner.epoch) == ("owner", 2)
         with pytest.raises(CloudRefused) as after:
             maya.repair_owner("rep-1", release("laptop", OLD))
+        assert after.value.code == "not_owner"
         assert after.value.message == (
             f"item rep-1: sams-pc-name (sam@{team.name}.example, machine sams-pc) holds it; "
             "only the computer that released it last can repair its release")
