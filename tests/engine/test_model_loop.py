@@ -116,3 +116,179 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
     assert [(e["kind"], e["turn"]) for e in lines] == [
         ("opening", 1), ("reply", 1), ("tool", 1), ("reply", 2)]
     assert (lines[1]["prompt_tokens"], lines[1]["completion_tokens"]) == (10, 5)
+
+
+async def test_a_gated_tool_waits_for_approval_then_runs_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                            Answer.reply("sent"))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval")
+    assert row.status_text == 'waiting for approval: mail.send {"to": "all"}'
+    assert len(model_server.model.received) == 1
+    done = await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
+    assert done["decided"] == [1]
+    assert await result(dev_env, item_id) == "done"
+    assert log.read_text().splitlines() == ['mail.send {"to": "all"}']
+    assert sent(model_server, 1)[1] == {"role": "tool", "tool_call_id": "c1",
+                                        "content": "done 1\n"}
+    assert [f["function"]["name"] for f in model_server.model.received[0].body["tools"]] == [
+        "read_file", "write_file", "mail__send"]
+
+
+async def test_a_denial_is_given_back_to_the_model_as_the_tools_result(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                            Answer.reply("not sent"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    await asyncio.to_thread(decide, item_id, approve=False, request_id=None,
+                            reason="not this week")
+    # the stage still needs a person's approval to finish: its finish is held next
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval"
+                      and "output" in r.status_text)
+    assert row.stage == "Send"
+    assert not log.exists()
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "refused: mail.send was denied by maya@example.com: not this week"}
+
+
+async def test_a_tool_outside_the_agents_tools_is_refused_back_to_the_model(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    mail_addon(space)
+    model_agent(space, "sender", model_server, tools=["mail.list"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", "{}")), Answer.reply("ok"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    content = sent(model_server, 1)[1]["content"]
+    assert content == (f"refused: item {item_id}: agent sender may not use mail.send: it is "
+                       "not in its tools (tools: mail.list)")
+
+
+@pytest.mark.parametrize(("answers", "reason"), [
+    ([Answer.error(401, "bad key")],
+     "http://127.0.0.1:PORT/v1/chat/completions refused a request without an API key "
+     "(HTTP 401): bad key"),
+    ([Answer.error(400, "the request exceeds the available context size",
+                   code="exceed_context_size")],
+     "the conversation no longer fits the context window of scripted at "
+     "http://127.0.0.1:PORT/v1/chat/completions (HTTP 400): exceed_context_size: the "
+     "request exceeds the available context size"),
+])
+async def test_a_refused_key_or_an_exceeded_context_fails_the_stage_at_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, answers: list[Answer], reason: str) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(*answers)
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    port = model_server.base_url.split(":")[2].split("/")[0]
+    assert row.reason == "agent sender: " + reason.replace("PORT", port)
+    assert len(model_server.model.received) == 1
+
+
+async def test_429_waits_retry_after_and_500_backs_off_then_the_call_succeeds(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.error(429, "slow down", headers={"Retry-After": "2"}),
+                            Answer.error(500, "boom"), Answer.reply("done"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    received = model_server.model.received
+    assert len(received) == 3
+    history = await dev_env.client.get_workflow_handle(item_id).fetch_history()
+    calls = [e for e in history.events
+             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+             and e.activity_task_started_event_attributes.attempt == 3]
+    assert len(calls) == 1
+    assert calls[0].activity_task_started_event_attributes.last_failure.message.startswith(
+        "http://127.0.0.1:")
+
+
+async def test_malformed_arguments_are_told_back_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "write_file", '{"path": ')), Answer.reply("fine"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "the arguments of tool call 'write_file' are not valid JSON: Expecting "
+                   "value at line 1 column 9"}
+
+
+async def test_an_unknown_tool_twice_in_a_row_fails_the_stage(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "fly", "{}")),
+                            Answer.tool_calls(("c2", "fly", "{}")))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    assert row.reason == ("agent sender: there is no tool 'fly' (tools: read_file, "
+                          "write_file)")
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "there is no tool 'fly' (tools: read_file, write_file)"}
+
+
+async def test_a_bad_verdict_is_asked_again_once_then_a_good_one_moves_on(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "alpha", model_server)
+    model_agent(space, "critic", model_server)
+    space.write("processes/p.yaml", REVIEW)
+    model_server.model.push(
+        Answer.reply("the draft"), Answer.reply('{"verdict": "maybe"}'),
+        Answer.reply('{"verdict": "approve", "comments": []}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    review = model_server.model.received[1].body
+    assert review["response_format"]["type"] == "json_schema"
+    assert review["response_format"]["json_schema"]["schema"]["required"] == [
+        "verdict", "comments"]
+    assert sent(model_server, 2)[1]["role"] == "user"
+    assert sent(model_server, 2)[1]["content"].startswith(
+        "the model's answer is not a valid Verdict: verdict: ")
+    run = Path(record.item(item_id).run_folder)
+    assert json.loads((run / "Review" / "verdict.json").read_text()) == {
+        "verdict": "approve", "comments": []}
+
+
+async def test_the_turn_limit_and_the_token_budget_fail_the_stage_with_the_reason(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, max_turns=2)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    read = ("c", "read_file", '{"path": "x"}')
+    model_server.model.push(Answer.tool_calls(read), Answer.tool_calls(read))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    assert row.reason == "agent sender: the turn limit of 2 model calls was reached"
+    assert len(model_server.model.received) == 2
+    model_agent(space, "sender", model_server, token_budget=20)
+    model_server.model.push(Answer.tool_calls(read), Answer.tool_calls(read))
+    second = await start(dev_env, record, space, "p")
+    row = await until(record, second, lambda r: r.status == "failed")
+    assert row.reason == ("agent sender: the token budget of 20 tokens was crossed "
+                          "(30 used in 2 turns)")
