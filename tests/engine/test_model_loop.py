@@ -16,7 +16,6 @@ from temporalio.worker import Worker
 
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.model_activities import transcript_lines, transcript_path
-from bees_cli.engine.model_models import MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
