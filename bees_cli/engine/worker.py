@@ -24,7 +24,8 @@ Starter = Callable[[str], Awaitable[int]]
 
 def make_worker(client: Client, task_queue: str, record: LocalRecord, *, computer: Computer,
                 start: Starter | None = None, heartbeat_every: float = 2.0,
-                fires: FireActivities | None = None, act: ActionRunner | None = None) -> Worker:
+                fires: FireActivities | None = None, act: ActionRunner | None = None,
+                models: ModelActivities | None = None) -> Worker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
 
@@ -39,6 +40,7 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         fires: the fire activities (default: this computer's, starting with ``start``).
         act: runs a model agent's add-on tool through ``bees action``'s gate (the use case
             ``run_action``; None: such tools are refused).
+        models: the model loop's activities (default: this computer's, with ``act``).
 
     Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and the
     computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
@@ -52,8 +54,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
     activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env,
                                 groups=groups_dir(computer.data_dir))
     fires = fires or FireActivities(lambda: computer, start=start)
-    models = ModelActivities(record, act=act, engine_env=engine_env,
-                             heartbeat_every=heartbeat_every)
+    models = models or ModelActivities(record, act=act, engine_env=engine_env,
+                                       heartbeat_every=heartbeat_every)
     return Worker(
         client,
         task_queue=task_queue,

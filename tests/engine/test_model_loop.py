@@ -10,14 +10,23 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.model_activities import transcript_lines, transcript_path
+from bees_cli.engine.model_activities import ModelActivities, transcript_lines, transcript_path
+from bees_cli.engine.model_models import (
+    MODEL_CALL_ACTIVITY,
+    TOOL_CALL_ACTIVITY,
+    ModelCallInput,
+    ModelStep,
+)
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
+from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
@@ -291,3 +300,65 @@ async def test_the_turn_limit_and_the_token_budget_fail_the_stage_with_the_reaso
     row = await until(record, second, lambda r: r.status == "failed")
     assert row.reason == ("agent sender: the token budget of 20 tokens was crossed "
                           "(30 used in 2 turns)")
+
+
+async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finished_call(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "a"}')),
+                            Answer.tool_calls(("c2", "mail__send", '{"to": "b"}')),
+                            Answer.reply("both sent"))
+    set_identity(person="maya@example.com")
+    queue = task_queue(load_identity().machine_id)
+    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
+    computer = Computer.load()
+    bees = Bees(computer, engine=EngineGateway(dev_env.client))
+
+    async def act(name: str, text: str, environ: dict[str, str]) -> Any:
+        return await run_action(bees, name, text, env=environ)
+
+    saved = asyncio.Event()
+
+    class Dying(ModelActivities):
+        """Dies after saving turn 2's reply, before the activity completes."""
+
+        @activity.defn(name=MODEL_CALL_ACTIVITY)
+        async def model_call(self, call: ModelCallInput) -> ModelStep:
+            step = await ModelActivities.model_call(self, call)
+            if call.turn == 2:
+                saved.set()
+                await asyncio.Event().wait()  # the worker stops here
+            return step
+
+    dying = Dying(record, act=act)
+    first = make_worker(dev_env.client, queue, record, computer=computer,
+                        heartbeat_every=0.5, models=dying)
+    async with first:
+        item_id = await start(dev_env, record, space, "p")
+        await asyncio.wait_for(saved.wait(), 30)
+    assert log.read_text().splitlines() == ['mail.send {"to": "a"}']
+    async with loop_worker(dev_env, record):
+        assert await result(dev_env, item_id) == "done"
+    # the first send ran once; the model was asked once per turn (3 turns, 3 requests)
+    assert log.read_text().splitlines() == ['mail.send {"to": "a"}', 'mail.send {"to": "b"}']
+    assert len(model_server.model.received) == 3
+    run = record.item(item_id).run_folder
+    assert [(e["kind"], e["turn"]) for e in transcript_lines(transcript_path(run, "Send"))] == [
+        ("opening", 1), ("reply", 1), ("tool", 1), ("reply", 2), ("tool", 2), ("reply", 3)]
+    history = await dev_env.client.get_workflow_handle(item_id).fetch_history()
+    names = [e.activity_task_scheduled_event_attributes.activity_type.name
+             for e in history.events
+             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    assert [n for n in names if n in (MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY)] == [
+        MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY, MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY,
+        MODEL_CALL_ACTIVITY]
+    retried = [e for e in history.events
+               if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+               and e.activity_task_started_event_attributes.attempt > 1]
+    assert len(retried) == 1
+    replayer = Replayer(workflows=[ItemWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)
