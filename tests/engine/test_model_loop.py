@@ -362,3 +362,22 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
     assert len(retried) == 1
     replayer = Replayer(workflows=[ItemWorkflow], data_converter=pydantic_data_converter)
     await replayer.replay_workflow(history)
+
+
+async def test_json_tool_mode_asks_each_step_as_a_json_object(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, tool_mode="json")
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.reply('{"tool": "write_file", "arguments": {"path": "a.md", "content": "hi"}}'),
+        Answer.reply('{"final": "wrote a.md"}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    first = model_server.model.received[0].body
+    assert "tools" not in first
+    assert first["response_format"]["json_schema"]["name"] == "step"
+    assert sent(model_server, 1)[1] == {"role": "user",
+                                        "content": "Result of write_file: wrote 2 bytes to a.md"}
+    run = Path(record.item(item_id).run_folder)
+    assert (run / "Send" / "answer.md").read_text() == "wrote a.md"
