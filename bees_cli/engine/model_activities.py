@@ -43,6 +43,7 @@ from bees_cli.engine.model_models import (
     TurnContext,
 )
 from bees_cli.engine.snapshot_store import load_snapshot
+from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
 from bees_cli.errors import ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
 from bees_cli.utc import format_utc, utc_now
@@ -62,33 +63,6 @@ ActionRunner = Callable[[str, str, dict[str, str]], Awaitable[Any]]
 """Runs ``bees action NAME`` with input JSON text in a stage's environment (the use case
 ``run_action``, injected: the engine does not import use cases); returns its outcome
 (``exit_code``, ``stdout``, ``from_journal``) or raises ``Refused``/``UserError``."""
-
-
-def transcript_path(run_folder: str, stage: str) -> Path:
-    """Return ``RUN/logs/STAGE.transcript.jsonl`` (next to the stage's logs)."""
-    return Path(run_folder) / "logs" / f"{stage}.transcript.jsonl"
-
-
-def transcript_lines(path: Path) -> list[dict[str, Any]]:
-    """Return the transcript's entries, oldest first (a torn last line is skipped)."""
-    if not path.exists():
-        return []
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entries.append(json.loads(line))
-        except ValueError:
-            continue
-    return entries
-
-
-def _append(path: Path, entry: dict[str, Any]) -> None:
-    """Append one entry durably (written and synced before the activity completes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
 
 
 def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> bool:
@@ -179,13 +153,16 @@ class ModelActivities:
                 raise as_application_error(error) from None
             response, seconds, from_transcript = done.response, time.monotonic() - started, False
             if call.turn == 1:
-                await asyncio.to_thread(_append, path, self._entry(
+                await asyncio.to_thread(append_entry, path, self._entry(
                     context, call.turn, "opening",
                     messages=[m.wire() for m in first]))
-            await asyncio.to_thread(_append, path, self._entry(
+            await asyncio.to_thread(append_entry, path, self._entry(
                 context, call.turn, "reply", response=response.model_dump(mode="json"),
                 prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens, seconds=round(seconds, 3)))
+                completion_tokens=response.usage.completion_tokens, seconds=round(seconds, 3),
+                model=runner.model.name, cost=None if runner.model.prices is None
+                else runner.model.prices.cost(response.usage.prompt_tokens,
+                                              response.usage.completion_tokens)))
         read = read_step(response, review=review, json_mode=json_mode, offered=offered,
                          turn=call.turn)
         folder = Path(context.run_folder) / context.stage
@@ -238,7 +215,7 @@ class ModelActivities:
             result = await asyncio.to_thread(self._file_tool, context, call.call)
         else:
             result = await self._heartbeating(self._action(context, call.call))
-        await asyncio.to_thread(_append, path, self._entry(
+        await asyncio.to_thread(append_entry, path, self._entry(
             context, call.turn, "tool", call_id=call.call.call_id, tool=call.call.tool,
             arguments=call.call.arguments, content=result.content, outcome=result.outcome))
         return result

@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.model_activities import ModelActivities, transcript_lines, transcript_path
+from bees_cli.engine.model_activities import ModelActivities
 from bees_cli.engine.model_models import (
     MODEL_CALL_ACTIVITY,
     TOOL_CALL_ACTIVITY,
@@ -25,6 +25,7 @@ from bees_cli.engine.model_models import (
     ModelStep,
 )
 from bees_cli.engine.models import task_queue
+from bees_cli.engine.transcript import transcript_lines, transcript_path
 from bees_cli.engine.worker import make_worker
 from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.machine.computer import Computer
@@ -34,6 +35,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.actions import run_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.liveness import note_worker
+from bees_cli.usecases.models import ItemDetails
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.engine.conftest import Space, until
 from tests.engine.test_rules import SEND, decide, mail_addon, start
@@ -82,9 +84,11 @@ async def worker(dev_env: WorkflowEnvironment, space: Space,
 
 
 def model_agent(space: Space, name: str, server: ScriptedServer, *, tools: list[str] = (),
-                **runner: object) -> None:
+                prices: str | None = None, **runner: object) -> None:
     lines = ["instructions: write it", f"tools: [{', '.join(tools)}]", "runner:",
              "  model:", f"    base_url: {server.base_url}", "    name: scripted"]
+    if prices:
+        lines.append(f"    prices: {prices}")
     lines += [f"  {key}: {value}" for key, value in runner.items()]
     space.write(f"agents/{name}.yaml", "\n".join(lines) + "\n")
 
@@ -124,6 +128,12 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
     assert [(e["kind"], e["turn"]) for e in lines] == [
         ("opening", 1), ("reply", 1), ("tool", 1), ("reply", 2)]
     assert (lines[1]["prompt_tokens"], lines[1]["completion_tokens"]) == (10, 5)
+    shown = await Bees(Computer.load()).item_details(item_id)
+    assert isinstance(shown, ItemDetails)
+    assert [{k: v for k, v in m.items() if k != "seconds"} for m in shown.models] == [
+        {"stage": "Send", "model": "scripted", "turns": 2, "tokens_in": 20, "tokens_out": 10,
+         "cost": None}]
+    assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
 
 
 async def test_a_gated_tool_waits_for_approval_then_runs_once(
@@ -367,7 +377,8 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
 async def test_json_tool_mode_asks_each_step_as_a_json_object(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         model_server: ScriptedServer) -> None:
-    model_agent(space, "sender", model_server, tool_mode="json")
+    model_agent(space, "sender", model_server, tool_mode="json",
+                prices="{input_per_million: 1000, output_per_million: 2000}")
     space.write("processes/p.yaml", SEND.format(approval="none"))
     model_server.model.push(
         Answer.reply('{"tool": "write_file", "arguments": {"path": "a.md", "content": "hi"}}'),
@@ -381,3 +392,6 @@ async def test_json_tool_mode_asks_each_step_as_a_json_object(
                                         "content": "Result of write_file: wrote 2 bytes to a.md"}
     run = Path(record.item(item_id).run_folder)
     assert (run / "Send" / "answer.md").read_text() == "wrote a.md"
+    shown = await Bees(Computer.load()).item_details(item_id)
+    assert isinstance(shown, ItemDetails)
+    assert shown.models[0]["cost"] == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
