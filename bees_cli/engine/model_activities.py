@@ -32,6 +32,7 @@ from bees_cli.agents.model_steps import (
     response_format,
     tools_text,
 )
+from bees_cli.agents.runner import env_key
 from bees_cli.engine.model_models import (
     MODEL_CALL_ACTIVITY,
     TOOL_CALL_ACTIVITY,
@@ -239,6 +240,10 @@ class ModelActivities:
                     "BEES_ATTEMPT": str(context.attempt), "BEES_RUN_FOLDER": context.run_folder,
                     "BEES_WORKSPACE": snapshot.workspace_root})
         env.update(self.engine_env)
+        for name, folder in context.folders.items():
+            env[f"BEES_FOLDER_{env_key(name)}"] = folder
+        for name, folder in context.previous.items():
+            env[f"BEES_PREVIOUS_{env_key(name)}"] = folder
         try:
             outcome = await self.act(ask.tool, json.dumps(ask.arguments), env)
         except Refused as error:
