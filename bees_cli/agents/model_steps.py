@@ -105,14 +105,25 @@ def addon_tool(tool: str, description: str | None, schema: dict[str, Any] | None
         parameters=schema or {"type": "object", "properties": {}}))
 
 
-def response_format(*, review: bool, json_mode: bool) -> ResponseFormat | None:
-    """Return what the next answer must follow: a verdict (a review's final answer in
-    native mode), a step (json mode), or None (free text or tool calls)."""
+def step_schema(tools: list[ToolDef], *, review: bool) -> dict[str, Any]:
+    """Return the JSON Schema of one step in json mode: one branch per tool (its name fixed,
+    its arguments following its input schema, so a grammar-constrained model cannot get
+    them wrong), and the final answer (a review: its verdict)."""
+    branches: list[dict[str, Any]] = [
+        {"type": "object",
+         "properties": {"tool": {"const": t.function.name}, "arguments": t.function.parameters},
+         "required": ["tool", "arguments"], "additionalProperties": False}
+        for t in tools]
+    branches.append(VERDICT_SCHEMA if review else STEP_SCHEMA["anyOf"][1])
+    return {"anyOf": branches}
+
+
+def response_format(*, review: bool, json_mode: bool,
+                    tools: list[ToolDef] | None = None) -> ResponseFormat | None:
+    """Return what the next answer must follow: a step (json mode, see :func:`step_schema`),
+    a verdict (a review's final answer in native mode), or None (free text or tool calls)."""
     if json_mode:
-        schema = STEP_SCHEMA
-        if review:
-            schema = {"anyOf": [STEP_SCHEMA["anyOf"][0], VERDICT_SCHEMA]}
-        return ResponseFormat.for_schema("step", schema)
+        return ResponseFormat.for_schema("step", step_schema(tools or [], review=review))
     if review:
         return ResponseFormat.for_schema("verdict", VERDICT_SCHEMA)
     return None

@@ -148,7 +148,8 @@ class ModelActivities:
                 async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
                     done = await client.complete(
                         messages, tools=None if json_mode else tools,
-                        response_format=response_format(review=review, json_mode=json_mode),
+                        response_format=response_format(review=review, json_mode=json_mode,
+                                                        tools=tools),
                         max_tokens=runner.max_reply_tokens)
             except ModelError as error:
                 raise as_application_error(error) from None

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from bees_cli.agents.chat_wire import ChatResponse
 from bees_cli.agents.model_steps import (
     Read,
+    addon_tool,
     function_name,
     read_step,
     response_format,
@@ -54,6 +55,18 @@ def test_a_review_answers_a_verdict_or_is_invalid() -> None:
     assert fmt is not None and fmt.json_schema is not None
     assert fmt.json_schema.name == "verdict"
     assert response_format(review=False, json_mode=False) is None
+
+
+def test_json_mode_asks_one_branch_per_tool_with_its_input_schema() -> None:
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+    fmt = response_format(review=False, json_mode=True,
+                          tools=[addon_tool("mail.send", None, schema)])
+    assert fmt is not None and fmt.json_schema is not None
+    assert fmt.json_schema.schema_ == {"anyOf": [
+        {"type": "object", "properties": {"tool": {"const": "mail__send"}, "arguments": schema},
+         "required": ["tool", "arguments"], "additionalProperties": False},
+        {"type": "object", "properties": {"final": {"type": "string"}},
+         "required": ["final"], "additionalProperties": False}]}
 
 
 def test_json_mode_reads_a_tool_step_or_a_final_answer() -> None:
