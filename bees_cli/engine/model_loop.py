@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         TurnContext,
     )
-    from bees_cli.engine.models import StageInput, StageOutput
+    from bees_cli.engine.models import RECORD_ACTIVITY, RecordInput, StageInput, StageOutput
     from bees_cli.engine.snapshot import LoopView
 
 MODEL_LOOP = "model-loop"
@@ -38,6 +38,7 @@ MODEL_CALL_TIMEOUT = timedelta(minutes=30)
 MODEL_CALL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                                maximum_interval=timedelta(seconds=30), maximum_attempts=5)
 """5xx, timeouts and 429s: bounded backoff (a 429's Retry-After overrides the interval)."""
+RECORD_TIMEOUT = timedelta(seconds=60)
 TOOL_CALL_TIMEOUT = timedelta(hours=24)
 """Longest tool call (an approval may hold it that long)."""
 TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -58,6 +59,18 @@ def _told(content: str, call_id: str, tool: str, json_mode: bool) -> dict[str, A
     if json_mode:
         return {"role": "user", "content": f"Result of {tool}: {content}"}
     return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+async def _finished(stage: StageInput, out: StageOutput, turns: int, tokens: int) -> None:
+    """Record the stage's ``stage_finished`` fact (as ``bees.run_stage`` does), with its turns
+    and tokens."""
+    await workflow.execute_activity(RECORD_ACTIVITY, RecordInput(
+        item_id=stage.item_id, status=None, stage=stage.stage, round=stage.round,
+        key=f"{stage.stage}:{stage.round}:{out.attempt}:stage_finished", kind="stage_finished",
+        data={"agent": stage.agent, "attempt": out.attempt, "reason": None,
+              "verdict": out.verdict, "comments": list(out.comments),
+              "output_dir": out.output_dir, "turns": turns, "tokens": tokens}),
+        start_to_close_timeout=RECORD_TIMEOUT)
 
 
 async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
@@ -120,11 +133,11 @@ async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
                                       "was invalid", call.call_id, call.tool, json_mode))
             continue
         told = False
-        if step.kind == "final":
-            return StageOutput(ok=True, output_dir=step.output_dir, attempt=stage.attempt_base)
-        if step.kind == "verdict":
-            return StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
-                               output_dir=step.output_dir, attempt=stage.attempt_base)
+        if step.kind in ("final", "verdict"):
+            out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
+                              output_dir=step.output_dir, attempt=stage.attempt_base)
+            await _finished(stage, out, turn, used)
+            return out
         for call in step.calls:
             result: ToolResult = await workflow.execute_activity(
                 TOOL_CALL_ACTIVITY, ToolCallInput(context=context, turn=turn, call=call),

@@ -134,6 +134,9 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
         {"stage": "Send", "model": "scripted", "turns": 2, "tokens_in": 20, "tokens_out": 10,
          "cost": None}]
     assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
+    (finished,) = [e for e in record.events(item_id) if e.kind == "stage_finished"]
+    assert (finished.data["agent"], finished.data["turns"], finished.data["tokens"]) == (
+        "sender", 2, 30)
 
 
 async def test_a_gated_tool_waits_for_approval_then_runs_once(
