@@ -224,11 +224,14 @@ class ModelActivities:
 
     async def _heartbeating(self, work: Awaitable[ToolResult]) -> ToolResult:
         task = asyncio.ensure_future(work)
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=self.heartbeat_every)
-            if done:
-                return task.result()
-            activity.heartbeat()
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_every)
+                if done:
+                    return task.result()
+                activity.heartbeat()
+        finally:
+            task.cancel()  # cancelled (the stage stops): the action's wait stops too
 
     async def _action(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
         if self.act is None:
