@@ -7,8 +7,8 @@ Candidates come in four tiers, and the first usable one wins:
 3. the workspace's default agent,
 4. every declared agent in name order.
 
-A candidate is usable when it is declared, enabled, runs a command (model runners are
-not run yet) and every add-on its tools use is connected on this computer. On a review
+A candidate is usable when it is declared, enabled (a command or a model runner) and every
+add-on its tools use is connected on this computer. On a review
 stage, the agent that did the work under review is never used. Each candidate looked at
 and not used is kept with the reason.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bees_cli.machine.connections import AddonConnection
-from bees_cli.workspace.models import Agent, ModelRunner, Stage
+from bees_cli.workspace.models import Agent, Stage
 
 REASON_ITEM = "named on the item"
 REASON_DEFAULT = "workspace default"
@@ -29,7 +29,6 @@ REASON_BY_NAME = "first enabled agent by name"
 WHY_UNDECLARED = "not declared in the workspace"
 WHY_DISABLED = "disabled"
 WHY_REVIEWED = "did the work under review"
-WHY_MODEL_RUNNER = "model runners are not supported yet"
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,8 @@ class Skipped:
     """A candidate agent that was looked at and not used, and why (one short phrase).
 
     ``why`` is one of ``"not declared in the workspace"``, ``"did the work under review"``,
-    ``"disabled"``, ``"model runners are not supported yet"`` or ``"add-on NAME not
-    connected (MISSING, …)"`` (several add-ons are joined with ``", "``).
+    ``"disabled"`` or ``"add-on NAME not connected (MISSING, …)"`` (several add-ons are
+    joined with ``", "``).
     """
 
     agent: str
@@ -159,8 +158,6 @@ def choose_agent(
             return WHY_REVIEWED
         if not agent.enabled:
             return WHY_DISABLED
-        if isinstance(agent.runner, ModelRunner):
-            return WHY_MODEL_RUNNER
         problems = []
         for addon in tool_addons(agent):
             state = connection(addon)

@@ -131,6 +131,10 @@ def item_show(
     typer.echo(f"engine log  {details.engine_log}")
     for log in details.logs:
         typer.echo(f"log         {log}")
+    for used in details.models:
+        cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
+        typer.echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
+                   f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
     typer.echo("history")
     for event in details.events():
         typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")

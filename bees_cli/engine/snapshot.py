@@ -8,14 +8,14 @@ carry the whole workspace snapshot) and say their ``version``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bees_cli.rules import GATED_KINDS
 
 __all__ = ["GATED_KINDS", "SNAPSHOT_VERSION", "ActionView", "AddonView", "AgentView",
-           "EngineSnapshot", "ProcessView", "StageView", "View"]
+           "EngineSnapshot", "LoopView", "ProcessView", "StageView", "View"]
 
 SNAPSHOT_VERSION = 1
 """Version of :class:`EngineSnapshot` this code writes."""
@@ -43,12 +43,33 @@ class ProcessView(View):
     stages: list[StageView] = Field(default_factory=list)
 
 
+class LoopView(View):
+    """What the workflow's model loop decides with: the turn limit, the token budget
+    (None: none) and how tools are asked for (``native`` or ``json``)."""
+
+    max_turns: int = 20
+    token_budget: int | None = None
+    tool_mode: str = "native"
+
+
 class AgentView(View):
-    """An agent as the workflow sees it: its ``tools`` (``ADDON.ACTION``) and its cap of
-    concurrent runs on one computer (None: no cap)."""
+    """An agent as the workflow sees it: its ``tools`` (``ADDON.ACTION``), its cap of
+    concurrent runs on one computer (None: no cap) and, for a model agent, its ``loop``."""
 
     tools: list[str] = Field(default_factory=list)
     max_concurrent_runs: int | None = None
+    loop: LoopView | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _loop_of_runner(cls, data: Any) -> Any:
+        """Read ``loop`` from a workspace agent's model ``runner`` (the snapshot's form)."""
+        if isinstance(data, dict) and "loop" not in data:
+            runner = data.get("runner")
+            if isinstance(runner, dict) and "model" in runner:
+                keys = ("max_turns", "token_budget", "tool_mode")
+                data = {**data, "loop": {k: runner[k] for k in keys if k in runner}}
+        return data
 
 
 class ActionView(View):

@@ -11,6 +11,7 @@ from temporalio.worker import Worker
 from bees_cli.engine.activities import BeesActivities
 from bees_cli.engine.fire_workflow import FireWorkflow
 from bees_cli.engine.handover import HandoverActivities
+from bees_cli.engine.model_activities import ActionRunner, ModelActivities
 from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -23,7 +24,8 @@ Starter = Callable[[str], Awaitable[int]]
 
 def make_worker(client: Client, task_queue: str, record: LocalRecord, *, computer: Computer,
                 start: Starter | None = None, heartbeat_every: float = 2.0,
-                fires: FireActivities | None = None) -> Worker:
+                fires: FireActivities | None = None, act: ActionRunner | None = None,
+                models: ModelActivities | None = None) -> Worker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
 
@@ -36,6 +38,9 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
             (the item is left pending: ``bees run``'s next pass starts it).
         heartbeat_every: seconds between heartbeats of a running stage.
         fires: the fire activities (default: this computer's, starting with ``start``).
+        act: runs a model agent's add-on tool through ``bees action``'s gate (the use case
+            ``run_action``; None: such tools are refused).
+        models: the model loop's activities (default: this computer's, with ``act``).
 
     Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and the
     computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
@@ -49,9 +54,12 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
     activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env,
                                 groups=groups_dir(computer.data_dir))
     fires = fires or FireActivities(lambda: computer, start=start)
+    models = models or ModelActivities(record, act=act, engine_env=engine_env,
+                                       heartbeat_every=heartbeat_every)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow],
-        activities=activities.all() + fires.all() + HandoverActivities(record, computer).all(),
+        activities=(activities.all() + fires.all() + HandoverActivities(record, computer).all()
+                    + models.all()),
     )

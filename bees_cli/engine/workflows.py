@@ -16,6 +16,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType
 
+from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage
 from bees_cli.engine.workflow_gate import (
     FAILED,
     RUNNING,
@@ -59,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
         StageInput,
         StageOutput,
     )
+    from bees_cli.engine.snapshot import LoopView
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, REVIEW_LIMIT, review_stops
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
@@ -364,21 +366,15 @@ class ItemWorkflow(ApprovalGate):
             key = f"{stage.name}:{round_}"
             base = memo.attempts.get(key, 1)
             self._state = RUNNING
+            given = StageInput(
+                item_id=item.item_id, title=item.title, run_folder=item.run_folder,
+                stage=stage.name, round=round_, agent=check.agent,
+                folders=check.folders, previous=dict(memo.outputs),
+                comments=list(memo.comments) if stage.kind == "work" else [],
+                snapshot_digest=item.snapshot_digest, attempt_base=base)
+            loop = self._snapshot.agents[check.agent].loop
             try:
-                result: StageOutput = await workflow.execute_activity(
-                    RUN_ACTIVITY,
-                    StageInput(
-                        item_id=item.item_id, title=item.title, run_folder=item.run_folder,
-                        stage=stage.name, round=round_, agent=check.agent,
-                        folders=check.folders, previous=dict(memo.outputs),
-                        comments=list(memo.comments) if stage.kind == "work" else [],
-                        snapshot_digest=item.snapshot_digest, attempt_base=base),
-                    result_type=StageOutput,
-                    start_to_close_timeout=STAGE_TIMEOUT,
-                    heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
-                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                    retry_policy=STAGE_RETRY,
-                )
+                result: StageOutput = await self._run_stage(given, loop)
             finally:
                 if self._capped(check.agent):
                     await workflow.execute_activity(
@@ -418,6 +414,20 @@ class ItemWorkflow(ApprovalGate):
                 index = position[stage.reviews]
                 continue
             index += 1
+
+    async def _run_stage(self, given: StageInput, loop: LoopView | None) -> StageOutput:
+        """Run the stage: a command agent in one ``bees.run_stage`` activity; since
+        :data:`MODEL_LOOP`, a model agent as the model loop (issue 13, model_loop.py)."""
+        if loop is not None and workflow.patched(MODEL_LOOP):
+            return await run_model_stage(given, loop)
+        result: StageOutput = await workflow.execute_activity(
+            RUN_ACTIVITY, given, result_type=StageOutput,
+            start_to_close_timeout=STAGE_TIMEOUT,
+            heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            retry_policy=STAGE_RETRY,
+        )
+        return result
 
     async def _eligible(self, check: CheckInput) -> CheckOutput:
         """Check eligibility until the stage can start here, re-checking every 15 s

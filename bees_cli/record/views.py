@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.states import Status, WaitKind
@@ -46,6 +46,21 @@ class ItemView(BaseModel):
     """The name of the computer that created it (this one, or the one that handed it over)."""
 
 
+class ModelUsage(BaseModel):
+    """What one model stage used, from its transcript (issue 13, point 8)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage: str
+    model: str
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    cost: float | None = None
+    """Estimated from the agent's declared prices; None when it declares none."""
+
+
 class ItemShow(BaseModel):
     """``bees item show --json``: the item, its typed history, its logs, journal, approvals."""
 
@@ -63,6 +78,8 @@ class ItemShow(BaseModel):
     """Its add-on action runs (the engine's ``JournalEntry`` as JSON)."""
     approvals: list[dict[str, Any]]
     """Every approval request, any status (the engine's ``ApprovalRequest`` as JSON)."""
+    models: list[ModelUsage] = Field(default_factory=list)
+    """Each model stage's model, turns, tokens in and out, and estimated cost."""
 
     @field_validator("history", mode="before")
     @classmethod

@@ -252,8 +252,14 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
         found = sorted((f for f in folder.iterdir() if f.suffix in (".stdout", ".stderr")),
                        key=lambda f: (f.stat().st_mtime, f.name))
         logs += [str(f) for f in found if str(f) not in logs]
+    # -- issue 13, point 8: each model stage's transcript and what it used --
+    from bees_cli.engine.transcript import SUFFIX, stage_usage
+
+    if folder.is_dir():
+        logs += sorted(str(f) for f in folder.glob(f"*{SUFFIX}"))
+    models = [usage.model_dump(mode="json") for usage in stage_usage(row.run_folder)]
     item = {**row.to_json(), "created_on": row.created_on or computer.computer}
     return ItemDetails(item=item, since_human=human_since(row.since), history=history,
                        logs=logs, engine_log=str(computer.engine_log),
                        journal=record.journal(row.id),
-                       approvals=record.approvals(row.id, status=None))
+                       approvals=record.approvals(row.id, status=None), models=models)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Result(BaseModel):
@@ -55,6 +55,8 @@ class ItemDetails(Result):
     engine_log: str
     journal: list[dict[str, Any]]
     approvals: list[dict[str, Any]]
+    models: list[dict[str, Any]] = Field(default_factory=list)
+    """Each model stage's use (``record.views.ModelUsage`` as JSON; issue 13, point 8)."""
 
 
 class TeamItemDetails(Result):

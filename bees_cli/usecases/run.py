@@ -12,11 +12,13 @@ from typing import IO, TYPE_CHECKING
 from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.usecases.actions import run_action
 from bees_cli.usecases.liveness import bees_run_state
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import note_worker as note_worker
 from bees_cli.usecases.liveness import running_worker as running_worker
 from bees_cli.usecases.liveness import worker_file as worker_file
+from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
     from bees_cli.engine.client import EngineGateway
@@ -265,8 +267,12 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         async def start(item_id: str) -> int:
             return await start_pending(engine, record, computer, only=item_id)
 
+        async def act(name: str, text: str, env: dict[str, str]) -> ActionOutcome:
+            # issue 13: a model agent's add-on tool goes through `bees action`'s gate
+            return await run_action(bees, name, text, env=env)
+
         worker = make_worker(client, queue, record, computer=computer, start=start,
-                             heartbeat_every=heartbeat_every)
+                             heartbeat_every=heartbeat_every, act=act)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

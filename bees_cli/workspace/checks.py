@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bees_cli.suggest import did_you_mean
-from bees_cli.workspace.models import Agent, ModelRunner, Process, Schedule, WorkspaceConfig
+from bees_cli.workspace.models import Agent, Process, Schedule, WorkspaceConfig
 from bees_cli.workspace.problems import Problem, field_path
 from bees_cli.workspace.yamlio import Document
 
@@ -26,9 +26,6 @@ LABELS = {
     "addons": "add-on",
 }
 """Singular word for each kind, used in messages."""
-
-MODEL_RUNNER_WARNING = "model runners are not run yet; this agent will be skipped"
-"""Warning on an agent whose runner is a model: agent choice skips it (a later issue runs it)."""
 
 CRON_DAYS_WARNING = (
     "both day-of-month and day-of-week are restricted: Bees follows cron's rule and fires "
@@ -222,11 +219,6 @@ def _check_review(
 
 def _check_agent(loaded: Loaded, agent: Agent, source: Source) -> list[Problem]:
     problems: list[Problem] = []
-    if isinstance(agent.runner, ModelRunner):
-        line, column = source.document.positions.key(("runner", "model"))
-        problems.append(
-            Problem(source.rel, line, column, "runner.model", MODEL_RUNNER_WARNING, "warning")
-        )
     addons = loaded.objects.get("addons", {})
     for index, tool in enumerate(agent.tools):
         addon_name, action = tool.split(".", 1)

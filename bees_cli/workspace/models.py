@@ -401,6 +401,18 @@ class Action(Strict):
     kind: ActionKind
     command: list[Text] = Field(min_length=1)
     description: str | None = None
+    input: dict[str, Any] | None = Field(
+        default=None,
+        description="The action's input as a JSON Schema of an object (offered to model "
+        "agents as the function's parameters).",
+    )
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_object_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and value.get("type") != "object":
+            raise ValueError('the input schema must describe an object ("type": "object")')
+        return value
 
 
 class Connection(Strict):

@@ -186,16 +186,15 @@ def test_disabled_agents(bees_home: Path, tmp_path: Path, monkeypatch: pytest.Mo
     assert result.pick is not None and result.pick.agent is None
 
 
-def test_model_runner_agent_makes_the_item_wait(bees_home: Path, tmp_path: Path) -> None:
+def test_model_runner_agent_is_eligible(bees_home: Path, tmp_path: Path) -> None:
     model = {"model": {"base_url": "https://api.example.com/v1", "name": "m",
                        "api_key_env": "EXAMPLE_API_KEY"}}
     snap = snapshot(tmp_path, agents={"writer": Agent.model_validate({"runner": model})},
                     process=Process(stages=[Stage(name="Draft", kind="work"),
                                             Stage(name="Done", kind="done")]))
     result = check_eligibility(snapshot=snap, stage_name="Draft", reviewed_by=None)
-    assert (result.ok, result.reasons) == (
-        False, ("no enabled agent for Draft: writer model runners are not supported yet",)
-    )
+    assert (result.ok, result.reasons) == (True, ())
+    assert result.pick is not None and result.pick.agent == "writer"
 
 
 def test_undeclared_addon_and_unknown_stage(bees_home: Path, tmp_path: Path) -> None:

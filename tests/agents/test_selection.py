@@ -91,17 +91,12 @@ def test_addon_reasons_connected_missing_and_undeclared() -> None:
     )
 
 
-def test_model_runner_agents_are_skipped_until_model_runners_run() -> None:
+def test_model_runner_agents_are_chosen_like_command_agents() -> None:
     agents = {"writer": model_agent(), "helper": agent(), "off": model_agent(enabled=False)}
     assert pick(item_agents=("off",), agents=agents) == Pick(
-        "helper", "stage agents of weekly-report.Draft",
-        (Skipped("off", "disabled"), Skipped("writer", "model runners are not supported yet")),
-    )
+        "writer", "stage agents of weekly-report.Draft", (Skipped("off", "disabled"),))
     only = {"writer": model_agent()}
-    assert pick(Stage(name="Draft", kind="work"), agents=only) == Pick(
-        None, "no enabled agent for Draft: writer model runners are not supported yet",
-        (Skipped("writer", "model runners are not supported yet"),),
-    )
+    assert pick(Stage(name="Draft", kind="work"), agents=only).agent == "writer"
 
 
 def test_callable_connection_is_asked_once_per_addon() -> None:

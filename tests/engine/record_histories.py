@@ -325,6 +325,24 @@ async def relinquish_refused(client: Client, record: LocalRecord, space: Space) 
     return item_id
 
 
+async def model_stages(client: Client, record: LocalRecord, space: Space) -> str:
+    """Model agents against a scripted model (issue 13, ``model-loop`` patch): Work calls
+    ``write_file`` then answers; Review answers a verdict → Done."""
+    from tests.agents.model_server import Answer, serve
+
+    with serve() as server:
+        for name in ("alpha", "beta"):
+            space.write(f"agents/{name}.yaml", "runner:\n  model:\n"
+                        f"    base_url: {server.base_url}\n    name: scripted\n")
+        space.write("processes/p.yaml", WORK_REVIEW)
+        server.model.push(
+            Answer.tool_calls(("c1", "write_file", '{"path": "a.md", "content": "hi"}')),
+            Answer.reply("wrote a.md"), Answer.reply('{"verdict": "approve", "comments": []}'))
+        item_id = await _start(client, record, space)
+        assert await client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -335,6 +353,7 @@ SCENARIOS: dict[str, Scenario] = {
     "action_held_at_once_then_approved": approval_approved,
     "interrupted_send_held_then_ran": interrupted_ran,
     "relinquish_refused_then_retry": relinquish_refused,
+    "model_stages_tool_then_verdict": model_stages,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

@@ -16,6 +16,8 @@ before its result was written is held until a person answers that it ran.
 refused after its stage stopped keeps the plan's memory, and a retry runs the next attempt.
 ``continued_with_review_count`` is a continued run (run 2) started with the rounds and review
 count a handover carried: its first request for changes is the third, which stops it.
+``model_stages_tool_then_verdict`` is on the ``model-loop`` patch: model agents against a
+scripted model, a tool call and an answer, then a review's verdict (issue 13).
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -42,11 +44,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
             "continued_as_new_first_run", "continued_as_new_last_run",
             "action_held_at_once_then_approved", "interrupted_send_held_then_ran",
-            "relinquish_refused_then_retry", "continued_with_review_count"}
+            "relinquish_refused_then_retry", "continued_with_review_count",
+            "model_stages_tool_then_verdict"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 19
+    assert len(HISTORIES) == 20
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

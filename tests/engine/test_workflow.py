@@ -204,7 +204,8 @@ async def test_a_running_item_keeps_its_snapshot(
     stored = json.loads(record.item(item.id).input)
     # the workflow carries the engine's view (no runner) and the digest of the whole
     # snapshot, stored once beside the record
-    assert stored["snapshot"]["agents"]["alpha"] == {"tools": [], "max_concurrent_runs": None}
+    assert stored["snapshot"]["agents"]["alpha"] == {"tools": [], "max_concurrent_runs": None,
+                                                     "loop": None}
     whole = load_snapshot(record, item.id, stored["snapshot_digest"])
     assert whole.digest() == stored["snapshot_digest"]
     assert whole.agents["alpha"].runner.env["MARK"] == "before"  # type: ignore[union-attr]

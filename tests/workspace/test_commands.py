@@ -177,7 +177,7 @@ def test_starter_runs_to_done(bees: BeesRunner, tmp_path: Path) -> None:
     ]
 
 
-def test_model_runner_is_a_warning(bees: BeesRunner, tmp_path: Path) -> None:
+def test_model_runner_validates_without_a_warning(bees: BeesRunner, tmp_path: Path) -> None:
     root = tmp_path / "w"
     shutil.copytree(BASE, root)
     (root / "agents" / "reviewer.yaml").write_text(
@@ -189,11 +189,7 @@ def test_model_runner_is_a_warning(bees: BeesRunner, tmp_path: Path) -> None:
     )
     result = bees("validate", str(root))
     assert (result.returncode, result.stdout, result.stderr) == (
-        0,
-        "ok: 1 process, 2 agents, 1 schedule, 2 folders, 1 add-on\n",
-        "agents/reviewer.yaml:2:3  runner.model  "
-        "warning: model runners are not run yet; this agent will be skipped\n",
-    )
+        0, "ok: 1 process, 2 agents, 1 schedule, 2 folders, 1 add-on\n", "")
 
 
 def test_validate_refuses_dir_and_a_different_w(bees: BeesRunner, tmp_path: Path) -> None:

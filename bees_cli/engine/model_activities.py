@@ -1,0 +1,302 @@
+"""The model loop's activities: one model call (``bees.model_call``), one tool call each.
+
+Each model reply is appended to the stage's transcript (``RUN/logs/STAGE.transcript.jsonl``)
+before the activity completes; a retried call for the same round, attempt and turn answers
+from there, so a reply is never paid for twice (issue 13, point 2). Model errors become
+Temporal's retry: ``ApplicationError`` non-retryable unless the error is, waiting the
+server's ``Retry-After`` (one retry layer; the client itself tries once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from bees_cli.agents.chat_wire import ChatResponse, Message, ToolDef
+from bees_cli.agents.model_steps import (
+    BUILT_INS,
+    READ_FILE,
+    addon_tool,
+    file_tools,
+    opening,
+    read_step,
+    response_format,
+    tools_text,
+)
+from bees_cli.agents.runner import env_key
+from bees_cli.engine.model_models import (
+    MODEL_CALL_ACTIVITY,
+    TOOL_CALL_ACTIVITY,
+    ModelCallInput,
+    ModelStep,
+    ToolAsk,
+    ToolCallInput,
+    ToolResult,
+    TurnContext,
+)
+from bees_cli.engine.snapshot_store import load_snapshot
+from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
+from bees_cli.errors import ModelError, Refused, UserError
+from bees_cli.record.local import LocalRecord
+from bees_cli.utc import format_utc, utc_now
+
+if TYPE_CHECKING:
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.workspace.models import ModelRunner
+
+ANSWER_FILE = "answer.md"
+"""A work stage's final answer, written in its folder."""
+STAGE_FOLDER = "stage"
+"""The name by which the file tools mean the stage's own folder."""
+FILE_CHARS = 20_000
+"""At most this many characters of a file are given back by ``read_file``."""
+
+ActionRunner = Callable[[str, str, dict[str, str]], Awaitable[Any]]
+"""Runs ``bees action NAME`` with input JSON text in a stage's environment (the use case
+``run_action``, injected: the engine does not import use cases); returns its outcome
+(``exit_code``, ``stdout``, ``from_journal``) or raises ``Refused``/``UserError``."""
+
+
+def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> bool:
+    return (entry.get("kind"), entry.get("round"), entry.get("attempt"), entry.get("turn")) == (
+        kind, context.round, context.attempt, turn)
+
+
+def as_application_error(error: ModelError) -> ApplicationError:
+    """Return ``error`` as Temporal's retry reads it (retryable or not, Retry-After)."""
+    delay = None if error.retry_after is None else timedelta(seconds=error.retry_after)
+    return ApplicationError(str(error), type=type(error).__name__,
+                            non_retryable=not error.retryable, next_retry_delay=delay)
+
+
+class ModelActivities:
+    """The model loop's activities of this computer's worker.
+
+    Args:
+        record: the local record (snapshots, the history's facts).
+        act: runs an add-on action through ``bees action``'s gate (None: add-on tools are
+            refused with the reason).
+        engine_env: ``BEES_HOME`` and ``BEES_TEMPORAL_ADDRESS`` for the action's gate.
+        heartbeat_every: seconds between heartbeats of a tool call (an approval may hold it).
+    """
+
+    def __init__(self, record: LocalRecord, *, act: ActionRunner | None = None,
+                 engine_env: dict[str, str] | None = None, heartbeat_every: float = 2.0) -> None:
+        self.record = record
+        self.act = act
+        self.engine_env = dict(engine_env or {})
+        self.heartbeat_every = heartbeat_every
+
+    def _snapshot(self, context: TurnContext) -> ItemSnapshot:
+        return load_snapshot(self.record, context.item_id, context.snapshot_digest)
+
+    def _tools(self, snapshot: ItemSnapshot, context: TurnContext) -> list[ToolDef]:
+        agent = snapshot.agents[context.agent]
+        tools = file_tools([STAGE_FOLDER, *context.folders, *context.previous])
+        for tool in agent.tools:
+            addon, _, name = tool.partition(".")
+            action = snapshot.addons[addon].actions.get(name) if addon in snapshot.addons else None
+            tools.append(addon_tool(tool, action.description if action else None,
+                                    action.input if action else None))
+        return tools
+
+    @activity.defn(name=MODEL_CALL_ACTIVITY)
+    async def model_call(self, call: ModelCallInput) -> ModelStep:
+        """Ask the model for its next step (one turn), or answer from the transcript.
+
+        Raises:
+            ApplicationError: the call failed (see :func:`as_application_error`).
+        """
+        from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.model_client import ModelClient, RetryPolicy
+        from bees_cli.workspace.models import ModelRunner
+
+        context = call.context
+        snapshot = await asyncio.to_thread(self._snapshot, context)
+        spec = find_stage(snapshot, context.stage)
+        agent = snapshot.agents[context.agent]
+        assert isinstance(agent.runner, ModelRunner)
+        runner: ModelRunner = agent.runner
+        review, json_mode = spec.kind == "review", runner.tool_mode == "json"
+        path = transcript_path(context.run_folder, context.stage)
+        await asyncio.to_thread(self._started, context)
+        tools = self._tools(snapshot, context)
+        offered = {t.function.name for t in tools}
+        saved = next((e for e in await asyncio.to_thread(transcript_lines, path)
+                      if _same(e, context, call.turn, "reply")), None)
+        if saved is not None:
+            response = ChatResponse.model_validate(saved["response"])
+            seconds, from_transcript = float(saved.get("seconds", 0.0)), True
+        else:
+            first = opening(
+                instructions=agent.instructions, title=context.title, stage=context.stage,
+                kind=spec.kind, folders=[STAGE_FOLDER, *context.folders],
+                previous=context.previous, comments=context.comments,
+                tools_text=tools_text(tools) if json_mode else None)
+            messages = first + [Message.model_validate(m) for m in call.messages]
+            started = time.monotonic()
+            try:
+                async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
+                    done = await client.complete(
+                        messages, tools=None if json_mode else tools,
+                        response_format=response_format(review=review, json_mode=json_mode,
+                                                        tools=tools),
+                        max_tokens=runner.max_reply_tokens)
+            except ModelError as error:
+                raise as_application_error(error) from None
+            response, seconds, from_transcript = done.response, time.monotonic() - started, False
+            if call.turn == 1:
+                await asyncio.to_thread(append_entry, path, self._entry(
+                    context, call.turn, "opening",
+                    messages=[m.wire() for m in first]))
+            await asyncio.to_thread(append_entry, path, self._entry(
+                context, call.turn, "reply", response=response.model_dump(mode="json"),
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens, seconds=round(seconds, 3),
+                model=runner.model.name, cost=None if runner.model.prices is None
+                else runner.model.prices.cost(response.usage.prompt_tokens,
+                                              response.usage.completion_tokens)))
+        read = read_step(response, review=review, json_mode=json_mode, offered=offered,
+                         turn=call.turn)
+        folder = Path(context.run_folder) / context.stage
+        if read.kind in ("final", "verdict"):
+            await asyncio.to_thread(self._write_result, folder, read.kind, read.text,
+                                    read.verdict, read.comments)
+        return ModelStep(
+            kind=read.kind, message=response.message.wire(),
+            calls=[ToolAsk(call_id=i, tool=t, arguments=a, problem=p) for i, t, a, p in read.calls],
+            text=read.text, verdict=read.verdict, comments=read.comments, problem=read.problem,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens, seconds=seconds,
+            output_dir=str(folder), from_transcript=from_transcript)
+
+    @staticmethod
+    def _entry(context: TurnContext, turn: int, kind: str, **data: Any) -> dict[str, Any]:
+        return {"kind": kind, "round": context.round, "attempt": context.attempt, "turn": turn,
+                "at": format_utc(utc_now()), **data}
+
+    @staticmethod
+    def _write_result(folder: Path, kind: str, text: str | None, verdict: str | None,
+                      comments: list[str]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if kind == "final":
+            (folder / ANSWER_FILE).write_text(text or "", encoding="utf-8")
+        else:
+            (folder / "verdict.json").write_text(
+                json.dumps({"verdict": verdict, "comments": comments}), encoding="utf-8")
+
+    def _started(self, context: TurnContext) -> None:
+        self.record.set_state(context.item_id, status="running", stage=context.stage,
+                              agent=context.agent)
+        self.record.add_event(
+            context.item_id, key=f"{context.stage}:{context.round}:started:{context.attempt}",
+            kind="stage_started", stage=context.stage, round=context.round,
+            data={"agent": context.agent, "attempt": context.attempt,
+                  "comments": list(context.comments)})
+
+    @activity.defn(name=TOOL_CALL_ACTIVITY)
+    async def tool_call(self, call: ToolCallInput) -> ToolResult:
+        """Run one tool: a built-in file tool, or an add-on action through ``bees action``'s
+        gate (refused, journal-answered, or held for approval; a refusal or denial is the
+        result); a call already in the transcript answers from there."""
+        context = call.context
+        path = transcript_path(context.run_folder, context.stage)
+        for entry in await asyncio.to_thread(transcript_lines, path):
+            if _same(entry, context, call.turn, "tool") and entry["call_id"] == call.call.call_id:
+                return ToolResult(content=entry["content"], outcome=entry["outcome"])
+        if call.call.tool in BUILT_INS:
+            result = await asyncio.to_thread(self._file_tool, context, call.call)
+        else:
+            result = await self._heartbeating(self._action(context, call.call))
+        await asyncio.to_thread(append_entry, path, self._entry(
+            context, call.turn, "tool", call_id=call.call.call_id, tool=call.call.tool,
+            arguments=call.call.arguments, content=result.content, outcome=result.outcome))
+        return result
+
+    async def _heartbeating(self, work: Awaitable[ToolResult]) -> ToolResult:
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_every)
+                if done:
+                    return task.result()
+                activity.heartbeat()
+        finally:
+            task.cancel()  # cancelled (the stage stops): the action's wait stops too
+
+    async def _action(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
+        if self.act is None:
+            return ToolResult(content=f"refused: {ask.tool} cannot run here (no action gate)",
+                              outcome="refused")
+        snapshot = await asyncio.to_thread(self._snapshot, context)
+        env = dict(os.environ)
+        env.update({"BEES_ITEM_ID": context.item_id, "BEES_STAGE": context.stage,
+                    "BEES_AGENT": context.agent, "BEES_ROUND": str(context.round),
+                    "BEES_ATTEMPT": str(context.attempt), "BEES_RUN_FOLDER": context.run_folder,
+                    "BEES_WORKSPACE": snapshot.workspace_root})
+        env.update(self.engine_env)
+        for name, folder in context.folders.items():
+            env[f"BEES_FOLDER_{env_key(name)}"] = folder
+        for name, folder in context.previous.items():
+            env[f"BEES_PREVIOUS_{env_key(name)}"] = folder
+        try:
+            outcome = await self.act(ask.tool, json.dumps(ask.arguments), env)
+        except Refused as error:
+            return ToolResult(content=f"refused: {error}", outcome="refused")
+        except UserError as error:
+            return ToolResult(content=f"failed: {error}", outcome="failed")
+        if outcome.from_journal:
+            return ToolResult(content=outcome.stdout, outcome="journal")
+        if outcome.exit_code != 0:
+            return ToolResult(content=f"{outcome.stdout}\n(exit code {outcome.exit_code})",
+                              outcome="failed")
+        return ToolResult(content=outcome.stdout, outcome="ran")
+
+    def _file_tool(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
+        """Read or write a file inside the stage's folder, a linked folder, or (reading
+        only) an earlier stage's folder; paths follow the checkpoint's rules."""
+        from bees_cli.handover.folder import path_problem
+
+        name = str(ask.arguments.get("folder") or STAGE_FOLDER)
+        roots = {STAGE_FOLDER: str(Path(context.run_folder) / context.stage),
+                 **context.folders}
+        if ask.tool == READ_FILE:
+            roots = {**context.previous, **roots}
+        if name not in roots:
+            return ToolResult(content=f"refused: no folder {name!r} (folders: "
+                              f"{', '.join(roots)})", outcome="refused")
+        relative = str(ask.arguments.get("path", ""))
+        problem = path_problem(relative)
+        if problem is not None:
+            return ToolResult(content=f"refused: {relative!r}: {problem.message}",
+                              outcome="refused")
+        root = Path(roots[name])
+        root.mkdir(parents=True, exist_ok=True)
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root.resolve()):
+            return ToolResult(content=f"refused: {relative!r} goes outside folder {name}",
+                              outcome="refused")
+        try:
+            if ask.tool == READ_FILE:
+                return ToolResult(content=target.read_text(encoding="utf-8")[:FILE_CHARS])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            content = str(ask.arguments.get("content", ""))
+            target.write_text(content, encoding="utf-8")
+            return ToolResult(content=f"wrote {len(content.encode())} bytes to {relative}")
+        except OSError as error:
+            return ToolResult(content=f"failed: {relative}: {error.strerror or error}",
+                              outcome="failed")
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Return the activity callables to register on a worker."""
+        return [self.model_call, self.tool_call]
+

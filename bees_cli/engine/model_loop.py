@@ -1,0 +1,146 @@
+"""A model agent's stage as workflow code: each model call and each tool call is one activity.
+
+Deterministic like :mod:`~bees_cli.engine.workflows`, which calls :func:`run_model_stage`
+for an agent with a model runner: a worker lost between two calls resumes after the last
+finished one (issue 13, point 2). Malformed or unknown tool calls and answers that are not
+what was asked are told back to the model once; the turn limit and the token budget fail the
+stage with the reason (point 7).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as TemporalCancelled
+
+with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.model_models import (
+        MODEL_CALL_ACTIVITY,
+        TOOL_CALL_ACTIVITY,
+        ModelCallInput,
+        ModelStep,
+        ToolCallInput,
+        ToolResult,
+        TurnContext,
+    )
+    from bees_cli.engine.models import RECORD_ACTIVITY, RecordInput, StageInput, StageOutput
+    from bees_cli.engine.snapshot import LoopView
+
+MODEL_LOOP = "model-loop"
+"""Patch: an agent with a model runner runs the model loop instead of ``bees.run_stage``."""
+
+MODEL_CALL_TIMEOUT = timedelta(minutes=30)
+"""Longest single model call (a slow local model on a laptop CPU)."""
+MODEL_CALL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                               maximum_interval=timedelta(seconds=30), maximum_attempts=5)
+"""5xx, timeouts and 429s: bounded backoff (a 429's Retry-After overrides the interval)."""
+RECORD_TIMEOUT = timedelta(seconds=60)
+TOOL_CALL_TIMEOUT = timedelta(hours=24)
+"""Longest tool call (an approval may hold it that long)."""
+TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+TOOL_CALL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                              maximum_interval=timedelta(seconds=10), maximum_attempts=0)
+"""A lost worker's tool call is tried again; the action's intent journal keeps it once."""
+
+
+def _cause(error: ActivityError) -> str:
+    cause = error.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or error)
+
+
+def _told(content: str, call_id: str, tool: str, json_mode: bool) -> dict[str, Any]:
+    """Return the message giving ``content`` back to the model as a tool's result."""
+    if json_mode:
+        return {"role": "user", "content": f"Result of {tool}: {content}"}
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+async def _finished(stage: StageInput, out: StageOutput, turns: int, tokens: int) -> None:
+    """Record the stage's ``stage_finished`` fact (as ``bees.run_stage`` does), with its turns
+    and tokens."""
+    await workflow.execute_activity(RECORD_ACTIVITY, RecordInput(
+        item_id=stage.item_id, status=None, stage=stage.stage, round=stage.round,
+        key=f"{stage.stage}:{stage.round}:{out.attempt}:stage_finished", kind="stage_finished",
+        data={"agent": stage.agent, "attempt": out.attempt, "reason": None,
+              "verdict": out.verdict, "comments": list(out.comments),
+              "output_dir": out.output_dir, "turns": turns, "tokens": tokens}),
+        start_to_close_timeout=RECORD_TIMEOUT)
+
+
+async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
+    """Run a model agent's stage: ask, run the tools asked for, until a final answer.
+
+    Args:
+        stage: what ``bees.run_stage`` would get (attempt: its ``attempt_base``).
+        loop: the agent's turn limit, token budget and tool mode.
+
+    Returns:
+        ok with the stage folder (a review: with its verdict), or not ok with the reason:
+        the model call failed (401/403 at once, 5xx and 429 after bounded retries, the
+        context exceeded), an invalid answer twice in a row, the turn limit, the budget.
+    """
+    context = TurnContext(
+        item_id=stage.item_id, title=stage.title, run_folder=stage.run_folder,
+        stage=stage.stage, round=stage.round, attempt=stage.attempt_base, agent=stage.agent,
+        folders=dict(stage.folders), previous=dict(stage.previous),
+        comments=list(stage.comments), snapshot_digest=stage.snapshot_digest)
+    json_mode = loop.tool_mode == "json"
+    folder = f"{stage.run_folder}/{stage.stage}"
+
+    def failed(reason: str) -> StageOutput:
+        return StageOutput(ok=False, reason=f"agent {stage.agent}: {reason}", output_dir=folder,
+                           attempt=stage.attempt_base)
+
+    messages: list[dict[str, Any]] = []
+    used = turn = 0
+    told = False
+    while True:
+        if turn >= loop.max_turns:
+            return failed(f"the turn limit of {loop.max_turns} model calls was reached")
+        turn += 1
+        try:
+            step: ModelStep = await workflow.execute_activity(
+                MODEL_CALL_ACTIVITY, ModelCallInput(context=context, turn=turn,
+                                                    messages=list(messages)),
+                result_type=ModelStep, start_to_close_timeout=MODEL_CALL_TIMEOUT,
+                retry_policy=MODEL_CALL_RETRY)
+        except ActivityError as error:
+            if isinstance(error.cause, TemporalCancelled):
+                raise
+            return failed(_cause(error))
+        used += step.prompt_tokens + step.completion_tokens
+        messages.append(step.message)
+        if loop.token_budget is not None and used > loop.token_budget:
+            return failed(f"the token budget of {loop.token_budget} tokens was crossed "
+                          f"({used} used in {turn} turns)")
+        problems = [c.problem for c in step.calls if c.problem] + (
+            [step.problem] if step.kind == "invalid" and step.problem else [])
+        if problems:
+            if told:
+                return failed(problems[0])
+            told = True
+            if step.kind == "invalid":
+                messages.append({"role": "user", "content": f"{problems[0]}. Answer again, "
+                                 "as asked."})
+            for call in step.calls:
+                messages.append(_told(call.problem or "not run: another call of this turn "
+                                      "was invalid", call.call_id, call.tool, json_mode))
+            continue
+        told = False
+        if step.kind in ("final", "verdict"):
+            out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
+                              output_dir=step.output_dir, attempt=stage.attempt_base)
+            await _finished(stage, out, turn, used)
+            return out
+        for call in step.calls:
+            result: ToolResult = await workflow.execute_activity(
+                TOOL_CALL_ACTIVITY, ToolCallInput(context=context, turn=turn, call=call),
+                result_type=ToolResult, start_to_close_timeout=TOOL_CALL_TIMEOUT,
+                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT, retry_policy=TOOL_CALL_RETRY)
+            messages.append(_told(result.content, call.call_id, call.tool, json_mode))

@@ -1,0 +1,94 @@
+"""Inputs and outputs of the model loop's activities (``bees.model_call``, ``bees.tool_call``).
+
+Part of Temporal's history: fields are only ever added, with defaults (issue 13, point 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+MODEL_CALL_ACTIVITY = "bees.model_call"
+"""One model call of a model agent's stage (one turn)."""
+TOOL_CALL_ACTIVITY = "bees.tool_call"
+"""One tool call of a model agent's stage (an add-on action or a built-in file tool)."""
+
+StepKind = Literal["tools", "final", "verdict", "invalid"]
+
+
+class TurnContext(BaseModel):
+    """Which stage, round, attempt and turn a call belongs to, and what the stage knows.
+
+    ``attempt`` is the stage attempt (a person's retry starts a new one); ``turn`` counts the
+    model calls of that attempt from 1. Together they key the transcript's saved replies.
+    """
+
+    item_id: str
+    title: str
+    run_folder: str
+    stage: str
+    round: int
+    attempt: int
+    agent: str
+    folders: dict[str, str] = Field(default_factory=dict)
+    previous: dict[str, str] = Field(default_factory=dict)
+    comments: list[str] = Field(default_factory=list)
+    snapshot_digest: str | None = None
+
+
+class ModelCallInput(BaseModel):
+    """Input of ``bees.model_call``: the conversation after the opening (which the activity
+    builds from the snapshot: instructions, stage, earlier outputs, comments)."""
+
+    context: TurnContext
+    turn: int
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ToolAsk(BaseModel):
+    """One tool call the model asked for: its call id, the tool (``ADDON.ACTION`` or a
+    built-in), and its arguments; ``problem`` says why it cannot run (told back once)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    problem: str | None = None
+
+
+class ModelStep(BaseModel):
+    """Output of ``bees.model_call``: the model's next step, read and checked.
+
+    ``tools``: run ``calls``; ``final``: the work is done (``text``); ``verdict``: a review's
+    verdict with ``comments``; ``invalid``: the answer is not what was asked (``problem``).
+    ``message`` is the assistant message to append to the conversation.
+    """
+
+    kind: StepKind
+    message: dict[str, Any]
+    calls: list[ToolAsk] = Field(default_factory=list)
+    text: str | None = None
+    verdict: str | None = None
+    comments: list[str] = Field(default_factory=list)
+    problem: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    output_dir: str = ""
+    from_transcript: bool = False
+
+
+class ToolCallInput(BaseModel):
+    """Input of ``bees.tool_call``: run one tool for the stage's model agent."""
+
+    context: TurnContext
+    turn: int
+    call: ToolAsk
+
+
+class ToolResult(BaseModel):
+    """Output of ``bees.tool_call``: the text given back to the model as the tool's result,
+    and how it ended (``ran``, ``journal``, ``refused``, ``failed``)."""
+
+    content: str
+    outcome: Literal["ran", "journal", "refused", "failed"] = "ran"

@@ -1,0 +1,85 @@
+"""What a model agent is offered and how its answers are read (issue 13, points 3–5)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bees_cli.agents.chat_wire import ChatResponse
+from bees_cli.agents.model_steps import (
+    Read,
+    addon_tool,
+    function_name,
+    read_step,
+    response_format,
+    tool_name,
+)
+from bees_cli.workspace.models import Action
+
+
+def answer(message: dict[str, object]) -> ChatResponse:
+    return ChatResponse.model_validate({"choices": [{"message": message}]})
+
+
+@pytest.mark.parametrize("tool", ["mail.send", "slack.post_message", "read_file", "write_file"])
+def test_tool_names_map_to_function_names_and_back(tool: str) -> None:
+    assert tool_name(function_name(tool)) == tool
+    assert function_name("mail.send") == "mail__send"
+
+
+def test_tool_calls_are_read_with_their_problems() -> None:
+    calls = [{"id": "a", "type": "function", "function": {"name": "mail__send",
+                                                          "arguments": '{"to": "x"}'}},
+             {"id": "b", "type": "function", "function": {"name": "fly", "arguments": "{}"}},
+             {"id": "c", "type": "function", "function": {"name": "read_file",
+                                                          "arguments": "[1]"}}]
+    read = read_step(answer({"role": "assistant", "tool_calls": calls}), review=False,
+                     json_mode=False, offered={"mail__send", "read_file"}, turn=1)
+    assert read == Read(kind="tools", calls=[
+        ("a", "mail.send", {"to": "x"}, None),
+        ("b", "fly", {}, "there is no tool 'fly' (tools: mail__send, read_file)"),
+        ("c", "read_file", {}, "the arguments of tool call 'read_file' are a JSON list, "
+                               "not an object")])
+
+
+def test_a_review_answers_a_verdict_or_is_invalid() -> None:
+    good = answer({"role": "assistant",
+                   "content": '{"verdict": "changes_requested", "comments": ["shorter"]}'})
+    assert read_step(good, review=True, json_mode=False, offered=set(), turn=1) == Read(
+        kind="verdict", verdict="changes_requested", comments=["shorter"])
+    bad = read_step(answer({"role": "assistant", "content": "looks good"}), review=True,
+                    json_mode=False, offered=set(), turn=1)
+    assert bad.kind == "invalid"
+    assert bad.problem == "the model's answer is not JSON: Expecting value at line 1 column 1"
+    fmt = response_format(review=True, json_mode=False)
+    assert fmt is not None and fmt.json_schema is not None
+    assert fmt.json_schema.name == "verdict"
+    assert response_format(review=False, json_mode=False) is None
+
+
+def test_json_mode_asks_one_branch_per_tool_with_its_input_schema() -> None:
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+    fmt = response_format(review=False, json_mode=True,
+                          tools=[addon_tool("mail.send", None, schema)])
+    assert fmt is not None and fmt.json_schema is not None
+    assert fmt.json_schema.schema_ == {"anyOf": [
+        {"type": "object", "properties": {"tool": {"const": "mail__send"}, "arguments": schema},
+         "required": ["tool", "arguments"], "additionalProperties": False},
+        {"type": "object", "properties": {"final": {"type": "string"}},
+         "required": ["final"], "additionalProperties": False}]}
+
+
+def test_json_mode_reads_a_tool_step_or_a_final_answer() -> None:
+    tool = answer({"role": "assistant", "content": '{"tool": "mail__send", "arguments": {}}'})
+    assert read_step(tool, review=False, json_mode=True, offered={"mail__send"},
+                     turn=3) == Read(kind="tools", calls=[("step-3", "mail.send", {}, None)])
+    final = answer({"role": "assistant", "content": '{"final": "done"}'})
+    assert read_step(final, review=False, json_mode=True, offered=set(), turn=1) == Read(
+        kind="final", text="done")
+
+
+def test_an_actions_input_schema_must_describe_an_object() -> None:
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}}
+    assert Action(kind="send", command=["x"], input=schema).input == schema
+    with pytest.raises(ValidationError, match="the input schema must describe an object"):
+        Action(kind="send", command=["x"], input={"type": "string"})

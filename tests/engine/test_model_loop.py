@@ -1,0 +1,400 @@
+"""The model loop on a real dev server against a scripted model (issue 13, points 2–5 and 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio import activity
+from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from bees_cli.engine.client import EngineGateway
+from bees_cli.engine.model_activities import ModelActivities
+from bees_cli.engine.model_models import (
+    MODEL_CALL_ACTIVITY,
+    TOOL_CALL_ACTIVITY,
+    ModelCallInput,
+    ModelStep,
+)
+from bees_cli.engine.models import task_queue
+from bees_cli.engine.transcript import transcript_lines, transcript_path
+from bees_cli.engine.worker import make_worker
+from bees_cli.engine.workflows import ItemWorkflow
+from bees_cli.machine.computer import Computer
+from bees_cli.machine.identity import load_identity, set_identity
+from bees_cli.machine.paths import data_dir
+from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.actions import run_action
+from bees_cli.usecases.bees import Bees
+from bees_cli.usecases.liveness import note_worker
+from bees_cli.usecases.models import ItemDetails
+from tests.agents.model_server import Answer, ScriptedServer, serve
+from tests.engine.conftest import Space, until
+from tests.engine.test_rules import SEND, decide, mail_addon, start
+
+REVIEW = """\
+stages:
+  - name: Draft
+    kind: work
+    agents: [alpha]
+  - name: Review
+    kind: review
+    reviews: Draft
+    agents: [critic]
+  - name: Done
+    kind: done
+"""
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedServer]:
+    with serve() as server:
+        yield server
+
+
+def loop_worker(env: WorkflowEnvironment, record: LocalRecord) -> Worker:
+    """This computer's worker whose model agents' add-on tools go through `bees action`."""
+    queue = task_queue(load_identity().machine_id)
+    computer = Computer.load()
+    bees = Bees(computer, engine=EngineGateway(env.client))
+
+    async def act(name: str, text: str, environ: dict[str, str]) -> Any:
+        return await run_action(bees, name, text, env=environ)
+
+    return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
+                       act=act)
+
+
+@pytest_asyncio.fixture
+async def worker(dev_env: WorkflowEnvironment, space: Space,
+                 record: LocalRecord) -> AsyncIterator[Worker]:
+    set_identity(person="maya@example.com")
+    note_worker(data_dir(), dev_env.client.service_client.config.target_host,
+                task_queue(load_identity().machine_id))
+    async with loop_worker(dev_env, record) as running:
+        yield running
+
+
+def model_agent(space: Space, name: str, server: ScriptedServer, *, tools: list[str] = (),
+                prices: str | None = None, **runner: object) -> None:
+    lines = ["instructions: write it", f"tools: [{', '.join(tools)}]", "runner:",
+             "  model:", f"    base_url: {server.base_url}", "    name: scripted"]
+    if prices:
+        lines.append(f"    prices: {prices}")
+    lines += [f"  {key}: {value}" for key, value in runner.items()]
+    space.write(f"agents/{name}.yaml", "\n".join(lines) + "\n")
+
+
+def sent(server: ScriptedServer, index: int) -> list[dict[str, Any]]:
+    """The messages of request ``index``, without the two opening ones."""
+    return list(server.model.received[index].body["messages"][2:])
+
+
+async def result(env: WorkflowEnvironment, item_id: str) -> str:
+    return str(await env.client.get_workflow_handle(item_id).result())
+
+
+def reply(index: int, call: tuple[str, str, str] | None = None) -> Answer:
+    return Answer.tool_calls(call) if call else Answer.reply(f"final {index}")
+
+
+async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "write_file", '{"path": "notes.md", "content": "hello"}')),
+        Answer.reply("all written"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    run = Path(record.item(item_id).run_folder)
+    assert (run / "Send" / "notes.md").read_text() == "hello"
+    assert (run / "Send" / "answer.md").read_text() == "all written"
+    assert len(model_server.model.received) == 2
+    first = model_server.model.received[0].body
+    assert [t["function"]["name"] for t in first["tools"]] == ["read_file", "write_file"]
+    assert sent(model_server, 1)[1] == {"role": "tool", "tool_call_id": "c1",
+                                        "content": "wrote 5 bytes to notes.md"}
+    lines = transcript_lines(transcript_path(str(run), "Send"))
+    assert [(e["kind"], e["turn"]) for e in lines] == [
+        ("opening", 1), ("reply", 1), ("tool", 1), ("reply", 2)]
+    assert (lines[1]["prompt_tokens"], lines[1]["completion_tokens"]) == (10, 5)
+    shown = await Bees(Computer.load()).item_details(item_id)
+    assert isinstance(shown, ItemDetails)
+    assert [{k: v for k, v in m.items() if k != "seconds"} for m in shown.models] == [
+        {"stage": "Send", "model": "scripted", "turns": 2, "tokens_in": 20, "tokens_out": 10,
+         "cost": None}]
+    assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
+    (finished,) = [e for e in record.events(item_id) if e.kind == "stage_finished"]
+    assert (finished.data["agent"], finished.data["turns"], finished.data["tokens"]) == (
+        "sender", 2, 30)
+
+
+async def test_a_gated_tool_waits_for_approval_then_runs_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                            Answer.reply("sent"))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval")
+    assert row.status_text == 'waiting for approval: mail.send {"to": "all"}'
+    assert len(model_server.model.received) == 1
+    done = await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
+    assert done["decided"] == [1]
+    assert await result(dev_env, item_id) == "done"
+    assert log.read_text().splitlines() == ['mail.send {"to": "all"}']
+    assert sent(model_server, 1)[1] == {"role": "tool", "tool_call_id": "c1",
+                                        "content": "done 1\n"}
+    assert [f["function"]["name"] for f in model_server.model.received[0].body["tools"]] == [
+        "read_file", "write_file", "mail__send"]
+
+
+async def test_a_denial_is_given_back_to_the_model_as_the_tools_result(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                            Answer.reply("not sent"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    await asyncio.to_thread(decide, item_id, approve=False, request_id=None,
+                            reason="not this week")
+    # the stage still needs a person's approval to finish: its finish is held next
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval"
+                      and "output" in r.status_text)
+    assert row.stage == "Send"
+    assert not log.exists()
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "refused: mail.send was denied by maya@example.com: not this week"}
+
+
+async def test_a_tool_outside_the_agents_tools_is_refused_back_to_the_model(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    mail_addon(space)
+    model_agent(space, "sender", model_server, tools=["mail.list"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", "{}")), Answer.reply("ok"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    content = sent(model_server, 1)[1]["content"]
+    assert content == (f"refused: item {item_id}: agent sender may not use mail.send: it is "
+                       "not in its tools (tools: mail.list)")
+
+
+@pytest.mark.parametrize(("answers", "reason"), [
+    ([Answer.error(401, "bad key")],
+     "http://127.0.0.1:PORT/v1/chat/completions refused a request without an API key "
+     "(HTTP 401): bad key"),
+    ([Answer.error(400, "the request exceeds the available context size",
+                   code="exceed_context_size")],
+     "the conversation no longer fits the context window of scripted at "
+     "http://127.0.0.1:PORT/v1/chat/completions (HTTP 400): exceed_context_size: the "
+     "request exceeds the available context size"),
+])
+async def test_a_refused_key_or_an_exceeded_context_fails_the_stage_at_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, answers: list[Answer], reason: str) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(*answers)
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    port = model_server.base_url.split(":")[2].split("/")[0]
+    assert row.reason == "agent sender: " + reason.replace("PORT", port)
+    assert len(model_server.model.received) == 1
+
+
+async def test_429_waits_retry_after_and_500_backs_off_then_the_call_succeeds(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.error(429, "slow down", headers={"Retry-After": "2"}),
+                            Answer.error(500, "boom"), Answer.reply("done"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    received = model_server.model.received
+    assert len(received) == 3
+    history = await dev_env.client.get_workflow_handle(item_id).fetch_history()
+    calls = [e for e in history.events
+             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+             and e.activity_task_started_event_attributes.attempt == 3]
+    assert len(calls) == 1
+    assert calls[0].activity_task_started_event_attributes.last_failure.message.startswith(
+        "http://127.0.0.1:")
+
+
+async def test_malformed_arguments_are_told_back_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "write_file", '{"path": ')), Answer.reply("fine"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "the arguments of tool call 'write_file' are not valid JSON: Expecting "
+                   "value at line 1 column 9"}
+
+
+async def test_an_unknown_tool_twice_in_a_row_fails_the_stage(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "fly", "{}")),
+                            Answer.tool_calls(("c2", "fly", "{}")))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    assert row.reason == ("agent sender: there is no tool 'fly' (tools: read_file, "
+                          "write_file)")
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "there is no tool 'fly' (tools: read_file, write_file)"}
+
+
+async def test_a_bad_verdict_is_asked_again_once_then_a_good_one_moves_on(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "alpha", model_server)
+    model_agent(space, "critic", model_server)
+    space.write("processes/p.yaml", REVIEW)
+    model_server.model.push(
+        Answer.reply("the draft"), Answer.reply('{"verdict": "maybe"}'),
+        Answer.reply('{"verdict": "approve", "comments": []}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    review = model_server.model.received[1].body
+    assert review["response_format"]["type"] == "json_schema"
+    assert review["response_format"]["json_schema"]["schema"]["required"] == [
+        "verdict", "comments"]
+    assert sent(model_server, 2)[1]["role"] == "user"
+    assert sent(model_server, 2)[1]["content"].startswith(
+        "the model's answer is not a valid Verdict: verdict: ")
+    run = Path(record.item(item_id).run_folder)
+    assert json.loads((run / "Review" / "verdict.json").read_text()) == {
+        "verdict": "approve", "comments": []}
+
+
+async def test_the_turn_limit_and_the_token_budget_fail_the_stage_with_the_reason(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, max_turns=2)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    read = ("c", "read_file", '{"path": "x"}')
+    model_server.model.push(Answer.tool_calls(read), Answer.tool_calls(read))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    assert row.reason == "agent sender: the turn limit of 2 model calls was reached"
+    assert len(model_server.model.received) == 2
+    model_agent(space, "sender", model_server, token_budget=20)
+    model_server.model.push(Answer.tool_calls(read), Answer.tool_calls(read))
+    second = await start(dev_env, record, space, "p")
+    row = await until(record, second, lambda r: r.status == "failed")
+    assert row.reason == ("agent sender: the token budget of 20 tokens was crossed "
+                          "(30 used in 2 turns)")
+
+
+async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finished_call(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "a"}')),
+                            Answer.tool_calls(("c2", "mail__send", '{"to": "b"}')),
+                            Answer.reply("both sent"))
+    set_identity(person="maya@example.com")
+    queue = task_queue(load_identity().machine_id)
+    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
+    computer = Computer.load()
+    bees = Bees(computer, engine=EngineGateway(dev_env.client))
+
+    async def act(name: str, text: str, environ: dict[str, str]) -> Any:
+        return await run_action(bees, name, text, env=environ)
+
+    saved = asyncio.Event()
+
+    class Dying(ModelActivities):
+        """Dies after saving turn 2's reply, before the activity completes."""
+
+        @activity.defn(name=MODEL_CALL_ACTIVITY)
+        async def model_call(self, call: ModelCallInput) -> ModelStep:
+            step = await ModelActivities.model_call(self, call)
+            if call.turn == 2:
+                saved.set()
+                await asyncio.Event().wait()  # the worker stops here
+            return step
+
+    dying = Dying(record, act=act)
+    first = make_worker(dev_env.client, queue, record, computer=computer,
+                        heartbeat_every=0.5, models=dying)
+    async with first:
+        item_id = await start(dev_env, record, space, "p")
+        await asyncio.wait_for(saved.wait(), 30)
+    assert log.read_text().splitlines() == ['mail.send {"to": "a"}']
+    async with loop_worker(dev_env, record):
+        assert await result(dev_env, item_id) == "done"
+    # the first send ran once; the model was asked once per turn (3 turns, 3 requests)
+    assert log.read_text().splitlines() == ['mail.send {"to": "a"}', 'mail.send {"to": "b"}']
+    assert len(model_server.model.received) == 3
+    run = record.item(item_id).run_folder
+    assert [(e["kind"], e["turn"]) for e in transcript_lines(transcript_path(run, "Send"))] == [
+        ("opening", 1), ("reply", 1), ("tool", 1), ("reply", 2), ("tool", 2), ("reply", 3)]
+    history = await dev_env.client.get_workflow_handle(item_id).fetch_history()
+    names = [e.activity_task_scheduled_event_attributes.activity_type.name
+             for e in history.events
+             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    assert [n for n in names if n in (MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY)] == [
+        MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY, MODEL_CALL_ACTIVITY, TOOL_CALL_ACTIVITY,
+        MODEL_CALL_ACTIVITY]
+    retried = [e for e in history.events
+               if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+               and e.activity_task_started_event_attributes.attempt > 1]
+    assert len(retried) == 1
+    replayer = Replayer(workflows=[ItemWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)
+
+
+async def test_json_tool_mode_asks_each_step_as_a_json_object(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, tool_mode="json",
+                prices="{input_per_million: 1000, output_per_million: 2000}")
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.reply('{"tool": "write_file", "arguments": {"path": "a.md", "content": "hi"}}'),
+        Answer.reply('{"final": "wrote a.md"}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    first = model_server.model.received[0].body
+    assert "tools" not in first
+    assert first["response_format"]["json_schema"]["name"] == "step"
+    assert sent(model_server, 1)[1] == {"role": "user",
+                                        "content": "Result of write_file: wrote 2 bytes to a.md"}
+    run = Path(record.item(item_id).run_folder)
+    assert (run / "Send" / "answer.md").read_text() == "wrote a.md"
+    shown = await Bees(Computer.load()).item_details(item_id)
+    assert isinstance(shown, ItemDetails)
+    assert shown.models[0]["cost"] == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
