@@ -205,6 +205,23 @@ class EngineGateway:
                               hint="see `bees doctor` and the engine log") from None
         return sorted(ids)
 
+    async def open_runs(self, task_queue: str) -> set[str]:
+        """Return the item ids whose runs (workflow ``bees.item``) are still open on
+        ``task_queue``. The engine's listing may lag a closing run by a moment: a run shown
+        open may have just closed, never the other way round.
+
+        Raises:
+            EngineError: the engine refused the listing (the RPC status named).
+        """
+        query = (f"WorkflowType = '{WORKFLOW_NAME}' AND TaskQueue = '{task_queue}' "
+                 "AND ExecutionStatus = 'Running'")
+        try:
+            return {execution.id async for execution in self.client.list_workflows(query)}
+        except RPCError as error:
+            raise EngineError(f"the engine answered {error.status.name} to a listing of "
+                              f"{task_queue}: {error.message}",
+                              hint="see `bees doctor` and the engine log") from None
+
     async def run_view(self, item_id: str) -> RunView:
         """Ask the latest run of ``item_id`` where its item is (the ``bees.state`` query).
 

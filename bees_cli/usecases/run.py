@@ -119,6 +119,22 @@ def is_idle(record: LocalRecord) -> bool:
                    for row in record.items())
 
 
+CLOSED_STATUSES: frozenset[Status] = frozenset({Status.DONE, Status.CANCELLED, Status.FREE})
+"""Statuses of an item whose run has ended in the engine (finished, cancelled, handed over)."""
+
+CLOSING_WAIT = 30.0
+"""Seconds ``bees run --exit-when-idle`` waits for runs whose items ended to close in the
+engine (their last workflow task) before it stops anyway."""
+
+
+def closing_runs(record: LocalRecord, open_runs: set[str]) -> list[str]:
+    """Return the ids of items that the record shows ended (:data:`CLOSED_STATUSES`) while
+    the engine still lists their run open: the run's last workflow task has not been handled
+    yet, and a worker that stopped now would leave it open until the next ``bees run``."""
+    return sorted(row.id for row in record.items()
+                  if row.id in open_runs and row.status in CLOSED_STATUSES)
+
+
 def claim_wait_line(record: LocalRecord) -> str | None:
     """Return what ``bees run --exit-when-idle`` says while items wait for an owner claim
     that could not reach Bees Cloud (``not stopping: 1 item waits for its owner claim
@@ -225,6 +241,16 @@ async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | 
         lock.close()
 
 
+async def _closing(engine: EngineGateway, record: LocalRecord, queue: str) -> list[str]:
+    """Return :func:`closing_runs` for ``queue``; none when the engine cannot list its runs
+    (idleness then rests on the record alone, as before)."""
+    try:
+        open_runs = await engine.open_runs(queue)
+    except EngineError:
+        return []
+    return await asyncio.to_thread(closing_runs, record, open_runs)
+
+
 async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
                       heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
     from bees_cli.engine.background import start_background
@@ -289,7 +315,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
                                             computer=computer)
         gone: str | None = None
         told: str | None = None
-        checked = loop.time()
+        checked = idle_since = loop.time()
         while not stop.is_set():
             if loop.time() - checked >= ENGINE_CHECK_EVERY:
                 checked = loop.time()
@@ -301,8 +327,15 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             if worker_task.done():
                 break
             if exit_when_idle and is_idle(record):
-                say(idle_line(record))
-                break
+                closing = await _closing(engine, record, queue)
+                if not closing or loop.time() - idle_since >= CLOSING_WAIT:
+                    if closing:
+                        say(f"{len(closing)} run(s) still closing in the engine; the next "
+                            "`bees run` finishes them")
+                    say(idle_line(record))
+                    break
+            else:
+                idle_since = loop.time()
             if exit_when_idle:
                 waits = await asyncio.to_thread(claim_wait_line, record)
                 if waits is not None and waits != told:
