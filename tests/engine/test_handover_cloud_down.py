@@ -23,6 +23,7 @@ from bees_cli.cloud.login import Login, save_login
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
+from bees_cli.errors import Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
@@ -137,3 +138,38 @@ async def test_a_handover_while_the_cloud_is_down_waits_then_frees_the_item(
     assert retried_every(step) == (timedelta(seconds=1), 2.0, 0)
     policy = step.activity_task_scheduled_event_attributes.retry_policy
     assert policy.maximum_interval.ToTimedelta() == timedelta(seconds=15)
+
+
+class RefusesAfterDown(CloudGoesDown):
+    """Down for the first try of the handover step (its three requests), then answering the
+    release with a refusal of the server: another machine owns the item."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/release"):
+            self.refused += 1
+            if self.refused <= 3:
+                raise httpx.ConnectError("connection refused", request=request)
+            body = {"error": {"code": "not_owner", "message": "item is owned by maya-desktop",
+                              "hint": None}}
+            return httpx.Response(403, json=body)
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.timeout(120)
+async def test_a_refusal_after_the_cloud_came_back_ends_the_relinquish(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        flaky: CloudGoesDown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flaky, "handle_async_request",
+                        lambda request: RefusesAfterDown.handle_async_request(flaky, request))
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 8")
+    with pytest.raises(Refused) as refused:
+        await asyncio.to_thread(relinquish_item, item.id)
+    assert refused.value.message == (
+        f"item {item.id} was not relinquished: item is owned by maya-desktop")
+    assert flaky.refused == 4  # one try while down (three requests), one refused
+    row = await until(record, item.id, lambda r: r.status != Status.WAITING)
+    assert (row.status, row.stage, row.wait, row.status_text) == (
+        Status.FAILED, "Draft", WaitKind.PERSON,
+        "failed: item is owned by maya-desktop")
+    assert await handover_attempt(dev_env, item.id) == 0  # nothing tried again
