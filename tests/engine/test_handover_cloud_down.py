@@ -173,3 +173,31 @@ async def test_a_refusal_after_the_cloud_came_back_ends_the_relinquish(
         Status.FAILED, "Draft", WaitKind.PERSON,
         "failed: item is owned by maya-desktop")
     assert await handover_attempt(dev_env, item.id) == 0  # nothing tried again
+
+
+@pytest.mark.timeout(120)
+async def test_another_failure_of_the_handover_step_ends_as_a_refusal_after_three_tries(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        flaky: CloudGoesDown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tries: list[str] = []
+
+    async def broken(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/release"):
+            tries.append(request.url.path)
+            raise RuntimeError("a bug in the transport")
+        return await flaky.inner.handle_async_request(request)
+
+    monkeypatch.setattr(flaky, "handle_async_request", broken)
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 9")
+    with pytest.raises(Refused) as refused:
+        await asyncio.to_thread(relinquish_item, item.id)
+    assert refused.value.message == (
+        f"item {item.id} was not relinquished: relinquish failed: "
+        "RuntimeError('a bug in the transport')")
+    assert len(tries) == 3  # three tries of the step, one request each: not a cloud outage
+    row = await until(record, item.id, lambda r: r.status == Status.FAILED)
+    assert (row.stage, row.status_text) == (
+        "Draft", "failed: relinquish failed: RuntimeError('a bug in the transport')")
+    handle = dev_env.client.get_workflow_handle(item.id)
+    assert (await handle.describe()).status.name == "RUNNING"  # the run did not fail
