@@ -14,6 +14,8 @@ from the carried state) of a review loop on a server suggesting continue-as-new 
 before its result was written is held until a person answers that it ran.
 ``relinquish_refused_then_retry`` is on the ``relinquish-keeps-state`` patch: a handover
 refused after its stage stopped keeps the plan's memory, and a retry runs the next attempt.
+``relinquish_waits_for_cloud`` is on the ``handover-waits-for-cloud`` patch: the handover
+step is tried without an attempt limit (backing off to 15 s) while Bees Cloud is down.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -40,11 +42,11 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "before_patch_busy_wait_timeout_then_retry", "before_patch_cancel_while_waiting",
             "continued_as_new_first_run", "continued_as_new_last_run",
             "action_held_at_once_then_approved", "interrupted_send_held_then_ran",
-            "relinquish_refused_then_retry"}
+            "relinquish_refused_then_retry", "relinquish_waits_for_cloud"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 18
+    assert len(HISTORIES) == 19
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
