@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -32,6 +32,7 @@ from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
     from bees_cli.record.local import LocalRecord
+    from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
 
 SUMMARY_CHARS = 100
@@ -373,7 +374,8 @@ def _folder_intent(record: LocalRecord, call: _Call, at: str) -> None:
     """Append the intent to the run folder's copy, durably, before the add-on runs.
 
     Raises:
-        DiskError: the run folder cannot be written (the action does not run).
+        DiskError: the run folder cannot be written (the action does not run; the record's
+            intent is ended as not started).
     """
     from bees_cli.errors import disk_error_of
     from bees_cli.record.run_journal import write_intent
@@ -382,11 +384,15 @@ def _folder_intent(record: LocalRecord, call: _Call, at: str) -> None:
         write_intent(record.item(call.item_id).run_folder, stage=call.stage,
                      action=call.name, digest=call.digest, attempt=call.attempt, at=at)
     except OSError as error:
+        # it does not run: the record's intent ends, so nothing is held for a person
+        seq = record.open_intent(call.item_id, call.stage, call.name, call.digest)
+        if seq is not None:
+            record.end_intent(call.item_id, int(seq["seq"]), "result", None)
         raise disk_error_of(error) or UserError(
             f"cannot write the run folder's journal: {error}") from None
 
 
-def _folder_end(record: LocalRecord, call: _Call, how: Literal["result", "ran", "again"],
+def _folder_end(record: LocalRecord, call: _Call, how: EndHow,
                 entry: dict[str, Any] | None) -> None:
     """Append how the action ended to the run folder's copy. A failure only warns: the
     local record has it, and an intent left open there is held for a person, never rerun."""

@@ -7,18 +7,23 @@ End to end through the ``bees`` command on the dev server ``bees run`` starts.""
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
 import pytest
 
+from bees_cli.errors import UserError
+from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.run_journal import journal_path, recall, write_end, write_intent
 from bees_cli.usecases.actions import action_key, digest_of
+from bees_cli.usecases.items import create_item
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space
+from tests.engine.test_actions import addon_lines, ops_addon
 from tests.engine.test_cli import start_bees, wait_for
-from tests.engine.test_rules import HERE, SEND, action_agent
+from tests.engine.test_rules import HERE, SEND, action_agent, here
 
 MAIL = {"to": "team@example.com"}
 
@@ -139,3 +144,32 @@ def test_an_intent_without_a_result_in_the_run_folder_is_held_after_record_db_is
         run.send_signal(signal.SIGTERM)
         run.communicate(timeout=60)
     assert list(outbox.iterdir()) == []  # held for a person, not run again by itself
+
+
+async def test_an_action_whose_intent_cannot_reach_the_run_folder_does_not_run(
+        space: Space, record: LocalRecord) -> None:
+    tools = ops_addon(space)
+    action_agent(space, "sender", tools=tools, actions=[])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    record.set_state(item.id, status="running", stage="Send", agent="sender")
+    env = dict(os.environ, BEES_ITEM_ID=item.id, BEES_STAGE="Send", BEES_AGENT="sender",
+               BEES_TEMPORAL_ADDRESS="127.0.0.1:9", ADDON_LOG=str(space.root.parent / "addon.log"))
+    blocked = item.run_folder / "journal"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a folder")  # the journal's folder cannot be made
+    with pytest.raises(UserError) as failed:
+        await here().action("ops.send", '{"n": 1}', env=env)
+    assert failed.value.message == (
+        f"cannot write the run folder's journal: [Errno 17] File exists: '{blocked}'")
+    assert addon_lines(space) == []  # not run
+    digest = digest_of({"n": 1})
+    assert record.open_intent(item.id, "Send", "ops.send", digest) is None  # nothing held
+
+    blocked.unlink()
+    sent = await here().action("ops.send", '{"n": 1}', env=env)
+    assert (sent.exit_code, sent.stdout, sent.from_journal) == (0, "done 1\n", False)
+    assert addon_lines(space) == ['ops.send {"n": 1}']
+    assert recall(item.run_folder, stage="Send", action="ops.send", digest=digest).hit == (
+        record.journal_hit(item.id, "Send", "ops.send", digest))
