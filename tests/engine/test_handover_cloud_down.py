@@ -23,7 +23,8 @@ from bees_cli.cloud.login import Login, save_login
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
-from bees_cli.errors import Refused
+from bees_cli.errors import EngineError, Refused
+from bees_cli.handover import relinquish as relinquish_module
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
@@ -201,3 +202,23 @@ async def test_another_failure_of_the_handover_step_ends_as_a_refusal_after_thre
         "Draft", "failed: relinquish failed: RuntimeError('a bug in the transport')")
     handle = dev_env.client.get_workflow_handle(item.id)
     assert (await handle.describe()).status.name == "RUNNING"  # the run did not fail
+
+
+@pytest.mark.timeout(120)
+async def test_a_relinquish_that_times_out_while_the_cloud_is_down_says_it_goes_on(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        flaky: CloudGoesDown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(relinquish_module, "RELINQUISH_TIMEOUT", 10.0)
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 10")
+    flaky.down = True
+    with pytest.raises(EngineError) as waited:
+        await asyncio.to_thread(relinquish_item, item.id)
+    assert (waited.value.message, waited.value.hint) == (
+        f"item {item.id} is not handed over yet: relinquishing: Bees Cloud unreachable, "
+        "retrying",
+        "it goes on by itself while bees run is up; bees status shows it free once Bees "
+        "Cloud answers")
+    flaky.down = False
+    row = await until(record, item.id, lambda r: r.status == Status.FREE, timeout=60)
+    assert (row.wait, row.status_text) == (None, "free, restarts at Draft")
