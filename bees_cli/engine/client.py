@@ -155,7 +155,10 @@ class EngineGateway:
                 unknown (``NOT_FOUND``).
             EngineError: another RPC status (named), or no answer in ``timeout`` s.
         """
-        from temporalio.client import WorkflowUpdateFailedError
+        from temporalio.client import (
+            WorkflowUpdateFailedError,
+            WorkflowUpdateRPCTimeoutOrCancelledError,
+        )
         from temporalio.exceptions import ApplicationError
 
         handle = self.client.get_workflow_handle(item_id)
@@ -169,7 +172,8 @@ class EngineGateway:
             raise Refused(f"item {item_id}: {message}") from None
         except RPCError as error:
             raise rpc_error(error, item_id) from None
-        except TimeoutError:
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            # wait_for's cancel surfaces as the SDK's own error, not as TimeoutError
             raise EngineError(f"bees run did not answer about item {item_id} in "
                               f"{timeout or 0:.0f} s",
                               hint="see `bees status` and the engine log") from None

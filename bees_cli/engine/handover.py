@@ -22,8 +22,12 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
    shared record pushes at its next sync.
 
 A refusal (a symlink in the run folder, a limit broken, another machine owning the item)
-is an answer with ``ok=False`` and the reason, never an activity failure; a cloud that
-cannot be reached fails the activity, which Temporal tries three times.
+is an answer with ``ok=False`` and the reason, never an activity failure. A cloud that is
+down (:func:`cloud_down`: unreachable, or answering 5xx) fails the activity after marking the
+item ``waiting`` (:data:`~bees_cli.record.states.RELEASE_WAIT_TEXT`); the workflow tries it
+again without an attempt limit, backing off to every 15 s, reusing the checkpoint each time.
+Any other failure is tried :data:`HANDOVER_TRIES` times, then answered as a refusal (the
+stage waits, failed, for a person's retry) instead of failing the item's whole run.
 
 The checkpoint carries the item's story (format 2): its history, when and where it was
 created, and the rounds and review count the run reached (:meth:`HandoverActivities._story`),
@@ -43,14 +47,28 @@ from temporalio import activity
 
 from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
-from bees_cli.errors import BeesError, CloudRefused, Refused
+from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnreachable, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import RELEASE_WAIT_TEXT, Status, WaitKind
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.record.story import Story
+
+HANDOVER_TRIES = 3
+"""Tries of a handover that fails for another reason than a cloud that is down; the last
+one answers not ok (a refusal) rather than failing the item's run."""
+
+
+def cloud_down(error: BaseException) -> bool:
+    """Return True when ``error`` says Bees Cloud is down rather than no: it could not be
+    reached (:class:`~bees_cli.errors.CloudUnreachable`) or answered 5xx after the client's
+    retries. A refusal (403/409) or a rejected token is an answer, not an outage."""
+    if isinstance(error, CloudUnreachable):
+        return True
+    return isinstance(error, CloudError) and (error.status or 0) >= 500
 
 
 def _refused(handover: HandoverInput, reason: str) -> HandoverOutput:
@@ -97,11 +115,34 @@ class HandoverActivities:
 
         Returns:
             ``ok`` with the checkpoint's SHA-256, or not ok with the reason (the item then
-            stays owned here).
+            stays owned here); not ok too when try :data:`HANDOVER_TRIES` failed otherwise
+            than by a cloud that is down (the reason says how).
 
         Raises:
-            CloudError: Bees Cloud could not be reached (the activity is tried again).
+            CloudError: Bees Cloud is down (:func:`cloud_down`); the item shows ``waiting:
+                relinquishing: Bees Cloud unreachable, retrying`` and the workflow tries
+                again.
+            Exception: any other failure before try :data:`HANDOVER_TRIES`.
         """
+        try:
+            return await self._hand_over(handover)
+        except Exception as error:
+            if cloud_down(error):
+                await asyncio.to_thread(self._wait_for_cloud, handover)
+                raise
+            if activity.info().attempt < HANDOVER_TRIES:
+                raise
+            activity.logger.exception("handover of %s failed", handover.item_id)
+            text = error.message if isinstance(error, BeesError) else f"{error!r}"
+            return _refused(handover, f"relinquish failed: {text}")
+
+    def _wait_for_cloud(self, handover: HandoverInput) -> None:
+        """Mark the item waiting for Bees Cloud to release it (once: the same state again
+        writes nothing)."""
+        self.record.set_state(handover.item_id, status=Status.WAITING, stage=handover.stage,
+                              reason=RELEASE_WAIT_TEXT, wait=WaitKind.RELEASE_PENDING)
+
+    async def _hand_over(self, handover: HandoverInput) -> HandoverOutput:
         written = await asyncio.to_thread(self._write, handover)
         if not written.ok:
             return written

@@ -77,6 +77,15 @@ RELINQUISH_KEEPS_STATE = "relinquish-keeps-state"
 outputs, rounds, attempts): the failed stage is the one that was running, and a retry starts
 it again as its next attempt (issue 12, tester finding)."""
 
+HANDOVER_WAITS_FOR_CLOUD = "handover-waits-for-cloud"
+"""Patch: the handover step is tried without an attempt limit (:data:`HANDOVER_RETRY`), so a
+Bees Cloud that is down for a while delays the relinquish instead of failing the run (its
+activity answers other failures as a refusal after three tries)."""
+
+HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                             maximum_interval=RECHECK_EVERY, maximum_attempts=0)
+"""The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""
+
 RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
                       maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
@@ -246,7 +255,8 @@ class ItemWorkflow(ApprovalGate):
                               who=self._relinquish.who, at=self._relinquish.at,
                               reviews=self._handed_reviews(memo)),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
-                retry_policy=RetryPolicy(maximum_attempts=3))
+                retry_policy=HANDOVER_RETRY if workflow.patched(HANDOVER_WAITS_FOR_CLOUD)
+                else RetryPolicy(maximum_attempts=3))
             self._handed = handed
             if handed.ok:
                 self._state = "relinquished"

@@ -391,7 +391,10 @@ def claim_here(here: Computer, item_id: str) -> None:
             answer = api.claim_owner(wire.OwnerClaim(
                 item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
         except CloudRefused as error:
-            raise Refused(f"item {item_id} could not be claimed: {error.message}") from None
+            refused = Refused(f"item {item_id} could not be claimed: {error.message}",
+                              hint=error.hint)
+            refused.code = error.code  # the server's (``machine_not_yours``…), for --json
+            raise refused from None
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")

@@ -54,6 +54,10 @@ class WaitKind(StrEnum):
     """Another computer owns the item; it never runs here."""
     CLAIM_PENDING = "claim_pending"
     """The owner claim could not be made yet (Bees Cloud unreachable or erred); tried again."""
+    RELEASE_PENDING = "release_pending"
+    """Its handover is under way but Bees Cloud could not be reached to release it: the
+    handover step is tried again (backing off to every 15 s, no attempt limit) until the
+    cloud answers (reason: :data:`RELEASE_WAIT_TEXT`)."""
     APPROVAL = "approval"
     """A person's approval (``bees approve`` / ``bees deny``)."""
     PERSON = "person"
@@ -104,6 +108,9 @@ NOT_RUNNING_TEXT = "the engine is not running (bees run)"
 
 LOST_TEXT = "the engine's database was replaced"
 """The reason of a ``lost`` item: the engine no longer has its run."""
+
+RELEASE_WAIT_TEXT = "relinquishing: Bees Cloud unreachable, retrying"
+"""The reason of an item whose handover waits for Bees Cloud (:attr:`WaitKind.RELEASE_PENDING`)."""
 
 RUN_STATUSES: frozenset[Status] = frozenset({
     Status.STARTING, Status.RUNNING, Status.WAITING, Status.WAITING_FOR_APPROVAL,

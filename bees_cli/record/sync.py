@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -98,13 +98,21 @@ class Refusal(BaseModel):
     """When it was refused (this computer's clock, UTC ISO 8601)."""
 
 
+def refusal_code(code: str) -> RefusalCode:
+    """Return the server's refusal ``code`` when it is one of :data:`RefusalCode`, else
+    ``refused`` (a code this Bees does not know, or an answer that named none)."""
+    for known in get_args(RefusalCode):
+        if code == known:
+            return cast(RefusalCode, known)
+    return "refused"
+
+
 def refusal_of(refused: Any, origin: str, at: str) -> Refusal:
     """Return the :class:`Refusal` of one element of a push answer's ``refused`` list."""
     owner = getattr(refused, "owner", None)
-    code = str(refused.code)
     return Refusal.model_validate({
         "item_id": refused.item_id, "origin": origin,
-        "code": code if code in get_args(RefusalCode) else "refused",
+        "code": refusal_code(str(refused.code)),
         "message": str(refused.message),
         "offset_seconds": getattr(refused, "offset_seconds", None),
         "owner": getattr(owner, "computer_name", None), "at": at})
@@ -381,7 +389,8 @@ class Syncer:
                     await client.push([record])
                 except CloudRefused as error:
                     refusals.append(Refusal(item_id=record.item_id,
-                                            origin=origins[record.item_id], code="refused",
+                                            origin=origins[record.item_id],
+                                            code=refusal_code(error.code),
                                             message=error.message, at=at))
             return refusals
         return [refusal_of(r, origins[r.item_id], at)

@@ -32,6 +32,7 @@ from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
     from bees_cli.record.local import LocalRecord
+    from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
 
 SUMMARY_CHARS = 100
@@ -218,6 +219,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     if kind != "read":
         hit = await asyncio.to_thread(record.journal_hit, call.item_id, call.stage, name,
                                       call.digest)
+        if hit is None:  # run-folder journal: what a lost record.db forgot
+            hit = await asyncio.to_thread(_recall_from_folder, record, call)
         if hit is not None:
             return await asyncio.to_thread(_answered, record, call, hit)
         intent = await asyncio.to_thread(record.open_intent, call.item_id, call.stage, name,
@@ -229,6 +232,7 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
             return await asyncio.to_thread(_confirmed, record, call, kind, intent, request)
         await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]),
                                 "again", None)
+        await asyncio.to_thread(_folder_end, record, call, "again", None)
     elif gated:
         request = await _ask_run(bees, environ, call, interrupted_at=None)
         if request.get("decision") == "journal":
@@ -291,6 +295,7 @@ def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, An
                          action=call.name, kind=kind, digest=call.digest, exit_code=0,
                          stdout="", at=intent["at"], request_id=int(request["id"]))
     record.end_intent(call.item_id, int(intent["seq"]), "ran", entry.model_dump(mode="json"))
+    _folder_end(record, call, "ran", entry.model_dump(mode="json"))
     return _answered(record, call, entry.model_dump(mode="json"))
 
 
@@ -305,9 +310,11 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
                      BEES_ACTION_KEY=action_key(call.item_id, call.stage, call.digest))
     seq = None
     if kind != "read":
+        at = _now()
         seq = await asyncio.to_thread(
             record.add_intent, call.item_id, stage=call.stage, action=call.name,
-            digest=call.digest, attempt=call.attempt, at=_now())
+            digest=call.digest, attempt=call.attempt, at=at)
+        await asyncio.to_thread(_folder_intent, record, call, at)
     try:
         done = await asyncio.to_thread(
             subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
@@ -315,6 +322,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
     except OSError as error:
         if seq is not None:  # it never started: nothing may have happened
             await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)
+            await asyncio.to_thread(_folder_end, record, call, "result", None)
         raise UserError(f"cannot start {argv[0]} for {call.name}: "
                         f"{error.strerror or error}") from None
     stdout = done.stdout.decode("utf-8", "replace")
@@ -327,6 +335,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
         await asyncio.to_thread(record.add_journal, call.item_id, data)
     else:
         await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", data)
+    await asyncio.to_thread(_folder_end, record, call, "result", data)
     await asyncio.to_thread(
         record.add_event, call.item_id,
         key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
@@ -335,3 +344,62 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
               "attempt": entry.attempt, "exit_code": entry.exit_code,
               "request": entry.request_id})
     return ActionOutcome(exit_code=done.returncode, stdout=stdout)
+
+
+# -- the run folder's copy of the journal (record/run_journal.py) ----------------------------
+
+
+def _recall_from_folder(record: LocalRecord, call: _Call) -> dict[str, Any] | None:
+    """When the local record knows nothing of this action (it was lost and rebuilt), read
+    the run folder's copy: a successful result is journaled again and returned (answered
+    from the journal); an intent without a result is written back as an open intent, so it
+    is held as "may already have run" like one the record kept. Returns the result, or None.
+    """
+    from bees_cli.record.run_journal import recall
+
+    if record.open_intent(call.item_id, call.stage, call.name, call.digest) is not None:
+        return None  # the record has this action's story: it decides
+    found = recall(record.item(call.item_id).run_folder, stage=call.stage, action=call.name,
+                   digest=call.digest)
+    if found.hit is not None:
+        record.add_journal(call.item_id, found.hit)
+        return found.hit
+    if found.intent is not None:
+        record.add_intent(call.item_id, stage=call.stage, action=call.name, digest=call.digest,
+                          attempt=int(found.intent["attempt"]), at=str(found.intent["at"]))
+    return None
+
+
+def _folder_intent(record: LocalRecord, call: _Call, at: str) -> None:
+    """Append the intent to the run folder's copy, durably, before the add-on runs.
+
+    Raises:
+        DiskError: the run folder cannot be written (the action does not run; the record's
+            intent is ended as not started).
+    """
+    from bees_cli.errors import disk_error_of
+    from bees_cli.record.run_journal import write_intent
+
+    try:
+        write_intent(record.item(call.item_id).run_folder, stage=call.stage,
+                     action=call.name, digest=call.digest, attempt=call.attempt, at=at)
+    except OSError as error:
+        # it does not run: the record's intent ends, so nothing is held for a person
+        seq = record.open_intent(call.item_id, call.stage, call.name, call.digest)
+        if seq is not None:
+            record.end_intent(call.item_id, int(seq["seq"]), "result", None)
+        raise disk_error_of(error) or UserError(
+            f"cannot write the run folder's journal: {error}") from None
+
+
+def _folder_end(record: LocalRecord, call: _Call, how: EndHow,
+                entry: dict[str, Any] | None) -> None:
+    """Append how the action ended to the run folder's copy. A failure only warns: the
+    local record has it, and an intent left open there is held for a person, never rerun."""
+    from bees_cli.record.run_journal import write_end
+
+    try:
+        write_end(record.item(call.item_id).run_folder, stage=call.stage, action=call.name,
+                  digest=call.digest, how=how, entry=entry)
+    except OSError as error:
+        print(f"warning: cannot write the run folder's journal: {error}", file=sys.stderr)

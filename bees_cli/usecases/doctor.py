@@ -1,7 +1,7 @@
 """What ``bees schedules`` and ``bees doctor`` show, as typed reports (no Temporal import).
 
 ``bees doctor`` checks, in order: the engine (running? its version), ``bees run`` (its
-process alive, not only its file), Bees Cloud
+process alive, not only its file), lost items (``bees retry ITEM``), Bees Cloud
 (reachable, authorized, clock skew against it — the last measured one when it does not
 answer —, last shared-record sync, changes it refused), the time-zone database schedules are
 computed with (its version and where it comes from), folder links,
@@ -106,7 +106,8 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
     from bees_cli.errors import BeesError
     from bees_cli.schedules.zones import tz_database
 
-    checks = [_engine_check(here.data_dir), _bees_run_check(here.data_dir), *_cloud_checks(here)]
+    checks = [_engine_check(here.data_dir), _bees_run_check(here.data_dir),
+              _lost_check(here.record_path), *_cloud_checks(here)]
     zones = tz_database()
     checks.append(_check("time zones", True, zones.text))  # information, never a failure
     processes: list[ProcessCheck] = []
@@ -154,6 +155,35 @@ def _bees_run_check(data: Path) -> Check:
     if not state.running and not state.stopped_without_cleanup:
         detail += " (start it with `bees run`)"
     return _check("bees run", state.running, detail)
+
+
+LOST_HINT = "bees retry ITEM"
+"""What starts a lost item's stage again from the top (issue 12, point 7)."""
+
+
+def _lost_check(record_path: Path) -> Check:
+    """The lost items (:attr:`~bees_cli.record.states.Status.LOST`: the engine's database
+    was replaced while they were under way), counted, each with the stage it was at, and
+    the hint ``bees retry ITEM``; the check fails while any is lost.
+
+    Why: a lost item waits for a person, but nothing else calls for one after the ``bees
+    run`` that found it; ``bees doctor`` is where a person looks for what is wrong.
+    """
+    from bees_cli.errors import BeesError
+    from bees_cli.record.local import LocalRecord
+    from bees_cli.record.states import LOST_TEXT, Status
+
+    try:
+        lost = LocalRecord(record_path).items(statuses=frozenset({Status.LOST}))
+    except BeesError as error:
+        return _check("lost items", False, f"cannot read the local record: {error.message}",
+                      lost=None, hint=error.hint)
+    if not lost:
+        return _check("lost items", True, "none", lost=0, hint=None)
+    where = ", ".join(f"{row.id} at {row.stage or '-'}" for row in lost)
+    return _check("lost items", False,
+                  f"{len(lost)} lost ({LOST_TEXT}): {where}; `{LOST_HINT}` starts each "
+                  "at its stage again", lost=len(lost), hint=LOST_HINT)
 
 
 def _cloud_checks(here: Computer) -> list[Check]:

@@ -19,6 +19,20 @@ if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
 
 
+def _still_releasing(bees: Bees, item_id: str) -> None:
+    """Raise what a relinquish that timed out while its handover waits for Bees Cloud says.
+
+    Raises:
+        EngineError: the item waits for Bees Cloud to release it (the handover goes on).
+    """
+    from bees_cli.record.states import RELEASE_WAIT_TEXT, WaitKind
+
+    if bees.record.item(item_id).wait == WaitKind.RELEASE_PENDING:
+        raise EngineError(f"item {item_id} is not handed over yet: {RELEASE_WAIT_TEXT}",
+                          hint="it goes on by itself while bees run is up; bees status shows "
+                               "it free once Bees Cloud answers")
+
+
 async def relinquish(bees: Bees, item_id: str) -> Relinquished:
     """Relinquish item ``item_id`` on this computer (DESIGN.md, Handover): the run stops
     with all its pieces, writes its checkpoint and tells Bees Cloud the item is free.
@@ -35,7 +49,8 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
             stopped: its stage then waits, failed, for a retry, its attempts and earlier
             stages kept).
         NotFound: no such item here (and none in Bees Cloud).
-        EngineError: ``bees run`` is not up on this computer.
+        EngineError: ``bees run`` is not up on this computer; or the handover still
+            waits for Bees Cloud after ``RELINQUISH_TIMEOUT`` (it goes on by itself).
         CloudError: the cloud cannot be reached (nothing changed).
     """
     from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
@@ -51,8 +66,12 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
         raise EngineError(NOT_UP, hint=start_hint(f"bees relinquish {row.id}"))
     person = PersonInput(who=bees.who(), at=now_utc())
     engine = await bees.engine(address)
-    answer = await engine.update(row.id, RELINQUISH_UPDATE, person, HandoverOutput,
-                                 timeout=RELINQUISH_TIMEOUT)
+    try:
+        answer = await engine.update(row.id, RELINQUISH_UPDATE, person, HandoverOutput,
+                                     timeout=RELINQUISH_TIMEOUT)
+    except EngineError:
+        await asyncio.to_thread(_still_releasing, bees, row.id)
+        raise
     assert isinstance(answer, HandoverOutput)
     if not answer.ok:
         raise Refused(f"item {row.id} was not relinquished: {answer.reason}",

@@ -110,12 +110,14 @@ def is_idle(record: LocalRecord) -> bool:
 
     An item waiting for its owner claim because Bees Cloud was unreachable
     (``WaitKind.CLAIM_PENDING``) is not idle either: ``bees run`` tries the claim again
-    every 15 s (issue 11, point 5; :func:`claim_wait_line` says so).
+    every 15 s (issue 11, point 5; :func:`claim_wait_line` says so). Nor is an item whose
+    handover waits for Bees Cloud to release it (``WaitKind.RELEASE_PENDING``).
     """
     if record.queued_controls():
         return False
     return not any(row.status in ACTIVE_STATUSES
-                   or row.wait in (WaitKind.ENGINE_NOT_RUNNING, WaitKind.CLAIM_PENDING)
+                   or row.wait in (WaitKind.ENGINE_NOT_RUNNING, WaitKind.CLAIM_PENDING,
+                                   WaitKind.RELEASE_PENDING)
                    for row in record.items())
 
 

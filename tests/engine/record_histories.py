@@ -343,6 +343,20 @@ async def model_stages(client: Client, record: LocalRecord, space: Space) -> str
     return item_id
 
 
+async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
+    """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
+    handover step tried without an attempt limit): ``relinquished``."""
+    action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
+    space.write("processes/p.yaml", ONE)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "failed")
+    handle = client.get_workflow_handle(item_id)
+    handed = await handle.execute_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput)
+    assert handed.ok, handed.reason
+    assert await handle.result() == "relinquished: restarts at Work"
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -354,6 +368,7 @@ SCENARIOS: dict[str, Scenario] = {
     "interrupted_send_held_then_ran": interrupted_ran,
     "relinquish_refused_then_retry": relinquish_refused,
     "model_stages_tool_then_verdict": model_stages,
+    "relinquish_waits_for_cloud": relinquish_waits_for_cloud,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

@@ -64,7 +64,7 @@ def test_status_text(status: Status, reason: str | None, text: str) -> None:
 def test_wait_kinds() -> None:
     assert [k.value for k in WaitKind] == [
         "eligibility", "busy_agent", "engine_not_running", "owned_elsewhere", "claim_pending",
-        "approval", "person"]
+        "release_pending", "approval", "person"]
     assert wait_kind(Status.WAITING, "owned_elsewhere") is WaitKind.OWNED_ELSEWHERE
     assert wait_kind(Status.WAITING, None) is None
     assert wait_kind(Status.PENDING, None) is WaitKind.ENGINE_NOT_RUNNING
