@@ -37,7 +37,10 @@ from typing import Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema, storage
+from bees_cli.record.approvals_journal import ApprovalsAndJournal
+from bees_cli.record.connected import now_utc
 from bees_cli.record.events import EventBase, parse_event
+from bees_cli.record.slots_controls import SlotsAndControls
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
     END_STATUSES,
@@ -48,7 +51,7 @@ from bees_cli.record.states import (
     status_text,
     wait_kind,
 )
-from bees_cli.utc import format_utc, parse_utc, utc_now
+from bees_cli.utc import parse_utc, utc_now
 
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
            "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
@@ -89,12 +92,6 @@ def _refuse_team_item(db: sqlite3.Connection, wanted: str) -> None:
         return
     computer = str(fields.get("computer") or rows[0]["machine_id"][:8])
     raise OwnedElsewhere(rows[0]["item_id"], computer, str(rows[0]["person"]))
-
-
-def now_utc() -> str:
-    """Return the current UTC time as :func:`bees_cli.utc.format_utc` writes it
-    (``2025-01-06T09:00:00.000000Z``)."""
-    return format_utc(utc_now())
 
 
 @dataclass(frozen=True)
@@ -186,7 +183,7 @@ class Event:
         return self.typed().to_json()
 
 
-class LocalRecord:
+class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
     """The SQLite file of the local record; each call opens a short connection (safe across
     processes and threads).
 
@@ -378,251 +375,6 @@ class LocalRecord:
             ).fetchall()
         return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]),
                       r["computer"]) for r in rows]
-
-    # -- approvals -------------------------------------------------------------------------
-
-    def put_approval(self, item_id: str, request: dict[str, Any]) -> None:
-        """Insert or replace approval request ``request["id"]`` of the item (an
-        :class:`~bees_cli.engine.models.ApprovalRequest` as JSON)."""
-        with self._connect() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO approvals (item_id, id, stage, status, data)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (item_id, int(request["id"]), request["stage"], request["status"],
-                 json.dumps(request)))
-
-    def approvals(self, item_id: str | None = None, *,
-                  status: str | None = "waiting") -> list[dict[str, Any]]:
-        """Return approval requests (of one item, or all), oldest item and id first, with
-        status ``status`` (every status when None). Each is the request's JSON."""
-        query = "SELECT data FROM approvals WHERE 1 = 1"
-        args: list[Any] = []
-        if item_id is not None:
-            query += " AND item_id = ?"
-            args.append(item_id)
-        if status is not None:
-            query += " AND status = ?"
-            args.append(status)
-        with self._connect() as db:
-            rows = db.execute(query + " ORDER BY item_id, id", args).fetchall()
-        return [json.loads(r["data"]) for r in rows]
-
-    # -- journal ---------------------------------------------------------------------------
-
-    def add_journal(self, item_id: str, entry: dict[str, Any]) -> None:
-        """Journal one run of an add-on action (a
-        :class:`~bees_cli.engine.models.JournalEntry` as JSON); the same run twice is kept
-        once (same stage, action, digest and time)."""
-        with self._connect() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO journal (item_id, stage, action, digest, exit_code, at,"
-                " data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (item_id, entry["stage"], entry["action"], entry["digest"],
-                 int(entry["exit_code"]), entry["at"], json.dumps(entry)))
-
-    def journal(self, item_id: str) -> list[dict[str, Any]]:
-        """Return the item's journal, oldest first: each entry's JSON (``stage``, ``round``,
-        ``attempt``, ``action``, ``kind``, ``digest``, ``exit_code``, ``stdout``, ``at``,
-        ``request_id``). Meant for the checkpoint of a handover."""
-        with self._connect() as db:
-            rows = db.execute("SELECT data FROM journal WHERE item_id = ? ORDER BY seq",
-                              (item_id,)).fetchall()
-        return [json.loads(r["data"]) for r in rows]
-
-    def journal_hit(self, item_id: str, stage: str, action: str,
-                    digest: str) -> dict[str, Any] | None:
-        """Return the first successful (exit 0) run of ``action`` with input ``digest`` in
-        ``stage`` of the item, or None."""
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT data FROM journal WHERE item_id = ? AND stage = ? AND action = ?"
-                " AND digest = ? AND exit_code = 0 ORDER BY seq LIMIT 1",
-                (item_id, stage, action, digest)).fetchone()
-        return None if row is None else dict(json.loads(row["data"]))
-
-    def approval(self, item_id: str, request_id: int) -> dict[str, Any] | None:
-        """Return approval request ``request_id`` of the item (its JSON), or None."""
-        with self._connect() as db:
-            row = db.execute("SELECT data FROM approvals WHERE item_id = ? AND id = ?",
-                             (item_id, request_id)).fetchone()
-        return None if row is None else dict(json.loads(row["data"]))
-
-    # -- intents (at most once through a power cut) ----------------------------------------
-
-    def add_intent(self, item_id: str, *, stage: str, action: str, digest: str,
-                   attempt: int, at: str) -> int:
-        """Write, durably (synchronous FULL: on disk when this returns), that ``action`` with
-        input ``digest`` is about to run in the item's ``stage``; return the intent's id."""
-        with self._connect() as db:
-            db.execute("PRAGMA synchronous=FULL")
-            cursor = db.execute(
-                "INSERT INTO intents (item_id, stage, action, digest, attempt, at)"
-                " VALUES (?, ?, ?, ?, ?, ?)", (item_id, stage, action, digest, attempt, at))
-            return int(cursor.lastrowid or 0)
-
-    def open_intent(self, item_id: str, stage: str, action: str,
-                    digest: str) -> dict[str, Any] | None:
-        """Return the latest intent of ``action`` with input ``digest`` in the item's
-        ``stage`` that has no result (``seq``, ``attempt``, ``at``), or None."""
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT seq, attempt, at FROM intents WHERE item_id = ? AND stage = ?"
-                " AND action = ? AND digest = ? AND ended IS NULL ORDER BY seq DESC LIMIT 1",
-                (item_id, stage, action, digest)).fetchone()
-        return None if row is None else dict(row)
-
-    def end_intent(self, item_id: str, seq: int, how: str,
-                   entry: dict[str, Any] | None) -> None:
-        """End intent ``seq`` (``how``: ``result``, ``ran`` or ``again``) and journal
-        ``entry`` (see :meth:`add_journal`) with it, in one durable transaction."""
-        with self._connect() as db:
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if entry is not None:
-                    db.execute(
-                        "INSERT OR IGNORE INTO journal (item_id, stage, action, digest,"
-                        " exit_code, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (item_id, entry["stage"], entry["action"], entry["digest"],
-                         int(entry["exit_code"]), entry["at"], json.dumps(entry)))
-                db.execute("UPDATE intents SET ended = ? WHERE seq = ?", (how, seq))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-    # -- busy agents -----------------------------------------------------------------------
-
-    def acquire_slot(self, *, agent: str, item_id: str, stage: str,
-                     cap: int) -> tuple[bool, list[str], int]:
-        """Ask a slot of ``agent`` (at most ``cap`` granted at once) for the item's stage.
-
-        First come first served: the asker joins the agent's queue (once; a repeated ask
-        keeps its place, and a slot already granted to this item and stage is granted again,
-        so a restarted attempt reclaims its own slot). It is granted when fewer than ``cap``
-        slots are held and no earlier asker still waits.
-
-        Returns:
-            ``(granted, holders, position)``: the item ids holding the agent's slots (when
-            not granted), and the asker's 1-based place among the waiters (0 when granted).
-        """
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute(
-                    "INSERT OR IGNORE INTO slots (agent, item_id, stage, requested)"
-                    " VALUES (?, ?, ?, ?)", (agent, item_id, stage, now_utc()))
-                rows = db.execute(
-                    "SELECT seq, item_id, stage, granted FROM slots WHERE agent = ?"
-                    " ORDER BY seq", (agent,)).fetchall()
-                mine = next(r for r in rows if r["item_id"] == item_id and r["stage"] == stage)
-                holders = [r["item_id"] for r in rows if r["granted"]]
-                waiters = [r for r in rows if not r["granted"]]
-                if mine["granted"]:
-                    db.execute("COMMIT")
-                    return True, [], 0
-                position = 1 + [r["seq"] for r in waiters].index(mine["seq"])
-                if len(holders) < cap and position == 1:
-                    db.execute("UPDATE slots SET granted = 1 WHERE seq = ?", (mine["seq"],))
-                    db.execute("COMMIT")
-                    return True, [], 0
-                db.execute("COMMIT")
-                return False, holders, position
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-
-    def release_slot(self, item_id: str, stage: str | None = None) -> int:
-        """Give back the item's slot or queue place (of ``stage``, or all); return how many."""
-        with self._connect() as db:
-            if stage is None:
-                cursor = db.execute("DELETE FROM slots WHERE item_id = ?", (item_id,))
-            else:
-                cursor = db.execute("DELETE FROM slots WHERE item_id = ? AND stage = ?",
-                                    (item_id, stage))
-            return cursor.rowcount
-
-    def free_stale_slots(self) -> int:
-        """Free the slots of items that are not running (see :data:`SLOT_KEEPING_STATUSES`)
-        or not in the record; return how many. ``bees run`` calls it when it starts."""
-        keep = sorted(str(s) for s in SLOT_KEEPING_STATUSES)
-        marks = ", ".join("?" for _ in keep)
-        with self._connect() as db:
-            cursor = db.execute(
-                "DELETE FROM slots WHERE item_id NOT IN"
-                f" (SELECT id FROM items WHERE status IN ({marks}))", keep)
-            return cursor.rowcount
-
-    def slots(self, agent: str | None = None) -> list[dict[str, Any]]:
-        """Return the slot rows (of one agent, or all), in queue order:
-        ``{"agent", "item_id", "stage", "requested", "granted"}``."""
-        with self._connect() as db:
-            rows = db.execute(
-                "SELECT agent, item_id, stage, requested, granted FROM slots"
-                + (" WHERE agent = ?" if agent else "") + " ORDER BY seq",
-                (agent,) if agent else ()).fetchall()
-        return [{**dict(r), "granted": bool(r["granted"])} for r in rows]
-
-    # -- queued controls -------------------------------------------------------------------
-
-    def queue_control(self, item_id: str, name: str, payload: dict[str, Any]) -> int:
-        """Queue a person's decision for ``bees run`` to deliver; return its number."""
-        with self._connect() as db:
-            cursor = db.execute(
-                "INSERT INTO controls (item_id, name, payload, at) VALUES (?, ?, ?, ?)",
-                (item_id, name, json.dumps(payload), now_utc()))
-            return int(cursor.lastrowid or 0)
-
-    def queue_decision(self, item_id: str, name: str,
-                       payload: dict[str, Any]) -> dict[str, Any] | None:
-        """Queue a person's decision unless one already queued for the item answers the same
-        request (``request_id`` equal, or either is None: all); in one transaction.
-
-        Returns:
-            None when queued; else the payload of the decision queued earlier (nothing is
-            queued: a request is answered once, so ``--ran`` then ``--again`` cannot both
-            reach the run).
-        """
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            rows = db.execute(
-                "SELECT payload FROM controls WHERE state = 'queued' AND item_id = ? AND name = ?"
-                " ORDER BY seq", (item_id, name)).fetchall()
-            wanted = payload.get("request_id")
-            for row in rows:
-                earlier = json.loads(row["payload"])
-                if None in (wanted, earlier.get("request_id")) or earlier.get(
-                        "request_id") == wanted:
-                    db.execute("ROLLBACK")
-                    return dict(earlier)
-            db.execute("INSERT INTO controls (item_id, name, payload, at) VALUES (?, ?, ?, ?)",
-                       (item_id, name, json.dumps(payload), now_utc()))
-            db.execute("COMMIT")
-        return None
-
-    def claim_controls(self, only: int | None = None) -> list[tuple[int, str, str, dict[str, Any]]]:
-        """Take the queued decisions (or only number ``only``) for delivery: each is taken
-        by one caller. Returns ``(seq, item_id, name, payload)`` oldest first."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            query = "SELECT seq, item_id, name, payload FROM controls WHERE state = 'queued'"
-            args: tuple[Any, ...] = ()
-            if only is not None:
-                query += " AND seq = ?"
-                args = (only,)
-            rows = db.execute(query + " ORDER BY seq", args).fetchall()
-            for row in rows:
-                db.execute("UPDATE controls SET state = 'sent' WHERE seq = ?", (row["seq"],))
-            db.execute("COMMIT")
-        return [(r["seq"], r["item_id"], r["name"], json.loads(r["payload"])) for r in rows]
-
-    def queued_controls(self) -> int:
-        """Return how many decisions wait for ``bees run`` to deliver them."""
-        with self._connect() as db:
-            row = db.execute("SELECT COUNT(*) AS n FROM controls WHERE state = 'queued'"
-                             ).fetchone()
-        return int(row["n"])
-
 
 def item_journal(item_id: str) -> list[dict[str, Any]]:
     """Return the journal of item ``item_id`` in this computer's local record (see
