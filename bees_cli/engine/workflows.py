@@ -26,6 +26,17 @@ from bees_cli.engine.workflow_gate import (
     ApprovalGate,
     refuse,
 )
+from bees_cli.engine.workflow_policies import (
+    CONTINUES_AS_NEW,
+    HANDOVER_RETRY,
+    HANDOVER_WAITS_FOR_CLOUD,
+    RECHECK,
+    RELINQUISH_KEEPS_STATE,
+    STAGE_HEARTBEAT_TIMEOUT,
+    STAGE_RETRY,
+    STAGE_TIMEOUT,
+    WAITS_BY_RETRY,
+)
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.handover_models import (
@@ -64,45 +75,6 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, REVIEW_LIMIT, review_stops
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
-
-WAITS_BY_RETRY = "waits-by-retry"
-"""Patch: eligibility and busy-agent waits are retried activities (no timer, no check per
-pass in history), and activities get the snapshot digest, not the snapshot."""
-
-CONTINUES_AS_NEW = "continues-as-new"
-"""Patch: before a stage, the run continues as new when Temporal suggests it."""
-
-RELINQUISH_KEEPS_STATE = "relinquish-keeps-state"
-"""Patch: a handover refused after its stage stopped keeps the plan's memory (earlier stages'
-outputs, rounds, attempts): the failed stage is the one that was running, and a retry starts
-it again as its next attempt (issue 12, tester finding)."""
-
-HANDOVER_WAITS_FOR_CLOUD = "handover-waits-for-cloud"
-"""Patch: the handover step is tried without an attempt limit (:data:`HANDOVER_RETRY`), so a
-Bees Cloud that is down for a while delays the relinquish instead of failing the run (its
-activity answers other failures as a refusal after three tries)."""
-
-HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                             maximum_interval=RECHECK_EVERY, maximum_attempts=0)
-"""The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""
-
-RECHECK = RetryPolicy(initial_interval=RECHECK_EVERY, backoff_coefficient=1.0,
-                      maximum_interval=RECHECK_EVERY, maximum_attempts=0)
-"""Retry policy of the waits: every :data:`RECHECK_EVERY`, no backoff, no attempt limit
-(samples-python ``polling/infrequent``); the busy wait ends itself after :data:`BUSY_LIMIT`."""
-
-STAGE_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
-"""A stage whose worker stops heartbeating this long is started again from the top."""
-
-STAGE_TIMEOUT = timedelta(hours=24)
-"""Longest run of one stage attempt."""
-
-STAGE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10), maximum_attempts=0,
-)
-"""Retries cover a lost worker (heartbeat timeout): a failed agent is a result, not an error."""
-
 
 @workflow.defn(name=WORKFLOW_NAME)
 class ItemWorkflow(ApprovalGate):
