@@ -32,7 +32,7 @@ from bees_cli.agents.model_steps import (
     response_format,
     tools_text,
 )
-from bees_cli.agents.runner import env_key
+from bees_cli.agents.runner import env_key, stage_dir
 from bees_cli.engine.model_models import (
     MODEL_CALL_ACTIVITY,
     TOOL_CALL_ACTIVITY,
@@ -60,9 +60,11 @@ STAGE_FOLDER = "stage"
 FILE_CHARS = 20_000
 """At most this many characters of a file are given back by ``read_file``."""
 
-ActionRunner = Callable[[str, str, dict[str, str]], Awaitable[Any]]
-"""Runs ``bees action NAME`` with input JSON text in a stage's environment (the use case
-``run_action``, injected: the engine does not import use cases); returns its outcome
+ActionRunner = Callable[[str, str, dict[str, str], str], Awaitable[Any]]
+"""Runs ``bees action NAME`` with input JSON text in a stage's environment, in the stage's
+folder (the use case ``run_action``, injected: the engine does not import use cases; the
+folder is where a command agent's ``bees action`` runs, so an add-on sees the same current
+folder from either kind of agent); returns its outcome
 (``exit_code``, ``stdout``, ``from_journal``) or raises ``Refused``/``UserError``."""
 
 
@@ -248,8 +250,10 @@ class ModelActivities:
             env[f"BEES_FOLDER_{env_key(name)}"] = folder
         for name, folder in context.previous.items():
             env[f"BEES_PREVIOUS_{env_key(name)}"] = folder
+        here = stage_dir(context.run_folder, context.stage)
+        await asyncio.to_thread(here.mkdir, parents=True, exist_ok=True)
         try:
-            outcome = await self.act(ask.tool, json.dumps(ask.arguments), env)
+            outcome = await self.act(ask.tool, json.dumps(ask.arguments), env, str(here))
         except Refused as error:
             return ToolResult(content=f"refused: {error}", outcome="refused")
         except UserError as error:

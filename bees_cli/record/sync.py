@@ -32,7 +32,10 @@ The one exception: a refused change of an item another computer runs (relinquish
 the truth.
 
 Fields pushed per item: ``title``, ``process``, ``stage``, ``status``, ``status_text``,
-``reason``, ``agent``, ``summary``, ``computer``, ``machine_id``, ``person``, ``created``.
+``reason``, ``agent``, ``summary``, ``computer``, ``machine_id``, ``person``, ``created``;
+and ``tokens``, the tokens (in plus out) of the item's finished model stages, only when
+there are some (issue 13, point 8; an optional field: old servers and computers keep it as
+any other field).
 """
 
 from __future__ import annotations
@@ -207,7 +210,9 @@ class SharedRecord:
         """Return ``(item_id, origin, fields)`` of every unsent change, oldest item first."""
         with connect(self.path) as db:
             rows = db.execute(
-                "SELECT o.item_id, o.origin, i.* FROM sync_outbox o JOIN items i"
+                "SELECT o.item_id, o.origin, i.*, (SELECT SUM(json_extract(e.data, '$.tokens'))"
+                " FROM events e WHERE e.item_id = o.item_id AND e.kind = 'stage_finished')"
+                " AS tokens FROM sync_outbox o JOIN items i"
                 " ON i.id = o.item_id ORDER BY o.item_id").fetchall()
         changes = []
         for row in rows:
@@ -223,6 +228,9 @@ class SharedRecord:
                 "computer": computer.computer, "machine_id": computer.machine_id,
                 "person": computer.person, "created": data["created"],
             }
+            if data["tokens"]:  # model stages only: absent otherwise, so old fields are unchanged
+                fields["tokens"] = int(data["tokens"])
+                fields["summary"] += f"; {fields['tokens']} model tokens"
             changes.append((data["item_id"], data["origin"], fields))
         return changes
 

@@ -178,7 +178,7 @@ def _refusal(request: dict[str, Any], name: str) -> Refused | None:
 
 
 async def run_action(bees: Bees, name: str, input_text: str | None, *,
-                     env: Mapping[str, str]) -> ActionOutcome:
+                     env: Mapping[str, str], cwd: str | None = None) -> ActionOutcome:
     """Decide whether add-on action ``name`` (``ADDON.ACTION``) may run, and run it at most once.
 
     Decided here (no workflow update): refused when not in the agent's tools; answered from
@@ -200,6 +200,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
         name: ``ADDON.ACTION``.
         input_text: ``--input`` (JSON, ``@FILE``, or None for ``{}``).
         env: the stage's environment (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``…).
+        cwd: the folder the add-on runs in (a model agent's tool call: its stage's folder);
+            None: the current folder (``bees action`` run by a command agent in its stage's).
 
     Returns:
         The :class:`ActionOutcome`.
@@ -240,7 +242,7 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
         request_id = int(request["id"]) if request.get("id") is not None else None
-    return await _run(record, call, environ, kind, command, request_id)
+    return await _run(record, call, environ, kind, command, request_id, cwd)
 
 
 async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
@@ -300,7 +302,8 @@ def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, An
 
 
 async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: str,
-               command: list[str], request_id: int | None) -> ActionOutcome:
+               command: list[str], request_id: int | None,
+               cwd: str | None = None) -> ActionOutcome:
     """Run the add-on: the intent first (not for ``read``), the result journaled after."""
     from bees_cli.agents.runner import expand_command
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
@@ -318,7 +321,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
     try:
         done = await asyncio.to_thread(
             subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
-            stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, check=False)
+            stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, cwd=cwd, check=False)
     except OSError as error:
         if seq is not None:  # it never started: nothing may have happened
             await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)

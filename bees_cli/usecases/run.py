@@ -295,9 +295,9 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         async def start(item_id: str) -> int:
             return await start_pending(engine, record, computer, only=item_id)
 
-        async def act(name: str, text: str, env: dict[str, str]) -> ActionOutcome:
+        async def act(name: str, text: str, env: dict[str, str], cwd: str) -> ActionOutcome:
             # issue 13: a model agent's add-on tool goes through `bees action`'s gate
-            return await run_action(bees, name, text, env=env)
+            return await run_action(bees, name, text, env=env, cwd=cwd)
 
         worker = make_worker(client, queue, record, computer=computer, start=start,
                              heartbeat_every=heartbeat_every, act=act)

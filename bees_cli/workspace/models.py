@@ -213,7 +213,10 @@ RUNNER_TAGS: dict[str, type[Strict]] = {
 
 
 def _runner_tag(value: Any) -> str | None:
-    """Pick the runner model from its keys: ``command`` or ``model``, exactly one."""
+    """Pick the runner model from its keys: ``command`` or ``model``, exactly one (a runner
+    already made, when dumping: from its type, else pydantic warns on every ModelRunner)."""
+    if isinstance(value, ModelRunner):
+        return "model-runner"
     if not isinstance(value, dict):
         return "command-runner"
     has_command, has_model = "command" in value, "model" in value

@@ -138,7 +138,9 @@ class ScriptedServer:
 def serve() -> Iterator[ScriptedServer]:
     """Run a fresh :class:`ScriptedModel` on a free loopback port until the block ends."""
     model = ScriptedModel()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted sockets whose proto is
+    # TCP; without it Nagle holds the reply's body for the client's delayed ACK (~40 ms)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,8 @@ def loop_worker(env: WorkflowEnvironment, record: LocalRecord) -> Worker:
     computer = Computer.load()
     bees = Bees(computer, engine=EngineGateway(env.client))
 
-    async def act(name: str, text: str, environ: dict[str, str]) -> Any:
-        return await run_action(bees, name, text, env=environ)
+    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
+        return await run_action(bees, name, text, env=environ, cwd=cwd)
 
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
                        act=act)
@@ -183,6 +184,24 @@ async def test_a_denial_is_given_back_to_the_model_as_the_tools_result(
     assert sent(model_server, 1)[1] == {
         "role": "tool", "tool_call_id": "c1",
         "content": "refused: mail.send was denied by maya@example.com: not this week"}
+
+
+async def test_an_addon_tool_runs_in_the_stages_folder_as_a_command_agents_action_does(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    where = "import os, pathlib; pathlib.Path('here.txt').write_text('x'); print(os.getcwd())"
+    space.write("addons/probe.yaml", "actions:\n  where:\n    kind: write\n"
+                f"    command: {json.dumps([sys.executable, '-c', where])}\n")
+    model_agent(space, "sender", model_server, tools=["probe.where"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "probe__where", "{}")), Answer.reply("ok"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    folder = (Path(record.item(item_id).run_folder) / "Send").resolve()
+    assert sent(model_server, 1)[1] == {"role": "tool", "tool_call_id": "c1",
+                                        "content": f"{folder}\n"}
+    assert (folder / "here.txt").read_text() == "x"
+    assert not (Path.cwd() / "here.txt").exists()
 
 
 async def test_a_tool_outside_the_agents_tools_is_refused_back_to_the_model(
@@ -331,8 +350,8 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
     computer = Computer.load()
     bees = Bees(computer, engine=EngineGateway(dev_env.client))
 
-    async def act(name: str, text: str, environ: dict[str, str]) -> Any:
-        return await run_action(bees, name, text, env=environ)
+    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
+        return await run_action(bees, name, text, env=environ, cwd=cwd)
 
     saved = asyncio.Event()
 

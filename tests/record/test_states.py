@@ -105,3 +105,26 @@ def test_set_state_refuses_an_unknown_status(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         record.set_state("ITEM", status="snoozing")
     assert record.item("ITEM").status is Status.PENDING
+
+
+def test_the_shared_record_carries_the_tokens_of_finished_model_stages(tmp_path: Path) -> None:
+    path = tmp_path / "record.db"
+    record = LocalRecord(path)
+    for item_id in ("MODEL", "COMMAND"):
+        record.add_item(id=item_id, process="p", title="t", workspace="/ws", run_folder="/r",
+                        input="{}", stage="Draft")
+    record.add_event("MODEL", key="Draft:1:1:stage_finished", kind="stage_finished",
+                     stage="Draft", round=1, data={"agent": "writer", "turns": 3, "tokens": 1200})
+    record.add_event("MODEL", key="Review:1:1:stage_finished", kind="stage_finished",
+                     stage="Review", round=1, data={"agent": "reviewer", "turns": 1, "tokens": 345})
+    record.add_event("MODEL", key="Send:1:1:stage_started", kind="stage_started",
+                     stage="Send", round=1, data={"agent": "sender", "attempt": 1, "tokens": 9})
+    record.add_event("COMMAND", key="Draft:1:1:stage_finished", kind="stage_finished",
+                     stage="Draft", round=1, data={"agent": "writer", "exit_code": 0})
+    record.set_state("MODEL", status=Status.RUNNING, stage="Send", agent="sender")
+    record.set_state("COMMAND", status=Status.RUNNING, stage="Review", agent="reviewer")
+    outbox = {i: f for i, _, f in SharedRecord(path).outbox(_Here())}  # type: ignore[arg-type]
+    assert outbox["MODEL"]["tokens"] == 1545
+    assert outbox["MODEL"]["summary"] == "Send: running (sender); 1545 model tokens"
+    assert "tokens" not in outbox["COMMAND"]
+    assert outbox["COMMAND"]["summary"] == "Review: running (reviewer)"

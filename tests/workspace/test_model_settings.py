@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from bees_cli.workspace.models import Agent, ModelRunner, ModelSpec, Prices
@@ -28,3 +30,16 @@ def test_model_runner_settings_and_their_defaults() -> None:
     assert full.model.prices.cost(2_000_000, 500_000) == pytest.approx(0.6)
     assert (full.tool_mode, full.max_turns, full.token_budget, full.max_reply_tokens,
             full.model.timeout_seconds) == ("json", 8, 50_000, 512, 30.0)
+
+
+def test_an_agent_dumps_its_model_runner_without_a_serializer_warning() -> None:
+    agent = Agent.model_validate({"runner": {"model": {"base_url": "http://h/v1", "name": "m"},
+                                             "max_turns": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dumped = agent.model_dump(mode="json")["runner"]
+    assert dumped == {"model": {"base_url": "http://h/v1", "name": "m", "api_key_env": None,
+                                "prices": None, "timeout_seconds": 120.0},
+                      "tool_mode": "native", "max_turns": 3, "token_budget": None,
+                      "max_reply_tokens": None}
+    assert Agent.model_validate({"runner": dumped}) == agent
