@@ -46,7 +46,8 @@ def whole(space: Space) -> ItemSnapshot:
 def test_the_view_keeps_only_what_the_workflow_reads(space: Space) -> None:
     view = engine_view(whole(space))
     assert view.version == SNAPSHOT_VERSION == 1
-    assert view.model_dump()["agents"] == {"alpha": {"tools": [], "max_concurrent_runs": 2}}
+    assert view.model_dump()["agents"] == {"alpha": {"tools": [], "max_concurrent_runs": 2,
+                                                     "loop": None}}
     assert [(s.name, s.kind, s.approval) for s in view.process.stages] == [
         ("Work", "work", "required"), ("Done", "done", "none")]
     assert view.stage("Work").reviews is None
