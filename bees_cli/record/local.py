@@ -196,12 +196,19 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
         self.read_only = storage.read_only(path)
         """The file cannot be written here (a read-only home): reading works, a write raises
         :class:`~bees_cli.errors.DiskError` (:mod:`bees_cli.record.storage`)."""
+        self.replaced = 0
+        """How many times the file was found gone (moved aside or deleted while this object
+        was in use) and started again empty: ``bees run`` then rebuilds its rows."""
+        self._create()
+
+    def _create(self) -> None:
+        """Create (or upgrade) the file and its tables."""
         if not self.read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with storage.opened(self.path, corrupt=self._corrupt) as db:
             if not self.read_only:
                 db.execute("PRAGMA journal_mode=WAL")
-            schema.upgrade(db, path)
+            schema.upgrade(db, self.path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
         return BeesError(
@@ -212,6 +219,11 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if not self.read_only and not self.path.exists():
+            # moved aside or deleted while in use: start again with the tables, never a
+            # bare file without them (``no such table``); ``bees run`` rebuilds the rows
+            self._create()
+            self.replaced += 1
         with storage.opened(self.path, corrupt=self._corrupt) as db:
             yield db
 

@@ -318,12 +318,18 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         gone: str | None = None
         told: str | None = None
         checked = idle_since = loop.time()
+        replaced = record.replaced
         while not stop.is_set():
             if loop.time() - checked >= ENGINE_CHECK_EVERY:
                 checked = loop.time()
                 gone = await asyncio.to_thread(engine_gone, server)
                 if gone is not None:
                     break
+            if record.replaced != replaced:  # the record was moved aside while running
+                replaced = record.replaced
+                say(f"the local record {record.path} was moved aside or deleted; "
+                    "rebuilding it from the engine")
+                await recover_state(bees, engine, queue)
             await start_pending(engine, record, computer)
             await deliver_queued(bees)
             if worker_task.done():

@@ -165,3 +165,18 @@ def test_a_read_only_home_is_read_with_the_changes_still_in_its_wal(
         writer.close()
     assert shown.returncode == 0, shown.stderr
     assert [(r["id"], r["title"]) for r in json.loads(shown.stdout)] == [(item, "Week 2")]
+
+
+def test_a_record_moved_aside_while_in_use_starts_again_with_its_tables(tmp_path: Path) -> None:
+    from bees_cli.record.local import LocalRecord
+
+    path = tmp_path / "data" / "record.db"
+    record = LocalRecord(path)
+    record.add_item(id="01JH3QX5Z8KZ2W4M6N8P0R2T4V", process="p", title="t", workspace="/ws",
+                    run_folder=str(tmp_path / "run"), input="{}", stage="Draft")
+    path.rename(tmp_path / "record.db.bad")
+    assert (record.items(), record.replaced) == ([], 1)  # not "no such table: items"
+    record.add_item(id="01JH3QX5Z8KZ2W4M6N8P0R2T4W", process="p", title="t", workspace="/ws",
+                    run_folder=str(tmp_path / "run"), input="{}", stage="Draft")
+    assert ([row.id for row in record.items()], record.replaced) == (
+        ["01JH3QX5Z8KZ2W4M6N8P0R2T4W"], 1)
