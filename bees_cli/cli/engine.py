@@ -45,6 +45,9 @@ def run(
     """
     import asyncio
 
+    from bees_cli.cli.logs import engine_logs_in_one_line
+
+    engine_logs_in_one_line()
     bees = bees_here()
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
                                 exit_when_idle=exit_when_idle))
