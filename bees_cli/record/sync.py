@@ -436,9 +436,12 @@ class Syncer:
                 if text != last_error and say:
                     say(f"shared record: sync failed: {text}")
                 last_error = text
-                # a Bees error is news; anything else is a bug: keep its traceback
-                log.warning("shared record sync failed: %s", text,
-                            exc_info=not isinstance(error, BeesError))
+                # a Bees error is news, said once above; anything else is a bug: keep its
+                # traceback in the log
+                if isinstance(error, BeesError):
+                    log.debug("shared record sync failed: %s", text)
+                else:
+                    log.warning("shared record sync failed: %s", text, exc_info=True)
                 code = error.code if isinstance(error, BeesError) else "error"
                 try:
                     await asyncio.to_thread(self.shared.set_meta, error=text, error_code=code)

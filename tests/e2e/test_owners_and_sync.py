@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from bees_cli.cloud import wire
 from bees_cli.record.fires import FireLog
@@ -82,7 +85,8 @@ def test_team_table_last_writer_wins_in_any_order(tmp_path: Path) -> None:
     assert finals == [{"A": "Review", "B": "Done"}] * 2
 
 
-async def test_sync_loop_survives_an_unreachable_cloud(tmp_path: Path) -> None:
+async def test_sync_loop_survives_an_unreachable_cloud(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     offline = make_computer(tmp_path, "maya-laptop", "maya@example.com", url=closed_url(),
                             token="x")
     said: list[str] = []
@@ -96,6 +100,8 @@ async def test_sync_loop_survives_an_unreachable_cloud(tmp_path: Path) -> None:
     await asyncio.wait_for(task, 10)
     assert len(said) == 1 and said[0].startswith("shared record: sync failed: cannot reach")
     assert SharedRecord(offline.record_path).meta("error") is not None
+    # said once, not also as a warning in another wording on the same console
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_repeated_hour_fires_once_per_computer(tmp_path: Path) -> None:
