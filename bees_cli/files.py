@@ -26,7 +26,10 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         OSError: the folder is not writable or the disk is full; ``path`` is unchanged.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:  # name the file the user knows, not a temporary name
+        raise OSError(error.errno, error.strerror, str(path)) from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
