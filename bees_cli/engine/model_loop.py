@@ -9,6 +9,7 @@ stage with the reason (point 7).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -73,12 +74,15 @@ async def _finished(stage: StageInput, out: StageOutput, turns: int, tokens: int
         start_to_close_timeout=RECORD_TIMEOUT)
 
 
-async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
+async def run_model_stage(stage: StageInput, loop: LoopView,
+                          between: Callable[[], None] = lambda: None) -> StageOutput:
     """Run a model agent's stage: ask, run the tools asked for, until a final answer.
 
     Args:
         stage: what ``bees.run_stage`` would get (attempt: its ``attempt_base``).
         loop: the agent's turn limit, token budget and tool mode.
+        between: called after each model and tool call; it raises to stop the loop (a
+            relinquish whose cancel the finished call swallowed).
 
     Returns:
         ok with the stage folder (a review: with its verdict), or not ok with the reason:
@@ -114,6 +118,7 @@ async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
             if isinstance(error.cause, TemporalCancelled):
                 raise
             return failed(_cause(error))
+        between()
         used += step.prompt_tokens + step.completion_tokens
         messages.append(step.message)
         if loop.token_budget is not None and used > loop.token_budget:
@@ -143,4 +148,5 @@ async def run_model_stage(stage: StageInput, loop: LoopView) -> StageOutput:
                 TOOL_CALL_ACTIVITY, ToolCallInput(context=context, turn=turn, call=call),
                 result_type=ToolResult, start_to_close_timeout=TOOL_CALL_TIMEOUT,
                 heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT, retry_policy=TOOL_CALL_RETRY)
+            between()
             messages.append(_told(result.content, call.call_id, call.tool, json_mode))

@@ -28,6 +28,12 @@ HANDOVER_WAITS_FOR_CLOUD = "handover-waits-for-cloud"
 Bees Cloud that is down for a while delays the relinquish instead of failing the run (its
 activity answers other failures as a refusal after three tries)."""
 
+RELINQUISH_BETWEEN_STEPS = "relinquish-between-steps"
+"""Patch: a plan whose cancel was swallowed (its stage, eligibility or tool call finished as
+the relinquish arrived) stops at its next step boundary instead of going on to the next
+stage; marked only when a relinquish is pending, so other histories carry no marker (tester
+finding: a relinquish in a stage's last seconds hung until the item reached Done)."""
+
 HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                              maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""

@@ -31,6 +31,7 @@ from bees_cli.engine.workflow_policies import (
     HANDOVER_RETRY,
     HANDOVER_WAITS_FOR_CLOUD,
     RECHECK,
+    RELINQUISH_BETWEEN_STEPS,
     RELINQUISH_KEEPS_STATE,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
@@ -337,6 +338,7 @@ class ItemWorkflow(ApprovalGate):
             check = await self._eligible(CheckInput(
                 item_id=item.item_id, stage=stage.name, round=round_,
                 reviewed_by=reviewed_by, snapshot_digest=item.snapshot_digest))
+            self._stop_if_relinquished()
             assert check.agent is not None
             self._agent = check.agent
             busy = await self._take_slot(stage.name, check.agent, round_)
@@ -356,15 +358,18 @@ class ItemWorkflow(ApprovalGate):
                 snapshot_digest=item.snapshot_digest, attempt_base=base)
             loop = self._snapshot.agents[check.agent].loop
             try:
+                self._stop_if_relinquished()  # a cancel swallowed as the slot was granted
                 result: StageOutput = await self._run_stage(given, loop)
             finally:
                 if self._capped(check.agent):
                     await workflow.execute_activity(
                         RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
                         start_to_close_timeout=SHORT)
+            self._stop_if_relinquished()  # the stage finished as the relinquish arrived
             memo.attempts[key] = result.attempt + 1
             if result.ok and stage.approval == "required":
                 result = await self._finish_gate(stage, round_, check.agent, result)
+                self._stop_if_relinquished()
             if not result.ok:
                 await self._fail(stage.name, round_, check.agent, result.reason or "failed",
                                  f"{result.attempt}:failed")
@@ -401,7 +406,7 @@ class ItemWorkflow(ApprovalGate):
         """Run the stage: a command agent in one ``bees.run_stage`` activity; since
         :data:`MODEL_LOOP`, a model agent as the model loop (issue 13, model_loop.py)."""
         if loop is not None and workflow.patched(MODEL_LOOP):
-            return await run_model_stage(given, loop)
+            return await run_model_stage(given, loop, between=self._stop_if_relinquished)
         result: StageOutput = await workflow.execute_activity(
             RUN_ACTIVITY, given, result_type=StageOutput,
             start_to_close_timeout=STAGE_TIMEOUT,
@@ -410,6 +415,22 @@ class ItemWorkflow(ApprovalGate):
             retry_policy=STAGE_RETRY,
         )
         return result
+
+    def _stop_if_relinquished(self) -> None:
+        """Stop the plan at a step boundary when a relinquish is pending (since
+        :data:`RELINQUISH_BETWEEN_STEPS`; DESIGN.md, Rules: handover).
+
+        The relinquish cancels the plan, but a stage, eligibility check or tool call that
+        finishes as the cancel arrives resolves with its result and the cancel is swallowed:
+        without this the plan went on to the next stages. The handover then restarts at the
+        current stage (:meth:`_restart_stage`). ``workflow.patched`` is asked only when a
+        relinquish is pending, so other histories get no marker.
+
+        Raises:
+            asyncio.CancelledError: a relinquish is pending (patched runs).
+        """
+        if self._relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
+            raise asyncio.CancelledError
 
     async def _eligible(self, check: CheckInput) -> CheckOutput:
         """Check eligibility until the stage can start here, re-checking every 15 s
@@ -482,7 +503,13 @@ class ItemWorkflow(ApprovalGate):
             CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
 
     async def _wait_for_person(self) -> str:
-        """Wait for a person's retry or accept; record it (who, when); return which."""
+        """Wait for a person's retry or accept; record it (who, when); return which.
+
+        Raises:
+            asyncio.CancelledError: a relinquish is pending (its cancel swallowed by the
+                fact recorded just before).
+        """
+        self._stop_if_relinquished()
         await workflow.wait_condition(lambda: self._person is not None)
         assert self._person is not None
         choice, person = self._person

@@ -357,6 +357,40 @@ async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space:
     return item_id
 
 
+async def relinquish_as_stage_finishes(client: Client, record: LocalRecord,
+                                       space: Space) -> str:
+    """Work's agent holds; a relinquish is accepted and Work's cancel asked, then the agent
+    exits 0 before its heartbeat sees the cancel (the cancel swallowed by Work's result), on
+    the ``relinquish-between-steps`` patch: the plan stops before Review; ``relinquished``."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import WorkflowUpdateStage
+
+    hold = space.root.parent / "hold"
+    hold.touch()
+    space.write("agents/alpha.yaml", "\n".join([
+        "instructions: test", "runner:",
+        f'  command: ["${{BEES_PYTHON}}", "{HERE / "handover_agent.py"}"]', "  env:",
+        f'    AGENT_LOG: "{space.log}"', "    ACTIONS: '[]'", f'    HOLD: "{hold}"']) + "\n")
+    space.agent("beta")
+    space.write("processes/p.yaml", WORK_REVIEW)
+    item_id = await _start(client, record, space)
+    handle = client.get_workflow_handle(item_id)
+    while not space.log.exists() or "holding Work" not in space.lines():
+        await asyncio.sleep(0.05)
+    update = await handle.start_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput,
+                                       wait_for_stage=WorkflowUpdateStage.ACCEPTED)
+    cancel_asked = EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
+    while cancel_asked not in [e.event_type for e in (await handle.fetch_history()).events]:
+        await asyncio.sleep(0.02)
+    hold.unlink()
+    handed = await update.result()
+    assert handed.ok, handed.reason
+    assert await handle.result() == "relinquished: restarts at Work"
+    types = [e.event_type for e in (await handle.fetch_history()).events]
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED not in types  # Work's result came
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -369,6 +403,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_refused_then_retry": relinquish_refused,
     "model_stages_tool_then_verdict": model_stages,
     "relinquish_waits_for_cloud": relinquish_waits_for_cloud,
+    "relinquish_as_stage_finishes": relinquish_as_stage_finishes,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

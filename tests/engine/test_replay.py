@@ -20,6 +20,8 @@ count a handover carried: its first request for changes is the third, which stop
 scripted model, a tool call and an answer, then a review's verdict (issue 13).
 ``relinquish_waits_for_cloud`` is on the ``handover-waits-for-cloud`` patch: the handover
 step is tried without an attempt limit (backing off to 15 s) while Bees Cloud is down.
+``relinquish_as_stage_finishes`` is on the ``relinquish-between-steps`` patch: Work finished
+as the relinquish cancelled it (the cancel swallowed); the plan stops before Review.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -47,11 +49,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "continued_as_new_first_run", "continued_as_new_last_run",
             "action_held_at_once_then_approved", "interrupted_send_held_then_ran",
             "relinquish_refused_then_retry", "continued_with_review_count",
-            "model_stages_tool_then_verdict", "relinquish_waits_for_cloud"}
+            "model_stages_tool_then_verdict", "relinquish_waits_for_cloud",
+            "relinquish_as_stage_finishes"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 21
+    assert len(HISTORIES) == 22
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
