@@ -306,19 +306,26 @@ def continued_title(here: Computer, item_id: str, folder: Path, row: Any, given:
 
 
 def _refuse_unless_free(here: Computer, item_id: str) -> None:
-    """Refuse an item this computer knows that is not free (it was never relinquished)."""
+    """Refuse an item this computer knows that is not free: continued here already (a second
+    ``bees continue``), or running here and never relinquished."""
     from bees_cli.record.local import LocalRecord
 
+    record = LocalRecord(here.record_path)
     try:
-        row = LocalRecord(here.record_path).item(item_id)
+        row = record.item(item_id)
     except Ambiguous:
         raise
     except NotFound:
         return
-    if row.status != "free":
-        raise Refused(f"item {row.id} is not relinquished (status: {row.status_text}): only a "
-                      "relinquished item can be continued",
-                      hint=f"bees relinquish {row.id} on the computer that runs it, first")
+    if row.status == "free":
+        return
+    runs = [e.data.get("run") for e in record.events(row.id) if e.kind == "continued"]
+    if runs:
+        raise Refused(f"item {row.id} was already continued here (run {runs[-1]})",
+                      hint=f"bees item show {row.id} shows it")
+    raise Refused(f"item {row.id} runs here already (status: {row.status_text}): only a "
+                  "relinquished item can be continued",
+                  hint=f"bees item show {row.id} shows it")
 
 
 def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,

@@ -151,22 +151,29 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
     created time and review count), and start it now when ``bees run``
     is up here (else ``bees run`` starts it).
 
+    One continue of an item at a time on this computer: the whole of it holds the item's
+    continue lock (:func:`~bees_cli.handover.lock.continue_lock`); a second one is refused
+    at once while the first runs, and, once it ended, as continued here already.
+
     Raises:
-        Refused: owned elsewhere, checkpoint invalid, not eligible, claimed first elsewhere.
+        Refused: owned elsewhere, checkpoint invalid, not eligible, claimed first elsewhere;
+            a continue of the item is under way here, or it was continued here already.
         NotFound, UserError, CloudError: no such item, bad ``--from``, cloud unreachable.
     """
+    from bees_cli.handover.lock import continue_lock
     from bees_cli.usecases.run import start_pending
 
-    done = await asyncio.to_thread(
-        record_next_run, item_id, from_dir=from_dir, digest=digest,
-        workspace_path=workspace_path, title=title, computer=bees.computer,
-        progress=progress, say=bees.say)
-    address = await asyncio.to_thread(bees.worker_address)
-    if address is None:
-        bees.say("bees run is not running here: the item starts when `bees run` starts")
-        return done
-    engine = await bees.engine(address)
-    await start_pending(engine, bees.record, bees.computer, only=done.item)
+    with continue_lock(bees.computer.record_path.parent, item_id):
+        done = await asyncio.to_thread(
+            record_next_run, item_id, from_dir=from_dir, digest=digest,
+            workspace_path=workspace_path, title=title, computer=bees.computer,
+            progress=progress, say=bees.say)
+        address = await asyncio.to_thread(bees.worker_address)
+        if address is None:
+            bees.say("bees run is not running here: the item starts when `bees run` starts")
+            return done
+        engine = await bees.engine(address)
+        await start_pending(engine, bees.record, bees.computer, only=done.item)
     bees.say("started; bees run picks it up")
     return replace(done, started=True)
 

@@ -29,7 +29,7 @@ from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.errors import Refused
 from bees_cli.handover import checkpoint as checkpoints
-from bees_cli.handover.continue_ import DigestDisagrees
+from bees_cli.handover.continue_ import Continued, DigestDisagrees
 from bees_cli.handover.store import kept_handover
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
@@ -347,3 +347,32 @@ async def test_without_a_cloud_a_rewritten_checkpoint_is_named_and_repair_keeps_
     cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
     assert cont.checkpoint_sha256 == rewritten
     assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
+
+
+@pytest.mark.usefixtures("worker")
+async def test_two_continues_at_once_on_one_computer_continue_the_item_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 11")
+    await asyncio.to_thread(relinquish_item, item.id)
+    hold.unlink()
+    results = await asyncio.gather(
+        asyncio.to_thread(continue_item, item.id, workspace_path=space.root),
+        asyncio.to_thread(continue_item, item.id, workspace_path=space.root),
+        return_exceptions=True)
+    [cont] = [r for r in results if isinstance(r, Continued)]
+    [refused] = [r for r in results if isinstance(r, Refused)]
+    assert (cont.run, cont.run_folder) == (2, str(item.run_folder))
+    # refused at once while the first holds the lock, or after it, as continued here
+    assert refused.message in (f"a continue of item {item.id} is under way here",
+                               f"item {item.id} was already continued here (run 2)")
+    assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
+    with pytest.raises(Refused) as again:
+        await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert (again.value.message, again.value.hint) == (
+        f"item {item.id} was already continued here (run 2)",
+        f"bees item show {item.id} shows it")
+    assert [e.data["run"] for e in record.events(item.id) if e.kind == "continued"] == [2]
+    assert [p.name for p in item.run_folder.parent.iterdir()
+            if p.name.startswith(item.id)] == [item.id]
