@@ -1,7 +1,10 @@
-"""One ``bees continue`` of an item per computer, through a real subprocess: a continue under
-way, an item continued here already or running here are refused with exit 3."""
+"""One ``bees continue`` of an item per computer, and requests to a free item, through a real
+subprocess: a continue under way, an item continued here already or running here, and
+cancel, retry or accept of a relinquished item are refused with exit 3, nothing changed."""
 
 from __future__ import annotations
+
+import pytest
 
 from bees_cli.handover.lock import LOCKS_DIR, continue_lock
 from bees_cli.machine.computer import Computer
@@ -60,3 +63,19 @@ def test_an_item_that_runs_here_and_was_never_relinquished_says_so(
         f"error: item {ITEM} runs here already (status: running): only a relinquished item "
         "can be continued",
         f"hint: bees item show {ITEM} shows it"]
+
+
+@pytest.mark.parametrize(("argv", "what"), [
+    (("item", "cancel"), "cancel"), (("retry",), "retry"), (("item", "accept"), "accept")])
+def test_a_request_to_a_relinquished_item_is_refused_where_it_is_free(
+        bees: BeesRunner, argv: tuple[str, ...], what: str) -> None:
+    record = _record()
+    record.set_state(ITEM, status=Status.FREE, stage="Draft", reason="restarts at Draft")
+    before = record.events(ITEM)
+    done = bees(*argv, ITEM)
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.splitlines() == [
+        f"error: item {ITEM} is not running here: it was relinquished (restarts at Draft); "
+        f"{what} it where it continues"]
+    row = record.item(ITEM)
+    assert (row.status, row.stage, record.events(ITEM)) == (Status.FREE, "Draft", before)
