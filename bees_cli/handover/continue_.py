@@ -49,13 +49,10 @@ from bees_cli.machine.computer import Computer
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.handover.adopt import Copied
 
 Progress = Callable[[int, int], None]
 Say = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -145,9 +142,10 @@ def _run_root(here: Computer, item_id: str, workspace_path: Path | None) -> Path
 
 
 def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected,
-               workspace_path: Path | None, progress: Progress | None, say: Say) -> Path:
+               workspace_path: Path | None, progress: Progress | None) -> Copied:
     """Step 2 with ``--from DIR``: verify DIR, copy it into this computer's run folder of
-    the item, verify the copy; return the copy (:mod:`bees_cli.handover.adopt`)."""
+    the item, verify the copy; return what was copied (:mod:`bees_cli.handover.adopt`): a
+    refused continue undoes it (:meth:`~bees_cli.handover.adopt.Copied.undo`)."""
     from bees_cli.handover.adopt import copy_in
 
     if not from_dir.is_dir():
@@ -158,14 +156,20 @@ def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected
 
     dest = run_folder_of(_run_root(here, item_id, workspace_path), item_id)
     try:
-        folder = copy_in(source, dest, expected_sha256=expected.sha256, progress=progress,
-                         say=say)
+        return copy_in(source, dest, expected_sha256=expected.sha256, progress=progress)
     except OSError as error:
         raise UserError(f"cannot copy {source} to {dest}: {error.strerror or error}",
                         hint="free some room there, or link the workspace's run folder "
                              "elsewhere") from None
-    say(f"{item_id}: copied {source} to {folder}; the copy verified, and the run uses it")
-    return folder
+
+
+def say_copied(item_id: str, source: Path, copied: Copied, say: Say) -> None:
+    """Say what ``--from`` did, once the copy is used (after the claim)."""
+    if copied.aside is not None:
+        say(f"{copied.folder} held another run folder of this item: moved aside to "
+            f"{copied.aside}")
+    say(f"{item_id}: copied {source.resolve()} to {copied.folder}; the copy verified, and "
+        "the run uses it")
 
 
 def _verified(item_id: str, folder: Path, expected: _Expected,
@@ -306,29 +310,38 @@ def continued_title(here: Computer, item_id: str, folder: Path, row: Any, given:
 
 
 def _refuse_unless_free(here: Computer, item_id: str) -> None:
-    """Refuse an item this computer knows that is not free (it was never relinquished)."""
+    """Refuse an item this computer knows that is not free: continued here already (a second
+    ``bees continue``), or running here and never relinquished."""
     from bees_cli.record.local import LocalRecord
 
+    record = LocalRecord(here.record_path)
     try:
-        row = LocalRecord(here.record_path).item(item_id)
+        row = record.item(item_id)
     except Ambiguous:
         raise
     except NotFound:
         return
-    if row.status != "free":
-        raise Refused(f"item {row.id} is not relinquished (status: {row.status_text}): only a "
-                      "relinquished item can be continued",
-                      hint=f"bees relinquish {row.id} on the computer that runs it, first")
+    if row.status == "free":
+        return
+    runs = [e.data.get("run") for e in record.events(row.id) if e.kind == "continued"]
+    if runs:
+        raise Refused(f"item {row.id} was already continued here (run {runs[-1]})",
+                      hint=f"bees item show {row.id} shows it")
+    raise Refused(f"item {row.id} runs here already (status: {row.status_text}): only a "
+                  "relinquished item can be continued",
+                  hint=f"bees item show {row.id} shows it")
 
 
 def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str | None = None,
                      workspace_path: Path | None = None, computer: Computer,
-                     progress: Progress | None = None, say: Say = _quiet) -> dict[str, Any]:
-    """Steps 1 to 4: everything ``bees continue`` checks before it claims; changes nothing.
+                     progress: Progress | None = None) -> dict[str, Any]:
+    """Steps 1 to 4: everything ``bees continue`` checks before it claims; changes nothing
+    but the ``--from`` copy (undone when refused).
 
     Returns:
-        ``{"item", "folder", "checkpoint", "sha256", "restart", "snapshot", "title",
-        "process"}``.
+        ``{"item", "folder", "checkpoint", "sha256", "restart", "snapshot", "copied"}``;
+        ``copied`` (:class:`~bees_cli.handover.adopt.Copied`, None without ``--from``) is
+        undone here when a check refuses, by the caller when the claim does.
 
     Raises:
         Refused: this computer knows the item and it is not free (never relinquished),
@@ -338,16 +351,30 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
         NotFound, UserError: no such item in Bees Cloud, no digest, bad ``--from``.
         CloudError: Bees Cloud cannot be reached.
     """
-    from bees_cli.agents.eligibility import check_eligibility
-
     here = computer
     item_id = item_id.strip().upper()
     _refuse_unless_free(here, item_id)
     expected = _expected(here, item_id, digest)
+    copied: Copied | None = None
     if from_dir is not None:
-        folder = _copied_in(here, item_id, from_dir, expected, workspace_path, progress, say)
+        copied = _copied_in(here, item_id, from_dir, expected, workspace_path, progress)
+        folder = copied.folder
     else:
         folder = _run_folder(here, item_id, workspace_path)
+    try:
+        ready = _checked(here, item_id, folder, expected, workspace_path, progress)
+    except BaseException:
+        if copied is not None:  # a refused continue leaves the disk as it was
+            copied.undo()
+        raise
+    return {**ready, "copied": copied}
+
+
+def _checked(here: Computer, item_id: str, folder: Path, expected: _Expected,
+             workspace_path: Path | None, progress: Progress | None) -> dict[str, Any]:
+    """Steps 3 and 4 on the run folder ``folder`` (see :func:`prepare_continue`)."""
+    from bees_cli.agents.eligibility import check_eligibility
+
     result = _verified(item_id, folder, expected, progress)
     checkpoint = result.checkpoint
     assert checkpoint is not None and result.sha256 is not None

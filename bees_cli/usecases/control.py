@@ -33,16 +33,26 @@ def start_hint(then: str) -> str:
     return f"start it with `bees run`, then `{then}`"
 
 
-def changeable_row(record: LocalRecord, item_id: str) -> ItemRow:
-    """Return the row of ``item_id``, refusing an item that is done or cancelled.
+def changeable_row(record: LocalRecord, item_id: str,
+                   what: Literal["retry", "accept", "cancel"]) -> ItemRow:
+    """Return the row of ``item_id``, refusing an item that is done or cancelled, or free
+    (relinquished: it has no run here, DESIGN.md, Handover).
+
+    Args:
+        record: this computer's local record.
+        item_id: the item's id or a unique prefix.
+        what: the person's request, named in the refusal of a free item.
 
     Raises:
         NotFound, Ambiguous: no such item here.
-        Refused: it is done or cancelled.
+        Refused: it is done or cancelled; or free (exit 3: where it continues decides).
     """
     row = record.item(item_id)
     if row.status in ("done", "cancelled"):
         raise Refused(f"item {row.id} is {row.status}: nothing to change")
+    if row.status == Status.FREE:
+        raise Refused(f"item {row.id} is not running here: it was relinquished (restarts at "
+                      f"{row.stage or '?'}); {what} it where it continues")
     return row
 
 
@@ -56,12 +66,12 @@ async def person_request(bees: Bees, item_id: str,
     Raises:
         NotFound: no such item here.
         Refused: the item is not failed or stopped (retry), not stopped at the review
-            limit (accept), or over.
+            limit (accept), over, or free (relinquished: asked where it continues).
         EngineError: ``bees run`` is not up.
     """
     from bees_cli.engine.models import ACCEPT_UPDATE, RETRY_UPDATE, PersonInput
 
-    row = await asyncio.to_thread(changeable_row, bees.record, item_id)
+    row = await asyncio.to_thread(changeable_row, bees.record, item_id, what)
     if row.status == "pending":
         raise Refused(f"item {row.id} has not started yet: start it with bees run")
     if row.status == Status.LOST and what == "retry":
@@ -86,11 +96,12 @@ async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) ->
     record to say ``cancelled``.
 
     Raises:
-        NotFound, Refused: no such item; it is done or cancelled already.
+        NotFound, Refused: no such item; it is done or cancelled already; it is free
+            (relinquished: cancelled where it continues).
         EngineError: the engine is not running.
     """
     record = bees.record
-    row = await asyncio.to_thread(changeable_row, record, item_id)
+    row = await asyncio.to_thread(changeable_row, record, item_id, "cancel")
     who = bees.who()
     if row.status in (Status.PENDING, Status.LOST):  # no run to stop
         record.add_event(row.id, key="cancelled", kind="cancelled", data={"who": who})

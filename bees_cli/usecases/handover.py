@@ -151,22 +151,29 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
     created time and review count), and start it now when ``bees run``
     is up here (else ``bees run`` starts it).
 
+    One continue of an item at a time on this computer: the whole of it holds the item's
+    continue lock (:func:`~bees_cli.handover.lock.continue_lock`); a second one is refused
+    at once while the first runs, and, once it ended, as continued here already.
+
     Raises:
-        Refused: owned elsewhere, checkpoint invalid, not eligible, claimed first elsewhere.
+        Refused: owned elsewhere, checkpoint invalid, not eligible, claimed first elsewhere;
+            a continue of the item is under way here, or it was continued here already.
         NotFound, UserError, CloudError: no such item, bad ``--from``, cloud unreachable.
     """
+    from bees_cli.handover.lock import continue_lock
     from bees_cli.usecases.run import start_pending
 
-    done = await asyncio.to_thread(
-        record_next_run, item_id, from_dir=from_dir, digest=digest,
-        workspace_path=workspace_path, title=title, computer=bees.computer,
-        progress=progress, say=bees.say)
-    address = await asyncio.to_thread(bees.worker_address)
-    if address is None:
-        bees.say("bees run is not running here: the item starts when `bees run` starts")
-        return done
-    engine = await bees.engine(address)
-    await start_pending(engine, bees.record, bees.computer, only=done.item)
+    with continue_lock(bees.computer.record_path.parent, item_id):
+        done = await asyncio.to_thread(
+            record_next_run, item_id, from_dir=from_dir, digest=digest,
+            workspace_path=workspace_path, title=title, computer=bees.computer,
+            progress=progress, say=bees.say)
+        address = await asyncio.to_thread(bees.worker_address)
+        if address is None:
+            bees.say("bees run is not running here: the item starts when `bees run` starts")
+            return done
+        engine = await bees.engine(address)
+        await start_pending(engine, bees.record, bees.computer, only=done.item)
     bees.say("started; bees run picks it up")
     return replace(done, started=True)
 
@@ -205,6 +212,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         next_attempts,
         prepare_continue,
         previous_outputs,
+        say_copied,
     )
     from bees_cli.handover.store import read_item
     from bees_cli.record.fires import FireLog
@@ -213,22 +221,29 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
 
     here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
-                             workspace_path=workspace_path, computer=here, progress=progress,
-                             say=say)
+                             workspace_path=workspace_path, computer=here, progress=progress)
     item_id = ready["item"]
     checkpoint: dict[str, Any] = ready["checkpoint"]
     snapshot = ready["snapshot"]
     restart: str = ready["restart"]
     folder: Path = ready["folder"]
-    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
+    copied = ready["copied"]
     try:
-        journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
-    except ValueError as error:
-        raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
-    # format 2: the item's story (history, created, review rounds); verified with the file
-    story = (Story.model_validate(checkpoint["story"])
-             if checkpoint.get("story") is not None else None)
-    claim_here(here, item_id)
+        try:
+            journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
+        except ValueError as error:
+            raise Refused(f"checkpoint.json: its journal is not readable ({error})") from None
+        # format 2: the item's story (history, created, review rounds); verified with the file
+        story = (Story.model_validate(checkpoint["story"])
+                 if checkpoint.get("story") is not None else None)
+        claim_here(here, item_id)
+    except BaseException:
+        if copied is not None:  # a refused continue leaves the disk as it was
+            copied.undo()
+        raise
+    if copied is not None and from_dir is not None:  # said once the copy is used
+        say_copied(item_id, from_dir, copied, say)
+    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
     record = LocalRecord(here.record_path)
     try:
         row = record.item(item_id)

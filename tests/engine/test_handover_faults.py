@@ -22,6 +22,7 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 import bees_cli.handover.checkpoint as checkpoint_module
+import bees_cli.handover.continue_ as continue_module
 from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.cloud.login import Login, save_login
 from bees_cli.engine.client import EngineGateway
@@ -29,12 +30,13 @@ from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.errors import Refused
 from bees_cli.handover import checkpoint as checkpoints
-from bees_cli.handover.continue_ import DigestDisagrees
+from bees_cli.handover.continue_ import Continued, DigestDisagrees
 from bees_cli.handover.store import kept_handover
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status
 from bees_cli.usecases import Bees
 from bees_cli.usecases import handover as handover_usecases
 from bees_cli.usecases.items import create_item
@@ -285,7 +287,7 @@ async def test_a_handover_refused_after_the_stop_keeps_attempts_and_previous_sta
 @pytest.mark.usefixtures("worker")
 async def test_continue_from_a_copy_runs_from_its_own_copy_and_survives_deleting_it(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hold = tmp_path / "hold"
     item = await start_holding(dev_env, space, record, hold, "Week 9")
     done = await asyncio.to_thread(relinquish_item, item.id)
@@ -294,7 +296,23 @@ async def test_continue_from_a_copy_runs_from_its_own_copy_and_survives_deleting
     # this computer's own run folder of the item holds something else now
     (item.run_folder / "stray.txt").write_text("not in the checkpoint")
     hold.unlink()
+    before = sorted(p.name for p in item.run_folder.parent.iterdir())
+
+    def lost_claim(_: Computer, item_id: str) -> None:
+        raise Refused(f"item {item_id} is owned by ana-desktop (Ana): it continued there first")
+
     said: list[str] = []
+    with monkeypatch.context() as patch, pytest.raises(Refused) as lost:
+        patch.setattr(continue_module, "claim_here", lost_claim)
+        await asyncio.to_thread(continue_item, item.id, workspace_path=space.root,
+                                from_dir=usb, say=said.append)
+    # the loser of the claim leaves the disk as it was, and never said the copy is used
+    assert lost.value.message == (
+        f"item {item.id} is owned by ana-desktop (Ana): it continued there first")
+    assert said == []
+    assert sorted(p.name for p in item.run_folder.parent.iterdir()) == before
+    assert (item.run_folder / "stray.txt").read_text() == "not in the checkpoint"
+    assert record.item(item.id).status == Status.FREE
     cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root,
                                    from_dir=usb, say=said.append)
     shutil.rmtree(usb)
@@ -347,3 +365,32 @@ async def test_without_a_cloud_a_rewritten_checkpoint_is_named_and_repair_keeps_
     cont = await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
     assert cont.checkpoint_sha256 == rewritten
     assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
+
+
+@pytest.mark.usefixtures("worker")
+async def test_two_continues_at_once_on_one_computer_continue_the_item_once(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    item = await start_holding(dev_env, space, record, hold, "Week 11")
+    await asyncio.to_thread(relinquish_item, item.id)
+    hold.unlink()
+    results = await asyncio.gather(
+        asyncio.to_thread(continue_item, item.id, workspace_path=space.root),
+        asyncio.to_thread(continue_item, item.id, workspace_path=space.root),
+        return_exceptions=True)
+    [cont] = [r for r in results if isinstance(r, Continued)]
+    [refused] = [r for r in results if isinstance(r, Refused)]
+    assert (cont.run, cont.run_folder) == (2, str(item.run_folder))
+    # refused at once while the first holds the lock, or after it, as continued here
+    assert refused.message in (f"a continue of item {item.id} is under way here",
+                               f"item {item.id} was already continued here (run 2)")
+    assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
+    with pytest.raises(Refused) as again:
+        await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert (again.value.message, again.value.hint) == (
+        f"item {item.id} was already continued here (run 2)",
+        f"bees item show {item.id} shows it")
+    assert [e.data["run"] for e in record.events(item.id) if e.kind == "continued"] == [2]
+    assert [p.name for p in item.run_folder.parent.iterdir()
+            if p.name.startswith(item.id)] == [item.id]

@@ -245,5 +245,5 @@ def test_continue_of_an_item_never_relinquished_is_refused(bees: BeesRunner,
     continued = bees("continue", item_id, "-w", str(space.root))
     assert continued.returncode == 3, continued.stderr
     assert continued.stderr.splitlines()[0] == (
-        f"error: item {item_id} is not relinquished (status: waiting: the engine is not "
+        f"error: item {item_id} runs here already (status: waiting: the engine is not "
         "running (bees run)): only a relinquished item can be continued")
