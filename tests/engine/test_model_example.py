@@ -85,8 +85,8 @@ async def test_the_model_example_runs_on_the_embedded_model(
         worker: Worker) -> None:
     """Every step the tiny model answers is a valid JSON step (the server's grammar follows
     our schema); the run reaches Send's approval, or stops at an agent's turn limit (the
-    135M model often loops on a tool: then it fails with that reason, never a protocol
-    error). Reached, the approval sends exactly one mail."""
+    135M model often loops on a tool, or cuts its JSON short twice: then it fails with that
+    reason, never a protocol error). Reached, the approval sends exactly one mail."""
     import asyncio
 
     item_id = await start(dev_env, record, example, "weekly-report")
@@ -103,8 +103,11 @@ async def test_the_model_example_runs_on_the_embedded_model(
         assert [e["turn"] for e in replies] == list(range(1, len(replies) + 1))
     if row.status != "waiting for approval":
         assert row.status == "failed"
-        assert row.reason is not None and row.reason.endswith(
-            " model calls was reached"), row.reason
+        # the loop's own rules, never a protocol error: the turn limit, or an answer cut
+        # short (not JSON) that was told back once and came back broken again
+        assert row.reason is not None and (
+            row.reason.endswith(" model calls was reached")
+            or ": the model's answer is not JSON: " in row.reason), row.reason
         return
     assert row.stage == "Send"
     await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
