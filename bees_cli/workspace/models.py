@@ -95,11 +95,14 @@ class Stage(Strict):
     """One step of a process.
 
     ``reviews`` is required on a ``review`` stage and only allowed there; it names an
-    earlier ``work`` stage (checked across the process in :mod:`~bees_cli.workspace.checks`).
+    earlier ``work`` stage (checked across the process by ``bees validate``).
     """
 
-    name: Name
-    kind: StageKind
+    name: Name = Field(description="The stage's name, unique in its process.")
+    kind: StageKind = Field(
+        description="'work': an agent produces; 'review': an agent judges the stage named in "
+        "reviews; 'done': the end (exactly one, last)."
+    )
     agents: list[Name] = Field(
         default_factory=list, description="Agents for this stage, in order of preference."
     )
@@ -117,9 +120,9 @@ class Stage(Strict):
 class Process(Strict):
     """``processes/NAME.yaml``: an ordered list of stages ending in one ``done`` stage."""
 
-    title: str | None = None
-    description: str | None = None
-    stages: list[Stage] = Field(min_length=1)
+    title: str | None = Field(default=None, description="A title for people.")
+    description: str | None = Field(default=None, description="What the process is for.")
+    stages: list[Stage] = Field(min_length=1, description="The stages, in order.")
 
 
 class CommandRunner(Strict):
@@ -129,8 +132,12 @@ class CommandRunner(Strict):
     Python that runs Bees.
     """
 
-    command: list[Text] = Field(min_length=1)
-    env: dict[EnvName, str] = Field(default_factory=dict)
+    command: list[Text] = Field(
+        min_length=1, description="The program and its arguments, run in the stage's folder."
+    )
+    env: dict[EnvName, str] = Field(
+        default_factory=dict, description="Environment variables added for the program."
+    )
 
 
 class Prices(Strict):
@@ -239,9 +246,13 @@ Runner = Annotated[
 class Agent(Strict):
     """``agents/NAME.yaml``: an AI worker."""
 
-    enabled: bool = True
-    instructions: str = ""
-    model: str | None = None
+    enabled: bool = Field(
+        default=True, description="A disabled agent is never picked, and work for it waits."
+    )
+    instructions: str = Field(
+        default="", description="What the agent is told to do (a model agent's system prompt)."
+    )
+    model: str | None = Field(default=None, description="A label for people; not used to run.")
     max_concurrent_runs: Annotated[int, Field(ge=1)] | None = Field(
         default=None,
         description="At most this many runs at once on one computer (default: no cap).",
@@ -249,14 +260,19 @@ class Agent(Strict):
     tools: list[ToolRef] = Field(
         default_factory=list, description="Add-on actions as ADDON.ACTION."
     )
-    runner: Runner
+    runner: Runner = Field(
+        description="How the agent works: a command (CommandRunner) or a model over HTTP "
+        "(ModelRunner)."
+    )
 
 
 class Calendar(Strict):
     """Calendar fields of a schedule: on ``days`` at ``time`` (``H:MM``, 24 h, in its time zone)."""
 
-    days: list[Weekday] = Field(min_length=1)
-    time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)]
+    days: list[Weekday] = Field(min_length=1, description="Weekdays on which it fires.")
+    time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)] = Field(
+        description="Wall-clock time, H:MM on 24 hours, in the schedule's time zone."
+    )
 
 
 class Schedule(Strict):
@@ -270,20 +286,26 @@ class Schedule(Strict):
         json_schema_extra={"oneOf": [{"required": ["cron"]}, {"required": ["calendar"]}]}
     )
 
-    process: Name
+    process: Name = Field(description="The process each new item follows.")
     owner: Annotated[str, StringConstraints(pattern=EMAIL_PATTERN)] = Field(
         description="The person (email) whose computers fire this schedule."
     )
-    cron: str | None = None
-    calendar: Calendar | None = None
-    timezone: str
+    cron: str | None = Field(
+        default=None, description="Five cron fields or a shorthand such as @daily."
+    )
+    calendar: Calendar | None = Field(default=None, description="Days and a time, instead of cron.")
+    timezone: str = Field(description="IANA time zone name, e.g. Europe/Paris.")
     title: str = Field(
         default="{schedule} {date}",
         description="Item title; {schedule}, {date}, {time} are filled in.",
     )
-    agents: list[Name] = Field(default_factory=list)
-    folders: list[Name] = Field(default_factory=list)
-    enabled: bool = True
+    agents: list[Name] = Field(
+        default_factory=list, description="Agents named on each new item (first choice)."
+    )
+    folders: list[Name] = Field(
+        default_factory=list, description="Folders each new item reads (must be linked to fire)."
+    )
+    enabled: bool = Field(default=True, description="A disabled schedule does not fire.")
 
     @field_validator("cron")
     @classmethod
@@ -390,7 +412,7 @@ def check_title(template: str) -> None:
 class Folder(Strict):
     """``folders/NAME.yaml``: a logical folder; linked where it resolves to a directory."""
 
-    description: str | None = None
+    description: str | None = Field(default=None, description="What the folder holds.")
     path: Text | None = Field(
         default=None,
         description="Default path; ~ and ${ENV} are expanded; a relative path starts "
@@ -401,9 +423,14 @@ class Folder(Strict):
 class Action(Strict):
     """One action of an add-on."""
 
-    kind: ActionKind
-    command: list[Text] = Field(min_length=1)
-    description: str | None = None
+    kind: ActionKind = Field(
+        description="read, write, send, post, delete or pay; send, post, delete and pay wait "
+        "for a person on an approval stage."
+    )
+    command: list[Text] = Field(
+        min_length=1, description="The program run for the action; its input arrives on stdin."
+    )
+    description: str | None = Field(default=None, description="What the action does.")
     input: dict[str, Any] | None = Field(
         default=None,
         description="The action's input as a JSON Schema of an object (offered to model "
@@ -421,16 +448,22 @@ class Action(Strict):
 class Connection(Strict):
     """How to tell an add-on is connected here: every env var set and every file present."""
 
-    env: list[EnvName] = Field(default_factory=list)
-    files: list[Text] = Field(default_factory=list)
+    env: list[EnvName] = Field(
+        default_factory=list, description="Environment variables that must be set here."
+    )
+    files: list[Text] = Field(
+        default_factory=list, description="Files that must exist here (~ and ${ENV} expanded)."
+    )
 
 
 class Addon(Strict):
     """``addons/NAME.yaml``: a connection offering actions."""
 
-    description: str | None = None
-    actions: dict[Name, Action] = Field(min_length=1)
-    connection: Connection = Field(default_factory=Connection)
+    description: str | None = Field(default=None, description="What the add-on connects to.")
+    actions: dict[Name, Action] = Field(min_length=1, description="Its actions, by name.")
+    connection: Connection = Field(
+        default_factory=Connection, description="How to tell it is connected on a computer."
+    )
 
 
 KINDS: dict[str, type[Strict]] = {
