@@ -37,6 +37,14 @@ GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay"})
 """Add-on action kinds an agent may not run on an ``approval: required`` stage until a person
 approves (Rules: approvals)."""
 
+CLOCK_TOLERANCE_SECONDS = 300
+"""How far (seconds) a shared-record change's origin time may be ahead of Bees Cloud's clock
+before the change is refused, shown and kept for a later sync (Rules: under faults — changes
+stamped too far ahead are refused and shown, never dropped).
+
+Why: last-writer-wins follows the origin clock; a clock far ahead would win every later
+change of the item for good."""
+
 MAX_FILES = 1_000
 """Most regular files a handed-over run folder may hold, ``checkpoint.json`` excluded
 (Rules: handover)."""

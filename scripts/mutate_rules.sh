@@ -18,7 +18,7 @@ RULES=bees_cli/rules.py
 # the tests that judge the rules, fastest first so most mutants die in seconds
 TESTS="tests/rules tests/schedules/test_times.py tests/handover/test_checkpoint_limits.py \
 tests/e2e/test_fire_race.py tests/engine/test_rules_busy_timing.py tests/engine/test_eligibility.py \
-tests/engine/test_rules.py"
+tests/engine/test_rules.py tests/cloud/test_faults.py"
 RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 
 cp "$RULES" "$WORK/rules.py.orig"

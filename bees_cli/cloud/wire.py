@@ -38,6 +38,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from bees_cli import rules
+
 # The input rules live in checks.py; wire re-exports them (wire.Id, wire.check_id, ...).
 from bees_cli.cloud.checks import (
     ID_PATTERN as ID_PATTERN,
@@ -115,12 +117,9 @@ MAX_FIELDS_BYTES = 16 * 1024
 
 Why: every teammate downloads every item; a computer's own fields are a few hundred bytes.
 """
-CLOCK_TOLERANCE_SECONDS = 300
-"""How far (seconds) a change's origin time may be ahead of the server clock (5 minutes).
-
-Why: last-writer-wins follows the origin clock; a clock far ahead would win every
-later change of the item for good, so such changes are refused (``clock_ahead``).
-"""
+CLOCK_TOLERANCE_SECONDS = rules.CLOCK_TOLERANCE_SECONDS
+"""How far (seconds) a change's origin time may be ahead of the server clock (the rule lives
+in :data:`bees_cli.rules.CLOCK_TOLERANCE_SECONDS`); further ahead is refused (``clock_ahead``)."""
 
 
 def canonical_json(value: Any) -> str:
