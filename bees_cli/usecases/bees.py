@@ -78,10 +78,11 @@ class Bees:
         return self.computer.person or getpass.getuser()
 
     def worker_address(self) -> str | None:
-        """Return the engine address of this computer's live ``bees run``, or None."""
-        from bees_cli.usecases.run import running_worker
+        """Return the engine address of this computer's live ``bees run``, or None; waits up
+        to :data:`~bees_cli.usecases.liveness.STARTING_WAIT` s for one that is starting."""
+        from bees_cli.usecases.liveness import STARTING_WAIT, running_worker
 
-        return running_worker(self.computer.data_dir)
+        return running_worker(self.computer.data_dir, wait=STARTING_WAIT)
 
     def engine_address(self) -> str | None:
         """Return the address of the engine this computer runs now (``bees run``'s, else the

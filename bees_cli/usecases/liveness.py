@@ -1,7 +1,8 @@
 """Is ``bees run`` alive on this computer: ``worker.json`` checked against the live process.
 
 ``bees run`` writes ``<data>/worker.json`` (``{"pid", "started", "address", "task_queue"}``)
-when its worker starts and removes it when it stops. A ``bees run`` killed with ``kill -9``
+as it starts (address null: starting) and again when its worker runs, and removes it when
+it stops. A ``bees run`` killed with ``kill -9``
 leaves the file behind; it counts as running only while a live process has that pid and
 the same start time (:mod:`bees_cli.machine.processes`), so a reused pid does not count.
 """
@@ -9,6 +10,8 @@ the same start time (:mod:`bees_cli.machine.processes`), so a reused pid does no
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bees_cli.files import read_json, write_json_atomic
@@ -22,7 +25,8 @@ class BeesRunState(Result):
     Attributes:
         running: a live ``bees run`` process wrote ``worker.json``.
         pid: the pid in ``worker.json`` (the live one, or the last one seen), else None.
-        address: the engine address that ``bees run`` uses, when running.
+        address: the engine address that ``bees run`` uses, when running; None while it
+            starts.
         stopped_without_cleanup: ``worker.json`` is there but its process is gone (killed
             with ``kill -9``, a crash, a power cut).
     """
@@ -33,9 +37,17 @@ class BeesRunState(Result):
     stopped_without_cleanup: bool = False
 
     @property
+    def starting(self) -> bool:
+        """A live ``bees run`` that has not started its worker yet (engine starting)."""
+        return self.running and self.address is None
+
+    @property
     def text(self) -> str:
-        """``bees run is running (pid 4242)``, ``bees run is not running (last seen pid 4242,
-        stopped without cleanup)`` or ``bees run is not running``."""
+        """``bees run is running (pid 4242)``, ``bees run is starting (pid 4242)``, ``bees run
+        is not running (last seen pid 4242, stopped without cleanup)`` or ``bees run is not
+        running``."""
+        if self.starting:
+            return f"bees run is starting (pid {self.pid})"
         if self.running:
             return f"bees run is running (pid {self.pid})"
         if self.stopped_without_cleanup:
@@ -55,6 +67,15 @@ def note_worker(data: Path, address: str, queue: str) -> None:
     me = this_process()
     write_json_atomic(worker_file(data), {"pid": me.pid, "started": me.started,
                                           "address": address, "task_queue": queue})
+
+
+def note_starting(data: Path) -> None:
+    """Record that this process is starting ``bees run`` (its engine and worker are not up
+    yet), so a control command given now waits for it (:func:`running_worker`) instead of
+    saying that nothing runs."""
+    me = this_process()
+    write_json_atomic(worker_file(data), {"pid": me.pid, "started": me.started,
+                                          "address": None, "task_queue": None})
 
 
 def forget_worker(data: Path) -> None:
@@ -85,11 +106,29 @@ def bees_run_state(data: Path) -> BeesRunState:
                         stopped_without_cleanup=not alive)
 
 
-def running_worker(data: Path) -> str | None:
+STARTING_WAIT = 60.0
+"""Seconds a control command waits for a ``bees run`` that is starting (engine start,
+recovery of the record) before it says the engine is not running."""
+
+
+def running_worker(data: Path, *, wait: float = 0.0,
+                   sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic) -> str | None:
     """Return the engine address of the live ``bees run`` of the computer whose data folder
-    is ``data``, or None."""
-    return bees_run_state(data).address
+    is ``data``, or None.
+
+    Args:
+        wait: seconds to wait, polling every 0.2 s, while a ``bees run`` is starting; 0:
+            answer at once. Nothing is waited for when no ``bees run`` is alive.
+        sleep, clock: injected for tests.
+    """
+    deadline = clock() + wait
+    state = bees_run_state(data)
+    while state.starting and clock() < deadline:
+        sleep(0.2)
+        state = bees_run_state(data)
+    return state.address
 
 
-__all__ = ["BeesRunState", "bees_run_state", "forget_worker", "note_worker", "running_worker",
-           "worker_file"]
+__all__ = ["STARTING_WAIT", "BeesRunState", "bees_run_state", "forget_worker", "note_starting",
+           "note_worker", "running_worker", "worker_file"]

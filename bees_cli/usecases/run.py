@@ -13,7 +13,7 @@ from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.actions import run_action
-from bees_cli.usecases.liveness import bees_run_state
+from bees_cli.usecases.liveness import bees_run_state, note_starting
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import note_worker as note_worker
 from bees_cli.usecases.liveness import running_worker as running_worker
@@ -270,13 +270,18 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
     computer, record, say = bees.computer, bees.record, bees.say
     data = computer.data_dir
     await asyncio.to_thread(clean_up_after_a_kill, data, say)  # issue 12, point 8
-    if address is None:
-        server = await asyncio.to_thread(ensure_engine, data, say=say)
-        say(f"engine {'started' if server.started else 'reused'} at {server.address}"
-            + (" (left running by the last bees run)" if server.adopted else ""))
-    else:
-        server = EngineServer(address, None, started=False)
-        record_external(data, address)
+    note_starting(data)  # a control command given now waits for the worker
+    try:
+        if address is None:
+            server = await asyncio.to_thread(ensure_engine, data, say=say)
+            say(f"engine {'started' if server.started else 'reused'} at {server.address}"
+                + (" (left running by the last bees run)" if server.adopted else ""))
+        else:
+            server = EngineServer(address, None, started=False)
+            record_external(data, address)
+    except BaseException:
+        forget_worker(data)
+        raise
     try:
         try:
             client = await connect(server.address)

@@ -25,6 +25,7 @@ from bees_cli.usecases.liveness import (
     BeesRunState,
     bees_run_state,
     forget_worker,
+    note_starting,
     note_worker,
     running_worker,
     worker_file,
@@ -121,3 +122,41 @@ def test_bees_run_state_by_its_live_process(tmp_path: Path) -> None:
     note_worker(tmp_path, "127.0.0.1:7233", "bees-m1")
     forget_worker(tmp_path)
     assert not worker_file(tmp_path).exists()
+
+
+def test_a_starting_bees_run_is_waited_for(tmp_path: Path) -> None:
+    """A control command given while ``bees run`` starts waits for its worker (polling every
+    0.2 s, up to ``wait``), rather than saying that nothing runs."""
+    me = this_process()
+    note_starting(tmp_path)
+    starting = bees_run_state(tmp_path)
+    assert starting == BeesRunState(running=True, pid=me.pid)
+    assert (starting.starting, starting.text) == (True, f"bees run is starting (pid {me.pid})")
+    assert _bees_run_check(tmp_path).model_dump(exclude_none=True) == {
+        "check": "bees run", "ok": True, "detail": f"starting (pid {me.pid})"}
+
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+        if len(slept) == 3:  # the worker comes up during the third wait
+            note_worker(tmp_path, "127.0.0.1:7233", "bees-m1")
+
+    assert running_worker(tmp_path) is None  # no wait asked: answered at once
+    assert running_worker(tmp_path, wait=60, sleep=sleep, clock=lambda: now[0]) == "127.0.0.1:7233"
+    assert slept == [0.2, 0.2, 0.2]
+
+    note_starting(tmp_path)  # a bees run that never gets its worker up
+    waits: list[float] = []
+
+    def sleep_only(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    now[0] = 0.0
+    assert running_worker(tmp_path, wait=1, sleep=sleep_only, clock=lambda: now[0]) is None
+    assert len(waits) == 5  # gave up after 1 s
+    forget_worker(tmp_path)
+    assert running_worker(tmp_path, wait=60, sleep=sleep, clock=lambda: now[0]) is None
