@@ -21,8 +21,8 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while a shell asks for completions
         typer.echo(f"bees {__version__}")
         raise typer.Exit(0)
 

@@ -182,6 +182,8 @@ def test_every_top_level_command_is_offered(bees_home: Path, tmp_path: Path) -> 
     names = command.list_commands(ctx)  # type: ignore[attr-defined]
     assert "completion" in names
     assert offered("bees ", home=bees_home, cwd=tmp_path) == names
+    # an eager option typed before the word does not act (--version printed the version)
+    assert offered("bees --version ", home=bees_home, cwd=tmp_path) == names
 
 
 def test_completion_imports_no_engine_and_no_server(recorded: Path, bees_home: Path,
