@@ -19,10 +19,12 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from typer import _click as click  # typer vendors click: a context's parent is of this class
+
+if TYPE_CHECKING:
+    from typer import _click as click  # typer vendors click: a context's parent is of this class
 
 Offer = list[tuple[str, str]]
 """Completion values, each with a short help text (shown by zsh and fish)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-from typer import _click as click  # typer vendors click: its command tree is made of these
+from typing import TYPE_CHECKING
 
 from bees_cli.cli.completion import PROG, Shell, completion_script
+
+if TYPE_CHECKING:
+    from typer import _click as click  # typer vendors click: its command tree is made of these
 
 COMPLETION_FILES: dict[Shell, str] = {
     Shell.BASH: "bees.bash",

@@ -13,9 +13,12 @@ another day (STYLE.md, habit 6).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from typer import _click as click  # typer vendors click: its command tree is made of these
 from typer.core import TyperArgument, TyperGroup
+
+if TYPE_CHECKING:
+    from typer import _click as click  # typer vendors click: its command tree is made of these
 
 SECTION = "1"
 MANUAL = "Bees Manual"
