@@ -142,17 +142,10 @@ def complete_actions(ctx: typer.Context, incomplete: str) -> Offer:
 def complete_items(ctx: typer.Context, incomplete: str) -> Offer:
     """Offer item ids: this computer's record first, then the team's rows of the shared
     record not held here, each with its title and status. A missing record offers none."""
-    path = _data_folder() / "record.db"
-    if not path.is_file():
-        return []
-    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=RECORD_TIMEOUT)
-    try:
-        local = db.execute("SELECT id, title, status FROM items ORDER BY id").fetchall()
-        team = db.execute(
-            "SELECT item_id, json_extract(fields, '$.title'), json_extract(fields, '$.status')"
-            " FROM team_items ORDER BY item_id").fetchall()
-    finally:
-        db.close()
+    local = _read_record("SELECT id, title, status FROM items ORDER BY id")
+    team = _read_record(
+        "SELECT item_id, json_extract(fields, '$.title'), json_extract(fields, '$.status')"
+        " FROM team_items ORDER BY item_id")
     offered: Offer = []
     seen: set[str] = set()
     for item_id, title, status in [*local, *team]:
@@ -161,6 +154,43 @@ def complete_items(ctx: typer.Context, incomplete: str) -> Offer:
         seen.add(item_id)
         offered.append((str(item_id), " - ".join(str(p) for p in (title, status) if p)))
     return offered
+
+
+@quiet
+def complete_requests(ctx: typer.Context, incomplete: str) -> Offer:
+    """Offer the ids of the requests waiting on the item typed before (``bees approve ITEM
+    --action ID``), each with its stage and what it holds; none until the item's id (or a
+    prefix naming one item) is typed."""
+    item = ctx.params.get("item")
+    if not isinstance(item, str):
+        # an option still waiting for its value (``--action`` itself) stops click's parse
+        # before the positional arguments: the item typed is then left in ``ctx.args``
+        typed = [word for word in ctx.args if not word.startswith("-")]
+        item = typed[0] if typed else ""
+    if not item.strip().isalnum():
+        return []
+    named = _read_record("SELECT id FROM items WHERE upper(id) LIKE ?",
+                         (item.strip().upper() + "%",))
+    if len(named) != 1:
+        return []
+    rows = _read_record(
+        "SELECT id, stage, json_extract(data, '$.action'), json_extract(data, '$.kind')"
+        " FROM approvals WHERE status = 'waiting' AND item_id = ? ORDER BY id", named[0])
+    return [(str(request), f"{stage}: {action or kind}") for request, stage, action, kind
+            in rows]
+
+
+def _read_record(query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``query`` on this computer's ``record.db``, opened read-only; none when the
+    record does not exist (it is never created here)."""
+    path = _data_folder() / "record.db"
+    if not path.is_file():
+        return []
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=RECORD_TIMEOUT)
+    try:
+        return db.execute(query, args).fetchall()
+    finally:
+        db.close()
 
 
 def _home() -> Path | None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli.complete import complete_actions
+from bees_cli.cli.complete import complete_actions, complete_requests
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt
@@ -97,8 +97,8 @@ def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
 
 
 ActionOpt = Annotated[int | None, typer.Option(
-    "--action", metavar="ID", help="The request to decide (see bees approvals); default: all "
-    "of the item.")]
+    "--action", metavar="ID", autocompletion=complete_requests,
+    help="The request to decide (see bees approvals); default: all of the item.")]
 
 
 @touches_engine

@@ -23,7 +23,7 @@ from tests.cli.shells import complete_bash, need, with_bees_on_path
 from tests.conftest import EXAMPLE, REPO, BeesRunner
 
 LOCAL_A = "01JH3QX5Z8K2M4N6P8R0T2V4W6"
-LOCAL_B = "01JH3RB2C3D4E5F6G7H8J9K0M1"
+LOCAL_B = "01JH3QYB2C3D4E5F6G7H8J9K0M"
 TEAM_ONLY = "01JK7N8P9Q0R1S2T3V4W5X6Y7Z"
 
 HEAVY = ("temporalio", "fastapi", "uvicorn", "sqlalchemy", "alembic", "httpx")
@@ -42,13 +42,20 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def recorded(bees_home: Path, workspace: Path) -> Path:
-    """A record holding items LOCAL_A and LOCAL_B, and team rows of LOCAL_A and TEAM_ONLY."""
+    """A record holding items LOCAL_A and LOCAL_B, and team rows of LOCAL_A and TEAM_ONLY;
+    LOCAL_B waits on requests 1 (mail.send) and 3 (the finish), request 2 was approved."""
     path = bees_home / "data" / "record.db"
     record = LocalRecord(path)
     for item_id, title in ((LOCAL_B, "Week 2"), (LOCAL_A, "Week 1")):
         record.add_item(id=item_id, process="weekly-report", title=title,
                         workspace=str(workspace), run_folder=str(bees_home / item_id),
                         input="{}", stage="Draft")
+    for request, action, kind, status in ((1, "mail.send", "send", "waiting"),
+                                          (2, "mail.send", "send", "approved"),
+                                          (3, None, "finish", "waiting")):
+        record.put_approval(LOCAL_B, {
+            "id": request, "item_id": LOCAL_B, "stage": "Send", "round": 1, "action": action,
+            "kind": kind, "summary": "-", "status": status, "asked_at": "2026-12-01T09:00:00Z"})
     shared = SharedRecord(path)
     for seq, item_id in enumerate((LOCAL_A, TEAM_ONLY), start=1):
         entry = SimpleNamespace(item_id=item_id, fields={"title": "Theirs", "status": "running"},
@@ -133,11 +140,16 @@ def test_no_workspace_offers_nothing(bees_home: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("words", "expected"), [
     ("bees retry ", [LOCAL_A, LOCAL_B, TEAM_ONLY]),
     ("bees item show ", [LOCAL_A, LOCAL_B, TEAM_ONLY]),
-    ("bees approve 01JH3R", [LOCAL_B]),
+    ("bees approve 01JH3QY", [LOCAL_B]),
     ("bees continue 01JK", [TEAM_ONLY]),
     ("bees relinquish 01JZ", []),
+    (f"bees approve {LOCAL_B} --action ", ["1", "3"]),
+    (f"bees deny {LOCAL_B.lower()[:8]} --reason no --action ", ["1", "3"]),
+    (f"bees approve {LOCAL_A} --action ", []),
+    ("bees approve 01JH3Q --action ", []),  # a prefix naming two items: no request is meant
+    ("bees approve --action ", []),
 ])
-def test_item_ids_come_from_the_record_and_the_team_rows(
+def test_item_ids_and_requests_come_from_the_record(
         words: str, expected: list[str], recorded: Path, bees_home: Path,
         tmp_path: Path) -> None:
     assert offered(words, home=bees_home, cwd=tmp_path) == expected
@@ -254,7 +266,7 @@ def test_bash_completes_through_its_script(recorded: Path, bees_home: Path,
     script = REPO / "completions" / "bees.bash"
     code = (f"source {script}; COMP_WORDS=(bees item create --agent ''); COMP_CWORD=4; "
             "_bees_completion bees; printf '%s\\n' \"${COMPREPLY[@]}\"; "
-            "COMP_WORDS=(bees retry 01JH3Q); COMP_CWORD=2; "
+            "COMP_WORDS=(bees retry 01JH3QX); COMP_CWORD=2; "
             "_bees_completion bees; printf '%s\\n' \"${COMPREPLY[@]}\"")
     done = subprocess.run([bash, "--norc", "-c", code], cwd=workspace, capture_output=True,
                           text=True, timeout=60, check=False,
@@ -268,12 +280,14 @@ def test_fish_completes_through_its_script(recorded: Path, bees_home: Path,
     """The shipped script, sourced in fish, offers values with their help."""
     fish = need("fish", "fish")
     script = REPO / "completions" / "bees.fish"
-    code = f"source {script}; complete -C 'bees retry 01JK'"
+    code = (f"source {script}; complete -C 'bees retry 01JK'; "
+            f"complete -C 'bees approve {LOCAL_B} --action '")
     done = subprocess.run([fish, "--no-config", "-c", code], cwd=workspace,
                           capture_output=True, text=True, timeout=60, check=False,
                           env=with_bees_on_path(dict(os.environ, BEES_HOME=str(bees_home))))
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.splitlines() == [f"{TEAM_ONLY}\tTheirs - running"]
+    assert done.stdout.splitlines() == [f"{TEAM_ONLY}\tTheirs - running",
+                                        "1\tSend: mail.send", "3\tSend: finish"]
 
 
 def test_zsh_is_answered_in_its_format(recorded: Path, bees_home: Path,
