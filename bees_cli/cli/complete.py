@@ -4,8 +4,9 @@ Each ``complete_*`` function is a typer ``autocompletion`` callback (``ctx``, th
 so far), offered as ``(value, help)`` pairs; typer keeps those that start with the typed
 text. They read only what they need: the file names of a kind folder (the file name is the
 object's name, DESIGN.md "The workspace"), the add-on files for ``bees action``, and the
-``items`` and ``team_items`` tables of ``record.db`` opened read-only. Nothing here imports
-the engine, the cloud client or pydantic models, and nothing is created on disk.
+``items``, ``team_items`` and ``approvals`` tables of ``record.db`` opened read-only.
+Nothing here imports the engine, the cloud client or the workspace's models, and nothing
+is created on disk.
 
 Why quiet: a completion runs inside the user's shell on every Tab; a missing workspace, a
 missing or locked record, or any other error must offer nothing rather than print a
