@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli.complete import complete_actions, complete_requests
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt
@@ -96,8 +97,8 @@ def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
 
 
 ActionOpt = Annotated[int | None, typer.Option(
-    "--action", metavar="ID", help="The request to decide (see bees approvals); default: all "
-    "of the item.")]
+    "--action", metavar="ID", autocompletion=complete_requests,
+    help="The request to decide (see bees approvals); default: all of the item.")]
 
 
 @touches_engine
@@ -136,7 +137,8 @@ def deny(
 
 @touches_engine
 def action(
-    name: Annotated[str, typer.Argument(metavar="ADDON.ACTION", help="The add-on action.")],
+    name: Annotated[str, typer.Argument(metavar="ADDON.ACTION", help="The add-on action.",
+                                        autocompletion=complete_actions)],
     input: Annotated[str | None, typer.Option(  # noqa: A002 - the option is --input
         "--input", metavar="JSON|@FILE", help="The action's input: JSON, or @file with JSON.")
     ] = None,

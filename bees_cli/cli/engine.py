@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bees_cli.cli.complete import complete_agents, complete_folders, complete_processes
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
@@ -57,13 +58,15 @@ def run(
 @item_app.command("create")
 @touches_engine
 def item_create(
-    process: Annotated[str, typer.Argument(help="The process the item goes through.")],
+    process: Annotated[str, typer.Argument(help="The process the item goes through.",
+                                           autocompletion=complete_processes)],
     title: Annotated[str | None, typer.Option("--title", help="The item's title.")] = None,
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", metavar="AGENT",
+        "--agent", metavar="AGENT", autocompletion=complete_agents,
         help="An agent for the item's work stages (repeatable, in order).")] = None,
     folder: Annotated[list[str] | None, typer.Option(
-        "--folder", metavar="FOLDER", help="A folder the item reads (repeatable).")] = None,
+        "--folder", metavar="FOLDER", autocompletion=complete_folders,
+        help="A folder the item reads (repeatable).")] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", help="Wait until the item is done (exit 0) or failed / waiting for a "
         "person (exit 1); while bees run is down it waits for it to start.")] = False,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli.complete import complete_folders, complete_linked_folders
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import print_json, print_table, say
 
@@ -46,7 +47,8 @@ def whoami(
 
 
 def link(
-    folder: Annotated[str, typer.Argument(help="A folder declared in folders/.")],
+    folder: Annotated[str, typer.Argument(help="A folder declared in folders/.",
+                                          autocompletion=complete_folders)],
     path: Annotated[Path, typer.Argument(help="An existing directory on this computer.")],
     workspace: WorkspaceOpt = None,
 ) -> None:
@@ -63,7 +65,8 @@ def link(
 
 
 def unlink(
-    folder: Annotated[str, typer.Argument(help="A folder linked with bees link.")],
+    folder: Annotated[str, typer.Argument(help="A folder linked with bees link.",
+                                          autocompletion=complete_linked_folders)],
 ) -> None:
     """Remove this computer's link of a folder.
 

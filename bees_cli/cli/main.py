@@ -17,12 +17,12 @@ app = typer.Typer(
     context_settings=CONTEXT,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=True,
+    add_completion=False,  # `bees completion SHELL` prints the script; no rc files edited
 )
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while a shell asks for completions
         typer.echo(f"bees {__version__}")
         raise typer.Exit(0)
 
@@ -40,8 +40,11 @@ def root(
 
 
 def _register() -> None:
-    """Attach every command module to ``app`` (explicit, no auto-import magic)."""
+    """Attach every command module to ``app`` (explicit, no auto-import magic), once."""
     import importlib
+
+    if app.registered_commands:
+        return
 
     from bees_cli.cli.errors import guard_all
 
@@ -64,6 +67,7 @@ COMMAND_MODULES: list[str] = [
     "doctor",
     "handover",
     "model",
+    "completion",
 ]
 
 
@@ -71,4 +75,6 @@ def run() -> None:
     """Console entry point: register the commands and run the app (errors are mapped by
     :mod:`bees_cli.cli.errors`)."""
     _register()
-    app()
+    from bees_cli.cli.completion import COMPLETE_VAR
+
+    app(complete_var=COMPLETE_VAR)

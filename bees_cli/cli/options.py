@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from bees_cli.cli.complete import complete_items
 from bees_cli.cli.errors import ParseRefusal
 from bees_cli.errors import UserError
 
@@ -53,6 +54,7 @@ def _item_id(*, prefix: bool) -> Callable[[str], Any]:
 ItemArg = Annotated[
     str,
     typer.Argument(metavar="ITEM", parser=_item_id(prefix=True), show_default=False,
+                   autocompletion=complete_items,
                    help="The item id (26 letters and digits; its first 6 or more are enough)."),
 ]
 """An item id, or a unique prefix of 6 or more characters, checked before the command runs."""
@@ -60,6 +62,7 @@ ItemArg = Annotated[
 WholeItemArg = Annotated[
     str,
     typer.Argument(metavar="ITEM", parser=_item_id(prefix=False), show_default=False,
+                   autocompletion=complete_items,
                    help="The item's whole id (26 letters and digits)."),
 ]
 """A whole item id (no prefix: the item may not be on this computer yet), checked before the

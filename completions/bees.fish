@@ -1,0 +1,1 @@
+complete --command bees --no-files --arguments "(env _BEES_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) bees)" --condition "env _BEES_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) bees"
