@@ -66,6 +66,41 @@ def normalise_url(url: str) -> str:
     return check_url(url)
 
 
+def is_loopback(host: str) -> bool:
+    """Return True when ``host`` names this computer (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_transport(url: str, *, insecure: bool = False) -> str:
+    """Return ``url`` checked (:func:`normalise_url`), refusing plain ``http://`` to a host
+    that is not this computer unless ``insecure``.
+
+    Why: a bearer token sent over plain HTTP can be read by anyone on the way; only a
+    loopback address stays on this computer (as ``gh`` and ``docker login`` do).
+
+    Raises:
+        UserError: the URL is not valid, or it is plain http to another host (exit 2).
+    """
+    from urllib.parse import urlsplit
+
+    checked = normalise_url(url)
+    parts = urlsplit(checked)
+    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname or ""):
+        raise UserError(
+            f"refusing to send a token over plain http to {parts.hostname}",
+            hint=f"use https://{parts.netloc}{parts.path}, or add --insecure if this network"
+            " is trusted",
+        )
+    return checked
+
+
 def resolve_url(url: str | None, workspace: Path | None = None) -> str:
     """Return the server URL to sign in to: ``url``, or the workspace's ``cloud:`` URL.
 
