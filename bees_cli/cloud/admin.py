@@ -8,7 +8,7 @@ admin command never creates. Database trouble becomes a :class:`UserError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -117,6 +117,7 @@ def open_existing_storage(db: str) -> Storage:
     """
     import sqlalchemy as sa
 
+    from bees_cli.cloud.server.engine import create_engine
     from bees_cli.cloud.server.storage import Storage
 
     url = database_url(db)
@@ -124,17 +125,35 @@ def open_existing_storage(db: str) -> Storage:
     with _database_errors(url):
         if parsed.get_backend_name() == "sqlite":
             path = Path(parsed.database or "").expanduser().resolve()
-            if not path.is_file():
-                raise _no_database(str(path), url)
-        engine = sa.create_engine(parsed)
-        try:
-            with engine.connect() as conn:
-                found = sa.inspect(conn).has_table("teams")
-        finally:
-            engine.dispose()
+            found = path.is_file() and _sqlite_has_teams(path)
+            where = str(path)
+        else:
+            engine = create_engine(url, pool_size=1)  # refuses a URL of another kind
+            try:
+                with engine.connect() as conn:
+                    found = sa.inspect(conn).has_table("teams")
+            finally:
+                engine.dispose()
+            where = shown_url(url)
         if not found:
-            raise _no_database(shown_url(url), url)
+            raise _no_database(where, url)
         return Storage(url)
+
+
+def _sqlite_has_teams(path: Path) -> bool:
+    """Return True when the SQLite file ``path`` holds the Bees Cloud tables; opened read-only
+    so that looking changes nothing (not even an empty file's header)."""
+    import sqlite3
+
+    if path.stat().st_size == 0:
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'teams'").fetchone()
+    except sqlite3.Error as error:
+        raise UserError(f"database {path}: {error}", hint=f"check --db: {DB_HINT}") from None
+    return row is not None
 
 
 def _no_database(where: str, url: str) -> BeesError:

@@ -10,13 +10,15 @@ from bees_cli.errors import CloudError, UserError
 from bees_cli.machine.signin import (
     Login,
     clear_login,
+    effective_login,
     load_login,
     login_path,
     save_login,
 )
 from bees_cli.utc import format_utc
 
-__all__ = ["Login", "SignIn", "clear_login", "client", "load_login", "login", "login_path",
+__all__ = ["Login", "SignIn", "check_transport", "clear_login", "client", "effective_login",
+           "is_loopback", "load_login", "login", "login_path",
            "normalise_url", "resolve_url", "save_login", "status", "workspace_cloud_url"]
 
 if TYPE_CHECKING:
@@ -197,14 +199,16 @@ def login(
 
 
 def client(*, transport: httpx.BaseTransport | None = None, retries: int = 2) -> CloudClient:
-    """Return a :class:`CloudClient` for the stored sign-in.
+    """Return a :class:`CloudClient` for the sign-in in force (the stored one, with
+    ``BEES_CLOUD_URL`` and ``BEES_TOKEN`` over it).
 
     Raises:
-        UserError: this computer is not signed in.
+        UserError: this computer is not signed in, or only half a sign-in is in the
+            environment.
     """
     from bees_cli.cloud.client import CloudClient
 
-    stored = load_login()
+    stored = effective_login()
     if stored is None:
         raise UserError("not signed in to Bees Cloud", hint="run `bees login URL --token T`")
     return CloudClient(stored.url, stored.token, transport=transport, retries=retries)
