@@ -37,8 +37,8 @@ ServerOpt = Annotated[
     str | None,
     typer.Option(
         "--server",
-        envvar="BEES_CLOUD_URL",
-        help="The running Bees Cloud to change, e.g. https://cloud.example.com.",
+        help="The running Bees Cloud to change, e.g. https://cloud.example.com"
+        " (default: $BEES_CLOUD_URL, unless --db is given).",
         show_default=False,
     ),
 ]
@@ -63,6 +63,8 @@ def _target(server: str | None, db: str | None, token_file: Path | None,
 
     from bees_cli.cloud.admin import admin_target
 
+    if server is None and db is None:  # --db for offline work wins over the environment
+        server = os.environ.get("BEES_CLOUD_URL", "").strip() or None
     return admin_target(server, db, token_file=token_file,
                         token=os.environ.get("BEES_ADMIN_TOKEN"), insecure=insecure)
 

@@ -187,7 +187,7 @@ class Target:
     @property
     def shown(self) -> str:
         """``server URL`` or ``database URL`` (a password hidden), for the command's output."""
-        return f"server {self.server}" if self.server else f"database {shown_url(self.db or '')}"
+        return f"server {self.server}" if self.server else f"database {self.database}"
 
 
 def admin_target(

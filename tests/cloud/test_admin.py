@@ -180,3 +180,17 @@ def test_admin_token_replaces_a_lost_one(
     with httpx.Client(base_url=running.url) as http:
         assert http.post("/v1/admin/teams", json={"name": "a"}, headers=old).status_code == 401
         assert http.post("/v1/admin/teams", json={"name": "a"}, headers=new).status_code == 200
+
+
+def test_openapi_lists_the_admin_api(server: ServerProcess) -> None:
+    document = httpx.get(f"{server.url}/openapi.json").json()
+    admin_paths = {path for path in document["paths"] if path.startswith("/v1/admin/")}
+    assert admin_paths == {"/v1/admin/teams", "/v1/admin/people", "/v1/admin/people/revoke"}
+
+
+def test_db_for_offline_work_wins_over_the_environment(bees: BeesRunner, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'offline.db'}"
+    Storage(db).close()
+    done = bees("cloud", "team", "add", "acme", "--db", db,
+                env={"BEES_CLOUD_URL": "http://127.0.0.1:1"})
+    assert (done.returncode, done.stderr) == (0, f"team acme created on database {db}\n")
