@@ -104,7 +104,7 @@ def team_add(
 ) -> None:
     """Create a team on a running server (admin token) or, offline, on its database.
 
-    Example: BEES_ADMIN_TOKEN=$(cat cloud-admin.token) bees cloud team add acme --server URL
+    Example: bees cloud team add acme --server URL --admin-token-file cloud-admin.token
     """
     from bees_cli.cloud.admin import add_team
 
