@@ -377,11 +377,11 @@ def serve(
             run(url, host=host, port=port, announce=announce,
                 admin_token_file=admin_token_file)
         except OSError as error:
-            from bees_cli.errors import disk_error_of
+            from bees_cli.errors import DiskError, disk_error_of, os_path
 
-            disk = disk_error_of(error)  # the admin token file cannot be written
-            if disk is not None:
-                raise disk from None
+            if error.filename is not None:  # the admin token file cannot be written
+                raise (disk_error_of(error) or DiskError(
+                    os_path(error.filename), error.strerror or str(error))) from None
             raise UserError(
                 f"cannot listen on {host}:{port}: {error.strerror or error}",
                 hint="pick another --port, or stop the process using it",

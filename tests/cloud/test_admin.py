@@ -194,3 +194,23 @@ def test_db_for_offline_work_wins_over_the_environment(bees: BeesRunner, tmp_pat
     done = bees("cloud", "team", "add", "acme", "--db", db,
                 env={"BEES_CLOUD_URL": "http://127.0.0.1:1"})
     assert (done.returncode, done.stderr) == (0, f"team acme created on database {db}\n")
+
+
+def test_an_admin_token_file_that_cannot_be_written_stops_the_first_start(
+    bees: BeesRunner, tmp_path: Path
+) -> None:
+    db = tmp_path / "first.db"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    done = bees("cloud", "serve", "--db", f"sqlite:///{db}", "--port", "0",
+                "--admin-token-file", str(blocker / "cloud-admin.token"))
+    assert (done.returncode, done.stderr.splitlines()[0]) == (
+        1, f"error: cannot write {blocker}: File exists")  # a file where a folder must be
+    assert "Traceback" not in done.stderr
+    storage = Storage(f"sqlite:///{db}")  # no token row kept: the next start makes one
+    try:
+        from bees_cli.cloud.server.admin_tokens import AdminTokens
+
+        assert AdminTokens(storage.db).ensure(tmp_path / "t.token").made is True
+    finally:
+        storage.close()
