@@ -1,6 +1,8 @@
-"""What an item id looks like: the one check of an id a person or a stage gives Bees."""
+"""What an item id and a person's email look like: the one check of each that Bees makes."""
 
 from __future__ import annotations
+
+import re
 
 from bees_cli.errors import UserError
 
@@ -54,3 +56,32 @@ def check_item_id(text: str, *, prefix: bool) -> str:
               else "give the whole id")
     raise UserError(f"not an item id: {shown}: {SHAPE}; {enough}",
                     hint="`bees status` lists the items and their ids")
+
+
+_NOT_IN_EMAIL = (r"@\s/\\\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064"
+                 r"\ufeff")
+EMAIL_PATTERN = rf"^[^{_NOT_IN_EMAIL}]{{1,100}}@[^{_NOT_IN_EMAIL}]{{1,200}}$"
+"""A person's email address: one ``@`` with 1-100 characters before it and 1-200 after, none
+a space, ``/``, ``\\``, a control or an invisible formatting character.
+
+The one rule for every email Bees reads: a schedule's ``owner`` (the workspace models use the
+pattern, so the JSON Schema states it too), this computer's person (``bees whoami
+--set-person``) and the people of Bees Cloud. Written with escapes that Python's ``re``, the
+Rust ``regex`` of pydantic-core and JSON Schema (ECMAScript) all read alike."""
+
+_EMAIL_RE = re.compile(EMAIL_PATTERN)
+
+
+def check_email(text: str) -> str:
+    """Return ``text`` when it is an email address by :data:`EMAIL_PATTERN`.
+
+    Why: the workspace, this computer and Bees Cloud once had three checks that disagreed
+    (``maya/x@example.com`` was a schedule owner no Bees Cloud would take); now all three
+    call this one.
+
+    Raises:
+        ValueError: not an email address.
+    """
+    if _EMAIL_RE.fullmatch(text) is None:  # fullmatch: ``$`` would allow a final newline
+        raise ValueError("not an email address")
+    return text

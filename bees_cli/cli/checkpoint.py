@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
 from bees_cli.cli.options import JsonOpt
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 checkpoint_app = typer.Typer(
     name="checkpoint",
@@ -21,36 +24,49 @@ checkpoint_app = typer.Typer(
 
 
 class ProgressLine:
-    """A ``progress(done, total)`` callback drawing ``hashing D / T MB`` on one terminal line.
+    """A ``progress(done, total)`` callback drawing rich's progress bar for hashing on one
+    terminal line: ``hashing ━━━━━━ 12.0/250.0 MB 0:00:03``.
 
     Redraws at most once per ``every`` seconds, and always on the last byte (then ends the
     line). Call :meth:`close` when hashing stopped early, so the next output starts a line.
     """
 
     def __init__(self, stream: TextIO, *, every: float = 0.1) -> None:
-        self.stream = stream
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
         self.every = every
         self.last = float("-inf")
+        self.bar = Progress(TextColumn("hashing"), BarColumn(), DownloadColumn(),
+                            TimeRemainingColumn(), console=Console(file=stream),
+                            auto_refresh=False, redirect_stdout=False)
+        self.task: TaskID | None = None
         self.open = False
 
     def __call__(self, done: int, total: int) -> None:
         """Draw ``done`` of ``total`` bytes (at most once per ``every`` seconds)."""
+        if self.task is None:
+            self.bar.start()
+            self.open = True
+            self.task = self.bar.add_task("hashing", total=total)
+        self.bar.update(self.task, completed=done, total=total)
         now = time.monotonic()
-        finished = done >= total
-        if not finished and now - self.last < self.every:
-            return
-        self.last = now
-        self.stream.write(f"\rhashing {done / 1e6:.1f} / {total / 1e6:.1f} MB")
-        self.open = not finished
-        if finished:
-            self.stream.write("\n")
-        self.stream.flush()
+        if done >= total:
+            self.close()
+        elif now - self.last >= self.every:
+            self.last = now
+            self.bar.refresh()
 
     def close(self) -> None:
-        """End the progress line if one is still open."""
+        """End the progress line if one is still open (drawn as it stands)."""
         if self.open:
-            self.stream.write("\n")
-            self.stream.flush()
+            self.bar.stop()
             self.open = False
 
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bees_cli.cli.options import JsonOpt
 from bees_cli.cli.output import print_json, say
 
+if TYPE_CHECKING:
+    from bees_cli.cloud.admin import Target
+
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
-DbOpt = Annotated[
+ServeDbOpt = Annotated[
     str | None,
     typer.Option(
         "--db",
@@ -20,72 +24,155 @@ DbOpt = Annotated[
         show_default=False,
     ),
 ]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Work offline on this database (sqlite:///PATH or postgresql+psycopg://USER@HOST/DB);"
+        " it must exist: an admin command never creates one.",
+        show_default=False,
+    ),
+]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="The running Bees Cloud to change, e.g. https://cloud.example.com"
+        " (default: $BEES_CLOUD_URL, unless --db is given).",
+        show_default=False,
+    ),
+]
+TokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--admin-token-file",
+        help="The admin token file the server wrote at its first start"
+        " (or set BEES_ADMIN_TOKEN to the token).",
+        show_default=False,
+    ),
+]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", help="Allow plain http:// to a host other than this one.")
+]
 TeamOpt = Annotated[str, typer.Option("--team", help="The team's name.")]
 
 
+def _target(server: str | None, db: str | None, token_file: Path | None,
+            insecure: bool) -> Target:
+    import os
+
+    from bees_cli.cloud.admin import admin_target
+
+    if server is None and db is None:  # --db for offline work wins over the environment
+        server = os.environ.get("BEES_CLOUD_URL", "").strip() or None
+    return admin_target(server, db, token_file=token_file,
+                        token=os.environ.get("BEES_ADMIN_TOKEN"), insecure=insecure)
+
+
 def serve(
-    db: DbOpt = None,
+    db: ServeDbOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")
     ] = 8765,
+    admin_token_file: Annotated[
+        Path | None,
+        typer.Option("--admin-token-file", show_default=False,
+                     help="Where the first start writes the admin token, mode 0600"
+                     " (default: cloud-admin.token in this computer's data folder)."),
+    ] = None,
 ) -> None:
     """Run the Bees Cloud server until interrupted (migrates the database first).
+
+    The first start makes the admin token and says where it wrote it; the admin commands
+    (`bees cloud team add --server URL`...) need it.
 
     Example: bees cloud serve --db postgresql+psycopg://bees@db/bees --host 0.0.0.0
     """
     from bees_cli.cloud.admin import serve as run
 
-    run(db, host, port, announce=lambda line: say(f"Bees Cloud {line}"))
+    run(db, host, port, announce=lambda line: say(f"Bees Cloud {line}"),
+        admin_token_file=admin_token_file)
 
 
 def team_add(
     name: Annotated[str, typer.Argument(help="Team name (letters, digits, . _ : @ + = -).")],
+    server: ServerOpt = None,
+    admin_token_file: TokenFileOpt = None,
     db: DbOpt = None,
+    insecure: InsecureOpt = False,
 ) -> None:
-    """Create a team.
+    """Create a team on a running server (admin token) or, offline, on its database.
 
-    Example: bees cloud team add acme
+    Example: bees cloud team add acme --server URL --admin-token-file cloud-admin.token
     """
     from bees_cli.cloud.admin import add_team
 
-    created = add_team(db, name)
-    say(f"team {name} created" if created else f"team {name} exists already")
+    target = _target(server, db, admin_token_file, insecure)
+    created = add_team(target, name)
+    say(f"team {name} {'created' if created else 'exists already'} on {target.shown}")
 
 
 def person_add(
     email: Annotated[str, typer.Argument(help="The person's email address.")],
     team: TeamOpt,
+    server: ServerOpt = None,
+    admin_token_file: TokenFileOpt = None,
     db: DbOpt = None,
+    insecure: InsecureOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a person to a team and print a new bearer token (shown this once only).
 
-    Example: bees cloud person add maya@example.com --team acme
+    Example: bees cloud person add maya@example.com --team acme --server https://cloud.example.com
     """
     from bees_cli.cloud.admin import add_person
 
-    token = add_person(db, email, team)
+    target = _target(server, db, admin_token_file, insecure)
+    token = add_person(target, email, team)
     if as_json:
-        print_json({"email": email.lower(), "team": team, "token": token})
+        print_json({"email": email.lower(), "team": team, "token": token,
+                    "server": target.server, "database": target.database})
         return
     typer.echo(token)
-    say(f"token for {email} in team {team} (shown once; give it to `bees login URL --token T`)")
+    say(f"token for {email} in team {team} on {target.shown} (shown once; give it to"
+        " `bees login URL --with-token`)")
 
 
 def person_revoke(
     email: Annotated[str, typer.Argument(help="The person's email address.")],
     team: TeamOpt,
+    server: ServerOpt = None,
+    admin_token_file: TokenFileOpt = None,
     db: DbOpt = None,
+    insecure: InsecureOpt = False,
 ) -> None:
     """Revoke every token of a person; their owners and keys stay on record.
 
-    Example: bees cloud person revoke sam@example.com --team acme
+    Example: bees cloud person revoke sam@example.com --team acme --server https://cloud.example.com
     """
     from bees_cli.cloud.admin import revoke_person
 
-    count = revoke_person(db, email, team)
-    say(f"revoked {count} token{'s' if count != 1 else ''} of {email} in team {team}")
+    target = _target(server, db, admin_token_file, insecure)
+    count = revoke_person(target, email, team)
+    say(f"revoked {count} token{'s' if count != 1 else ''} of {email} in team {team}"
+        f" on {target.shown}")
+
+
+def admin_token(
+    db: Annotated[str, typer.Option("--db", help="The server's database URL (it must exist).")],
+    file: Annotated[Path, typer.Option("--file", help="Where to write the new token (0600).")],
+) -> None:
+    """Replace the server's admin token (the old one stops working), offline on its database.
+
+    For a lost token file; a running server accepts the new token at once.
+
+    Example: bees cloud admin-token --db sqlite:///srv/bees/cloud.db --file cloud-admin.token
+    """
+    from bees_cli.cloud.admin import rotate_admin_token, shown_url
+
+    written = rotate_admin_token(db, file)
+    say(f"admin token of database {shown_url(db)} replaced; written to {written} (mode 0600)")
 
 
 def status(as_json: JsonOpt = False) -> None:
@@ -129,10 +216,13 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
         context_settings=CONTEXT,
     )
-    team = typer.Typer(help="Manage teams (on the database).", no_args_is_help=True)
-    person = typer.Typer(help="Manage people and tokens (on the database).", no_args_is_help=True)
+    team = typer.Typer(help="Manage teams (on a server, or its database offline).",
+                       no_args_is_help=True)
+    person = typer.Typer(help="Manage people and tokens (on a server, or its database offline).",
+                         no_args_is_help=True)
     cloud.command("serve")(serve)
     cloud.command("status")(status)
+    cloud.command("admin-token")(admin_token)
     team.command("add")(team_add)
     person.command("add")(person_add)
     person.command("revoke")(person_revoke)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -14,6 +15,7 @@ def login(
     url: Annotated[
         str | None,
         typer.Argument(
+            envvar="BEES_CLOUD_URL",
             help="Bees Cloud URL (default: the workspace's `cloud:` URL).", show_default=False
         ),
     ] = None,
@@ -25,23 +27,39 @@ def login(
             show_default=False,
         ),
     ] = None,
+    with_token: Annotated[
+        bool, typer.Option("--with-token", help="Read the token from standard input (CI).")
+    ] = False,
     workspace: WorkspaceOpt = None,
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Ask the server who the token is first.")
     ] = True,
+    insecure: Annotated[
+        bool,
+        typer.Option("--insecure",
+                     help="Allow sending the token over plain http:// to another computer."),
+    ] = False,
 ) -> None:
     """Sign this computer in to Bees Cloud (the token is stored with mode 0600).
 
     A checked sign-in also makes the token's person this computer's person
-    (`bees whoami`). The URL is resolved before the token is asked for.
+    (`bees whoami`). The URL is resolved, and shown, before the token is asked for;
+    plain http:// is refused for any host but this computer unless --insecure.
 
-    Example: bees login https://cloud.example.com --token bees.0123abcd….…
+    Example: echo "$TOKEN" | bees login https://cloud.example.com --with-token
     """
+    from bees_cli.cloud.login import check_transport, resolve_url
     from bees_cli.cloud.login import login as sign_in
-    from bees_cli.cloud.login import resolve_url
+    from bees_cli.errors import UserError
 
-    resolved = resolve_url(url, workspace)
-    if token is None:
+    if token is not None and with_token:
+        raise UserError("give --token or --with-token, not both",
+                        hint="--with-token reads the token from standard input")
+    resolved = check_transport(resolve_url(url, workspace), insecure=insecure)
+    say(f"sending the token to {resolved}")
+    if with_token:
+        token = sys.stdin.readline()
+    elif token is None:
         token = typer.prompt("Token", hide_input=True)
     done = sign_in(resolved, token, check=check)
     me = done.me

@@ -17,6 +17,7 @@ WorkspaceOpt = Annotated[
     typer.Option(
         "--workspace",
         "-w",
+        envvar="BEES_WORKSPACE",
         help="Workspace folder (default: the current folder or the nearest parent with bees.yaml).",
         show_default=False,
     ),

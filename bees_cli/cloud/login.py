@@ -10,13 +10,15 @@ from bees_cli.errors import CloudError, UserError
 from bees_cli.machine.signin import (
     Login,
     clear_login,
+    effective_login,
     load_login,
     login_path,
     save_login,
 )
 from bees_cli.utc import format_utc
 
-__all__ = ["Login", "SignIn", "clear_login", "client", "load_login", "login", "login_path",
+__all__ = ["Login", "SignIn", "check_transport", "clear_login", "client", "effective_login",
+           "is_loopback", "load_login", "login", "login_path",
            "normalise_url", "resolve_url", "save_login", "status", "workspace_cloud_url"]
 
 if TYPE_CHECKING:
@@ -64,6 +66,41 @@ def normalise_url(url: str) -> str:
     from bees_cli.cloud.client import check_url
 
     return check_url(url)
+
+
+def is_loopback(host: str) -> bool:
+    """Return True when ``host`` names this computer (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_transport(url: str, *, insecure: bool = False) -> str:
+    """Return ``url`` checked (:func:`normalise_url`), refusing plain ``http://`` to a host
+    that is not this computer unless ``insecure``.
+
+    Why: a bearer token sent over plain HTTP can be read by anyone on the way; only a
+    loopback address stays on this computer (as ``gh`` and ``docker login`` do).
+
+    Raises:
+        UserError: the URL is not valid, or it is plain http to another host (exit 2).
+    """
+    from urllib.parse import urlsplit
+
+    checked = normalise_url(url)
+    parts = urlsplit(checked)
+    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname or ""):
+        raise UserError(
+            f"refusing to send a token over plain http to {parts.hostname}",
+            hint=f"use https://{parts.netloc}{parts.path}, or add --insecure if this network"
+            " is trusted",
+        )
+    return checked
 
 
 def resolve_url(url: str | None, workspace: Path | None = None) -> str:
@@ -162,14 +199,16 @@ def login(
 
 
 def client(*, transport: httpx.BaseTransport | None = None, retries: int = 2) -> CloudClient:
-    """Return a :class:`CloudClient` for the stored sign-in.
+    """Return a :class:`CloudClient` for the sign-in in force (the stored one, with
+    ``BEES_CLOUD_URL`` and ``BEES_TOKEN`` over it).
 
     Raises:
-        UserError: this computer is not signed in.
+        UserError: this computer is not signed in, or only half a sign-in is in the
+            environment.
     """
     from bees_cli.cloud.client import CloudClient
 
-    stored = load_login()
+    stored = effective_login()
     if stored is None:
         raise UserError("not signed in to Bees Cloud", hint="run `bees login URL --token T`")
     return CloudClient(stored.url, stored.token, transport=transport, retries=retries)

@@ -21,7 +21,6 @@ never share one database.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -229,12 +228,10 @@ def _take_over(data: Path, say: object) -> EngineServer | None:
 
 @contextlib.contextmanager
 def _engine_lock(data: Path) -> Iterator[None]:
-    with open(data / "engine.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    from filelock import FileLock
+
+    with FileLock(data / "engine.lock", thread_local=False):  # waits for the other holder
+        yield
 
 
 def ensure_engine(data: Path, *, say: object = None) -> EngineServer:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from bees_cli.errors import Refused, UserError
 
@@ -19,9 +20,9 @@ def continue_lock(data: Path, item_id: str) -> Iterator[None]:
 
     Why: two ``bees continue ITEM`` at once on one computer would both verify, claim and
     record a run (DESIGN.md, Handover: an item runs on one computer, once). The lock is an
-    OS file lock (``flock``), dropped when the process ends, even on kill -9; the second
-    ``continue`` never waits for it. An id that is not a whole item id takes no lock (no
-    continue of it can get past :func:`~bees_cli.machine.paths.run_folder_of`).
+    OS file lock (filelock's, ``flock`` on POSIX), dropped when the process ends, even on
+    kill -9; the second ``continue`` never waits for it. An id that is not a whole item id
+    takes no lock (no continue of it can get past :func:`~bees_cli.machine.paths.run_folder_of`).
 
     Args:
         data: this computer's data dir (the record's folder).
@@ -43,14 +44,14 @@ def continue_lock(data: Path, item_id: str) -> Iterator[None]:
         return
     folder = data / LOCKS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{item_id}.lock", "a", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise Refused(f"a continue of item {item_id} is under way here",
-                          hint=f"when it ends, bees item show {item_id} shows the run it "
-                               "started") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lock = FileLock(folder / f"{item_id}.lock", timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise Refused(f"a continue of item {item_id} is under way here",
+                      hint=f"when it ends, bees item show {item_id} shows the run it "
+                           "started") from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -38,6 +38,8 @@ class Computer:
             None when unknown (a computer made by a test).
         transport: an httpx async transport for the cloud client (tests), or None.
         cloud_sleep: how the cloud client waits between its own retries (tests), or None.
+        workspace_env: the workspace ``BEES_WORKSPACE`` names (the default of ``-w``), or
+            None; ``bees doctor`` says where its workspace came from.
     """
 
     machine_id: str
@@ -51,6 +53,7 @@ class Computer:
     state: Path | None = None
     transport: httpx.AsyncBaseTransport | None = field(default=None, compare=False)
     cloud_sleep: Callable[[float], Awaitable[None]] | None = field(default=None, compare=False)
+    workspace_env: Path | None = None
 
     @classmethod
     def load(cls, home: Path | None = None) -> Computer:
@@ -60,13 +63,17 @@ class Computer:
         Args:
             home: a computer's home folder (``state/`` and ``data/`` under it), or None.
 
+        The sign-in is the saved one with ``BEES_CLOUD_URL`` and ``BEES_TOKEN`` over it
+        (:func:`~bees_cli.machine.signin.effective_login`).
+
         Raises:
-            UserError: the stored sign-in file is not valid.
+            UserError: the stored sign-in file is not valid, or only half of a sign-in is
+                in the environment.
             StateFileInvalid: ``machine.json`` is not valid.
         """
         from bees_cli.machine.identity import load_identity
         from bees_cli.machine.paths import bees_home, data_dir, default_runs_dir, state_dir
-        from bees_cli.machine.signin import load_login
+        from bees_cli.machine.signin import effective_login
 
         home = home.resolve() if home is not None else bees_home()
         state = state_dir(home)
@@ -76,7 +83,8 @@ class Computer:
             machine_id=identity.machine_id,
             computer=identity.computer,
             person=identity.person,
-            login=load_login(state),
+            login=effective_login(state),
+            workspace_env=_workspace_env(),
             record_path=data / "record.db",
             runs_dir=default_runs_dir(home),
             data=data,
@@ -118,3 +126,14 @@ class Computer:
     def has_cloud(self) -> bool:
         """True when a Bees Cloud is configured (signed in) on this computer."""
         return self.login is not None
+
+
+WORKSPACE_VARIABLE = "BEES_WORKSPACE"
+"""The environment variable that gives the default workspace (``-w``) to every command."""
+
+
+def _workspace_env() -> Path | None:
+    import os
+
+    value = os.environ.get(WORKSPACE_VARIABLE, "").strip()
+    return Path(value).expanduser().resolve() if value else None

@@ -11,10 +11,20 @@ from typing import Any
 
 from bees_cli.errors import StateFileInvalid, UserError
 from bees_cli.files import read_json_object, write_json_atomic
+from bees_cli.ids import check_email
 from bees_cli.machine.paths import state_dir
 
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+$")
 MACHINE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _is_email(text: str) -> bool:
+    """True when ``text`` is an email address by the one shared rule
+    (:func:`bees_cli.ids.check_email`)."""
+    try:
+        check_email(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ def _read(state: Path | None = None) -> dict[str, Any]:
     checks = {
         "machine_id": lambda v: isinstance(v, str) and MACHINE_ID_RE.match(v),
         "computer": lambda v: isinstance(v, str) and v.strip(),
-        "person": lambda v: v is None or (isinstance(v, str) and EMAIL_RE.match(v)),
+        "person": lambda v: v is None or (isinstance(v, str) and _is_email(v)),
     }
     for field, check in checks.items():
         if field in data and not check(data[field]):
@@ -81,7 +91,7 @@ def set_identity(*, person: str | None = None, computer: str | None = None) -> I
     current = load_identity()
     data = _read()
     if person is not None:
-        if not EMAIL_RE.match(person):
+        if not _is_email(person):
             raise UserError(
                 f"not an email address: {person!r}", hint="e.g. --set-person maya@example.com"
             )

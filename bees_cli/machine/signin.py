@@ -2,18 +2,45 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final, Literal
 
 from bees_cli.errors import UserError
+
+URL_VARIABLE: Final = "BEES_CLOUD_URL"
+"""The environment variable that overrides the saved Bees Cloud URL (CI)."""
+TOKEN_VARIABLE: Final = "BEES_TOKEN"
+"""The environment variable that overrides the saved bearer token (CI)."""
+
+Source = Literal["saved", "BEES_CLOUD_URL", "BEES_TOKEN"]
+"""Where a sign-in's URL or token came from: this computer's ``cloud.json``, or a variable."""
 
 
 @dataclass(frozen=True)
 class Login:
-    """A stored sign-in: the server URL and the person's bearer token."""
+    """A sign-in: the server URL and the person's bearer token, and where each came from.
+
+    Attributes:
+        url: the server's URL.
+        token: the bearer token.
+        url_from: ``saved`` (``cloud.json``) or ``BEES_CLOUD_URL``.
+        token_from: ``saved`` (``cloud.json``) or ``BEES_TOKEN``.
+    """
 
     url: str
-    token: str
+    token: str = field(repr=False)
+    url_from: Source = "saved"
+    token_from: Source = "saved"
+
+    @property
+    def sources(self) -> str:
+        """Where the URL and token came from, for people (empty when both were saved)."""
+        if self.url_from == self.token_from == "saved":
+            return ""
+        return f"URL from {self.url_from}, token from {self.token_from}"
 
 
 def login_path(state: Path | None = None) -> Path:
@@ -44,6 +71,42 @@ def load_login(state: Path | None = None) -> Login | None:
     ):
         raise UserError(f"{path}: not a Bees Cloud sign-in", hint="run `bees logout`")
     return Login(url=data["url"], token=data["token"])
+
+
+def effective_login(
+    state: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Login | None:
+    """Return the sign-in in force: the saved one, with ``BEES_CLOUD_URL`` and ``BEES_TOKEN``
+    overriding its URL and token (as ``GH_TOKEN`` and ``TEMPORAL_ADDRESS`` do), or None.
+
+    Why: a CI job signs in by its environment, without writing a token to disk.
+
+    Args:
+        state: the computer's state folder (default: this one's).
+        environ: the environment (default ``os.environ``).
+
+    Raises:
+        UserError: the saved file is not valid; or one variable is set and the other half
+            (URL or token) is neither set nor saved.
+    """
+    env = os.environ if environ is None else environ
+    url = env.get(URL_VARIABLE, "").strip() or None
+    token = env.get(TOKEN_VARIABLE, "").strip() or None
+    saved = load_login(state)
+    if url is None and token is None:
+        return saved
+    if url is None and saved is None:
+        raise UserError(f"{TOKEN_VARIABLE} is set but no Bees Cloud URL is",
+                        hint=f"set {URL_VARIABLE} too (or run `bees login URL` once)")
+    if token is None and saved is None:
+        raise UserError(f"{URL_VARIABLE} is set but no token is",
+                        hint=f"set {TOKEN_VARIABLE} too (or run `bees login --with-token`)")
+    return Login(
+        url=url.rstrip("/") if url else saved.url if saved else "",
+        token=token or (saved.token if saved else ""),
+        url_from=URL_VARIABLE if url else "saved",
+        token_from=TOKEN_VARIABLE if token else "saved",
+    )
 
 
 def save_login(login: Login) -> Path:

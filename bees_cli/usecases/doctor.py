@@ -119,7 +119,9 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
         checks.append(_check("workspace", False, error.message))
         workspace = None
     if workspace is not None:
-        checks.append(_check("workspace", True, str(workspace.root)))
+        from_env = here.workspace_env is not None and workspace.root == here.workspace_env
+        checks.append(_check("workspace", True, str(workspace.root) + (
+            " (from BEES_WORKSPACE)" if from_env else "")))
         from bees_cli.machine.report import addon_connections, folder_links
 
         for link in folder_links(workspace):
@@ -191,21 +193,25 @@ def _cloud_checks(here: Computer) -> list[Check]:
 
     if here.login is None:
         return [_check("cloud", True, "none configured: no keys, owners or shared record")]
+    login = here.login
+    # issue 15, point 4: say where the URL and token came from (saved, or the environment)
+    where = {"url_from": login.url_from, "token_from": login.token_from}
+    sources = f" ({login.sources})" if login.sources else ""
     api = sync_cloud_for(here, retries=1)
     assert api is not None
     try:
         skew = api.skew()
     except CloudUnauthorized as error:
-        return [_check("cloud", False, f"{here.login.url}: not authorized: {error.message}"),
-                *_record_checks(here)]
+        return [_check("cloud", False, f"{login.url}: not authorized: {error.message}{sources}",
+                       **where), *_record_checks(here)]
     except CloudError as error:
-        return [_check("cloud", False, f"{here.login.url}: {error.message}"),
+        return [_check("cloud", False, f"{login.url}: {error.message}{sources}", **where),
                 *_record_checks(here)]
     finally:
         api.close()
     return [
-        _check("cloud", True, f"{here.login.url}: signed in as {skew.me.person} "
-               f"(team {skew.me.team})"),
+        _check("cloud", True, f"{login.url}: signed in as {skew.me.person} "
+               f"(team {skew.me.team}){sources}", **where),
         _clock_check(skew.skew_seconds, "now"),
         *_record_checks(here, measured_now=True),
     ]

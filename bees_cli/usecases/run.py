@@ -7,7 +7,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
@@ -21,6 +21,8 @@ from bees_cli.usecases.liveness import worker_file as worker_file
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
+    from filelock import FileLock
+
     from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.server import EngineServer
     from bees_cli.machine.computer import Computer
@@ -36,33 +38,34 @@ INTERRUPTED_STATUSES: frozenset[str] = frozenset({"starting", "running"})
 """Statuses of an item whose stage runs: ``bees run`` stopping leaves them waiting."""
 
 
-def hold_worker_lock(data: Path) -> IO[str]:
+def hold_worker_lock(data: Path) -> FileLock:
     """Take the worker lock (``<data>/worker.lock``) for the life of the process.
 
     Only one ``bees run`` may run per computer: a second one would reuse the first one's
-    engine and lose it when the first stops. The lock is held while the returned file is
-    open (the OS drops it when the process ends, even on kill -9).
+    engine and lose it when the first stops. The lock (filelock's, ``flock`` on POSIX) is
+    held until released (the OS drops it when the process ends, even on kill -9); the
+    file holds the holder's pid.
 
     Raises:
         Refused: another ``bees run`` holds it (its pid in the message).
     """
-    import fcntl
+    from filelock import FileLock, Timeout
 
     data.mkdir(parents=True, exist_ok=True)
-    handle = open(data / "worker.lock", "a+", encoding="utf-8")  # noqa: SIM115 - kept open
+    path = data / "worker.lock"
+    lock = FileLock(path, timeout=0, thread_local=False)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        pid = handle.read().strip() or "unknown"
-        handle.close()
+        lock.acquire()
+    except Timeout:
+        pid = path.read_text("utf-8", errors="replace").strip() or "unknown"
         raise Refused(f"bees run is already running on this computer (pid {pid})",
                       hint="stop it first (Ctrl-C), or use the one that runs") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
+    try:
+        path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Computer, *,
@@ -240,7 +243,7 @@ async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | 
         return await _run_engine(bees, address, exit_when_idle, heartbeat_every,
                                  workspace_path=workspace_path)
     finally:
-        lock.close()
+        lock.release()
 
 
 async def _closing(engine: EngineGateway, record: LocalRecord, queue: str) -> list[str]:

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from bees_cli.ids import EMAIL_PATTERN as EMAIL_PATTERN  # the one email rule (issue 15)
 from bees_cli.rules import GATED_KINDS as GATED_KINDS  # re-exported for older imports
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
@@ -39,7 +40,6 @@ NAME_RE = re.compile(NAME_PATTERN)
 TOOL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 URL_PATTERN = r"^https?://[^\s/?#]+[^\s]*$"
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
 TIME_PATTERN = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]

@@ -159,6 +159,11 @@ class ServerProcess:
             time.sleep(0.02)
         raise RuntimeError(f"server did not listen within 60 s:\n{log.read_text()}")
 
+    @property
+    def admin_token_file(self) -> Path:
+        """The admin token file the server wrote at its first start (its data folder)."""
+        return self.folder / "home" / "data" / "cloud-admin.token"
+
     def kill(self) -> None:
         """SIGKILL the server and reap it."""
         assert self.proc is not None

@@ -17,9 +17,11 @@ TOKEN = re.compile(r"^bees\.[0-9a-f]{16}\.[A-Za-z0-9_-]{43}$")
 
 def test_team_and_person_admin_on_a_database(bees: BeesRunner, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'admin.db'}"
+    Storage(db).close()  # the server's first start made it
     made = bees("cloud", "team", "add", "acme", "--db", db)
-    assert (made.returncode, made.stderr) == (0, "team acme created\n")
-    assert bees("cloud", "team", "add", "acme", "--db", db).stderr == "team acme exists already\n"
+    assert (made.returncode, made.stderr) == (0, f"team acme created on database {db}\n")
+    assert bees("cloud", "team", "add", "acme", "--db", db).stderr == (
+        f"team acme exists already on database {db}\n")
     added = bees("cloud", "person", "add", "Maya@Example.com", "--team", "acme", "--db", db)
     assert added.returncode == 0
     token = added.stdout.strip()
@@ -35,7 +37,7 @@ def test_team_and_person_admin_on_a_database(bees: BeesRunner, tmp_path: Path) -
         )
         assert (revoked.returncode, revoked.stderr) == (
             0,
-            "revoked 1 token of maya@example.com in team acme\n",
+            f"revoked 1 token of maya@example.com in team acme on database {db}\n",
         )
         assert storage.authenticate(token) is None
         with storage.engine.connect() as conn:  # the token is stored only as a hash
@@ -64,6 +66,7 @@ def test_login_status_logout(
     signed = bees("login", "-w", str(workspace), "--token", token)
     assert signed.returncode == 0, signed.stderr
     assert signed.stderr == (
+        f"sending the token to {server.url}\n"
         f"signed in to {server.url} as maya@example.com (team {name})\n"
         "this computer's person is now maya@example.com\n"
     )
@@ -184,23 +187,25 @@ def test_login_sets_the_person_and_logout_keeps_it(
 
     assert person() is None
     first = bees("login", server.url, "--token", maya)
+    sending = f"sending the token to {server.url}\n"
     assert (first.returncode, first.stderr) == (
         0,
-        f"signed in to {server.url} as maya@example.com (team {name})\n"
+        sending + f"signed in to {server.url} as maya@example.com (team {name})\n"
         "this computer's person is now maya@example.com\n",
     )
     assert person() == "maya@example.com"
     again = bees("login", server.url, "--token", maya)
-    assert again.stderr == f"signed in to {server.url} as maya@example.com (team {name})\n"
+    assert again.stderr == (
+        sending + f"signed in to {server.url} as maya@example.com (team {name})\n")
     switched = bees("login", server.url, "--token", sam)
     assert (switched.returncode, switched.stderr) == (
         0,
-        f"signed in to {server.url} as sam@example.com (team {name})\n"
+        sending + f"signed in to {server.url} as sam@example.com (team {name})\n"
         "person changed from maya@example.com to sam@example.com\n",
     )
     assert person() == "sam@example.com"
     unchecked = bees("login", server.url, "--token", maya, "--no-check")
-    assert unchecked.stderr == f"stored the token for {server.url} (not checked)\n"
+    assert unchecked.stderr == sending + f"stored the token for {server.url} (not checked)\n"
     assert person() == "sam@example.com"
     assert bees("logout").stderr == "signed out\n"
     assert person() == "sam@example.com"

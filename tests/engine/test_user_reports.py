@@ -55,7 +55,7 @@ def test_a_second_bees_run_is_refused(bees: BeesRunner, bees_home: Path,
     try:
         second = bees("run", cwd=tmp_path)
     finally:
-        lock.close()
+        lock.release()
     assert second.returncode == 3, second.stderr
     assert second.stderr.splitlines()[0] == (
         f"error: bees run is already running on this computer (pid {os.getpid()})")

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 from bees_cli.cli.checkpoint import progress_printer
@@ -121,6 +122,18 @@ class Terminal(io.StringIO):
         return True
 
 
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _amounts(drawn: str) -> list[str]:
+    """The ``D/T MB`` of each frame rich drew (frames start with a carriage return)."""
+    plain = ANSI.sub("", drawn)
+    assert plain.endswith("\n") and plain.count("\n") == 1  # one line, ended
+    frames = [frame for frame in plain.rstrip("\n").split("\r") if frame]
+    assert all(frame.startswith("hashing ") for frame in frames)
+    return [re.findall(r"[0-9.]+/[0-9.]+ MB", frame)[0] for frame in frames]
+
+
 def test_progress_prints_only_on_a_terminal() -> None:
     assert progress_printer(io.StringIO()) is None
     screen = Terminal()
@@ -130,10 +143,10 @@ def test_progress_prints_only_on_a_terminal() -> None:
     show(2_000_000, 250_000_000)  # within the redraw interval: skipped
     show(250_000_000, 250_000_000)
     show.close()  # nothing left open
-    assert screen.getvalue() == "\rhashing 1.0 / 250.0 MB\rhashing 250.0 / 250.0 MB\n"
+    assert _amounts(screen.getvalue()) == ["0.0/250.0 MB", "1.0/250.0 MB", "250.0/250.0 MB"]
     stopped = Terminal()
     show = progress_printer(stopped)
     assert show is not None
     show(5_000_000, 250_000_000)
     show.close()  # hashing stopped early: the line still ends
-    assert stopped.getvalue() == "\rhashing 5.0 / 250.0 MB\n"
+    assert _amounts(stopped.getvalue()) == ["0.0/250.0 MB", "5.0/250.0 MB", "5.0/250.0 MB"]

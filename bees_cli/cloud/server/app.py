@@ -11,6 +11,7 @@ refusals become HTTP statuses here only, by :data:`STATUS`.
 
 import contextlib
 import json
+import pathlib
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -380,6 +381,9 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         """The team's items changed after cursor ``since`` (at most ``limit``, and 1 MiB)."""
         return _json(storage.pull(who, since, limit))
 
+    from bees_cli.cloud.server import admin_api
+
+    admin_api.register(app, storage, responses)
     return app
 
 
@@ -415,11 +419,14 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     announce: Callable[[str], None] | None = None,
+    admin_token_file: pathlib.Path | None = None,
 ) -> None:
     """Migrate the database at ``url``, then serve the API on ``host``:``port`` until stopped.
 
-    ``announce`` receives one line, ``listening on http://HOST:PORT``, once the socket
-    listens (with the real port when ``port`` is 0).
+    At the first start the admin token is made and written to ``admin_token_file``
+    (default: :func:`~bees_cli.cloud.server.admin_tokens.default_token_file`, mode 0600).
+    ``announce`` receives where the admin token is, then ``listening on http://HOST:PORT``
+    once the socket listens (with the real port when ``port`` is 0).
 
     Raises:
         UserError: unsupported database URL.
@@ -428,23 +435,27 @@ def serve(
     """
     import uvicorn
 
+    from bees_cli.cloud.server.admin_tokens import AdminTokens, default_token_file
     from bees_cli.cloud.server.protocol import head_deadline
 
     storage = Storage(url)
-    sock = bind(host, port)
-    real_port = sock.getsockname()[1]
-    shown_host = f"[{host}]" if ":" in host else host
-    if announce is not None:
-        announce(f"listening on http://{shown_host}:{real_port}")
-    config = uvicorn.Config(
-        asgi(storage),
-        http=head_deadline(),
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
     try:
+        first = AdminTokens(storage.db).ensure(admin_token_file or default_token_file())
+        if announce is not None:
+            announce(first.line)
+        sock = bind(host, port)
+        real_port = sock.getsockname()[1]
+        shown_host = f"[{host}]" if ":" in host else host
+        if announce is not None:
+            announce(f"listening on http://{shown_host}:{real_port}")
+        config = uvicorn.Config(
+            asgi(storage),
+            http=head_deadline(),
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         storage.close()

@@ -127,3 +127,14 @@ record = sa.Table(
     sa.UniqueConstraint("team_id", "item_id", name="uq_record_item"),
     sa.Index("ix_record_team_seq", "team_id", "seq"),
 )
+
+admin_token = sa.Table(
+    "admin_token",
+    metadata,
+    # One row at most (id 1): the server's admin token, made at its first start; only the
+    # SHA-256 of its secret is kept. Replicas starting together race on the id: one wins.
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("token_id", sa.String(32), nullable=False),
+    sa.Column("secret_sha256", sa.String(64), nullable=False),
+    sa.Column("created_us", sa.BigInteger, nullable=False),
+)
