@@ -5,7 +5,8 @@ of ``examples/``, with this test's ``bees`` first on ``PATH`` and ``HOME`` point
 scratch folder, in a process group of its own that is killed at the end (so a server a page
 starts in the background never outlives the test). Shell commands are only allowed in
 ``sh`` blocks (``console``, ``bash`` and ``shell`` blocks are refused), so nothing a reader
-may paste escapes the test.
+may paste escapes the test. A page that uses ``$CLOUD_DB`` gets a fresh PostgreSQL database
+there (the Bees Cloud tests' cluster).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def test_shell_commands_are_only_in_sh_blocks(page: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", _pages_with_commands(), ids=lambda page: page.name)
-def test_every_command_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+def test_every_command_of_the_page_runs(page: Path, tmp_path: Path,
+                                        request: pytest.FixtureRequest) -> None:
     script = "\n".join(body for lang, body in fenced_blocks(page.read_text("utf-8"))
                        if lang == "sh")
     work = tmp_path / "work"
@@ -101,9 +103,8 @@ def test_every_command_of_the_page_runs(page: Path, tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("BEES_")}
     env.update(HOME=str(tmp_path), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
                NO_COLOR="1")
-    for key in ("BEES_TEST_POSTGRES_URL",):
-        if key in os.environ:
-            env[key] = os.environ[key]
+    if "$CLOUD_DB" in script:  # the page's PostgreSQL: a fresh database of the test cluster
+        env["CLOUD_DB"] = str(request.getfixturevalue("postgres_url"))
     process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
