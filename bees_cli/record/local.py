@@ -99,7 +99,8 @@ class ItemRow:
     """One work item as the local record holds it (see the module docstring for statuses).
 
     ``input`` is the JSON of the run's workflow input (snapshot included), kept so
-    ``bees run`` can start a pending item. ``wait`` says why the item waits: the kind its
+    ``bees run`` can start a pending item; empty in a listing, which does not read it
+    (:mod:`bees_cli.record.listing`). ``wait`` says why the item waits: the kind its
     writer stored, else the one its status implies
     (:func:`~bees_cli.record.states.wait_kind`); None when it does not wait, or when a
     ``waiting`` row's writer did not say (rows written before version 2 of the record).
@@ -116,7 +117,7 @@ class ItemRow:
     agent: str | None
     since: str
     created: str
-    input: str = field(repr=False)
+    input: str = field(default="", repr=False)
     wait: WaitKind | None = None
     created_on: str | None = None
     """The computer that created the item, when another one did and handed it over (version

@@ -149,11 +149,11 @@ class Bees:
 
         return await wait_for_item(self, item_id, timeout=timeout, poll=poll)
 
-    async def status(self, *, mine: bool = False) -> StatusView:
+    async def status(self, *, mine: bool = False, limit: int | None = None) -> StatusView:
         """``bees status``: see :func:`bees_cli.usecases.items.status`."""
         from bees_cli.usecases.items import status
 
-        return await status(self, mine=mine)
+        return await status(self, mine=mine, limit=limit)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items.item_details`."""
