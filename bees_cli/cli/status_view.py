@@ -82,9 +82,10 @@ def status_lines(rows: Sequence[Mapping[str, Any]], held: Mapping[str, str], *,
         wide: every cell whole, and ``since`` as UTC time with its age.
         colour: emphasise failed and waiting statuses.
     """
-    cells: list[list[str | Cell]] = [[str(r["id"]), str(r.get("process") or "-"), str(r.get("title") or "-"),
-              str(r.get("stage") or "-"), status_cell(r, held), str(r.get("agent") or "-"),
-              when(str(r["since"]), now, wide=wide)] for r in rows]
+    cells: list[list[str | Cell]] = [
+        [str(r["id"]), str(r.get("process") or "-"), str(r.get("title") or "-"),
+         str(r.get("stage") or "-"), status_cell(r, held), str(r.get("agent") or "-"),
+         when(str(r["since"]), now, wide=wide)] for r in rows]
     return render(cells, STATUS_COLUMNS, width=None if wide else width, colour=colour)
 
 
