@@ -31,7 +31,7 @@ STATUS_COLUMNS = (ID, Column("process", least=8, drop=2), Column("title", least=
 """At 80 columns: item, title, stage, status and since; process and agent when they fit."""
 
 APPROVAL_COLUMNS = (ID, Column("request", least=None), Column("title", least=10, drop=1),
-                    Column("stage", least=6), Column("action", least=12),
+                    Column("stage", least=6), Column("action", least=16),
                     Column("input", least=16, weight=2), Column("asked", least=None))
 """At 80 columns: item, request, stage, action, input and asked; title when it fits."""
 
@@ -97,7 +97,8 @@ def more_line(more: int) -> str | None:
 def approval_lines(rows: Sequence[Any], *, now: datetime, width: int | None,
                    wide: bool = False) -> list[str]:
     """Return the ``bees approvals`` table: item, request, title, stage, the action (or
-    ``finish``), a short summary of its input, and when it was asked.
+    ``finish``), a short summary of its input (after ``may already have run:`` for an
+    interrupted action), and when it was asked.
 
     Args:
         rows: :class:`~bees_cli.usecases.models.ApprovalRow` models (their ``action`` and
@@ -109,11 +110,11 @@ def approval_lines(rows: Sequence[Any], *, now: datetime, width: int | None,
     cells: list[list[str | Cell]] = []
     for r in rows:
         extra = r.model_extra or {}
-        action = extra.get("action")
+        summary = str(extra.get("summary") or "-")
         if extra.get("interrupted_at"):
-            action = f"{action} (may already have run)"
-        cells.append([r.item_id, str(r.id), r.title, r.stage, str(action or "finish"),
-                      str(extra.get("summary") or "-"), when(r.asked_at, now, wide=wide)])
+            summary = f"may already have run: {summary}"
+        cells.append([r.item_id, str(r.id), r.title, r.stage, str(extra.get("action") or
+                      "finish"), summary, when(r.asked_at, now, wide=wide)])
     return render(cells, APPROVAL_COLUMNS, width=None if wide else width)
 
 

@@ -47,7 +47,8 @@ class Column:
     Args:
         header: the heading.
         least: the narrowest it may become (characters); None: never cut.
-        first: cut down to ``least`` before any column without ``first`` is cut.
+        first: when the row is too wide, cut to ``least`` (whole or at its least, never in
+            between) before any other column is cut.
         mark: end a cut cell with ``…``; False cuts it bare (an item id's prefix stays a
             valid id for every command).
         weight: a cut column gets this many shares of the room (a status 2, a title 1).
@@ -124,9 +125,10 @@ def fit(natural: Sequence[int], columns: Sequence[Column], width: int | None
 
     While the columns at their ``least`` (or their whole width) and the gaps do not fit,
     the column with the lowest ``drop`` is left out (None). Then columns marked ``first``
-    are cut to their ``least``; then the others are cut alike, to one common cap times
-    their ``weight``, never under their ``least``. Columns without ``least`` keep their
-    width; when even the narrowest layout is too wide, it is kept (the terminal wraps).
+    are cut to their ``least`` (all of the way); then the others are cut alike, to one
+    common cap times their ``weight``, never under their ``least``. Columns without
+    ``least`` keep their width; when even the narrowest layout is too wide, it is kept
+    (the terminal wraps).
 
     Args:
         natural: each column's widest cell (header included).
@@ -151,9 +153,8 @@ def fit(natural: Sequence[int], columns: Sequence[Column], width: int | None
     over = sum(widths.values()) - room
     for n in shown:
         if columns[n].first and over > 0:
-            take = min(over, widths[n] - narrowest(n))
-            widths[n] -= take
-            over -= take
+            over -= widths[n] - narrowest(n)
+            widths[n] = narrowest(n)
     if over > 0:
         cuttable = [n for n in shown if columns[n].least is not None and not columns[n].first]
         fixed = sum(w for n, w in widths.items() if n not in cuttable)
