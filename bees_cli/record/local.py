@@ -33,13 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
-from bees_cli.record.events import EventBase, parse_event
 from bees_cli.record.slots_controls import SlotsAndControls
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
@@ -52,6 +51,9 @@ from bees_cli.record.states import (
     wait_kind,
 )
 from bees_cli.utc import parse_utc, utc_now
+
+if TYPE_CHECKING:
+    from bees_cli.record.events import EventBase
 
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
            "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
@@ -175,6 +177,8 @@ class Event:
 
     def typed(self) -> EventBase:
         """Return the fact as its typed model (an unknown kind as ``UnknownEvent``)."""
+        from bees_cli.record.events import parse_event  # pydantic models: off bees status
+
         return parse_event(self.kind, self.data, at=self.at, stage=self.stage, round=self.round,
                            computer=self.computer)
 
