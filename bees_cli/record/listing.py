@@ -16,6 +16,7 @@ from typing import Any
 
 from bees_cli.record import storage
 from bees_cli.record.local import ItemRow
+from bees_cli.record.schema import ENDED_FIRST
 from bees_cli.record.states import Status
 
 STATUS_LIMIT = 50
@@ -24,9 +25,6 @@ STATUS_LIMIT = 50
 ITEM_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
                 "reason", "agent", "since", "created", "wait", "created_on")
 """The ``items`` columns a listing reads: every one but ``input``."""
-
-ENDED = (Status.DONE, Status.CANCELLED)
-"""Statuses listed after every other (nothing more happens to such an item)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,10 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = ()) -> Lo
     """
     marks = ", ".join("?" for _ in hide)
     where = f" WHERE id NOT IN ({marks})" if hide else ""
-    ended = ", ".join(f"'{s}'" for s in ENDED)
     with storage.opened(path) as db:
         rows = db.execute(
             f"SELECT {', '.join(ITEM_COLUMNS)} FROM items{where}"
-            f" ORDER BY status IN ({ended}), since DESC, id DESC LIMIT ?",
+            f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
             (*hide, -1 if limit is None else limit)).fetchall()
         total = len(rows) if limit is None or len(rows) < limit else db.execute(
             f"SELECT count(*) FROM items{where}", tuple(hide)).fetchone()[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bees_cli.record.listing import held_what, local_page, team_page
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.schema import ENDED_FIRST
 from bees_cli.record.sync import SharedRecord
 from bees_cli.usecases.items import local_status
 from tests.conftest import BeesRunner
@@ -128,3 +129,16 @@ def test_bees_status_lists_fifty_with_a_footer_and_all_with_all(
     assert (len(every.stdout.splitlines()), every.stderr) == (2 + 53, "")
     assert len(json.loads(bees("status", "--json").stdout)) == 50
     assert len(json.loads(bees("status", "--json", "--all", "--mine").stdout)) == 53
+
+
+def test_the_page_and_the_free_rows_are_read_by_index_not_by_a_scan(tmp_path: Path) -> None:
+    path = tmp_path / "record.db"
+    fill(path, ["running"])
+    db = sqlite3.connect(path)
+    page = db.execute(f"EXPLAIN QUERY PLAN SELECT id FROM items ORDER BY {ENDED_FIRST},"
+                      " since DESC, id DESC LIMIT 50").fetchall()
+    free = db.execute("EXPLAIN QUERY PLAN SELECT id FROM items WHERE status = 'free'"
+                      ).fetchall()
+    db.close()
+    assert [r[3] for r in page] == ["SCAN items USING INDEX items_listing"]
+    assert [r[3] for r in free] == ["SEARCH items USING INDEX items_status (status=?)"]
