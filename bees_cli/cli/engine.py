@@ -41,16 +41,17 @@ def run(
     """Run this computer's engine and worker until Ctrl-C.
 
     Starts the embedded Temporal engine (or reuses the one this computer runs), starts
-    items created while it was down, and runs their stages.
+    items created while it was down, and runs their stages. Prints one line per event on
+    stderr: UTC time, level, what happened.
 
     Example: bees run -w examples/weekly-report --exit-when-idle
     """
     import asyncio
 
-    from bees_cli.cli.logs import engine_logs_in_one_line
+    from bees_cli.cli.logs import engine_logs_in_one_line, run_lines
 
     engine_logs_in_one_line()
-    bees = bees_here()
+    bees = bees_here(run_lines())
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
                                 exit_when_idle=exit_when_idle))
     exit_hard(code)
