@@ -15,16 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.record import storage
-from bees_cli.record.local import ItemRow
+from bees_cli.record.local import SHOWN_COLUMNS, ItemRow
 from bees_cli.record.schema import ENDED_FIRST
 from bees_cli.record.states import Status
 
 STATUS_LIMIT = 50
 """How many rows ``bees status`` lists unless ``--all``."""
-
-ITEM_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
-                "reason", "agent", "since", "created", "wait", "created_on")
-"""The ``items`` columns a listing reads: every one but ``input``."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = ()) -> Lo
     where = f" WHERE id NOT IN ({marks})" if hide else ""
     with storage.opened(path) as db:
         rows = db.execute(
-            f"SELECT {', '.join(ITEM_COLUMNS)} FROM items{where}"
+            f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items{where}"
             f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
             (*hide, -1 if limit is None else limit)).fetchall()
         total = len(rows) if limit is None or len(rows) < limit else db.execute(
@@ -86,7 +82,7 @@ def held_what(request: dict[str, Any]) -> str:
 def free_rows(path: Path) -> list[ItemRow]:
     """Return this computer's relinquished (``free``) rows, without their input."""
     with storage.opened(path) as db:
-        rows = db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items WHERE status = ?",
+        rows = db.execute(f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items WHERE status = ?",
                           (str(Status.FREE),)).fetchall()
     return [ItemRow.from_row(r) for r in rows]
 

@@ -59,6 +59,10 @@ __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATU
            "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
            "now_utc", "open_record"]
 
+SHOWN_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
+                 "reason", "agent", "since", "created", "wait", "created_on")
+"""The ``items`` columns a command that shows items reads: every one but ``input``."""
+
 NOT_RUNNING = NOT_RUNNING_TEXT
 """The reason of an item whose stage was running when ``bees run`` stopped."""
 
@@ -353,11 +357,12 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
             found = [r for r in found if r.status in statuses]
         return found
 
-    def item(self, item_id: str) -> ItemRow:
+    def item(self, item_id: str, *, with_input: bool = True) -> ItemRow:
         """Return the item ``item_id``; a unique prefix of the id (at least 6 characters),
         case-insensitive, is enough.
 
-        This is how every command finds the item it is given.
+        This is how every command finds the item it is given; one that only shows the item
+        (``bees item show``) passes ``with_input=False`` and gets ``input`` empty, unread.
 
         Raises:
             NotFound: no item.
@@ -366,11 +371,12 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
                 computer runs it (a ``NotFound``; exit 3 like a refusal).
         """
         wanted = item_id.strip().upper()
+        columns = "*" if with_input else ", ".join(SHOWN_COLUMNS)
         with self._connect() as db:
-            row = db.execute("SELECT * FROM items WHERE id = ?", (wanted,)).fetchone()
+            row = db.execute(f"SELECT {columns} FROM items WHERE id = ?", (wanted,)).fetchone()
             if row is None and len(wanted) >= 6:
                 rows = db.execute(
-                    "SELECT * FROM items WHERE id LIKE ? ORDER BY id", (wanted + "%",)
+                    f"SELECT {columns} FROM items WHERE id LIKE ? ORDER BY id", (wanted + "%",)
                 ).fetchall()
                 if len(rows) > 1:
                     raise Ambiguous(f"{item_id!r} matches {len(rows)} items",

@@ -255,7 +255,7 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     from bees_cli.agents.runner import logs_dir
     from bees_cli.record.local import human_since
 
-    row = record.item(item_id)
+    row = record.item(item_id, with_input=False)
     history = [event.to_json() for event in record.events(row.id)]
     logs: list[str] = []
     for event in history:

@@ -142,3 +142,10 @@ def test_the_page_and_the_free_rows_are_read_by_index_not_by_a_scan(tmp_path: Pa
     db.close()
     assert [r[3] for r in page] == ["SCAN items USING INDEX items_listing"]
     assert [r[3] for r in free] == ["SEARCH items USING INDEX items_status (status=?)"]
+
+
+def test_an_item_shown_is_read_without_its_input(tmp_path: Path) -> None:
+    record = fill(tmp_path / "record.db", ["running"])
+    shown = record.item(item_id(0)[:8].lower(), with_input=False)
+    assert (shown.id, shown.status, shown.input) == (item_id(0), "running", "")
+    assert record.item(item_id(0)).input == '{"big": "' + "x" * 1000 + '"}'
