@@ -188,7 +188,7 @@ def status(
     import asyncio
 
     from bees_cli.cli.status_view import more_line, status_lines
-    from bees_cli.cli.table import colour_on, table_width
+    from bees_cli.cli.table import Emphasis, colour_on, paint, table_width
     from bees_cli.record.listing import STATUS_LIMIT
     from bees_cli.utc import utc_now
 
@@ -201,7 +201,9 @@ def status(
     limit = None if show_all else STATUS_LIMIT
     view = asyncio.run(bees_here().status(mine=mine, limit=limit))
     if view.warning:
-        say(view.warning)
+        warm = colour_on(sys.stderr)
+        say("\n".join(paint(line, Emphasis.WAITING, colour=warm)
+                       for line in view.warning.splitlines()))
     rows = view.rows
     footer = more_line(view.more)
     if as_json:

@@ -193,3 +193,22 @@ def test_watch_on_a_pipe_prints_frames_one_after_another() -> None:
     out = io.StringIO()
     watch(lambda height: next(frames), out, every=2.0, wait=wait, height=10, terminal=False)
     assert out.getvalue() == "one\n\ntwo\n"
+
+
+def test_an_error_label_is_red_on_a_terminal_and_bold_for_a_refusal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.cli.output import render_error
+    from bees_cli.errors import Refused, UserError
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    render_error(Refused("item 01JH3 is owned by maya-desktop"), as_json=False)
+    render_error(UserError("bad"), as_json=False)
+    assert err.getvalue().splitlines() == [
+        "\x1b[1;31merror:\x1b[0m item 01JH3 is owned by maya-desktop",
+        "\x1b[31merror:\x1b[0m bad"]
+    monkeypatch.setattr("sys.stderr", piped := io.StringIO())
+    render_error(UserError("bad"), as_json=False)
+    assert piped.getvalue() == "error: bad\n"
