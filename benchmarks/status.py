@@ -16,9 +16,12 @@ stdout to /dev/null and ``COLUMNS=80``:
 * floor (all rows): the same for every row.
 
 It prints the median and min–max of each, and the ratios of ``bees status`` to the floor of
-the same rows. ``--python`` runs bees and the floors with another interpreter, e.g. one of a
-venv with a non-editable install (``pip install .``), since an editable install's import
-hook adds to the start-up of bees but not of the floor. It measures; it asserts nothing.
+the same rows. Every run starts in the temporary folder, so ``bees_cli`` is imported as
+installed, not from the checkout. An editable install (``pip install -e``) finds it through
+setuptools' import hook, which adds to the start-up of bees but not of the floor: for the
+figures of a non-editable install, ``pip install --no-deps --target DIR .`` and run this
+with ``PYTHONPATH=DIR`` (or give ``--python`` of a venv with ``pip install .``). It
+measures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -85,10 +88,10 @@ def fill(home: Path, count: int, python: str) -> Path:
     return path
 
 
-def _time_once(argv: list[str], env: dict[str, str]) -> float:
+def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     """Seconds of wall time for one run of ``argv``; raises if it fails."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
@@ -112,10 +115,10 @@ def measure(count: int, rounds: int, python: str) -> dict[str, list[float]]:
             del commands["bees status --all"]  # a Bees before --all prints every row anyway
         samples: dict[str, list[float]] = {label: [] for label in commands}
         for argv in commands.values():
-            _time_once(argv, env)
+            _time_once(argv, env, home)
         for _ in range(rounds):
             for label, argv in commands.items():
-                samples[label].append(_time_once(argv, env))
+                samples[label].append(_time_once(argv, env, home))
     return samples
 
 
