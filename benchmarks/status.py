@@ -5,7 +5,8 @@ Run: ``.venv/bin/python benchmarks/status.py [--items 10000] [--rounds 7] [--pyt
 It makes a computer (``BEES_HOME`` in a temporary folder) with one real item of
 ``examples/weekly-report`` (``bees item create``, so the row and its workflow input are what
 Bees writes) and copies that row into ``--items`` items of mixed statuses (most done, some
-failed, running, waiting for approval with a held action's input as reason). Then it runs,
+failed, running, waiting for approval with a held action's input as reason and its
+request in ``approvals``). Then it runs,
 interleaved over ``--rounds`` rounds after one warm-up each, in fresh interpreters with
 stdout to /dev/null and ``COLUMNS=80``:
 
@@ -27,6 +28,7 @@ measures; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import statistics
@@ -82,8 +84,14 @@ def fill(home: Path, count: int, python: str) -> Path:
             ("done", "Done", None, None))
         rows.append(tuple(row[k] for k in names))
     marks = ", ".join("?" for _ in names)
+    held = [(f"01BENCH{n:019d}", json.dumps({
+        "id": 1, "item_id": f"01BENCH{n:019d}", "stage": "Send", "round": 1,
+        "action": "mail.send", "kind": "send", "summary": REASON.removeprefix("mail.send "),
+        "status": "waiting", "asked_at": "2026-02-02T08:00:00Z"})) for n in range(1, count, 100)]
     with db:
         db.executemany(f"INSERT INTO items ({', '.join(names)}) VALUES ({marks})", rows)
+        db.executemany("INSERT INTO approvals (item_id, id, stage, status, data) VALUES"
+                       " (?, 1, 'Send', 'waiting', ?)", held)
     db.close()
     return path
 
