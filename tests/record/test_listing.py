@@ -149,3 +149,9 @@ def test_an_item_shown_is_read_without_its_input(tmp_path: Path) -> None:
     shown = record.item(item_id(0)[:8].lower(), with_input=False)
     assert (shown.id, shown.status, shown.input) == (item_id(0), "running", "")
     assert record.item(item_id(0)).input == '{"big": "' + "x" * 1000 + '"}'
+
+
+def test_watch_has_no_json(bees: BeesRunner) -> None:
+    done = bees("status", "--watch", "--json")
+    assert (done.returncode, done.stderr.splitlines()[0]) == (
+        2, "error: --watch redraws the table; it has no --json")
