@@ -153,5 +153,5 @@ def test_an_item_shown_is_read_without_its_input(tmp_path: Path) -> None:
 
 def test_watch_has_no_json(bees: BeesRunner) -> None:
     done = bees("status", "--watch", "--json")
-    assert (done.returncode, done.stderr.splitlines()[0]) == (
-        2, "error: --watch redraws the table; it has no --json")
+    assert (done.returncode, json.loads(done.stdout)["error"]["message"]) == (
+        2, "--watch redraws the table; it has no --json")
