@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -63,3 +64,12 @@ def bees(bees_home: Path) -> BeesRunner:
         )
 
     return run
+
+
+RUN_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (?:INFO|WARNING|ERROR) ")
+"""The time and level before each line ``bees run`` prints (:mod:`bees_cli.cli.logs`)."""
+
+
+def run_lines(stderr: str) -> list[str]:
+    """Return the lines of ``bees run``'s stderr without their time and level."""
+    return [RUN_LINE.sub("", line, count=1) for line in stderr.splitlines()]

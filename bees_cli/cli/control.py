@@ -12,7 +12,7 @@ from bees_cli.cli.complete import complete_actions, complete_requests
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt
-from bees_cli.cli.output import exit_hard, print_json, print_table, say
+from bees_cli.cli.output import exit_hard, print_json, say
 from bees_cli.errors import UserError
 
 
@@ -62,12 +62,19 @@ def item_cancel(item: ItemArg) -> None:
     exit_hard(0)
 
 
-def approvals(as_json: JsonOpt = False) -> None:
-    """List what waits for a person's approval on this computer.
+def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
+        "--wide", help="Every cell whole (no cut to the terminal's width), times in UTC.")
+        ] = False) -> None:
+    """List what waits for a person's approval on this computer: the action and a short
+    summary of its input (the whole input: --json, or bees item show).
 
     Example: bees approvals --json
     """
     import asyncio
+
+    from bees_cli.cli.status_view import approval_lines
+    from bees_cli.cli.table import table_width
+    from bees_cli.utc import utc_now
 
     rows = asyncio.run(bees_here().approvals())
     if as_json:
@@ -76,9 +83,8 @@ def approvals(as_json: JsonOpt = False) -> None:
     if not rows:
         say("nothing waits for approval on this computer")
         return
-    print_table([(r.item_id, r.id, r.title, r.stage, r.what, r.asked_at)
-                 for r in rows], headers=["item", "request", "title", "stage", "waits",
-                                          "asked"])
+    lines = approval_lines(rows, now=utc_now(), width=table_width(), wide=wide)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,

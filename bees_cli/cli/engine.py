@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -10,7 +11,8 @@ from bees_cli.cli.complete import complete_agents, complete_folders, complete_pr
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import exit_hard, print_json, print_table, say
+from bees_cli.cli.output import exit_hard, print_json, say
+from bees_cli.errors import UserError
 from bees_cli.utc import display_utc, parse_utc
 
 if TYPE_CHECKING:
@@ -40,16 +42,17 @@ def run(
     """Run this computer's engine and worker until Ctrl-C.
 
     Starts the embedded Temporal engine (or reuses the one this computer runs), starts
-    items created while it was down, and runs their stages.
+    items created while it was down, and runs their stages. Prints one line per event on
+    stderr: UTC time, level, what happened.
 
     Example: bees run -w examples/weekly-report --exit-when-idle
     """
     import asyncio
 
-    from bees_cli.cli.logs import engine_logs_in_one_line
+    from bees_cli.cli.logs import engine_logs_in_one_line, run_lines
 
     engine_logs_in_one_line()
-    bees = bees_here()
+    bees = bees_here(run_lines())
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
                                 exit_when_idle=exit_when_idle))
     exit_hard(code)
@@ -161,32 +164,88 @@ def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
     typer.echo("(its team row in the shared record; history and logs are on that computer)")
 
 
-def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
-        "--mine", help="Only this computer's items, not the team's.")] = False) -> None:
+AllOpt = Annotated[bool, typer.Option(
+    "--all", help="Every item; default: the 50 most relevant (not ended first, then the "
+    "latest changed).")]
+WideOpt = Annotated[bool, typer.Option(
+    "--wide", help="Every cell whole (no cut to the terminal's width) and times in UTC.")]
+
+
+def status(
+    as_json: JsonOpt = False,
+    mine: Annotated[bool, typer.Option(
+        "--mine", help="Only this computer's items, not the team's.")] = False,
+    show_all: AllOpt = False,
+    wide: WideOpt = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Redraw the table in place every 2 seconds until Ctrl-C.")] = False,
+) -> None:
     """List work items with stage, status, agent and since when: this computer's, then the
     team's from the shared record ("Draft, running on maya-laptop").
+
+    Lists the 50 most relevant items (with --all, every one); the table fits the
+    terminal's width, cutting long cells with …, unless --wide.
 
     Example: bees status --mine --json
     """
     import asyncio
 
-    view = asyncio.run(bees_here().status(mine=mine))
+    from bees_cli.cli.status_view import more_line, status_lines
+    from bees_cli.cli.table import Emphasis, colour_on, paint, table_width
+    from bees_cli.record.listing import STATUS_LIMIT
+    from bees_cli.utc import utc_now
+
+    if watch:
+        if as_json:
+            raise UserError("--watch redraws the table; it has no --json",
+                            hint="poll `bees status --json` instead")
+        _watch(mine=mine, show_all=show_all, wide=wide)
+        return
+    limit = None if show_all else STATUS_LIMIT
+    view = asyncio.run(bees_here().status(mine=mine, limit=limit))
     if view.warning:
-        say(view.warning)
+        warm = colour_on(sys.stderr)
+        say("\n".join(paint(line, Emphasis.WAITING, colour=warm)
+                       for line in view.warning.splitlines()))
     rows = view.rows
+    footer = more_line(view.more)
     if as_json:
         print_json(rows)
-        return
-    if not rows:
+    elif not rows:
         say("no work items on this computer yet (bees item create PROCESS)")
-        return
-    print_table(
-        [(r["id"], r["process"], r["title"], r["stage"], r["status_text"], r["agent"] or "-",
-          f"{display_utc(parse_utc(r['since']))} ({r['since_human']})" if not r.get("team")
-          else r["since"])
-         for r in rows],
-        headers=["item", "process", "title", "stage", "status", "agent", "since"],
-    )
+    else:
+        lines = status_lines(rows, view.held, now=utc_now(), width=table_width(), wide=wide,
+                             colour=colour_on())
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    if footer:
+        say(footer)
+
+
+def _watch(*, mine: bool, show_all: bool, wide: bool) -> None:
+    """``bees status --watch``: the table (and its footer and warnings) redrawn every 2 s."""
+    import asyncio
+    import shutil
+    import time
+
+    from bees_cli.cli.status_view import more_line, status_lines, watch
+    from bees_cli.cli.table import colour_on, table_width
+    from bees_cli.utc import display_utc, utc_now
+
+    bees = bees_here()
+    terminal = sys.stdout.isatty()
+
+    def frame(height: int) -> list[str]:
+        now = utc_now()
+        view = asyncio.run(bees.status(mine=mine, limit=None if show_all else max(1, height - 7)))
+        head = [f"bees status, every 2 s: {display_utc(now)} (Ctrl-C to stop)", ""]
+        table = status_lines(view.rows, view.held, now=now, width=table_width(), wide=wide,
+                             colour=colour_on()) if view.rows else [
+            "no work items on this computer yet (bees item create PROCESS)"]
+        tail = [line for line in (more_line(view.more), view.warning) if line]
+        return head + table + tail
+
+    height = shutil.get_terminal_size((80, 24)).lines if terminal else 1_000_000
+    watch(frame, sys.stdout, every=2.0, wait=time.sleep, height=height, terminal=terminal)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,8 @@
-"""What ``bees run`` prints of the engine SDK's own log lines: one line each, no traceback."""
+"""What ``bees run`` prints: one line per event, ``TIME LEVEL message``, times in UTC.
+
+Its own news (``engine started at …``) and the engine SDK's warnings go through the same
+formatter, so a log of ``bees run`` reads alike from top to bottom and sorts by time.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,26 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 
 DEBUG_ENV = "BEES_DEBUG"
 """Set to 1 to keep the SDK's tracebacks on the console (a bug report wants them)."""
 
+RUN_LOGGER = "bees"
+"""The logger of ``bees run``'s own lines (printed without the logger's name)."""
+
 
 class OneLine(logging.Formatter):
-    """``2026-12-01T08:15:00Z WARNING temporalio.activity: MESSAGE (NotFound: no work item
-    …)``: the exception's type and first line instead of its traceback."""
+    """``2026-12-01T08:15:00Z INFO engine started at 127.0.0.1:7233`` for ``bees run``'s own
+    lines; ``2026-12-01T08:15:00Z WARNING temporalio.activity: MESSAGE (NotFound: no work
+    item …)`` for another logger's: the exception's type and first line instead of its
+    traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
         """Return the record as one line (UTC time, level, logger, message, exception)."""
         when = self.formatTime(record, "%Y-%m-%dT%H:%M:%SZ")
-        text = f"{when} {record.levelname} {record.name}: {record.getMessage()}"
+        name = "" if record.name == RUN_LOGGER else f"{record.name}: "
+        text = f"{when} {record.levelname} {name}{record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             first = (str(error).splitlines() or [""])[0]
@@ -26,16 +37,37 @@ class OneLine(logging.Formatter):
         return text
 
 
+def _handler() -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    formatter = OneLine()
+    formatter.converter = time.gmtime
+    handler.setFormatter(formatter)
+    return handler
+
+
 def engine_logs_in_one_line() -> None:
     """Send the ``temporalio`` loggers' warnings and errors to stderr, one line each (times
     in UTC), unless ``BEES_DEBUG=1`` asks for Python's default with tracebacks."""
     if os.environ.get(DEBUG_ENV) == "1":
         return
-    handler = logging.StreamHandler(sys.stderr)
-    formatter = OneLine()
-    formatter.converter = time.gmtime
-    handler.setFormatter(formatter)
+    handler = _handler()
     handler.setLevel(logging.WARNING)
     sdk = logging.getLogger("temporalio")
     sdk.addHandler(handler)
     sdk.propagate = False
+
+
+def run_lines() -> Callable[[str], None]:
+    """Return how ``bees run`` says its news: an ``INFO`` line on stderr per call, formatted
+    by :class:`OneLine` (issue 15, point 6)."""
+    logger = logging.getLogger(RUN_LOGGER)
+    if not logger.handlers:
+        logger.addHandler(_handler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+    def say(message: str) -> None:
+        for line in message.splitlines() or [""]:
+            logger.info(line)
+
+    return say

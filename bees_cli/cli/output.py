@@ -42,9 +42,18 @@ def render_error(error: BeesError, *, as_json: bool) -> None:
     if problems:
         for problem in problems:
             sys.stderr.write(problem.format() + "\n")
-    sys.stderr.write(f"error: {error.text}\n")
+    sys.stderr.write(f"{_label(error)} {error.text}\n")
     if error.hint:
         sys.stderr.write(f"hint: {error.hint}\n")
+
+
+def _label(error: BeesError) -> str:
+    """``error:``, red on a terminal (bold for a refusal, exit 3), plain when piped or with
+    ``NO_COLOR`` (:func:`bees_cli.cli.table.colour_on`)."""
+    from bees_cli.cli.table import Emphasis, colour_on, paint
+
+    emphasis = Emphasis.REFUSED if error.exit_code == 3 else Emphasis.FAILED
+    return paint("error:", emphasis, colour=colour_on(sys.stderr))
 
 
 def exit_hard(code: int) -> NoReturn:

@@ -33,13 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
-from bees_cli.record.events import EventBase, parse_event
 from bees_cli.record.slots_controls import SlotsAndControls
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
@@ -53,9 +52,16 @@ from bees_cli.record.states import (
 )
 from bees_cli.utc import parse_utc, utc_now
 
+if TYPE_CHECKING:
+    from bees_cli.record.events import EventBase
+
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
            "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
            "now_utc", "open_record"]
+
+SHOWN_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
+                 "reason", "agent", "since", "created", "wait", "created_on")
+"""The ``items`` columns a command that shows items reads: every one but ``input``."""
 
 NOT_RUNNING = NOT_RUNNING_TEXT
 """The reason of an item whose stage was running when ``bees run`` stopped."""
@@ -99,7 +105,8 @@ class ItemRow:
     """One work item as the local record holds it (see the module docstring for statuses).
 
     ``input`` is the JSON of the run's workflow input (snapshot included), kept so
-    ``bees run`` can start a pending item. ``wait`` says why the item waits: the kind its
+    ``bees run`` can start a pending item; empty in a listing, which does not read it
+    (:mod:`bees_cli.record.listing`). ``wait`` says why the item waits: the kind its
     writer stored, else the one its status implies
     (:func:`~bees_cli.record.states.wait_kind`); None when it does not wait, or when a
     ``waiting`` row's writer did not say (rows written before version 2 of the record).
@@ -116,7 +123,7 @@ class ItemRow:
     agent: str | None
     since: str
     created: str
-    input: str = field(repr=False)
+    input: str = field(default="", repr=False)
     wait: WaitKind | None = None
     created_on: str | None = None
     """The computer that created the item, when another one did and handed it over (version
@@ -174,6 +181,8 @@ class Event:
 
     def typed(self) -> EventBase:
         """Return the fact as its typed model (an unknown kind as ``UnknownEvent``)."""
+        from bees_cli.record.events import parse_event  # pydantic models: off bees status
+
         return parse_event(self.kind, self.data, at=self.at, stage=self.stage, round=self.round,
                            computer=self.computer)
 
@@ -348,11 +357,12 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
             found = [r for r in found if r.status in statuses]
         return found
 
-    def item(self, item_id: str) -> ItemRow:
+    def item(self, item_id: str, *, with_input: bool = True) -> ItemRow:
         """Return the item ``item_id``; a unique prefix of the id (at least 6 characters),
         case-insensitive, is enough.
 
-        This is how every command finds the item it is given.
+        This is how every command finds the item it is given; one that only shows the item
+        (``bees item show``) passes ``with_input=False`` and gets ``input`` empty, unread.
 
         Raises:
             NotFound: no item.
@@ -361,11 +371,12 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
                 computer runs it (a ``NotFound``; exit 3 like a refusal).
         """
         wanted = item_id.strip().upper()
+        columns = "*" if with_input else ", ".join(SHOWN_COLUMNS)
         with self._connect() as db:
-            row = db.execute("SELECT * FROM items WHERE id = ?", (wanted,)).fetchone()
+            row = db.execute(f"SELECT {columns} FROM items WHERE id = ?", (wanted,)).fetchone()
             if row is None and len(wanted) >= 6:
                 rows = db.execute(
-                    "SELECT * FROM items WHERE id LIKE ? ORDER BY id", (wanted + "%",)
+                    f"SELECT {columns} FROM items WHERE id LIKE ? ORDER BY id", (wanted + "%",)
                 ).fetchall()
                 if len(rows) > 1:
                     raise Ambiguous(f"{item_id!r} matches {len(rows)} items",

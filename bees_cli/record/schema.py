@@ -5,7 +5,8 @@ Version 1 is exactly the tables the local record had before it was versioned (th
 a file made then becomes version 1 unchanged). Each later version only adds (a column, a
 table, an index; version 6 rewrote stored times as :func:`bees_cli.utc.format_utc` text): a
 file keeps its rows. Version 7 adds where a handed-over fact and item came from
-(:mod:`bees_cli.record.story`).
+(:mod:`bees_cli.record.story`); version 9 indexes what ``bees status`` reads
+(:mod:`bees_cli.record.listing`).
 Opening a file runs the pending migrations in one transaction; a file from a newer Bees
 (a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
 A new value of a closed set stored here (a ``Status``, a ``WaitKind``) is a migration too,
@@ -256,7 +257,19 @@ V8 = Migration(8, "the story travels with a handover: events.origin and events.c
 ))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
+ENDED_FIRST = "status IN ('done', 'cancelled')"
+"""1 for an item that ended (done, cancelled), else 0: the first key of ``bees status``'s
+order, written exactly so in its query and in the index of version 9."""
+
+V9 = Migration(9, "items_listing and items_status: bees status reads its most relevant rows "
+               "(not ended first, then the latest changed) and the free ones by index, not "
+               "by a scan of every item and its input (issue 16, point 3)", (
+    f"CREATE INDEX IF NOT EXISTS items_listing ON items (({ENDED_FIRST}), since DESC, id DESC)",
+    "CREATE INDEX IF NOT EXISTS items_status ON items (status)",
+))
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 from pydantic import BaseModel, ConfigDict
 
 from bees_cli import rules
-from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
 from bees_cli.record.fires import connect
@@ -351,6 +350,7 @@ class Syncer:
                 nothing but what was already sent).
         """
         from bees_cli.cloud import wire
+        from bees_cli.cloud.client import cloud_for
 
         client = self.client or cloud_for(self.computer, retries=2)
         assert client is not None, "sync needs a Bees Cloud sign-in"
@@ -454,23 +454,22 @@ class Syncer:
 
 
 def team_rows(record_path: Path, local_ids: set[str]) -> list[dict[str, Any]]:
-    """Return ``bees status`` rows of the team's items not held in this computer's record.
+    """Return ``bees status`` rows (:func:`team_row`) of the team's items not held in this
+    computer's record."""
+    return [team_row(item) for item in SharedRecord(record_path).team()
+            if item.item_id not in local_ids]
 
-    Each row: ``id``, ``process``, ``title``, ``stage``, ``status``, ``status_text``
-    (``Draft, running on maya-laptop``), ``computer``, ``person``, ``agent``, ``since``
-    (the change's origin time, UTC).
-    """
-    rows = []
-    for item in SharedRecord(record_path).team():
-        if item.item_id in local_ids:
-            continue
-        fields = item.fields
-        rows.append({
-            "id": item.item_id, "item_id": item.item_id, "process": fields.get("process"),
-            "title": fields.get("title"),
-            "stage": fields.get("stage"), "status": fields.get("status"),
-            "status_text": item.where, "computer": item.computer, "person": item.person,
-            "agent": fields.get("agent"),
-            "since": display_utc(item.origin_time), "team": True,
-        })
-    return rows
+
+def team_row(item: TeamItem) -> dict[str, Any]:
+    """Return the ``bees status`` row of a team item: ``id``, ``process``, ``title``,
+    ``stage``, ``status``, ``status_text`` (``Draft, running on maya-laptop``), ``computer``,
+    ``person``, ``agent``, ``since`` (the change's origin time, UTC)."""
+    fields = item.fields
+    return {
+        "id": item.item_id, "item_id": item.item_id, "process": fields.get("process"),
+        "title": fields.get("title"),
+        "stage": fields.get("stage"), "status": fields.get("status"),
+        "status_text": item.where, "computer": item.computer, "person": item.person,
+        "agent": fields.get("agent"),
+        "since": display_utc(item.origin_time), "team": True,
+    }

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -71,6 +70,8 @@ class Bees:
 
     def cloud(self, *, retries: int = 0, timeout: float = 5.0) -> AsyncCloudClient | None:
         """Return a new async cloud client for this computer's sign-in, or None without one."""
+        from bees_cli.cloud.client import cloud_for  # httpx: off the path of bees status
+
         return cloud_for(self.computer, retries=retries, timeout=timeout)
 
     def who(self) -> str:
@@ -150,11 +151,11 @@ class Bees:
 
         return await wait_for_item(self, item_id, timeout=timeout, poll=poll)
 
-    async def status(self, *, mine: bool = False) -> StatusView:
+    async def status(self, *, mine: bool = False, limit: int | None = None) -> StatusView:
         """``bees status``: see :func:`bees_cli.usecases.items.status`."""
         from bees_cli.usecases.items import status
 
-        return await status(self, mine=mine)
+        return await status(self, mine=mine, limit=limit)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items.item_details`."""

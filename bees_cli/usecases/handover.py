@@ -170,7 +170,7 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
             progress=progress, say=bees.say)
         address = await asyncio.to_thread(bees.worker_address)
         if address is None:
-            bees.say("bees run is not running here: the item starts when `bees run` starts")
+            bees.say("the engine is not running: the item starts when `bees run` starts")
             return done
         engine = await bees.engine(address)
         await start_pending(engine, bees.record, bees.computer, only=done.item)

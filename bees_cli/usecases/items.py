@@ -147,29 +147,47 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
 
 
 def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
-    """Return every item of this computer for ``bees status``: the record row plus
-    ``since_human`` (``"2m ago"``). Reads only the local record.
+    """Return every item of this computer for ``bees status --all --mine`` (the rows of
+    :func:`local_status`)."""
+    return local_status(record, machine_id, limit=None, team=False).rows
+
+
+def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
+                 team: bool) -> StatusView:
+    """Return this computer's rows for ``bees status`` (the record row plus ``since_human``,
+    ``"2m ago"``), then (``team``) the team's, ``limit`` rows in all (None: every row).
+    Reads only the local record, and of it only the listed rows
+    (:mod:`bees_cli.record.listing`).
 
     An item this computer relinquished (``free``) that another computer has since changed
     in the shared record is left out, so ``bees status`` shows the team's newer row
     ("Draft, running on maya-desktop") instead of the stale ``free``.
+
+    Args:
+        limit: how many rows at most: this computer's most relevant first, then the team's
+            latest changed; ``more`` counts the others. None: every row.
+        team: list the team's rows after this computer's.
     """
     from bees_cli.handover.store import taken_over
+    from bees_cli.record.listing import free_rows, local_page, team_page
     from bees_cli.record.local import human_since
+    from bees_cli.utc import utc_now
 
-    rows = []
-    items = record.items()
-    moved = taken_over(record.path, [r for r in items if r.status == "free"], machine_id)
-    for row in items:
-        if row.id in moved:
-            continue
-        data: dict[str, Any] = row.to_json()
-        data["since_human"] = human_since(row.since)
-        rows.append(data)
-    return rows
+    free = free_rows(record.path)
+    moved = sorted(taken_over(record.path, free, machine_id)) if free else []
+    page = local_page(record.path, limit=limit, hide=moved)
+    now = utc_now()
+    rows = [dict(row.to_json(), since_human=human_since(row.since, now)) for row in page.rows]
+    more = page.more
+    if team:
+        others = team_page(record.path, limit=None if limit is None else max(
+            0, limit - len(rows)), show=moved)
+        rows += [dict(r, since_human=r["since"]) for r in others.rows]
+        more += others.more
+    return StatusView(rows=rows, more=more, held=page.held)
 
 
-async def status(bees: Bees, *, mine: bool = False,
+async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
                  now: datetime | None = None) -> StatusView:
     """``bees status``: this computer's items, then (unless ``mine``) the team's from the
     shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run is not
@@ -177,22 +195,21 @@ async def status(bees: Bees, *, mine: bool = False,
     :func:`status_warnings`.
 
     Args:
+        limit: how many rows at most, this computer's most relevant first, then the team's
+            latest changed (``more`` counts the others); None: every row.
         now: this computer's clock (UTC), for the age of the team rows; default: now.
     """
-    from bees_cli.record.sync import team_rows
 
     def read() -> StatusView:
         from bees_cli.usecases.liveness import bees_run_state
 
-        rows = status_rows(bees.record, bees.computer.machine_id)
-        team = team_rows(bees.record.path, {r["id"] for r in rows})
-        if not mine:
-            rows += [dict(r, since_human=r["since"]) for r in team]
+        view = local_status(bees.record, bees.computer.machine_id, limit=limit,
+                            team=not mine)
         # issue 12, point 8: a bees run killed with kill -9 is said to be gone
         worker = bees_run_state(bees.computer.data_dir)
         lines = [worker.text] if worker.stopped_without_cleanup else []
         lines += status_warnings(bees.record.path, now or datetime.now(UTC))
-        return StatusView(rows=rows, warning="\n".join(lines) or None)
+        return view.model_copy(update={"warning": "\n".join(lines) or None})
 
     return await asyncio.to_thread(read)
 
@@ -238,7 +255,7 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     from bees_cli.agents.runner import logs_dir
     from bees_cli.record.local import human_since
 
-    row = record.item(item_id)
+    row = record.item(item_id, with_input=False)
     history = [event.to_json() for event in record.events(row.id)]
     logs: list[str] = []
     for event in history:

@@ -42,6 +42,11 @@ class StatusView(Result):
 
     rows: list[dict[str, Any]]
     warning: str | None = None
+    more: int = 0
+    """Rows not listed (past the limit; ``--all`` lists them)."""
+    held: dict[str, str] = Field(default_factory=dict)
+    """Item id → what its approval waits for, without the action's input (``mail.send``,
+    ``finish Send``): the text view's status cell."""
 
 
 class ItemDetails(Result):

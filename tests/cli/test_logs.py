@@ -6,7 +6,10 @@ import logging
 import sys
 import time
 
-from bees_cli.cli.logs import OneLine
+import pytest
+
+from bees_cli.cli.logs import RUN_LOGGER, OneLine, run_lines
+from tests.conftest import run_lines as without_prefix
 
 
 def test_a_failed_activity_is_one_line_with_the_error_not_its_traceback() -> None:
@@ -22,3 +25,19 @@ def test_a_failed_activity_is_one_line_with_the_error_not_its_traceback() -> Non
     assert formatter.format(record) == (
         "2025-12-01T08:15:00Z WARNING temporalio.activity: Completing activity as failed "
         "(LookupError: no work item '01M8RBRQ' on this computer)")
+
+
+def test_bees_run_says_each_line_with_utc_time_and_level(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time", lambda: 1_764_576_900.25)  # 2025-12-01T08:15:00Z
+    logging.getLogger(RUN_LOGGER).handlers.clear()  # run_lines binds stderr as captured now
+    say = run_lines()
+    say("engine started at 127.0.0.1:7233")
+    say("first\nsecond")
+    assert capsys.readouterr().err.splitlines() == [
+        "2025-12-01T08:15:00Z INFO engine started at 127.0.0.1:7233",
+        "2025-12-01T08:15:00Z INFO first",
+        "2025-12-01T08:15:00Z INFO second",
+    ]
+    say("stopped")
+    assert without_prefix(capsys.readouterr().err) == ["stopped"]

@@ -16,7 +16,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.server import pid_alive
-from tests.conftest import EXAMPLE, BeesRunner
+from tests.conftest import EXAMPLE, BeesRunner, run_lines
 from tests.engine.conftest import DRAFT_REVIEW_DONE, Space
 
 WORK_REVIEW = DRAFT_REVIEW_DONE
@@ -60,7 +60,7 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
     assert ran.returncode == 0, ran.stderr
     assert ("nothing left to run here: 1 item waits for approval (bees approvals); stopping"
-            in ran.stderr.splitlines())
+            in run_lines(ran.stderr))
     assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
     rows = json.loads(bees("status", "--json").stdout)
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
@@ -171,7 +171,7 @@ async def test_run_on_a_given_temporal_address(
                ).stdout.strip()
     ran = await asyncio.to_thread(bees, "run", "--temporal-address", address, "--exit-when-idle")
     assert ran.returncode == 0, ran.stderr
-    assert ran.stderr.splitlines()[0].startswith("worker on task queue bees-")  # no engine
+    assert run_lines(ran.stderr)[0].startswith("worker on task queue bees-")  # no engine
     assert not (bees_home / "data" / "temporal.db").exists()
     assert engine_json(bees_home) is None
     result = await dev_env.client.get_workflow_handle(item_id).result()

@@ -19,7 +19,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.run_journal import journal_path, recall, write_end, write_intent
 from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.usecases.items import create_item
-from tests.conftest import BeesRunner
+from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
 from tests.engine.test_actions import addon_lines, ops_addon
 from tests.engine.test_cli import start_bees, wait_for
@@ -66,7 +66,7 @@ def test_a_send_journaled_in_the_run_folder_is_not_sent_again_after_record_db_is
     delete_record(bees_home)
     done = bees("run", "--exit-when-idle")
     assert done.returncode == 0, done.stderr
-    assert "recovered 1 work item from the engine" in done.stderr.splitlines()
+    assert "recovered 1 work item from the engine" in run_lines(done.stderr)
     assert [(r["stage"], r["status"]) for r in rows(bees)] == [("Done", "done")]
 
     deliveries = [json.loads(p.read_text()) for p in outbox.iterdir()]

@@ -15,7 +15,7 @@ from ulid import ULID
 
 from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.utc import format_utc, parse_utc
-from tests.conftest import EXAMPLE, BeesRunner
+from tests.conftest import EXAMPLE, BeesRunner, run_lines
 from tests.engine.conftest import Space
 from tests.engine.test_cli import start_bees, wait_for
 from tests.engine.test_rules import HERE, SEND, action_agent
@@ -48,7 +48,7 @@ def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works
 
     again = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
     assert again.returncode == 0, again.stderr
-    assert "recovered 1 work item from the engine" in again.stderr.splitlines()
+    assert "recovered 1 work item from the engine" in run_lines(again.stderr)
     (after,) = rows(bees)
     same = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
             "status_text", "reason", "wait", "agent")
@@ -103,7 +103,7 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
     found = bees("run", "--exit-when-idle")
     assert found.returncode == 0, found.stderr
     assert (f"{item_id} Send: lost: the engine's database was replaced; `bees retry {item_id}` "
-            "starts Send again from the top") in found.stderr.splitlines()
+            "starts Send again from the top") in run_lines(found.stderr)
     assert [(r["stage"], r["status"], r["status_text"], r["wait"]) for r in rows(bees)] == [
         ("Send", "lost", "lost: the engine's database was replaced", "person")]
     shown = bees("item", "show", item_id).stdout

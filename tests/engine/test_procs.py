@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from bees_cli.engine.server import EngineServer, engines_on, ensure_engine, stop_engine
-from tests.conftest import BeesRunner
+from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
 from tests.engine.test_cli import engine_json, start_bees, wait_for
 from tests.engine.test_user_reports import ONE_STAGE
@@ -91,7 +91,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
 
     second = bees("run", "--exit-when-idle", timeout=180)
     assert second.returncode == 0, second.stderr
-    lines = second.stderr.splitlines()
+    lines = run_lines(second.stderr)
     address = found["engine"][1].split(",")[0]
     assert lines[:3] == [
         f"the last bees run (pid {first.pid}) stopped without cleanup",

@@ -17,7 +17,7 @@ import pytest
 from bees_cli.engine.server import pid_alive
 from bees_cli.errors import EngineError
 from bees_cli.record.local import LocalRecord
-from tests.conftest import BeesRunner
+from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
 
 ONE_STAGE = """\
@@ -173,7 +173,7 @@ def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
         if first.poll() is None:
             first.kill()
     assert first.returncode == 0, err
-    assert err.splitlines()[-1] == "stopped"
+    assert run_lines(err)[-1] == "stopped"
     rows = json.loads(bees("status", "--json").stdout)
     assert [r["status_text"] for r in rows] == ["waiting: the engine is not running (bees run)"]
     second = bees("run", "--exit-when-idle", cwd=space.root, timeout=120)

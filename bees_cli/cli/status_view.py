@@ -1,0 +1,164 @@
+"""The text views of ``bees status`` (and ``--watch``) and ``bees approvals``: fitted tables.
+
+Each view is a pure function from rows to lines at a given width (:mod:`bees_cli.cli.table`),
+so tests assert exact lines; the commands in :mod:`bees_cli.cli.engine` and
+:mod:`bees_cli.cli.control` only choose the width, the colour and the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+from bees_cli.cli.table import Cell, Column, Emphasis, render
+from bees_cli.record.states import Status
+from bees_cli.utc import display_utc, parse_utc
+
+EMPHASIS: dict[str, Emphasis] = {
+    Status.FAILED: Emphasis.FAILED, Status.LOST: Emphasis.FAILED,
+    Status.PENDING: Emphasis.WAITING, Status.WAITING: Emphasis.WAITING,
+    Status.WAITING_FOR_APPROVAL: Emphasis.WAITING, Status.WAITING_FOR_PERSON: Emphasis.WAITING,
+}
+"""The emphasis of a status cell, by the item's status (others are plain)."""
+
+ID = Column("item", least=12, first=True, mark=False)
+"""An item id: cut bare to 12 characters first (a prefix of 6 or more names the item)."""
+
+STATUS_COLUMNS = (ID, Column("process", least=8, drop=2), Column("title", least=10),
+                  Column("stage", least=6), Column("status", least=28, weight=2),
+                  Column("agent", least=6, drop=1), Column("since", least=None))
+"""At 80 columns: item, title, stage, status and since; process and agent when they fit."""
+
+APPROVAL_COLUMNS = (ID, Column("request", least=None), Column("title", least=10, drop=1),
+                    Column("stage", least=6), Column("action", least=16),
+                    Column("input", least=16, weight=2), Column("asked", least=None))
+"""At 80 columns: item, request, stage, action, input and asked; title when it fits."""
+
+
+def age(text: str, now: datetime) -> str:
+    """Return how long before ``now`` the UTC time ``text`` was: ``5s ago``… (``?`` when
+    ``text`` is not a time)."""
+    from bees_cli.record.local import human_since
+
+    try:
+        return human_since(text, now)
+    except ValueError:
+        return "?"
+
+
+def when(text: str, now: datetime, *, wide: bool) -> str:
+    """Return a time cell: its age (``2m ago``), or with ``wide`` the UTC time and its age."""
+    if not wide:
+        return age(text, now)
+    try:
+        return f"{display_utc(parse_utc(text))} ({age(text, now)})"
+    except ValueError:
+        return text
+
+
+def status_cell(row: Mapping[str, Any], held: Mapping[str, str]) -> Cell:
+    """Return the status cell of a ``bees status`` row: its ``status_text``, except that an
+    item waiting for approval shows what waits (``waiting for approval: mail.send``), not
+    the held action's input (``bees approvals`` and ``bees item show`` show that)."""
+    status = str(row.get("status") or "")
+    text = str(row.get("status_text") or status or "?")
+    if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and row["id"] in held:
+        text = f"{status}: {held[row['id']]}"
+    return Cell(text, EMPHASIS.get(status))
+
+
+def status_lines(rows: Sequence[Mapping[str, Any]], held: Mapping[str, str], *,
+                 now: datetime, width: int | None, wide: bool = False,
+                 colour: bool = False) -> list[str]:
+    """Return the ``bees status`` table: item, process, title, stage, status, agent, since.
+
+    Args:
+        rows: the rows of :class:`~bees_cli.usecases.models.StatusView` (this computer's,
+            then the team's).
+        held: item id → what its approval waits for (``StatusView.held``).
+        now: the clock the ages are counted from (UTC).
+        width: the width to fit, or None; ``wide`` ignores it.
+        wide: every cell whole, and ``since`` as UTC time with its age.
+        colour: emphasise failed and waiting statuses.
+    """
+    cells: list[list[str | Cell]] = [
+        [str(r["id"]), str(r.get("process") or "-"), str(r.get("title") or "-"),
+         str(r.get("stage") or "-"), status_cell(r, held), str(r.get("agent") or "-"),
+         when(str(r["since"]), now, wide=wide)] for r in rows]
+    return render(cells, STATUS_COLUMNS, width=None if wide else width, colour=colour)
+
+
+def more_line(more: int) -> str | None:
+    """Return the footer of a list cut at its limit (``120 more; --all to show all``)."""
+    return f"{more} more; --all to show all" if more > 0 else None
+
+
+def approval_lines(rows: Sequence[Any], *, now: datetime, width: int | None,
+                   wide: bool = False) -> list[str]:
+    """Return the ``bees approvals`` table: item, request, title, stage, the action (or
+    ``finish``), a short summary of its input (after ``may already have run:`` for an
+    interrupted action), and when it was asked.
+
+    Args:
+        rows: :class:`~bees_cli.usecases.models.ApprovalRow` models (their ``action`` and
+            ``summary`` fields as the request has them).
+        now: the clock the ages are counted from (UTC).
+        width: the width to fit, or None; ``wide`` ignores it.
+        wide: every cell whole, and ``asked`` as UTC time with its age.
+    """
+    cells: list[list[str | Cell]] = []
+    for r in rows:
+        extra = r.model_extra or {}
+        summary = str(extra.get("summary") or "-")
+        if extra.get("interrupted_at"):
+            summary = f"may already have run: {summary}"
+        cells.append([r.item_id, str(r.id), r.title, r.stage, str(extra.get("action") or
+                      "finish"), summary, when(r.asked_at, now, wide=wide)])
+    return render(cells, APPROVAL_COLUMNS, width=None if wide else width)
+
+
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+ERASE_LINE, ERASE_BELOW = "\x1b[K", "\x1b[J"
+
+
+def redraw(lines: Sequence[str], drawn: int) -> str:
+    """Return the text that replaces the ``drawn`` lines last written (the cursor below
+    them) with ``lines``: back to their first line, each line then erased to its end, and
+    what is left below erased."""
+    back = f"\x1b[{drawn}F" if drawn else ""
+    return back + "".join(f"{line}{ERASE_LINE}\n" for line in lines) + ERASE_BELOW
+
+
+def watch(frame: Callable[[int], list[str]], out: TextIO, *, every: float,
+          wait: Callable[[float], None], height: int, terminal: bool) -> None:
+    """Draw ``frame(rows)`` on ``out`` every ``every`` seconds, in place, until Ctrl-C.
+
+    Args:
+        frame: returns the lines of one frame, at most the number of lines it is given.
+        out: where to draw.
+        every: seconds between frames.
+        wait: sleeps that long (tests give one that raises ``KeyboardInterrupt``).
+        height: the terminal's lines; a frame gets one less (the cursor's line).
+        terminal: ``out`` is a terminal: redraw in place with the cursor hidden; else each
+            frame follows the last, after a blank line.
+    """
+    drawn = 0
+    if terminal:
+        out.write(HIDE_CURSOR)
+    try:
+        while True:
+            lines = frame(max(1, height - 1))[: max(1, height - 1)]
+            if terminal:
+                out.write(redraw(lines, drawn))
+            else:
+                out.write(("\n" if drawn else "") + "".join(f"{ln}\n" for ln in lines))
+            out.flush()
+            drawn = len(lines)
+            wait(every)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if terminal:
+            out.write(SHOW_CURSOR)
+            out.flush()

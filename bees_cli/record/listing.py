@@ -1,0 +1,123 @@
+"""The rows ``bees status`` lists: the columns it shows, the most relevant first, up to a limit.
+
+Why (issue 16, point 3): ``bees status`` must stay near-constant as items grow, so it reads
+neither an item's workflow input (``items.input``) nor every row: the most relevant
+``limit`` rows of this computer (items not ended first, then the latest changed), then the
+team's latest changed rows up to the same limit, and a count of the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bees_cli.record import storage
+from bees_cli.record.local import SHOWN_COLUMNS, ItemRow
+from bees_cli.record.schema import ENDED_FIRST
+from bees_cli.record.states import Status
+
+STATUS_LIMIT = 50
+"""How many rows ``bees status`` lists unless ``--all``."""
+
+
+@dataclass(frozen=True)
+class LocalPage:
+    """This computer's rows of one listing.
+
+    Attributes:
+        rows: the rows shown, oldest id first; ``input`` is not read (empty).
+        more: rows of this computer not shown (past the limit).
+        held: item id → what its approval waits for, without the action's input:
+            ``mail.send``, ``finish Send``, ``mail.send may already have run``.
+    """
+
+    rows: list[ItemRow]
+    more: int = 0
+    held: dict[str, str] = field(default_factory=dict)
+
+
+def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = ()) -> LocalPage:
+    """Return up to ``limit`` rows of the record at ``path`` (every row when None): items
+    not done nor cancelled first, then the latest changed; shown oldest id first.
+
+    Args:
+        path: the record file (``record.db``).
+        limit: how many rows at most, or None for all.
+        hide: ids never listed (relinquished items another computer continued).
+    """
+    marks = ", ".join("?" for _ in hide)
+    where = f" WHERE id NOT IN ({marks})" if hide else ""
+    with storage.opened(path) as db:
+        rows = db.execute(
+            f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items{where}"
+            f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
+            (*hide, -1 if limit is None else limit)).fetchall()
+        total = len(rows) if limit is None or len(rows) < limit else db.execute(
+            f"SELECT count(*) FROM items{where}", tuple(hide)).fetchone()[0]
+        ids = [r["id"] for r in rows if r["status"] == Status.WAITING_FOR_APPROVAL]
+        waiting = db.execute(
+            f"SELECT item_id, data FROM approvals WHERE status = 'waiting' AND item_id IN"
+            f" ({', '.join('?' for _ in ids)}) ORDER BY item_id, id", ids).fetchall()
+    shown = sorted((ItemRow.from_row(r) for r in rows), key=lambda r: r.id)
+    held: dict[str, str] = {}
+    for request in waiting:
+        held.setdefault(request["item_id"], held_what(json.loads(request["data"])))
+    return LocalPage(rows=shown, more=total - len(shown), held=held)
+
+
+def held_what(request: dict[str, Any]) -> str:
+    """Return what an approval request (its JSON) waits for, without the action's input:
+    ``mail.send``, ``finish Send``, or ``mail.send may already have run``."""
+    action = request.get("action")
+    if not action:
+        return f"finish {request.get('stage') or '?'}"
+    if request.get("interrupted_at"):
+        return f"{action} may already have run"
+    return str(action)
+
+
+def free_rows(path: Path) -> list[ItemRow]:
+    """Return this computer's relinquished (``free``) rows, without their input."""
+    with storage.opened(path) as db:
+        rows = db.execute(f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items WHERE status = ?",
+                          (str(Status.FREE),)).fetchall()
+    return [ItemRow.from_row(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class TeamPage:
+    """The team's rows of one listing (``team_row`` dicts) and how many are not shown."""
+
+    rows: list[dict[str, Any]]
+    more: int = 0
+
+
+def team_page(path: Path, *, limit: int | None, show: Sequence[str] = ()) -> TeamPage:
+    """Return up to ``limit`` team rows not held in this computer's record, latest changed
+    first (every row when None), as :func:`bees_cli.record.sync.team_row` makes them.
+
+    Args:
+        path: the record file.
+        limit: how many rows at most, or None for all; 0 reads none (only counts them).
+        show: ids of this record listed as team rows anyway (continued elsewhere).
+    """
+    from bees_cli.record.sync import TeamItem, team_row
+    from bees_cli.utc import from_us
+
+    marks = ", ".join("?" for _ in show)
+    where = " WHERE item_id NOT IN (SELECT id FROM items)" + (
+        f" OR item_id IN ({marks})" if show else "")
+    with storage.opened(path) as db:
+        rows = db.execute(
+            "SELECT item_id, fields, origin_us, machine_id, person FROM team_items"
+            f"{where} ORDER BY origin_us DESC, item_id LIMIT ?",
+            (*show, -1 if limit is None else limit)).fetchall()
+        total = len(rows) if limit is None or len(rows) < limit else db.execute(
+            f"SELECT count(*) FROM team_items{where}", tuple(show)).fetchone()[0]
+    items = [TeamItem(r["item_id"], json.loads(r["fields"]), from_us(r["origin_us"]),
+                      r["machine_id"], r["person"]) for r in rows]
+    return TeamPage(rows=[team_row(item) for item in sorted(items, key=lambda i: i.item_id)],
+                    more=total - len(items))

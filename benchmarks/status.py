@@ -1,0 +1,161 @@
+"""`bees status` with many items against a floor: Python's sqlite3 reading and printing the rows.
+
+Run: ``.venv/bin/python benchmarks/status.py [--items 10000] [--rounds 7] [--python PY]``.
+
+It makes a computer (``BEES_HOME`` in a temporary folder) with one real item of
+``examples/weekly-report`` (``bees item create``, so the row and its workflow input are what
+Bees writes) and copies that row into ``--items`` items of mixed statuses (most done, some
+failed, running, waiting for approval with a held action's input as reason and its
+request in ``approvals``). Then it runs,
+interleaved over ``--rounds`` rounds after one warm-up each, in fresh interpreters with
+stdout to /dev/null and ``COLUMNS=80``:
+
+* ``bees status``: the default list (the most relevant rows, a limit and a footer);
+* ``bees status --all``: every row (skipped when this Bees has no ``--all``);
+* floor (shown rows): ``python -c`` that opens ``record.db`` with ``sqlite3``, reads the
+  printed columns of as many rows as ``bees status`` prints, and prints them;
+* floor (all rows): the same for every row.
+
+It prints the median and min–max of each, and the ratios of ``bees status`` to the floor of
+the same rows. Every run starts in the temporary folder, so ``bees_cli`` is imported as
+installed, not from the checkout. An editable install (``pip install -e``) finds it through
+setuptools' import hook, which adds to the start-up of bees but not of the floor: for the
+figures of a non-editable install, ``pip install --no-deps --target DIR .`` and run this
+with ``PYTHONPATH=DIR`` (or give ``--python`` of a venv with ``pip install .``). It
+measures; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "weekly-report"
+SHOWN = 50
+"""How many rows ``bees status`` prints by default (its limit; the floor reads as many)."""
+
+FLOOR = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+limit = int(sys.argv[2])
+rows = db.execute("SELECT id, process, title, stage, status, reason, agent, since FROM items"
+                  " ORDER BY since DESC LIMIT ?", (limit,)).fetchall()
+out = sys.stdout
+for r in rows:
+    out.write("  ".join("-" if v is None else str(v) for v in r) + "\\n")
+"""
+
+REASON = ('mail.send {"to": "team@example.com", "subject": "Weekly report", "body": "# Weekly '
+          'report\\n\\n## Summary\\n\\n2 people sent notes this week; the release went out on…')
+
+
+def fill(home: Path, count: int, python: str) -> Path:
+    """Create one real item on computer ``home`` and copy it into ``count`` items; return the
+    record's path."""
+    env = {**os.environ, "BEES_HOME": str(home)}
+    subprocess.run([python, "-m", "bees_cli", "item", "create", "weekly-report", "-w",
+                    str(EXAMPLE)], env=env, check=True, capture_output=True)
+    path = home / "data" / "record.db"
+    db = sqlite3.connect(path)
+    template = db.execute("SELECT * FROM items").fetchone()
+    names = [d[0] for d in db.execute("SELECT * FROM items LIMIT 0").description]
+    db.execute("DELETE FROM items")
+    db.execute("DELETE FROM events")
+    rows = []
+    for n in range(count):
+        row = dict(zip(names, template, strict=True))
+        row["id"] = f"01BENCH{n:019d}"
+        row["title"] = f"Weekly report {n} for the team's Monday meeting"
+        row["since"] = row["created"] = f"2026-{1 + n % 11:02d}-{1 + n % 28:02d}T08:00:00.000000Z"
+        kind = n % 100
+        row["status"], row["stage"], row["reason"], row["agent"] = (
+            ("failed", "Draft", "the agent exited with 1", "writer") if kind == 0 else
+            ("waiting for approval", "Send", REASON, "sender") if kind == 1 else
+            ("running", "Review", None, "reviewer") if kind == 2 else
+            ("done", "Done", None, None))
+        rows.append(tuple(row[k] for k in names))
+    marks = ", ".join("?" for _ in names)
+    held = [(f"01BENCH{n:019d}", json.dumps({
+        "id": 1, "item_id": f"01BENCH{n:019d}", "stage": "Send", "round": 1,
+        "action": "mail.send", "kind": "send", "summary": REASON.removeprefix("mail.send "),
+        "status": "waiting", "asked_at": "2026-02-02T08:00:00Z"})) for n in range(1, count, 100)]
+    with db:
+        db.executemany(f"INSERT INTO items ({', '.join(names)}) VALUES ({marks})", rows)
+        db.executemany("INSERT INTO approvals (item_id, id, stage, status, data) VALUES"
+                       " (?, 1, 'Send', 'waiting', ?)", held)
+    db.close()
+    return path
+
+
+def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Seconds of wall time for one run of ``argv``; raises if it fails."""
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def measure(count: int, rounds: int, python: str) -> dict[str, list[float]]:
+    """Return label → seconds of each round (one warm-up run of each first)."""
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        record = fill(home, count, python)
+        env = {**os.environ, "BEES_HOME": str(home), "COLUMNS": "80"}
+        env.pop("NO_COLOR", None)
+        bees = [python, "-m", "bees_cli", "status"]
+        commands = {
+            "bees status": bees,
+            "bees status --all": [*bees, "--all"],
+            f"floor: {SHOWN} rows": [python, "-c", FLOOR, str(record), str(SHOWN)],
+            f"floor: all {count} rows": [python, "-c", FLOOR, str(record), str(count)],
+        }
+        if subprocess.run(commands["bees status --all"], env=env, capture_output=True
+                          ).returncode != 0:
+            del commands["bees status --all"]  # a Bees before --all prints every row anyway
+        samples: dict[str, list[float]] = {label: [] for label in commands}
+        for argv in commands.values():
+            _time_once(argv, env, home)
+        for _ in range(rounds):
+            for label, argv in commands.items():
+                samples[label].append(_time_once(argv, env, home))
+    return samples
+
+
+def main() -> int:
+    """Parse the options, measure, print medians, spreads and ratios; return 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=10_000, help="items (default 10000)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter for bees and the floors (default: this one)")
+    args = parser.parse_args()
+    samples = measure(args.items, args.rounds, args.python)
+    width = max(len(label) for label in samples)
+    print(f"{args.items} items, {args.rounds} interleaved rounds, {args.python}")
+    print(f"{'command':<{width}}  median ms  (min–max)")
+    medians = {}
+    for label, times in samples.items():
+        medians[label] = statistics.median(times)
+        print(f"{label:<{width}}  {medians[label] * 1000:9.1f}  "
+              f"({min(times) * 1000:.1f}–{max(times) * 1000:.1f})")
+    shown, every = f"floor: {SHOWN} rows", f"floor: all {args.items} rows"
+    print(f"bees status / floor of the rows it prints: "
+          f"{medians['bees status'] / medians[shown]:.2f}")
+    print(f"bees status / floor of all rows: {medians['bees status'] / medians[every]:.2f}")
+    if "bees status --all" in medians:
+        print(f"bees status --all / floor of all rows: "
+              f"{medians['bees status --all'] / medians[every]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
