@@ -59,11 +59,12 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 8
+    assert schema.version(db) == schema.LATEST == 9
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
     assert after.pop("sync_refused") == []
+    assert after.pop("pieces") == []  # version 9: the empty pieces table
     assert sorted(after) == sorted(before)
     # version 6 rewrites every stored time as format_utc text; nothing else changes
     before = _as_format_utc(before)
@@ -267,13 +268,14 @@ def test_the_cli_says_so_without_a_traceback(bees: BeesRunner, bees_home: Path) 
     path.parent.mkdir(parents=True)
     shutil.copy(FIXTURE, path)
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 9")
+    db.execute(f"PRAGMA user_version = {schema.LATEST + 1}")
     db.close()
     done = bees("status")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == (
-        f"error: {path} was written by a newer Bees (record version 9; this Bees reads up to "
+        f"error: {path} was written by a newer Bees (record version {schema.LATEST + 1}; this "
+        f"Bees reads up to "
         f"{schema.LATEST})")
 
 

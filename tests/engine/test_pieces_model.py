@@ -1,0 +1,68 @@
+"""Pieces' data model: names, folders, the refusal rules, and the local record's pieces table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bees_cli.agents.pieces import (
+    ask_digest,
+    piece_folder,
+    piece_name,
+    piece_workflow_id,
+    refusal,
+)
+from bees_cli.record.local import LocalRecord
+from bees_cli.record.pieces import Piece, PieceResult, PieceStatus
+
+ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
+
+
+def _piece(seq: int, **fields: object) -> Piece:
+    name = piece_name(1, 1, seq)
+    data: dict[str, object] = {
+        "item_id": ITEM, "piece": name, "stage": "Draft", "seq": seq, "chain": ["writer"],
+        "named": "researcher", "task": "find facts", "input": {"topic": "bees"},
+        "ask_digest": ask_digest("researcher", "find facts", {"topic": "bees"}),
+        "workflow_id": piece_workflow_id(ITEM, "Draft", name),
+        "folder": str(piece_folder("/runs/x", "Draft", name))}
+    data.update(fields)
+    return Piece.model_validate(data)
+
+
+def test_names_folders_and_ids_are_deterministic() -> None:
+    assert piece_name(2, 3, 4) == "r2-a3-p4"
+    assert piece_folder("/runs/x", "Draft", "r1-a1-p1") == Path("/runs/x/Draft/pieces/r1-a1-p1")
+    assert piece_workflow_id(ITEM, "Draft", "r1-a1-p1") == f"{ITEM}/Draft/r1-a1-p1"
+    assert ask_digest("a", "t", {"x": 1, "y": 2}) == ask_digest("a", "t", {"y": 2, "x": 1})
+    assert ask_digest("a", "t", {"x": 1}) != ask_digest("b", "t", {"x": 1})
+
+
+def test_depth_limit_and_cycle_are_refused_with_the_chain() -> None:
+    assert refusal(chain=["writer"], agent="researcher", depth=1, max_depth=2) is None
+    assert refusal(chain=["writer", "researcher"], agent="writer", depth=2, max_depth=2) == (
+        "cycle: agent writer is already in the chain of callers (writer -> researcher -> "
+        "writer)")
+    assert refusal(chain=["writer", "a", "b"], agent="c", depth=3, max_depth=2) == (
+        "depth limit: a piece of depth 3 would pass the workspace's max_piece_depth of 2 "
+        "(writer -> a -> b -> c)")
+
+
+def test_the_record_keeps_pieces_counts_live_ones_and_finds_saved_results(
+        tmp_path: Path) -> None:
+    record = LocalRecord(tmp_path / "record.db")
+    first, second = _piece(1), _piece(2, named="checker",
+                                      ask_digest=ask_digest("checker", "check", {}))
+    record.put_piece(first)
+    record.put_piece(second)
+    assert record.live_pieces() == {ITEM: 2}
+    assert record.saved_piece(ITEM, "Draft", first.ask_digest) is None
+    done = record.update_piece(ITEM, "Draft", first.piece, status="finished",
+                               agent="researcher", exit_code=0,
+                               result={"text": "facts", "files": ["notes.md"]})
+    assert done.status is PieceStatus.FINISHED
+    assert done.result == PieceResult(text="facts", files=["notes.md"])
+    assert record.live_pieces() == {ITEM: 1}
+    assert record.saved_piece(ITEM, "Draft", first.ask_digest) == done
+    assert [p.piece for p in record.pieces(ITEM)] == ["r1-a1-p1", "r1-a1-p2"]
+    assert done.usage() == "exit 0"
+    assert second.usage() == "-"
