@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.agents.selection import Pick, Skipped, choose_agent
 
 if TYPE_CHECKING:
+    from bees_cli.agents.chat_wire import ToolDef
+    from bees_cli.agents.eligibility import Eligibility
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.machine.connections import AddonConnection
 
@@ -44,10 +46,19 @@ def piece_folder(run_folder: str | Path, stage: str, piece: str) -> Path:
     return Path(run_folder) / stage / PIECES_FOLDER / piece
 
 
-def piece_logs(run_folder: str | Path, stage: str, piece: str) -> Path:
-    """Return the prefix of a piece's logs: ``RUN/logs/STAGE.PIECE`` (``.stdout``,
-    ``.stderr``, ``.context.json``, ``.transcript.jsonl`` are added)."""
-    return Path(run_folder) / "logs" / f"{stage}.{piece}"
+def piece_stage(stage: str, piece: str) -> str:
+    """Return the name a piece's agent runs under, as a stage's folder and logs are named:
+    ``STAGE/pieces/PIECE`` (its folder ``RUN/STAGE/pieces/PIECE``, its logs
+    ``RUN/logs/STAGE/pieces/PIECE-rR-aA.stdout`` …, its transcript
+    ``RUN/logs/STAGE/pieces/PIECE.transcript.jsonl``)."""
+    return f"{stage}/{PIECES_FOLDER}/{piece}"
+
+
+def work_folder(run_folder: str | Path, stage: str, piece: str | None) -> Path:
+    """Return where an agent works: a piece's folder, or (``piece`` None) the stage's."""
+    if piece is None:
+        return Path(run_folder) / stage
+    return piece_folder(run_folder, stage, piece)
 
 
 def piece_workflow_id(item_id: str, stage: str, piece: str) -> str:
@@ -118,3 +129,77 @@ def choose_piece_agent(*, snapshot: ItemSnapshot, stage_name: str, named: str,
         detail = "; ".join(f"{s.agent} {s.why}" for s in skipped)
         reason = f"no enabled agent for a piece of {stage_name}: {detail}"
     return Pick(agent=pick.agent, reason=reason, skipped=skipped)
+
+
+def task_text(task: str, data: Any, chain: Sequence[str]) -> str:
+    """Return the task as a piece's agent reads it: who handed it out, the task, the input.
+
+    Args:
+        task: what the caller asked.
+        data: the caller's input object (JSON value; ``{}`` when none).
+        chain: the callers' agents, the caller last.
+    """
+    lines = [f"A piece of work handed to you by agent {chain[-1] if chain else '?'}: {task}"]
+    if data not in ({}, None):
+        lines.append("Input (JSON): " + json.dumps(data, sort_keys=True, ensure_ascii=False))
+    lines.append("Work in your own folder; your final answer (and the files you write there) "
+                 "go back to the caller.")
+    return "\n".join(lines)
+
+
+def check_piece(*, snapshot: ItemSnapshot, stage_name: str, named: str,
+                chain: Sequence[str]) -> Eligibility:
+    """Check whether a piece can start here now, with a stage's checks (DESIGN.md, Rules:
+    eligibility): every folder the item reads is linked here, and an agent is usable
+    (:func:`choose_piece_agent`, add-on connections checked live). Writes nothing.
+
+    Returns:
+        The :class:`~bees_cli.agents.eligibility.Eligibility` (its ``pick`` the piece's).
+    """
+    from bees_cli.agents.eligibility import Eligibility, item_reads
+    from bees_cli.agents.selection import WHY_UNDECLARED
+    from bees_cli.machine.connections import AddonConnection, check_connection
+    from bees_cli.machine.links import resolve_folder
+
+    root = Path(snapshot.workspace_root)
+    reasons: list[str] = []
+    folders: dict[str, str] = {}
+    for name in item_reads(snapshot):
+        link = resolve_folder(name, snapshot.folders.get(name), root)
+        if link.linked and link.path is not None:
+            folders[name] = str(link.path)
+        else:
+            reasons.append(f"folder {name}: {link.reason}")
+
+    def connected(name: str) -> AddonConnection:
+        addon = snapshot.addons.get(name)
+        if addon is None:
+            return AddonConnection(name, False, [WHY_UNDECLARED])
+        return check_connection(name, addon)
+
+    pick = choose_piece_agent(snapshot=snapshot, stage_name=stage_name, named=named,
+                              chain=chain, addon_connected=connected)
+    if pick.agent is None:
+        reasons.append(pick.reason)
+    return Eligibility(ok=not reasons, reasons=tuple(reasons), pick=pick, folders=folders)
+
+
+DELEGATE = "delegate"
+"""A model agent's built-in tool that hands a piece to another agent (as ``bees delegate``)."""
+
+
+def delegate_tool(agents: Sequence[str]) -> ToolDef:
+    """Return the ``delegate`` tool offered to a model agent: ``agent`` (one of ``agents``),
+    ``task`` and an optional ``input`` object; its result is the piece's answer and files."""
+    from bees_cli.agents.chat_wire import FunctionDef, ToolDef
+
+    return ToolDef(function=FunctionDef(
+        name=DELEGATE,
+        description="Hand a piece of your work to another agent and wait for its answer "
+                    "(its final text and the files in its folder).",
+        parameters={"type": "object", "properties": {
+            "agent": {"type": "string", "enum": list(agents),
+                      "description": "the agent to hand the piece to"},
+            "task": {"type": "string", "description": "what the agent should do"},
+            "input": {"type": "object", "description": "data the agent needs (optional)"}},
+            "required": ["agent", "task"]}))

@@ -60,6 +60,7 @@ COMMAND_MODULES: list[str] = [
     "login",
     "checkpoint",
     "control",
+    "delegate",
     "schedules",
     "doctor",
     "handover",

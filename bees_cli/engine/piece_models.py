@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from bees_cli.engine.snapshot import LoopView
+
 PIECE_WORKFLOW = "bees.piece"
 """Temporal workflow type of a piece: a child of the item's run (``bees.item``)."""
 DELEGATE_UPDATE = "bees.delegate"
@@ -100,6 +102,12 @@ class PieceCheckOutput(BaseModel):
     agent: str | None = None
     pick_reason: str | None = None
     pick: dict[str, Any] | None = None
+    folders: dict[str, str] = Field(default_factory=dict)
+    """The folders the item reads, name → path here (as a stage's check gives them)."""
+    cap: int | None = None
+    """The agent's ``max_concurrent_runs`` (None: no cap, no slot to take)."""
+    loop: LoopView | None = None
+    """A model agent's loop settings (None: a command agent)."""
 
 
 class PieceRunInput(BaseModel):
@@ -107,6 +115,7 @@ class PieceRunInput(BaseModel):
 
     piece: PieceInput
     agent: str
+    folders: dict[str, str] = Field(default_factory=dict)
 
 
 class PieceOutput(BaseModel):
