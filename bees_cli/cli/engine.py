@@ -138,6 +138,12 @@ def item_show(
         cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
         typer.echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
                    f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
+    if details.pieces:
+        from bees_cli.record.views import piece_tree
+
+        typer.echo("pieces")
+        for line in piece_tree(details.pieces):
+            typer.echo(line)
     typer.echo("history")
     for event in details.events():
         typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
@@ -178,7 +184,9 @@ def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
         say("no work items on this computer yet (bees item create PROCESS)")
         return
     print_table(
-        [(r["id"], r["process"], r["title"], r["stage"], r["status_text"], r["agent"] or "-",
+        [(r["id"], r["process"], r["title"], r["stage"],
+          r["status_text"] + (f" ({r['pieces']} pieces)" if r.get("pieces") else ""),
+          r["agent"] or "-",
           f"{display_utc(parse_utc(r['since']))} ({r['since_human']})" if not r.get("team")
           else r["since"])
          for r in rows],

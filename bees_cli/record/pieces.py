@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -126,8 +128,11 @@ class PiecesPart(Connected):
     columns the look-ups use."""
 
     def put_piece(self, piece: Piece) -> None:
-        """Insert or replace the piece's row (keyed by item, stage and piece name)."""
+        """Insert or replace the piece's row (keyed by item, stage and piece name); the item
+        goes to the shared record's outbox, whose run summary names its pieces."""
         with self._connect() as db:
+            db.execute("INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (?, ?)",
+                       (piece.item_id, now_utc()))
             db.execute(
                 "INSERT OR REPLACE INTO pieces (item_id, stage, piece, round, attempt, seq,"
                 " parent, depth, agent, status, ask_digest, data, updated)"
@@ -187,3 +192,18 @@ class PiecesPart(Connected):
                 " AND status = ? ORDER BY round DESC, attempt DESC, seq DESC LIMIT 1",
                 (item_id, stage, digest, str(PieceStatus.FINISHED))).fetchone()
         return None if row is None else Piece.model_validate(json.loads(row["data"]))
+
+
+def piece_names(db: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Return item id → its pieces of the item's current stage as the shared record's run
+    summary names them (``alpha r1-a1-p1 finished``), in the order handed out."""
+    found: dict[str, list[str]] = {}
+    for item_id in item_ids:
+        rows = db.execute(
+            "SELECT p.piece, p.agent, p.status, p.data FROM pieces p JOIN items i"
+            " ON i.id = p.item_id AND i.stage = p.stage WHERE p.item_id = ?"
+            " ORDER BY p.round, p.attempt, p.seq", (item_id,)).fetchall()
+        if rows:
+            found[item_id] = [f"{r['agent'] or json.loads(r['data'])['named']} {r['piece']} "
+                              f"{r['status']}" for r in rows]
+    return found

@@ -148,7 +148,8 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
 
 def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
     """Return every item of this computer for ``bees status``: the record row plus
-    ``since_human`` (``"2m ago"``). Reads only the local record.
+    ``since_human`` (``"2m ago"``) and ``pieces`` (how many of its run's pieces wait or run).
+    Reads only the local record.
 
     An item this computer relinquished (``free``) that another computer has since changed
     in the shared record is left out, so ``bees status`` shows the team's newer row
@@ -160,11 +161,13 @@ def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
     rows = []
     items = record.items()
     moved = taken_over(record.path, [r for r in items if r.status == "free"], machine_id)
+    live = record.live_pieces()
     for row in items:
         if row.id in moved:
             continue
         data: dict[str, Any] = row.to_json()
         data["since_human"] = human_since(row.since)
+        data["pieces"] = live.get(row.id, 0)  # issue 14: its run's pieces waiting or running
         rows.append(data)
     return rows
 
@@ -262,4 +265,5 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     return ItemDetails(item=item, since_human=human_since(row.since), history=history,
                        logs=logs, engine_log=str(computer.engine_log),
                        journal=record.journal(row.id),
-                       approvals=record.approvals(row.id, status=None), models=models)
+                       approvals=record.approvals(row.id, status=None), models=models,
+                       pieces=[p.model_dump(mode="json") for p in record.pieces(row.id)])
