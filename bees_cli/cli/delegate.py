@@ -21,7 +21,7 @@ def delegate(
     input: Annotated[str | None, typer.Option(  # noqa: A002 - the option is --input
         "--input", metavar="JSON|@FILE", help="Data the agent needs: JSON, or @file with JSON.")
     ] = None,
-    json_output: JsonOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Hand a piece of this stage to another agent and wait for its answer (inside a stage).
 
@@ -41,7 +41,7 @@ def delegate(
         check_item_id(os.environ["BEES_ITEM_ID"], prefix=False)
     data = parse_input(input)
     done = asyncio.run(bees_here().delegate(agent, task, data, env=dict(os.environ)))
-    if json_output:
+    if as_json:
         print_json(done.to_json())
     else:
         sys.stdout.write(done.render())

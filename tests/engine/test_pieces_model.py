@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bees_cli.agents.pieces import (
@@ -11,8 +12,10 @@ from bees_cli.agents.pieces import (
     piece_workflow_id,
     refusal,
 )
+from bees_cli.ids import SHAPE
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece, PieceResult, PieceStatus
+from tests.conftest import BeesRunner
 
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
 
@@ -66,3 +69,18 @@ def test_the_record_keeps_pieces_counts_live_ones_and_finds_saved_results(
     assert [p.piece for p in record.pieces(ITEM)] == ["r1-a1-p1", "r1-a1-p2"]
     assert done.usage() == "exit 0"
     assert second.usage() == "-"
+
+
+def test_bees_delegate_checks_the_stage_s_item_id_and_runs_only_inside_a_stage(
+        bees: BeesRunner, bees_home: Path) -> None:
+    env = {"BEES_ITEM_ID": "../../etc", "BEES_STAGE": "Draft", "BEES_AGENT": "writer"}
+    done = bees("delegate", "alpha", "--task", "figures", env=env)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (
+        2, "", ["error: not an item id: '../../etc': " + SHAPE + "; give the whole id",
+                "hint: `bees status` lists the items and their ids"])
+    assert list(bees_home.iterdir()) == []
+    outside = {"BEES_ITEM_ID": "", "BEES_STAGE": "", "BEES_AGENT": ""}
+    done = bees("delegate", "alpha", "--task", "figures", "--json", env=outside)
+    assert (done.returncode, json.loads(done.stdout)["error"]["message"]) == (
+        2, "bees delegate runs inside a stage: BEES_ITEM_ID, BEES_STAGE and BEES_AGENT are "
+           "not set")
