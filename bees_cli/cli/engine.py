@@ -185,13 +185,21 @@ def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
         return
     print_table(
         [(r["id"], r["process"], r["title"], r["stage"],
-          r["status_text"] + (f" ({r['pieces']} pieces)" if r.get("pieces") else ""),
+          r["status_text"] + _pieces_note(r.get("pieces", 0)),
           r["agent"] or "-",
           f"{display_utc(parse_utc(r['since']))} ({r['since_human']})" if not r.get("team")
           else r["since"])
          for r in rows],
         headers=["item", "process", "title", "stage", "status", "agent", "since"],
     )
+
+
+def _pieces_note(live: int) -> str:
+    """Return what ``bees status`` adds to a status for a run's live pieces (issue 14):
+    ``" (2 pieces)"``, ``" (1 piece)"``, or ``""``."""
+    if not live:
+        return ""
+    return f" ({live} piece{'' if live == 1 else 's'})"
 
 
 def register(app: typer.Typer) -> None:

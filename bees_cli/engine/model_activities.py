@@ -144,7 +144,8 @@ class ModelActivities:
         agent = snapshot.agents[context.agent]
         assert isinstance(agent.runner, ModelRunner)
         runner: ModelRunner = agent.runner
-        review, json_mode = spec.kind == "review", runner.tool_mode == "json"
+        kind = "work" if context.piece is not None else spec.kind  # a piece answers, not judges
+        review, json_mode = kind == "review", runner.tool_mode == "json"
         path = transcript_path(context.run_folder, _named(context))
         await asyncio.to_thread(self._started, context)
         tools = self._tools(snapshot, context)
@@ -157,7 +158,7 @@ class ModelActivities:
         else:
             first = opening(
                 instructions=agent.instructions, title=context.title, stage=context.stage,
-                kind=spec.kind, folders=[STAGE_FOLDER, *context.folders],
+                kind=kind, folders=[STAGE_FOLDER, *context.folders],
                 previous=context.previous, comments=context.comments,
                 tools_text=tools_text(tools) if json_mode else None)
             if context.task:  # a piece: what its caller asked (issue 14)

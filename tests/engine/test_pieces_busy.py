@@ -29,6 +29,7 @@ from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.record.sync import SharedRecord
 from bees_cli.record.views import piece_tree
 from bees_cli.usecases.items import create_item, status_rows
+from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, retried_every, scheduled, until
 from tests.engine.test_pieces import DRAFT, piece_agent
 from tests.engine.test_rules import cancel_item, start, worker  # noqa: F401 - the fixture
@@ -140,7 +141,7 @@ async def test_a_piece_waiting_10_minutes_for_a_busy_agent_fails_with_the_reason
 
 async def test_a_waiting_piece_is_seen_and_stops_with_its_cancelled_item(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-        worker: Worker) -> None:  # noqa: F811
+        worker: Worker, bees: BeesRunner) -> None:  # noqa: F811
     piece_agent(space, "writer", DELEGATE=[["alpha", "figures", {}]])
     _busy_alpha(space, record)
     space.write("processes/p.yaml", DRAFT.format(approval="none"))
@@ -151,6 +152,11 @@ async def test_a_waiting_piece_is_seen_and_stops_with_its_cancelled_item(
     # bees status counts the live piece, item show draws it, the run summary names it
     row = next(r for r in status_rows(record, load_identity().machine_id) if r["id"] == item_id)
     assert (row["status"], row["pieces"]) == ("running", 1)
+    shown = await asyncio.to_thread(bees, "status", "--mine")
+    assert [ln.split("  ")[0] for ln in shown.stdout.splitlines()
+            if ln.startswith(item_id)] == [item_id]
+    assert " running (1 piece) " in next(ln for ln in shown.stdout.splitlines()
+                                         if ln.startswith(item_id))
     assert piece_tree(record.pieces(item_id)) == [
         "  Draft round 1", f"    r1-a1-p1  alpha (named by the caller)  waiting: {BUSY}  -"]
     summary = next(f["summary"] for i, _, f in SharedRecord(record.path).outbox(
