@@ -194,6 +194,10 @@ class PiecesPart(Connected):
         return None if row is None else Piece.model_validate(json.loads(row["data"]))
 
 
+SUMMARY_PIECES = 10
+"""At most this many pieces are named in a run summary (the latest; the rest counted)."""
+
+
 def piece_names(db: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, list[str]]:
     """Return item id → its pieces of the item's current stage as the shared record's run
     summary names them (``alpha r1-a1-p1 finished``), in the order handed out."""
@@ -203,7 +207,10 @@ def piece_names(db: sqlite3.Connection, item_ids: Sequence[str]) -> dict[str, li
             "SELECT p.piece, p.agent, p.status, p.data FROM pieces p JOIN items i"
             " ON i.id = p.item_id AND i.stage = p.stage WHERE p.item_id = ?"
             " ORDER BY p.round, p.attempt, p.seq", (item_id,)).fetchall()
-        if rows:
-            found[item_id] = [f"{r['agent'] or json.loads(r['data'])['named']} {r['piece']} "
-                              f"{r['status']}" for r in rows]
+        names = [f"{r['agent'] or json.loads(r['data'])['named']} {r['piece']} {r['status']}"
+                 for r in rows]
+        if len(names) > SUMMARY_PIECES:  # the shared record's fields stay small
+            names = [f"{len(names) - SUMMARY_PIECES} earlier", *names[-SUMMARY_PIECES:]]
+        if names:
+            found[item_id] = names
     return found

@@ -84,3 +84,22 @@ def test_bees_delegate_checks_the_stage_s_item_id_and_runs_only_inside_a_stage(
     assert (done.returncode, json.loads(done.stdout)["error"]["message"]) == (
         2, "bees delegate runs inside a stage: BEES_ITEM_ID, BEES_STAGE and BEES_AGENT are "
            "not set")
+
+
+def test_the_run_summary_names_the_latest_ten_pieces_of_the_stage(tmp_path: Path) -> None:
+    from bees_cli.machine.computer import Computer
+    from bees_cli.record.sync import SharedRecord
+
+    record = LocalRecord(tmp_path / "record.db")
+    record.add_item(id=ITEM, process="p", title="T", workspace="/ws", run_folder="/runs/x",
+                    input="{}", stage="Draft")
+    record.set_state(ITEM, status="running", stage="Draft", agent="writer")
+    for seq in range(1, 13):
+        record.put_piece(_piece(seq, agent="alpha", status="finished"))
+    record.put_piece(_piece(1, stage="Review"))  # another stage's piece is not named
+    computer = Computer(machine_id="m1", computer="laptop", person="maya@example.com",
+                        login=None, record_path=record.path, runs_dir=tmp_path / "runs")
+    summary = next(f["summary"] for i, _, f in SharedRecord(record.path).outbox(computer)
+                   if i == ITEM)
+    assert summary == "Draft: running (writer); pieces: 2 earlier, " + ", ".join(
+        f"alpha r1-a1-p{seq} finished" for seq in range(3, 13))
