@@ -103,3 +103,40 @@ def test_the_run_summary_names_the_latest_ten_pieces_of_the_stage(tmp_path: Path
                    if i == ITEM)
     assert summary == "Draft: running (writer); pieces: 2 earlier, " + ", ".join(
         f"alpha r1-a1-p{seq} finished" for seq in range(3, 13))
+
+
+def test_a_pieces_agent_is_chosen_in_a_stages_order_the_callers_named_first(
+        tmp_path: Path) -> None:
+    from bees_cli.agents.pieces import check_piece
+    from bees_cli.agents.selection import Skipped
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.workspace.models import Agent, CommandRunner, Process, Stage
+
+    runner = CommandRunner(command=["true"])
+
+    def snap(**agents: Agent) -> ItemSnapshot:
+        return ItemSnapshot(
+            process_name="p", process=Process(stages=[
+                Stage(name="Draft", kind="work", agents=["writer", "helper"]),
+                Stage(name="Done", kind="done")]),
+            agents=agents, default_agent="writer", workspace_root=str(tmp_path))
+
+    both = snap(writer=Agent(runner=runner), helper=Agent(runner=runner),
+                alpha=Agent(runner=runner))
+    named = check_piece(snapshot=both, stage_name="Draft", named="alpha", chain=["writer"])
+    assert (named.ok, named.pick and named.pick.agent, named.pick and named.pick.reason) == (
+        True, "alpha", "named by the caller")
+    # the named agent is disabled: the stage's agents next, never one of the callers
+    off = snap(writer=Agent(runner=runner), helper=Agent(runner=runner),
+               alpha=Agent(runner=runner, enabled=False))
+    pick = check_piece(snapshot=off, stage_name="Draft", named="alpha", chain=["writer"]).pick
+    assert pick is not None
+    assert (pick.agent, pick.reason, pick.skipped) == (
+        "helper", "stage agents of p.Draft",
+        (Skipped("alpha", "disabled"), Skipped("writer", "already in the chain of callers")))
+    # none is left: the piece waits with the reasons
+    alone = snap(writer=Agent(runner=runner), alpha=Agent(runner=runner, enabled=False))
+    found = check_piece(snapshot=alone, stage_name="Draft", named="alpha", chain=["writer"])
+    assert (found.ok, found.reasons) == (False, (
+        "no enabled agent for a piece of Draft: alpha disabled; writer already in the chain "
+        "of callers; helper not declared in the workspace",))
