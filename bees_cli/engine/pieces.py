@@ -77,7 +77,10 @@ class Delegation:
     Every piece of the item, at any depth, is a child of the item's run, so the run knows
     them all: the caller's chain (a cycle is refused), the depth (the workspace's limit is
     enforced), which agent may ask for an add-on action (a piece's agent on an approval
-    stage is held like the stage's), and what to stop with the run.
+    stage is held like the stage's), and what to stop with the run: ``_pieces`` holds each
+    piece's :class:`PieceView` (its ``workflow_id``, ``status``, ``restart_stage``); a
+    cancelled piece records ``stopped`` and gives its slot back, and children close with
+    the run (``ParentClosePolicy.REQUEST_CANCEL``).
     """
 
     _item: ItemInput | None
