@@ -4,8 +4,9 @@ Environment: AGENT_LOG (file to append to); DELEGATE (JSON list of ``[AGENT, TAS
 handed out at once, in parallel); ACTIONS (JSON list of ``[ACTION, INPUT]`` run through
 ``bees action``); FAIL (exit 4 with ``no sources`` on stderr). Inside a piece (``BEES_PIECE``)
 it writes ``AGENT.md`` (the task and input) in its folder and prints ``AGENT found: TASK``.
-Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | LAST-STDERR``
-(TEXT: the piece's ``text`` from ``--json``), per action ``ACTION EXIT``, then ``end AGENT``.
+Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | ERROR``
+(TEXT: the piece's ``text`` from ``--json``; ERROR: the JSON error's message, else the last
+stderr line), per action ``ACTION EXIT``, then ``end AGENT``.
 A stage's agent writes ``draft.md`` joining the texts its pieces gave back.
 """
 
@@ -34,7 +35,9 @@ for (name, _, _), proc in zip(asks, running, strict=True):
     out, err = proc.communicate()
     text = json.loads(out)["text"].strip() if proc.returncode == 0 else ""
     texts.append(text)
-    last = (err.strip().splitlines() or [""])[-1]
+    # --json: an error is {"error": {"code", "message", "hint"}} on stdout
+    last = json.loads(out)["error"]["message"] if proc.returncode and out.strip() else (
+        err.strip().splitlines() or [""])[-1]
     write(f"delegate {name} {proc.returncode} {text} | {last}")
 for name, data in json.loads(os.environ.get("ACTIONS", "[]")):
     done = subprocess.run(["bees", "action", name, "--input", json.dumps(data)],
