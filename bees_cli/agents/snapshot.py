@@ -52,6 +52,8 @@ class ItemSnapshot(BaseModel):
     workspace_root: str
     item_folders: list[str] = Field(default_factory=list)
     item_agents: list[str] = Field(default_factory=list)
+    max_piece_depth: int = 2
+    """How deep pieces may nest (``bees.yaml``'s ``max_piece_depth``; issue 14)."""
 
     def canonical_json(self) -> str:
         """Return the snapshot as compact JSON with sorted keys (the input of :meth:`digest`)."""
@@ -112,4 +114,5 @@ def make_snapshot(
         workspace_root=str(workspace.root.resolve()),
         item_folders=list(dict.fromkeys(item_folders)),
         item_agents=list(dict.fromkeys(item_agents)),
+        max_piece_depth=workspace.config.max_piece_depth,
     )

@@ -144,6 +144,12 @@ def item_show(
         cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
         typer.echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
                    f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
+    if details.pieces:
+        from bees_cli.record.views import piece_tree
+
+        typer.echo("pieces")
+        for line in piece_tree(details.pieces):
+            typer.echo(line)
     typer.echo("history")
     for event in details.events():
         typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")

@@ -63,6 +63,7 @@ COMMAND_MODULES: list[str] = [
     "login",
     "checkpoint",
     "control",
+    "delegate",
     "schedules",
     "doctor",
     "handover",

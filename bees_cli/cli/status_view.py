@@ -60,11 +60,15 @@ def when(text: str, now: datetime, *, wide: bool) -> str:
 def status_cell(row: Mapping[str, Any], held: Mapping[str, str]) -> Cell:
     """Return the status cell of a ``bees status`` row: its ``status_text``, except that an
     item waiting for approval shows what waits (``waiting for approval: mail.send``), not
-    the held action's input (``bees approvals`` and ``bees item show`` show that)."""
+    the held action's input (``bees approvals`` and ``bees item show`` show that); a run with
+    live pieces adds their count (``running (2 pieces)``)."""
     status = str(row.get("status") or "")
     text = str(row.get("status_text") or status or "?")
     if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and row["id"] in held:
         text = f"{status}: {held[row['id']]}"
+    live = int(row.get("pieces") or 0)  # issue 14: the run's pieces waiting or running
+    if live:
+        text += f" ({live} piece{'' if live == 1 else 's'})"
     return Cell(text, EMPHASIS.get(status))
 
 

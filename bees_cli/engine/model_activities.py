@@ -32,7 +32,8 @@ from bees_cli.agents.model_steps import (
     response_format,
     tools_text,
 )
-from bees_cli.agents.runner import env_key, stage_dir
+from bees_cli.agents.pieces import DELEGATE, delegate_tool, piece_stage, work_folder
+from bees_cli.agents.runner import env_key
 from bees_cli.engine.model_models import (
     MODEL_CALL_ACTIVITY,
     TOOL_CALL_ACTIVITY,
@@ -45,7 +46,7 @@ from bees_cli.engine.model_models import (
 )
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
-from bees_cli.errors import ModelError, Refused, UserError
+from bees_cli.errors import BeesError, ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
 from bees_cli.utc import format_utc, utc_now
 
@@ -66,6 +67,17 @@ folder (the use case ``run_action``, injected: the engine does not import use ca
 folder is where a command agent's ``bees action`` runs, so an add-on sees the same current
 folder from either kind of agent); returns its outcome
 (``exit_code``, ``stdout``, ``from_journal``) or raises ``Refused``/``UserError``."""
+
+DelegateRunner = Callable[[dict[str, Any], dict[str, str]], Awaitable[str]]
+"""Runs a model agent's ``delegate`` tool call (its arguments) in a stage's environment, as
+``bees delegate`` does (issue 14; the use case, injected); returns the text given back to
+the model, or raises ``Refused``/``UserError``."""
+
+
+def _named(context: TurnContext) -> str:
+    """Return the name the agent's transcript is kept under: the stage, or a piece's
+    ``STAGE/pieces/PIECE``."""
+    return context.stage if context.piece is None else piece_stage(context.stage, context.piece)
 
 
 def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> bool:
@@ -92,9 +104,11 @@ class ModelActivities:
     """
 
     def __init__(self, record: LocalRecord, *, act: ActionRunner | None = None,
-                 engine_env: dict[str, str] | None = None, heartbeat_every: float = 2.0) -> None:
+                 engine_env: dict[str, str] | None = None, heartbeat_every: float = 2.0,
+                 delegate: DelegateRunner | None = None) -> None:
         self.record = record
         self.act = act
+        self.delegate = delegate
         self.engine_env = dict(engine_env or {})
         self.heartbeat_every = heartbeat_every
 
@@ -109,6 +123,8 @@ class ModelActivities:
             action = snapshot.addons[addon].actions.get(name) if addon in snapshot.addons else None
             tools.append(addon_tool(tool, action.description if action else None,
                                     action.input if action else None))
+        if self.delegate is not None and snapshot.max_piece_depth > 0:
+            tools.append(delegate_tool(sorted(a for a in snapshot.agents if a != context.agent)))
         return tools
 
     @activity.defn(name=MODEL_CALL_ACTIVITY)
@@ -128,8 +144,9 @@ class ModelActivities:
         agent = snapshot.agents[context.agent]
         assert isinstance(agent.runner, ModelRunner)
         runner: ModelRunner = agent.runner
-        review, json_mode = spec.kind == "review", runner.tool_mode == "json"
-        path = transcript_path(context.run_folder, context.stage)
+        kind = "work" if context.piece is not None else spec.kind  # a piece answers, not judges
+        review, json_mode = kind == "review", runner.tool_mode == "json"
+        path = transcript_path(context.run_folder, _named(context))
         await asyncio.to_thread(self._started, context)
         tools = self._tools(snapshot, context)
         offered = {t.function.name for t in tools}
@@ -141,9 +158,11 @@ class ModelActivities:
         else:
             first = opening(
                 instructions=agent.instructions, title=context.title, stage=context.stage,
-                kind=spec.kind, folders=[STAGE_FOLDER, *context.folders],
+                kind=kind, folders=[STAGE_FOLDER, *context.folders],
                 previous=context.previous, comments=context.comments,
                 tools_text=tools_text(tools) if json_mode else None)
+            if context.task:  # a piece: what its caller asked (issue 14)
+                first[-1] = Message(role="user", content=f"{first[-1].content}\n\n{context.task}")
             messages = first + [Message.model_validate(m) for m in call.messages]
             started = time.monotonic()
             try:
@@ -169,7 +188,7 @@ class ModelActivities:
                                               response.usage.completion_tokens)))
         read = read_step(response, review=review, json_mode=json_mode, offered=offered,
                          turn=call.turn)
-        folder = Path(context.run_folder) / context.stage
+        folder = work_folder(context.run_folder, context.stage, context.piece)
         if read.kind in ("final", "verdict"):
             await asyncio.to_thread(self._write_result, folder, read.kind, read.text,
                                     read.verdict, read.comments)
@@ -197,6 +216,8 @@ class ModelActivities:
                 json.dumps({"verdict": verdict, "comments": comments}), encoding="utf-8")
 
     def _started(self, context: TurnContext) -> None:
+        if context.piece is not None:  # a piece's row says it runs (piece_activities.py)
+            return
         self.record.set_state(context.item_id, status="running", stage=context.stage,
                               agent=context.agent)
         self.record.add_event(
@@ -211,12 +232,14 @@ class ModelActivities:
         gate (refused, journal-answered, or held for approval; a refusal or denial is the
         result); a call already in the transcript answers from there."""
         context = call.context
-        path = transcript_path(context.run_folder, context.stage)
+        path = transcript_path(context.run_folder, _named(context))
         for entry in await asyncio.to_thread(transcript_lines, path):
             if _same(entry, context, call.turn, "tool") and entry["call_id"] == call.call.call_id:
                 return ToolResult(content=entry["content"], outcome=entry["outcome"])
         if call.call.tool in BUILT_INS:
             result = await asyncio.to_thread(self._file_tool, context, call.call)
+        elif call.call.tool == DELEGATE and self.delegate is not None:
+            result = await self._heartbeating(self._delegate(context, call.call))
         else:
             result = await self._heartbeating(self._action(context, call.call))
         await asyncio.to_thread(append_entry, path, self._entry(
@@ -235,10 +258,20 @@ class ModelActivities:
         finally:
             task.cancel()  # cancelled (the stage stops): the action's wait stops too
 
-    async def _action(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
-        if self.act is None:
-            return ToolResult(content=f"refused: {ask.tool} cannot run here (no action gate)",
-                              outcome="refused")
+    async def _delegate(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
+        """Hand a piece to another agent (``bees delegate``'s use case); a refusal or a
+        failed piece is the result, with the reason (the model decides)."""
+        assert self.delegate is not None
+        env = await self._env(context)
+        try:
+            return ToolResult(content=await self.delegate(dict(ask.arguments), env))
+        except Refused as error:
+            return ToolResult(content=f"refused: {error}", outcome="refused")
+        except BeesError as error:  # a failed piece, bad arguments: the model decides
+            return ToolResult(content=f"failed: {error}", outcome="failed")
+
+    async def _env(self, context: TurnContext) -> dict[str, str]:
+        """Return the environment a command agent of this stage (or piece) would have."""
         snapshot = await asyncio.to_thread(self._snapshot, context)
         env = dict(os.environ)
         env.update({"BEES_ITEM_ID": context.item_id, "BEES_STAGE": context.stage,
@@ -250,7 +283,16 @@ class ModelActivities:
             env[f"BEES_FOLDER_{env_key(name)}"] = folder
         for name, folder in context.previous.items():
             env[f"BEES_PREVIOUS_{env_key(name)}"] = folder
-        here = stage_dir(context.run_folder, context.stage)
+        if context.piece is not None:
+            env["BEES_PIECE"] = context.piece
+        return env
+
+    async def _action(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
+        if self.act is None:
+            return ToolResult(content=f"refused: {ask.tool} cannot run here (no action gate)",
+                              outcome="refused")
+        env = await self._env(context)
+        here = work_folder(context.run_folder, context.stage, context.piece)
         await asyncio.to_thread(here.mkdir, parents=True, exist_ok=True)
         try:
             outcome = await self.act(ask.tool, json.dumps(ask.arguments), env, str(here))
@@ -271,7 +313,8 @@ class ModelActivities:
         from bees_cli.handover.folder import path_problem
 
         name = str(ask.arguments.get("folder") or STAGE_FOLDER)
-        roots = {STAGE_FOLDER: str(Path(context.run_folder) / context.stage),
+        roots = {STAGE_FOLDER: str(work_folder(context.run_folder, context.stage,
+                                               context.piece)),
                  **context.folders}
         if ask.tool == READ_FILE:
             roots = {**context.previous, **roots}

@@ -93,7 +93,8 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
         item_id=stage.item_id, title=stage.title, run_folder=stage.run_folder,
         stage=stage.stage, round=stage.round, attempt=stage.attempt_base, agent=stage.agent,
         folders=dict(stage.folders), previous=dict(stage.previous),
-        comments=list(stage.comments), snapshot_digest=stage.snapshot_digest)
+        comments=list(stage.comments), snapshot_digest=stage.snapshot_digest,
+        piece=stage.piece, task=stage.task)
     json_mode = loop.tool_mode == "json"
     folder = f"{stage.run_folder}/{stage.stage}"
 
@@ -141,7 +142,8 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
         if step.kind in ("final", "verdict"):
             out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
                               output_dir=step.output_dir, attempt=stage.attempt_base)
-            await _finished(stage, out, turn, used)
+            if stage.piece is None:  # a piece's end is recorded by its workflow (pieces.py)
+                await _finished(stage, out, turn, used)
             return out
         for call in step.calls:
             result: ToolResult = await workflow.execute_activity(

@@ -35,6 +35,11 @@ class TurnContext(BaseModel):
     previous: dict[str, str] = Field(default_factory=dict)
     comments: list[str] = Field(default_factory=list)
     snapshot_digest: str | None = None
+    piece: str | None = None
+    """A piece's name (issue 14): the agent works in the piece's folder, with its own
+    transcript; None: the stage itself."""
+    task: str | None = None
+    """A piece's task as its agent reads it."""
 
 
 class ModelCallInput(BaseModel):

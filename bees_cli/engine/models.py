@@ -144,6 +144,11 @@ class StageInput(BaseModel):
     comments: list[str] = Field(default_factory=list)
     snapshot_digest: str | None = None
     attempt_base: int = 1
+    piece: str | None = None
+    """A piece's name (issue 14): the agent works in ``RUN/STAGE/pieces/PIECE``, not the
+    stage's folder; None: the stage itself."""
+    task: str | None = None
+    """A piece's task as its agent reads it (who handed it out, the task, the input)."""
 
 
 class StageOutput(BaseModel):
@@ -278,6 +283,9 @@ class ActionAsk(BaseModel):
     interrupted_at: str | None = None
     """The action's intent was written at this time (UTC) with no result after it: hold it
     for a person (it may already have run), whatever the stage's approval."""
+    piece: str | None = None
+    """The piece whose agent asks (issue 14), held under the stage's approval gate; None:
+    the stage's agent."""
 
 
 class ActionAnswer(BaseModel):

@@ -107,6 +107,8 @@ class EngineSnapshot(View):
     workspace_root: str = ""
     item_agents: list[str] = Field(default_factory=list)
     item_folders: list[str] = Field(default_factory=list)
+    max_piece_depth: int = 2
+    """How deep pieces may nest (``bees.yaml``; issue 14)."""
 
     def stage(self, name: str) -> StageView:
         """Return the stage ``name``.

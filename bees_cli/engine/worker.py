@@ -11,7 +11,9 @@ from temporalio.worker import Worker
 from bees_cli.engine.activities import BeesActivities
 from bees_cli.engine.fire_workflow import FireWorkflow
 from bees_cli.engine.handover import HandoverActivities
-from bees_cli.engine.model_activities import ActionRunner, ModelActivities
+from bees_cli.engine.model_activities import ActionRunner, DelegateRunner, ModelActivities
+from bees_cli.engine.piece_activities import PieceActivities
+from bees_cli.engine.pieces import PieceWorkflow
 from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -25,7 +27,8 @@ Starter = Callable[[str], Awaitable[int]]
 def make_worker(client: Client, task_queue: str, record: LocalRecord, *, computer: Computer,
                 start: Starter | None = None, heartbeat_every: float = 2.0,
                 fires: FireActivities | None = None, act: ActionRunner | None = None,
-                models: ModelActivities | None = None) -> Worker:
+                models: ModelActivities | None = None,
+                delegate: DelegateRunner | None = None) -> Worker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
 
@@ -41,6 +44,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         act: runs a model agent's add-on tool through ``bees action``'s gate (the use case
             ``run_action``; None: such tools are refused).
         models: the model loop's activities (default: this computer's, with ``act``).
+        delegate: runs a model agent's ``delegate`` tool as ``bees delegate`` (the use case
+            ``run_delegate``; None: the tool is not offered).
 
     Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and the
     computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
@@ -55,11 +60,12 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
                                 groups=groups_dir(computer.data_dir))
     fires = fires or FireActivities(lambda: computer, start=start)
     models = models or ModelActivities(record, act=act, engine_env=engine_env,
-                                       heartbeat_every=heartbeat_every)
+                                       heartbeat_every=heartbeat_every, delegate=delegate)
+    pieces = PieceActivities(record, engine_env=engine_env, heartbeat_every=heartbeat_every)
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[ItemWorkflow, FireWorkflow],
+        workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
         activities=(activities.all() + fires.all() + HandoverActivities(record, computer).all()
-                    + models.all()),
+                    + models.all() + pieces.all()),
     )

@@ -213,7 +213,8 @@ class ApprovalGate:
         if self._state not in (RUNNING, APPROVAL) or ask.stage != self._stage:
             raise refuse(f"stage {ask.stage} is not running (the item is {self._where()})")
         agent = self._snapshot.agents.get(ask.agent)
-        if ask.agent != self._agent or agent is None:
+        if (ask.agent != self._agent and not self._piece_agent(ask.piece, ask.agent)) or (
+                agent is None):
             raise refuse(f"agent {ask.agent} does not run stage {ask.stage} "
                           f"(its agent is {self._agent})")
         if ask.action not in agent.tools:
@@ -265,6 +266,11 @@ class ApprovalGate:
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at (the item's workflow says which)."""
         raise NotImplementedError
+
+    def _piece_agent(self, piece: str | None, agent: str) -> bool:
+        """Tell whether ``agent`` runs live piece ``piece`` of this run (issue 14: the item's
+        workflow says, :class:`~bees_cli.engine.pieces.Delegation`); none here."""
+        return False
 
     async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
         for entry in self._journal:

@@ -34,6 +34,10 @@ the relinquish arrived) stops at its next step boundary instead of going on to t
 stage; marked only when a relinquish is pending, so other histories carry no marker (tester
 finding: a relinquish in a stage's last seconds hung until the item reached Done)."""
 
+PIECES = "pieces"
+"""Patch: the run answers ``bees.delegate`` by starting a ``bees.piece`` child workflow (work
+an agent hands to another agent, issue 14); marked only when an agent delegates."""
+
 HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                              maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""

@@ -17,6 +17,7 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage
+from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_gate import (
     FAILED,
     RUNNING,
@@ -72,13 +73,14 @@ with workflow.unsafe.imports_passed_through():
         StageInput,
         StageOutput,
     )
+    from bees_cli.engine.piece_models import PieceView
     from bees_cli.engine.snapshot import LoopView
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, REVIEW_LIMIT, review_stops
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow(ApprovalGate):
+class ItemWorkflow(Delegation, ApprovalGate):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
@@ -95,7 +97,8 @@ class ItemWorkflow(ApprovalGate):
 
     While a stage runs, its agent asks (``bees.action``) before each add-on action: refused
     when not in its tools, held for approval when gated, answered from the journal when the
-    same action with the same input already ran in this stage.
+    same action with the same input already ran in this stage. Its agent may hand pieces of
+    the stage to other agents (``bees.delegate``, :class:`~bees_cli.engine.pieces.Delegation`).
     """
 
     def __init__(self) -> None:
@@ -115,6 +118,7 @@ class ItemWorkflow(ApprovalGate):
         self._waits_by_retry = False
         self._continues_as_new = False
         self._reason: str | None = None
+        self._pieces: dict[str, PieceView] = {}  # issue 14: engine/pieces.py
 
     # -- a person's requests ---------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from bees_cli.record import events_pieces as pieces
 from bees_cli.record.event_base import EventBase, approval_object, joined, restarts
 from bees_cli.record.events_recovery import Lost, Recovered
 
@@ -388,7 +389,9 @@ KnownEvent = Annotated[
     Created | Scheduled | Picked | Waiting | Busy | StageStarted | StageFinished | StageFailed
     | StageInterrupted | ReviewLimit | Retried | Accepted | ApprovalAsked | Approved | Denied
     | ApprovalCancelled | ApprovalRelinquished | Resumed | ActionRan | ActionAnswered | Done
-    | CancelAsked | Cancelled | Relinquished | Continued | Recovered | Lost,
+    | CancelAsked | Cancelled | Relinquished | Continued | Recovered | Lost
+    | pieces.PieceStarted | pieces.PiecePicked | pieces.PieceWaiting | pieces.PieceFinished
+    | pieces.PieceFailed | pieces.PieceStopped,
     Field(discriminator="kind"),
 ]
 """Every kind of fact this Bees writes, discriminated on ``kind``."""

@@ -39,6 +39,7 @@ from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
+from bees_cli.record.pieces import PiecesPart
 from bees_cli.record.slots_controls import SlotsAndControls
 from bees_cli.record.states import (
     ACTIVE_STATUSES,
@@ -192,7 +193,7 @@ class Event:
         return self.typed().to_json()
 
 
-class LocalRecord(ApprovalsAndJournal, SlotsAndControls):
+class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
     """The SQLite file of the local record; each call opens a short connection (safe across
     processes and threads).
 

@@ -19,6 +19,7 @@ Tables (what each holds is described where it is used)::
     fires, fired_keys, claims                             bees_cli.record.fires
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
     sync_refused (version 3)                              bees_cli.record.sync
+    pieces (version 9)                                    bees_cli.record.pieces
 """
 
 from __future__ import annotations
@@ -268,8 +269,30 @@ V9 = Migration(9, "items_listing and items_status: bees status reads its most re
     "CREATE INDEX IF NOT EXISTS items_status ON items (status)",
 ))
 
+V10 = Migration(10, "pieces: work an agent handed to another agent inside its stage "
+                "(issue 14), one row per piece with its model as JSON", (
+    """CREATE TABLE IF NOT EXISTS pieces (
+    item_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    piece TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    parent TEXT,
+    depth INTEGER NOT NULL,
+    agent TEXT,
+    status TEXT NOT NULL,
+    ask_digest TEXT NOT NULL,
+    data TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    PRIMARY KEY (item_id, stage, piece)
+)""",
+    "CREATE INDEX IF NOT EXISTS pieces_ask ON pieces (item_id, stage, ask_digest, status)",
+    "CREATE INDEX IF NOT EXISTS pieces_status ON pieces (status)",
+))
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

@@ -56,6 +56,7 @@ from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
 from bees_cli.record.fires import connect
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.pieces import piece_names
 from bees_cli.record.schema import NOW_UTC
 from bees_cli.record.storage import read_only
 from bees_cli.utc import display_utc, format_utc, from_us, parse_utc
@@ -213,6 +214,7 @@ class SharedRecord:
                 " FROM events e WHERE e.item_id = o.item_id AND e.kind = 'stage_finished')"
                 " AS tokens FROM sync_outbox o JOIN items i"
                 " ON i.id = o.item_id ORDER BY o.item_id").fetchall()
+            pieces = piece_names(db, [row["item_id"] for row in rows])
         changes = []
         for row in rows:
             data = dict(row)
@@ -230,6 +232,8 @@ class SharedRecord:
             if data["tokens"]:  # model stages only: absent otherwise, so old fields are unchanged
                 fields["tokens"] = int(data["tokens"])
                 fields["summary"] += f"; {fields['tokens']} model tokens"
+            if pieces.get(data["item_id"]):  # issue 14: the run's pieces, named
+                fields["summary"] += "; pieces: " + ", ".join(pieces[data["item_id"]])
             changes.append((data["item_id"], data["origin"], fields))
         return changes
 

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
+from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
 
 
@@ -80,6 +81,8 @@ class ItemShow(BaseModel):
     """Every approval request, any status (the engine's ``ApprovalRequest`` as JSON)."""
     models: list[ModelUsage] = Field(default_factory=list)
     """Each model stage's model, turns, tokens in and out, and estimated cost."""
+    pieces: list[Piece] = Field(default_factory=list)
+    """Work its agents handed to other agents (issue 14), in the order handed out."""
 
     @field_validator("history", mode="before")
     @classmethod
@@ -96,6 +99,31 @@ class ItemShow(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """Return the JSON ``bees item show --json`` prints."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def piece_tree(pieces: list[Piece]) -> list[str]:
+    """Return the pieces as ``bees item show`` draws them: under their stage (and round), each
+    piece under the piece that handed it out, with its agent, pick reason, status and what it
+    used (tokens or exit code).
+
+    Example line: ``    r1-a1-p1  alpha (named by the caller)  finished  exit 0``.
+    """
+    lines: list[str] = []
+    stages: list[tuple[str, int]] = list(dict.fromkeys((p.stage, p.round) for p in pieces))
+    for stage, round_ in stages:
+        lines.append(f"  {stage} round {round_}")
+        mine = [p for p in pieces if (p.stage, p.round) == (stage, round_)]
+
+        def draw(parent: str | None, depth: int, mine: list[Piece] = mine) -> None:
+            for piece in (p for p in mine if p.parent == parent):
+                status = str(piece.status) + (f": {piece.reason}" if piece.reason else "")
+                lines.append(f"{'  ' * (depth + 1)}{piece.piece}  {piece.agent or piece.named}"
+                             f" ({piece.pick_reason or 'not picked yet'})  {status}  "
+                             f"{piece.usage()}")
+                draw(piece.piece, depth + 1)
+
+        draw(None, 1)
+    return lines
 
 
 SCHEMA_FILES: dict[str, type[BaseModel]] = {"item-show.json": ItemShow}

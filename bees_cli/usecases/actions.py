@@ -257,7 +257,8 @@ async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
 
     ask = ActionAsk(stage=call.stage, agent=call.agent, action=call.name, digest=call.digest,
                     summary=summary_of(call.data), input=canonical(call.data)[:INPUT_KEPT],
-                    attempt=call.attempt, at_once=True, interrupted_at=interrupted_at)
+                    attempt=call.attempt, at_once=True, interrupted_at=interrupted_at,
+                    piece=environ.get("BEES_PIECE") or None)
     engine = await bees.engine(environ.get("BEES_TEMPORAL_ADDRESS") or None)
     answer = await engine.update(call.item_id, ACTION_UPDATE, ask, ActionAnswer, timeout=None)
     assert isinstance(answer, ActionAnswer)

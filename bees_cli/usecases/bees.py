@@ -12,7 +12,7 @@ from __future__ import annotations
 import getpass
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bees_cli.handover.continue_ import Continued
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
+    from bees_cli.usecases.delegate import DelegateOutcome
     from bees_cli.usecases.models import (
         ActionOutcome,
         ApprovalRow,
@@ -201,6 +202,13 @@ class Bees:
         from bees_cli.usecases.actions import run_action
 
         return await run_action(self, name, input_text, env=env)
+
+    async def delegate(self, agent: str, task: str, data: Any, *,
+                       env: dict[str, str]) -> DelegateOutcome:
+        """``bees delegate``: see :func:`bees_cli.usecases.delegate.run_delegate`."""
+        from bees_cli.usecases.delegate import run_delegate
+
+        return await run_delegate(self, agent, task, data, env=env)
 
     async def relinquish(self, item_id: str) -> Relinquished:
         """``bees relinquish``: see :func:`bees_cli.usecases.handover.relinquish`."""

@@ -155,7 +155,8 @@ def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
 def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
                  team: bool) -> StatusView:
     """Return this computer's rows for ``bees status`` (the record row plus ``since_human``,
-    ``"2m ago"``), then (``team``) the team's, ``limit`` rows in all (None: every row).
+    ``"2m ago"``, and ``pieces``, how many of its run's pieces wait or run), then
+    (``team``) the team's, ``limit`` rows in all (None: every row).
     Reads only the local record, and of it only the listed rows
     (:mod:`bees_cli.record.listing`).
 
@@ -177,7 +178,9 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
     moved = sorted(taken_over(record.path, free, machine_id)) if free else []
     page = local_page(record.path, limit=limit, hide=moved)
     now = utc_now()
-    rows = [dict(row.to_json(), since_human=human_since(row.since, now)) for row in page.rows]
+    live = record.live_pieces()  # issue 14: each run's pieces waiting or running
+    rows = [dict(row.to_json(), since_human=human_since(row.since, now),
+                 pieces=live.get(row.id, 0)) for row in page.rows]
     more = page.more
     if team:
         others = team_page(record.path, limit=None if limit is None else max(
@@ -279,4 +282,5 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     return ItemDetails(item=item, since_human=human_since(row.since), history=history,
                        logs=logs, engine_log=str(computer.engine_log),
                        journal=record.journal(row.id),
-                       approvals=record.approvals(row.id, status=None), models=models)
+                       approvals=record.approvals(row.id, status=None), models=models,
+                       pieces=[p.model_dump(mode="json") for p in record.pieces(row.id)])

@@ -62,6 +62,8 @@ class ItemDetails(Result):
     approvals: list[dict[str, Any]]
     models: list[dict[str, Any]] = Field(default_factory=list)
     """Each model stage's use (``record.views.ModelUsage`` as JSON; issue 13, point 8)."""
+    pieces: list[dict[str, Any]] = Field(default_factory=list)
+    """Its pieces (``record.pieces.Piece`` as JSON; issue 14)."""
 
 
 class TeamItemDetails(Result):

@@ -7,7 +7,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
@@ -307,8 +307,14 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             # issue 13: a model agent's add-on tool goes through `bees action`'s gate
             return await run_action(bees, name, text, env=env, cwd=cwd)
 
+        async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
+            # issue 14: a model agent's delegate tool goes through bees delegate's use case
+            from bees_cli.usecases.delegate import delegate_tool_call
+
+            return await delegate_tool_call(bees, arguments, env)
+
         worker = make_worker(client, queue, record, computer=computer, start=start,
-                             heartbeat_every=heartbeat_every, act=act)
+                             heartbeat_every=heartbeat_every, act=act, delegate=delegate)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -89,6 +89,9 @@ class WorkspaceConfig(Strict):
         description="A declared folder whose directory holds run folders "
         "(default: this computer's data dir).",
     )
+    max_piece_depth: Annotated[int, Field(ge=0)] = Field(
+        default=2, description="How deep pieces may nest: an agent hands work to another agent "
+        "(depth 1), which may hand work on (depth 2)… 0 turns delegation off.")
 
 
 class Stage(Strict):

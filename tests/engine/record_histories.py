@@ -391,6 +391,30 @@ async def relinquish_as_stage_finishes(client: Client, record: LocalRecord,
     return item_id
 
 
+PIECE_HISTORY = "piece_command_agent_finished"
+"""The history of one ``bees.piece`` child workflow, saved by :func:`pieces_two`."""
+
+
+async def pieces_two(client: Client, record: LocalRecord, space: Space) -> str:
+    """On the ``pieces`` patch (issue 14): Draft's writer hands two pieces to alpha and beta
+    (``bees delegate``, two ``bees.piece`` children) and uses both answers → Done. Also
+    saves the first piece's own history (:data:`PIECE_HISTORY`)."""
+    from tests.engine.test_pieces import DRAFT, piece_agent
+
+    piece_agent(space, "writer", DELEGATE=[["alpha", "figures", {"week": 2}],
+                                           ["beta", "quotes", {}]])
+    piece_agent(space, "alpha")
+    piece_agent(space, "beta")
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    first = record.pieces(item_id)[0]
+    history = await client.get_workflow_handle(first.workflow_id).fetch_history()
+    (HISTORIES / f"{PIECE_HISTORY}.json").write_text(history.to_json() + "\n",
+                                                      encoding="utf-8")
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -404,6 +428,7 @@ SCENARIOS: dict[str, Scenario] = {
     "model_stages_tool_then_verdict": model_stages,
     "relinquish_waits_for_cloud": relinquish_waits_for_cloud,
     "relinquish_as_stage_finishes": relinquish_as_stage_finishes,
+    "pieces_writer_delegates_two": pieces_two,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

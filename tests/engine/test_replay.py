@@ -22,6 +22,9 @@ scripted model, a tool call and an answer, then a review's verdict (issue 13).
 step is tried without an attempt limit (backing off to 15 s) while Bees Cloud is down.
 ``relinquish_as_stage_finishes`` is on the ``relinquish-between-steps`` patch: Work finished
 as the relinquish cancelled it (the cancel swallowed); the plan stops before Review.
+``pieces_writer_delegates_two`` is on the ``pieces`` patch: Draft's writer hands two pieces
+to other agents (``bees.delegate``, two ``bees.piece`` children) and uses both answers;
+``piece_command_agent_finished`` is the first of those pieces' own ``bees.piece`` history.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -37,6 +40,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from bees_cli.engine.pieces import PieceWorkflow
 from bees_cli.engine.workflows import ItemWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
@@ -50,16 +54,18 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "action_held_at_once_then_approved", "interrupted_send_held_then_ran",
             "relinquish_refused_then_retry", "continued_with_review_count",
             "model_stages_tool_then_verdict", "relinquish_waits_for_cloud",
-            "relinquish_as_stage_finishes"}
+            "relinquish_as_stage_finishes", "pieces_writer_delegates_two",
+            "piece_command_agent_finished"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 22
+    assert len(HISTORIES) == 24
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[path.stem for path in HISTORIES])
 async def test_saved_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text(encoding="utf-8"))
-    replayer = Replayer(workflows=[ItemWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[ItemWorkflow, PieceWorkflow],
+                        data_converter=pydantic_data_converter)
     await replayer.replay_workflow(history)

@@ -92,12 +92,30 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
     "lost": ({"was": "running", "reason": "the engine's database was replaced"}, "Send", None,
              "Send: lost: the engine's database was replaced (it was running); bees retry "
              "starts it again"),
+    "piece_started": ({"piece": "r1-a1-p1", "parent": None, "caller": "writer",
+                       "named": "alpha", "task": "figures", "depth": 1}, "Draft", 1,
+                      "Draft round 1: piece r1-a1-p1 handed to alpha by writer (the stage, "
+                      "depth 1): figures"),
+    "piece_picked": ({"piece": "r1-a1-p1", "agent": "alpha", "reason": "named by the caller"},
+                     "Draft", 1, "Draft round 1: piece r1-a1-p1: picked alpha (named by the "
+                     "caller)"),
+    "piece_waiting": ({"piece": "r1-a1-p1", "reason": "waiting for agent alpha: 1 of 1 busy "
+                       "(items 01OTHER)"}, "Draft", 1, "Draft round 1: piece r1-a1-p1 waits: "
+                      "waiting for agent alpha: 1 of 1 busy (items 01OTHER)"),
+    "piece_finished": ({"piece": "r1-a1-p1", "agent": "alpha", "reason": None}, "Draft", 1,
+                       "Draft round 1: piece r1-a1-p1 (alpha) finished"),
+    "piece_failed": ({"piece": "r1-a1-p2", "agent": "gamma", "reason": "exit 4: no sources"},
+                     "Draft", 1, "Draft round 1: piece r1-a1-p2 (gamma) failed: exit 4: no "
+                     "sources"),
+    "piece_stopped": ({"piece": "r1-a1-p2", "agent": "gamma",
+                       "reason": "stopped with its run"}, "Draft", 1,
+                      "Draft round 1: piece r1-a1-p2 (gamma) stopped: stopped with its run"),
 }
 
 
 def test_every_kind_has_a_sample() -> None:
     assert set(SAMPLES) == KINDS
-    assert len(KNOWN_MODELS) == len(KINDS) == 27
+    assert len(KNOWN_MODELS) == len(KINDS) == 33
 
 
 @pytest.mark.parametrize("kind", sorted(SAMPLES))
@@ -138,12 +156,12 @@ def test_old_rows_read_with_extra_fields_ignored_and_missing_ones_defaulted() ->
 
 
 def test_an_unknown_kind_is_shown_as_it_is() -> None:
-    event = parse_event("piece_started", {"piece": "p-2", "agent": "helper"}, at="t",
+    event = parse_event("piece_merged", {"piece": "p-2", "agent": "helper"}, at="t",
                         stage="Draft", round=1)
-    assert event == UnknownEvent(kind="piece_started", at="t", stage="Draft", round=1,
+    assert event == UnknownEvent(kind="piece_merged", at="t", stage="Draft", round=1,
                                  data={"piece": "p-2", "agent": "helper"})
-    assert event.render() == 'Draft round 1: piece_started {"agent": "helper", "piece": "p-2"}'
-    assert event.to_json() == {"kind": "piece_started", "at": "t", "stage": "Draft",
+    assert event.render() == 'Draft round 1: piece_merged {"agent": "helper", "piece": "p-2"}'
+    assert event.to_json() == {"kind": "piece_merged", "at": "t", "stage": "Draft",
                                "round": 1, "computer": None,
                                "data": {"piece": "p-2", "agent": "helper"}}
     assert parse_event_json(event.to_json()) == event
@@ -165,6 +183,6 @@ def test_a_fact_another_computer_recorded_names_it() -> None:
     assert parse_event_json(event.to_json()) == event
     created = parse_event("created", {}, at="t", computer="maya-laptop")
     assert created.render() == "[maya-laptop] created"
-    unknown = parse_event("piece_started", {"piece": "p-2"}, at="t", computer="maya-laptop")
-    assert unknown.render() == '[maya-laptop] piece_started {"piece": "p-2"}'
+    unknown = parse_event("piece_merged", {"piece": "p-2"}, at="t", computer="maya-laptop")
+    assert unknown.render() == '[maya-laptop] piece_merged {"piece": "p-2"}'
     assert parse_event_json(unknown.to_json()) == unknown

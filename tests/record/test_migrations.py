@@ -59,11 +59,12 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 9
+    assert schema.version(db) == schema.LATEST == 10
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
     assert after.pop("sync_refused") == []
+    assert after.pop("pieces") == []  # version 10: the empty pieces table
     assert sorted(after) == sorted(before)
     # version 6 rewrites every stored time as format_utc text; nothing else changes
     before = _as_format_utc(before)

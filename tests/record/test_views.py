@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.record.views import generate
 from tests.conftest import REPO, BeesRunner
@@ -32,7 +33,14 @@ def shown_item(bees_home: Path, tmp_path: Path) -> str:
     for kind, (data, stage, round_, _) in sorted(SAMPLES.items()):
         if kind != "created":
             record.add_event(ITEM, key=kind, kind=kind, stage=stage, round=round_, data=data)
-    record.add_event(ITEM, key="new", kind="piece_started", data={"piece": "p-2"})
+    record.add_event(ITEM, key="new", kind="piece_merged", data={"piece": "p-2"})
+    for seq, parent, status in ((1, None, "finished"), (2, "r1-a1-p1", "running")):
+        record.put_piece(Piece(
+            item_id=ITEM, piece=f"r1-a1-p{seq}", stage="Draft", seq=seq, parent=parent,
+            depth=seq, named="alpha" if seq == 1 else "beta", agent="alpha" if seq == 1
+            else "beta", pick_reason="named by the caller", task="figures", ask_digest="d",
+            status=status, exit_code=0 if seq == 1 else None,
+            workflow_id=f"{ITEM}/Draft/r1-a1-p{seq}", folder=f"/run/Draft/pieces/r1-a1-p{seq}"))
     record.set_state(ITEM, status=Status.WAITING, reason="folder reports is not linked here",
                      wait=WaitKind.ELIGIBILITY)
     return ITEM
@@ -49,7 +57,9 @@ def test_item_show_json_is_typed_and_matches_its_schema(bees: BeesRunner, shown_
     assert (shown["item"]["status"], shown["item"]["wait"], shown["item"]["status_text"]) == (
         "waiting", "eligibility", "waiting: folder reports is not linked here")
     kinds = [e["kind"] for e in shown["history"]]
-    assert kinds == ["created", *sorted(k for k in SAMPLES if k != "created"), "piece_started"]
+    assert kinds == ["created", *sorted(k for k in SAMPLES if k != "created"), "piece_merged"]
+    assert [(p["piece"], p["parent"], p["status"]) for p in shown["pieces"]] == [
+        ("r1-a1-p1", None, "finished"), ("r1-a1-p2", "r1-a1-p1", "running")]
     continued = next(e for e in shown["history"] if e["kind"] == "continued")
     assert continued["from"] == "maya-laptop"
     assert shown["history"][-1]["data"] == {"piece": "p-2"}
@@ -65,4 +75,8 @@ def test_item_show_renders_every_fact_as_a_sentence(bees: BeesRunner, shown_item
     history = [line.split("  ", 2)[2] for line in lines[lines.index("history") + 1:]]
     assert history == [SAMPLES["created"][3],
                        *(SAMPLES[k][3] for k in sorted(SAMPLES) if k != "created"),
-                       'piece_started {"piece": "p-2"}']
+                       'piece_merged {"piece": "p-2"}']
+    assert lines[lines.index("pieces") + 1:lines.index("history")] == [
+        "  Draft round 1",
+        "    r1-a1-p1  alpha (named by the caller)  finished  exit 0",
+        "      r1-a1-p2  beta (named by the caller)  running  -"]

@@ -1,0 +1,278 @@
+"""Pieces in the engine: the item run's ``bees.delegate`` update and the ``bees.piece`` child
+workflow that does one piece (issue 14, points 1 and 2).
+
+Deterministic like :mod:`~bees_cli.engine.workflows`: imports only ``asyncio``,
+``datetime``, ``temporalio`` and the engine's models (passed through); side effects are
+activities (:mod:`~bees_cli.engine.piece_activities`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
+
+from bees_cli.engine.model_loop import run_model_stage
+from bees_cli.engine.workflow_gate import APPROVAL, RUNNING, SHORT, refuse
+from bees_cli.engine.workflow_policies import (
+    PIECES,
+    RECHECK,
+    STAGE_HEARTBEAT_TIMEOUT,
+    STAGE_RETRY,
+    STAGE_TIMEOUT,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from bees_cli.agents.pieces import (
+        ask_digest,
+        piece_folder,
+        piece_name,
+        piece_workflow_id,
+        refusal,
+        task_text,
+    )
+    from bees_cli.engine.models import (
+        RELEASE_ACTIVITY,
+        ItemInput,
+        ReleaseInput,
+        SlotInput,
+        SlotOutput,
+        StageInput,
+        StageOutput,
+    )
+    from bees_cli.engine.piece_models import (
+        DELEGATE_UPDATE,
+        PIECE_ELIGIBLE_ACTIVITY,
+        PIECE_RECORD_ACTIVITY,
+        PIECE_RUN_ACTIVITY,
+        PIECE_SLOT_ACTIVITY,
+        PIECE_WORKFLOW,
+        PIECES_QUERY,
+        DelegateAnswer,
+        DelegateAsk,
+        PieceCheckOutput,
+        PieceInput,
+        PieceOutput,
+        PieceRecordInput,
+        PieceRunInput,
+        PieceView,
+    )
+    from bees_cli.engine.snapshot import EngineSnapshot
+
+RECORD_TIMEOUT = timedelta(seconds=60)
+
+
+def slot_key(piece: PieceInput) -> str:
+    """Return the name under which a piece holds its agent's slot: ``STAGE/pieces/PIECE``."""
+    return f"{piece.stage}/pieces/{piece.piece}"
+
+
+class Delegation:
+    """The item run's side of pieces: ``bees.delegate`` starts a ``bees.piece`` child.
+
+    Every piece of the item, at any depth, is a child of the item's run, so the run knows
+    them all: the caller's chain (a cycle is refused), the depth (the workspace's limit is
+    enforced), which agent may ask for an add-on action (a piece's agent on an approval
+    stage is held like the stage's), and what to stop with the run: ``_pieces`` holds each
+    piece's :class:`PieceView` (its ``workflow_id``, ``status``, ``restart_stage``); a
+    cancelled piece records ``stopped`` and gives its slot back, and children close with
+    the run (``ParentClosePolicy.REQUEST_CANCEL``).
+    """
+
+    _item: ItemInput | None
+    _state: str
+    _stage: str | None
+    _agent: str | None
+    _pieces: dict[str, PieceView]
+
+    @workflow.update(name=DELEGATE_UPDATE)
+    async def delegate(self, ask: DelegateAsk) -> DelegateAnswer:
+        """Hand ``ask.task`` to another agent as a new piece; return it once started.
+
+        The piece (a ``bees.piece`` child workflow, id ``ITEM/STAGE/rR-aA-pN``) is written
+        to the local record as ``waiting`` before this returns, so the caller can wait for
+        its end there.
+        """
+        assert self._item is not None
+        workflow.patched(PIECES)
+        caller = self._pieces.get(ask.caller_piece) if ask.caller_piece else None
+        chain = [*caller.chain, ask.caller_agent] if caller else [ask.caller_agent]
+        depth = caller.depth + 1 if caller else 1
+        seq = 1 + sum(1 for p in self._pieces.values()
+                      if (p.stage, p.round, p.attempt) == (ask.stage, ask.round, ask.attempt))
+        name = piece_name(ask.round, ask.attempt, seq)
+        item = self._item
+        workflow_id = piece_workflow_id(item.item_id, ask.stage, name)
+        folder = str(piece_folder(item.run_folder, ask.stage, name))
+        start = PieceInput(
+            item_id=item.item_id, title=item.title, run_folder=item.run_folder,
+            snapshot_digest=item.snapshot_digest, stage=ask.stage, round=ask.round,
+            attempt=ask.attempt, seq=seq, piece=name, parent=ask.caller_piece, depth=depth,
+            chain=chain, named=ask.agent, task=ask.task, input=ask.input,
+            ask_digest=ask_digest(ask.agent, ask.task, ask.input), workflow_id=workflow_id,
+            folder=folder)
+        self._pieces[name] = PieceView(
+            piece=name, stage=ask.stage, round=ask.round, attempt=ask.attempt,
+            parent=ask.caller_piece, depth=depth, chain=chain, named=ask.agent,
+            workflow_id=workflow_id, restart_stage=ask.stage)
+        await workflow.execute_activity(
+            PIECE_RECORD_ACTIVITY, PieceRecordInput(
+                item_id=item.item_id, stage=ask.stage, piece=name, start=start,
+                kind="piece_started", key=f"{ask.stage}:{ask.round}:piece:{name}:started",
+                round=ask.round,
+                data={"piece": name, "parent": ask.caller_piece, "caller": ask.caller_agent,
+                      "named": ask.agent, "task": ask.task, "depth": depth}),
+            start_to_close_timeout=RECORD_TIMEOUT)
+        handle = await workflow.start_child_workflow(
+            PIECE_WORKFLOW, start, id=workflow_id, result_type=PieceOutput,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL)
+        view = self._pieces[name]
+
+        async def watch() -> None:
+            try:
+                out: PieceOutput = await handle
+                view.status, view.agent = out.status, out.agent
+            except BaseException:
+                view.status = "stopped"
+
+        view.status = "running"
+        asyncio.create_task(watch())  # noqa: RUF006 - the run keeps its pieces in _pieces
+        return DelegateAnswer(piece=name, workflow_id=workflow_id, folder=folder, depth=depth)
+
+    @delegate.validator
+    def _delegate_allowed(self, ask: DelegateAsk) -> None:
+        if self._item is None or self._state not in (RUNNING, APPROVAL) or (
+                ask.stage != self._stage):
+            raise refuse(f"stage {ask.stage} is not running (the item is {self._state}"
+                         f"{' at ' + self._stage if self._stage else ''})")
+        snapshot: EngineSnapshot = self._item.snapshot
+        if ask.agent not in snapshot.agents:
+            names = ", ".join(sorted(snapshot.agents)) or "none"
+            raise refuse(f"no agent named {ask.agent} in the item's workspace (agents: {names})")
+        if not ask.task.strip():
+            raise refuse("a piece needs a task: say what the agent should do")
+        if ask.caller_piece is None:
+            if ask.caller_agent != self._agent:
+                raise refuse(f"agent {ask.caller_agent} does not run stage {ask.stage} "
+                             f"(its agent is {self._agent})")
+            chain, depth = [ask.caller_agent], 1
+        else:
+            caller = self._pieces.get(ask.caller_piece)
+            if caller is None or caller.status not in ("waiting", "running") or (
+                    caller.agent not in (None, ask.caller_agent)):
+                raise refuse(f"piece {ask.caller_piece} of agent {ask.caller_agent} is not "
+                             f"running in stage {ask.stage}")
+            chain, depth = [*caller.chain, ask.caller_agent], caller.depth + 1
+        why = refusal(chain=chain, agent=ask.agent, depth=depth,
+                      max_depth=snapshot.max_piece_depth)
+        if why is not None:
+            raise refuse(why)
+
+    @workflow.query(name=PIECES_QUERY)
+    def pieces_view(self) -> list[PieceView]:
+        """Return the run's pieces, in the order they were handed out."""
+        return list(self._pieces.values())
+
+    def _piece_agent(self, piece: str | None, agent: str) -> bool:
+        """Tell whether ``agent`` runs live piece ``piece`` of this run (it may then ask for
+        add-on actions in the stage, under the stage's approval gate)."""
+        view = self._pieces.get(piece or "")
+        return view is not None and view.status in ("waiting", "running") and (
+            view.agent in (None, agent))
+
+
+@workflow.defn(name=PIECE_WORKFLOW)
+class PieceWorkflow:
+    """Does one piece (DESIGN.md, Words: piece): check eligibility and choose its agent as a
+    stage's (re-checked every 15 s), take a slot of a capped agent (re-checked every 15 s,
+    failed after 10 minutes), run the agent in the piece's folder (a command agent in one
+    activity, a model agent as the model loop), give the slot back, and record how it ended.
+    Its result (final text and files) is what the caller's tool call answers.
+    """
+
+    def __init__(self) -> None:
+        self._agent: str | None = None
+
+    @workflow.run
+    async def run(self, piece: PieceInput) -> PieceOutput:
+        """Run the piece; return how it ended (``finished`` or ``failed`` with the reason).
+
+        Raises:
+            asyncio.CancelledError: the run stopped it (recorded ``stopped``, slot given back).
+        """
+        try:
+            out = await self._run(piece)
+        except (asyncio.CancelledError, ActivityError) as error:
+            if isinstance(error, ActivityError) and not isinstance(error.cause,
+                                                                   TemporalCancelled):
+                raise
+            await workflow.execute_activity(
+                RELEASE_ACTIVITY, ReleaseInput(item_id=piece.item_id, stage=slot_key(piece)),
+                start_to_close_timeout=SHORT)
+            await self._record(piece, "stopped", {"status": "stopped",
+                                                  "reason": "stopped with its run"})
+            raise
+        # a finished piece's answer, files and tokens are collected as its end is recorded
+        await self._record(piece, out.status, {"status": out.status, "reason": out.reason,
+                                               "exit_code": out.exit_code})
+        return out.model_copy(update={"agent": self._agent})
+
+    async def _run(self, piece: PieceInput) -> PieceOutput:
+        check: PieceCheckOutput = await workflow.execute_activity(
+            PIECE_ELIGIBLE_ACTIVITY, piece, result_type=PieceCheckOutput,
+            start_to_close_timeout=SHORT, retry_policy=RECHECK)
+        assert check.agent is not None
+        self._agent = agent = check.agent
+        if check.cap is not None:
+            slot: SlotOutput = await workflow.execute_activity(
+                PIECE_SLOT_ACTIVITY, SlotInput(item_id=piece.item_id, stage=slot_key(piece),
+                                               agent=agent, cap=check.cap, round=piece.round),
+                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
+            if not slot.granted:
+                return PieceOutput(status="failed", agent=agent,
+                                   reason=f"{slot.reason} for 10 minutes")
+        try:
+            if check.loop is not None:
+                return await self._model(piece, agent, check)
+            out: PieceOutput = await workflow.execute_activity(
+                PIECE_RUN_ACTIVITY, PieceRunInput(piece=piece, agent=agent,
+                                                  folders=dict(check.folders)),
+                result_type=PieceOutput, start_to_close_timeout=STAGE_TIMEOUT,
+                heartbeat_timeout=STAGE_HEARTBEAT_TIMEOUT,
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                retry_policy=STAGE_RETRY)
+            return out
+        finally:
+            if check.cap is not None:
+                await workflow.execute_activity(
+                    RELEASE_ACTIVITY, ReleaseInput(item_id=piece.item_id, stage=slot_key(piece)),
+                    start_to_close_timeout=SHORT)
+
+    async def _model(self, piece: PieceInput, agent: str, check: PieceCheckOutput) -> PieceOutput:
+        """Run a model agent's piece as the model loop, in the piece's folder (its answer,
+        files and tokens are read back when the piece's end is recorded)."""
+        assert check.loop is not None
+        given = StageInput(
+            item_id=piece.item_id, title=piece.title, run_folder=piece.run_folder,
+            stage=piece.stage, round=piece.round, agent=agent, folders=dict(check.folders),
+            snapshot_digest=piece.snapshot_digest, attempt_base=piece.attempt,
+            piece=piece.piece, task=task_text(piece.task, piece.input, piece.chain))
+        result: StageOutput = await run_model_stage(given, check.loop)
+        if not result.ok:
+            return PieceOutput(status="failed", agent=agent, reason=result.reason)
+        return PieceOutput(status="finished", agent=agent)
+
+    async def _record(self, piece: PieceInput, kind: str, changes: dict[str, object]) -> None:
+        await workflow.execute_activity(
+            PIECE_RECORD_ACTIVITY, PieceRecordInput(
+                item_id=piece.item_id, stage=piece.stage, piece=piece.piece,
+                changes=changes, kind=f"piece_{kind}",
+                key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:{kind}",
+                round=piece.round,
+                data={"piece": piece.piece, "agent": self._agent,
+                      "reason": changes.get("reason")}),
+            start_to_close_timeout=RECORD_TIMEOUT)
