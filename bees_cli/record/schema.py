@@ -19,7 +19,7 @@ Tables (what each holds is described where it is used)::
     fires, fired_keys, claims                             bees_cli.record.fires
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
     sync_refused (version 3)                              bees_cli.record.sync
-    pieces (version 9)                                    bees_cli.record.pieces
+    pieces (version 10)                                   bees_cli.record.pieces
 """
 
 from __future__ import annotations
