@@ -268,10 +268,11 @@ def verify_checkpoint(
     matched: set[str] = set()  # names on disk a listed path accounts for
     located: list[Located] = []
     # Every listed file is reached through folder descriptors opened without following a
-    # symlink, to check it and then to hash it (see FolderFds).
+    # symlink, to check it, then afresh to hash it (see FolderFds): whatever was swapped
+    # in between, no symlink is followed.
     root_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                       | getattr(os, "O_CLOEXEC", 0))
-    threads = ThreadFds(root_fd)
+    checker, threads = FolderFds(root_fd), ThreadFds(root_fd)
     try:
         for path, size, digest in well_formed:
             names = on_disk.get(nfc(path), [])
@@ -286,13 +287,15 @@ def verify_checkpoint(
                 continue
             matched.update(names)
             name = names[0] if names else path
-            found = _locate(folder, threads.get(), (path, size, digest, name))
+            found = _locate(folder, checker, (path, size, digest, name))
             if isinstance(found, Problem):
                 problems.append(found)
             else:
                 located.append(found)
+        checker.close()
         total = _hash_located(folder, located, threads, limits, progress, problems)
     finally:
+        checker.close()
         threads.close()
         os.close(root_fd)
 
