@@ -17,7 +17,8 @@ DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLL
 """How a folder on a listed path is opened: never through a symlink."""
 
 MAX_OPEN_FOLDERS = 64  # descriptors kept per :class:`FolderFds` before it closes them all
-LOOKAHEAD = 2  # files hashed ahead of the one being reported, per thread
+LOOKAHEAD = 2  # batches hashed ahead of the one being reported, per thread
+BATCH_BYTES = 4 * 1024 * 1024  # a batch holds files up to this many bytes, or one larger file
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,6 +35,29 @@ def hashing_threads() -> int:
     else:  # pragma: no cover - macOS and Windows
         cores = os.cpu_count() or 1
     return 2 if cores >= 2 else 1
+
+
+def batches(items: Sequence[T], size: Callable[[T], int], limit: int | None = None
+            ) -> list[list[T]]:
+    """Split ``items`` in order into runs whose sizes add up to at most ``limit`` bytes
+    (default :data:`BATCH_BYTES`; a larger item makes a run of its own).
+
+    Returns:
+        The runs, none empty; together they are ``items`` in order.
+    """
+    limit = BATCH_BYTES if limit is None else limit
+    runs: list[list[T]] = []
+    run: list[T] = []
+    held = 0
+    for item in items:
+        if run and held + size(item) > limit:
+            runs.append(run)
+            run, held = [], 0
+        run.append(item)
+        held += size(item)
+    if run:
+        runs.append(run)
+    return runs
 
 
 class FolderFds:

@@ -17,6 +17,7 @@ from bees_cli.handover.checkpoint_hashing import (
     ChunksInOrder,
     FolderFds,
     ThreadFds,
+    batches,
     hashing_threads,
     in_order,
 )
@@ -360,8 +361,10 @@ def _hash_located(folder: Path, located: list[Located],
                   problems: list[Problem]) -> int:
     """Hash ``located`` (each opened with ``O_NOFOLLOW`` through folder descriptors: a
     symlink swapped in after :func:`_locate` is refused) on :func:`hashing_threads`
-    threads, reporting in the listed order; once the total passes its limit, the files
-    after it are not hashed. Appends each problem; returns the bytes read."""
+    threads, in batches of a few MB (one hand-over between threads per batch, not per
+    file), reporting in the listed order; once the total passes its limit, the files after
+    it are not reported (at most the batches under way are read). Appends each problem;
+    returns the bytes read."""
     expected_total = sum(min(entry.disk_size, limits.max_file_bytes + 1) for entry in located)
     done = 0
 
@@ -373,43 +376,55 @@ def _hash_located(folder: Path, located: list[Located],
 
     chunks = ChunksInOrder(report)
 
-    def work(numbered: tuple[int, Located]) -> tuple[int, str]:
-        index, entry = numbered
-        on_chunk = None if progress is None else lambda count: chunks.chunk(index, count)
-        return threads.get().hash(entry.name, limits.max_file_bytes, on_chunk)
+    def work(batch: tuple[int, list[Located]]
+             ) -> list[tuple[int, str] | OSError | NotRegular]:
+        number, entries = batch
+        fds = threads.get()
+        on_chunk = None if progress is None else lambda count: chunks.chunk(number, count)
+        outcomes: list[tuple[int, str] | OSError | NotRegular] = []
+        for entry in entries:
+            try:
+                outcomes.append(fds.hash(entry.name, limits.max_file_bytes, on_chunk))
+            except (OSError, NotRegular) as error:
+                outcomes.append(error)
+        return outcomes
 
     total = 0
-    outcomes = in_order(list(enumerate(located)), work, hashing_threads(), chunks.turn)
-    with closing(outcomes):
-        for (index, (path, size, digest, name, _)), outcome in outcomes:
-            if isinstance(outcome, NotRegular):
-                problems.append(_described(folder, path, name, None))
-                continue
-            if isinstance(outcome, OSError):
-                problems.append(_described(folder, path, name, outcome))
-                continue
-            if isinstance(outcome, BaseException):
-                raise outcome
-            real_size, real_digest = outcome
-            total += real_size
-            if real_size > limits.max_file_bytes:
-                problems.append(Problem(
-                    ProblemCode.FILE_TOO_LARGE, path,
-                    f"is larger than the limit of {format_bytes(limits.max_file_bytes)} per file",
-                ))
-            elif real_size != size:
-                problems.append(Problem(ProblemCode.SIZE_CHANGED, path,
-                                        f"size changed ({real_size:,} bytes, expected {size:,})"))
-            elif real_digest != digest:
-                problems.append(Problem(
-                    ProblemCode.CONTENT_CHANGED, path,
-                    f"content changed (sha256 {real_digest} expected {digest})"))
-            if total > limits.max_total_bytes:
-                rest = len(located) - index - 1
-                message = ("brings the files past the limit of "
-                           f"{format_bytes(limits.max_total_bytes)} in all")
-                if rest:
-                    message += f"; {plural(rest, 'file')} after it not hashed"
-                problems.append(Problem(ProblemCode.TOTAL_TOO_LARGE, path, message))
-                break
+    index = -1
+    numbered = list(enumerate(batches(located, lambda entry: entry.disk_size)))
+    done_batches = in_order(numbered, work, hashing_threads(), chunks.turn)
+    with closing(done_batches):
+        for (_, entries), outcomes in done_batches:
+            if isinstance(outcomes, BaseException):
+                raise outcomes
+            for (path, size, digest, name, _), outcome in zip(entries, outcomes, strict=True):
+                index += 1
+                if isinstance(outcome, (OSError, NotRegular)):
+                    error = outcome if isinstance(outcome, OSError) else None
+                    problems.append(_described(folder, path, name, error))
+                    continue
+                real_size, real_digest = outcome
+                total += real_size
+                if real_size > limits.max_file_bytes:
+                    problems.append(Problem(
+                        ProblemCode.FILE_TOO_LARGE, path,
+                        f"is larger than the limit of {format_bytes(limits.max_file_bytes)} "
+                        "per file",
+                    ))
+                elif real_size != size:
+                    problems.append(Problem(
+                        ProblemCode.SIZE_CHANGED, path,
+                        f"size changed ({real_size:,} bytes, expected {size:,})"))
+                elif real_digest != digest:
+                    problems.append(Problem(
+                        ProblemCode.CONTENT_CHANGED, path,
+                        f"content changed (sha256 {real_digest} expected {digest})"))
+                if total > limits.max_total_bytes:
+                    rest = len(located) - index - 1
+                    message = ("brings the files past the limit of "
+                               f"{format_bytes(limits.max_total_bytes)} in all")
+                    if rest:
+                        message += f"; {plural(rest, 'file')} after it not hashed"
+                    problems.append(Problem(ProblemCode.TOTAL_TOO_LARGE, path, message))
+                    return total
     return total

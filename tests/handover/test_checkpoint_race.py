@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bees_cli.handover import checkpoint_hashing
 from bees_cli.handover import verify as verify_module
 from bees_cli.handover.checkpoint import Progress, verify_checkpoint
 from tests.handover.helpers import FILES, found, make_run, sha, write
@@ -69,6 +70,7 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_refused(
 def test_one_or_two_threads_report_alike_in_listed_order(
         threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verify_module, "hashing_threads", lambda: threads)
+    monkeypatch.setattr(checkpoint_hashing, "BATCH_BYTES", 3_000)  # batches of 2 files
     files = {f"part{n % 3}/file{n:02}.bin": bytes([n]) * (1000 + n) for n in range(40)}
     folder = make_run(tmp_path / "run", files)
     write(folder)
@@ -85,3 +87,9 @@ def test_one_or_two_threads_report_alike_in_listed_order(
     total = sum(sizes)
     assert calls == [(sum(sizes[: n + 1]), total) for n in range(40)]
     assert verification.total_bytes == total
+
+
+def test_batches_keep_order_and_hold_a_larger_item_alone() -> None:
+    sizes = [1, 2, 3, 10, 1, 1]
+    assert checkpoint_hashing.batches(sizes, lambda n: n, 4) == [[1, 2], [3], [10], [1, 1]]
+    assert checkpoint_hashing.batches([], lambda n: n, 4) == []
