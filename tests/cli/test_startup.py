@@ -13,13 +13,13 @@ import pytest
 import typer
 from typer.core import TyperCommand
 
-from bees_cli.cli import main
-from tests.conftest import BeesRunner
+from bees_cli.cli import main, roothelp
+from tests.conftest import EXAMPLE, BeesRunner
 
 PROBE = """
 import json, sys
 sys.argv = ["bees", *json.loads(sys.argv[1])]
-from bees_cli.cli.main import run
+from bees_cli.cli.entry import run
 try:
     run()
 except SystemExit:
@@ -27,7 +27,7 @@ except SystemExit:
 print("MODULES=" + json.dumps(sorted(sys.modules)))
 """
 
-COMPLETE = "import sys; sys.argv = ['bees']; from bees_cli.cli.main import run; run()"
+COMPLETE = "import sys; sys.argv = ['bees']; from bees_cli.cli.entry import run; run()"
 
 
 def _holder(modules: tuple[str, ...]) -> dict[str, typer.core.TyperGroup | TyperCommand]:
@@ -67,6 +67,7 @@ def _loaded(args: list[str], bees_home: object) -> set[str]:
     (["--help"], set(), set()),
     ([], set(), set()),
     (["--version"], set(), set()),
+    (["validate", str(EXAMPLE)], {"bees_cli.cli.workspace"}, {"pydantic", "ruamel"}),
     # typer 0.29 builds a pydantic TypeAdapter for each parameter it shows or parses
     (["validate", "--help"], {"bees_cli.cli.workspace"}, {"pydantic"}),
     (["item", "--help"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic"}),
@@ -99,3 +100,28 @@ def test_completion_lists_root_commands_from_the_table(bees_home: object) -> Non
     assert done.returncode == 0
     assert done.stdout == ('_arguments \'*: :(("init":"Create a starter workspace\\\\: a draft '
                            '→..."\n"item":"Work items\\\\: create one, show one."))\'\n')
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
+def test_root_help_and_version_do_not_import_typer(args: list[str], bees_home: object) -> None:
+    loaded = _loaded(args, bees_home)
+    assert {m.split(".")[0] for m in loaded} & {"typer", "click", "pydantic"} == set()
+
+
+def test_the_typer_free_root_help_is_typer_own_at_every_width(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for columns in range(30, 130):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        with pytest.raises(SystemExit) as left:
+            typer.main.get_command(main.app).main(["--help"], prog_name="bees")
+        assert left.value.code == 0
+        assert capsys.readouterr().out == roothelp.render() + "\n", columns
+
+
+def test_help_and_version_through_the_entry_point(bees: BeesRunner) -> None:
+    from bees_cli import __version__
+
+    shown = bees("-h", env={"COLUMNS": "80"})
+    assert (shown.returncode, shown.stdout) == (0, roothelp.render(78) + "\n")
+    version = bees("--version")
+    assert (version.returncode, version.stdout) == (0, f"bees {__version__}\n")
