@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 HELP = "Run multi-stage agent work on your own computers, with no central dispatcher."
 """The root's help (its callback's docstring says the same)."""
 
 
-class Entry(NamedTuple):
+class Entry:
     """A root command: the command modules whose ``register(app)`` defines it (registered
     together, in this order), and the first paragraph of its help, which the root's help and
-    shell completion list without importing those modules."""
+    shell completion list without importing those modules. (A plain class: ``typing`` is
+    not imported on the path of ``bees --help``.)"""
 
-    modules: tuple[str, ...]
-    help: str
+    __slots__ = ("help", "modules")
+
+    def __init__(self, modules: tuple[str, ...], help: str) -> None:
+        self.modules = modules
+        self.help = help
 
 
 _ENGINE = ("engine", "control")  # control adds `item accept|cancel` to engine's `item` group

@@ -3,7 +3,8 @@ typer lays it out (tests/cli/test_startup.py compares the two at every terminal 
 
 from __future__ import annotations
 
-import shutil
+import os
+import sys
 import textwrap
 
 from bees_cli.cli.commands import COMMANDS, HELP
@@ -19,9 +20,24 @@ OPTIONS = [
 INDENT = 2
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (and its archivers):
+    ``COLUMNS`` when a positive number, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def width() -> int:
     """The help's width in columns: the terminal's (or ``COLUMNS``), less 2, within 50–78."""
-    return max(min(shutil.get_terminal_size().columns, 80) - 2, 50)
+    return max(min(terminal_columns(), 80) - 2, 50)
 
 
 def short_help(text: str, limit: int) -> str:
