@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 from pydantic import BaseModel, ConfigDict
 
 from bees_cli import rules
-from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import BeesError, CloudError, CloudRefused
 from bees_cli.record import states
 from bees_cli.record.fires import connect
@@ -351,6 +350,7 @@ class Syncer:
                 nothing but what was already sent).
         """
         from bees_cli.cloud import wire
+        from bees_cli.cloud.client import cloud_for  # httpx off `status` (issue 16)
 
         client = self.client or cloud_for(self.computer, retries=2)
         assert client is not None, "sync needs a Bees Cloud sign-in"

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bees_cli.cloud.client import cloud_for
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
@@ -71,6 +70,8 @@ class Bees:
 
     def cloud(self, *, retries: int = 0, timeout: float = 5.0) -> AsyncCloudClient | None:
         """Return a new async cloud client for this computer's sign-in, or None without one."""
+        from bees_cli.cloud.client import cloud_for  # httpx (and its CLI's rich) off `status`
+
         return cloud_for(self.computer, retries=retries, timeout=timeout)
 
     def who(self) -> str:
