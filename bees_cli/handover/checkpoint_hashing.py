@@ -12,9 +12,13 @@ from typing import TypeVar
 
 from bees_cli.handover.folder import CHUNK_BYTES, OPEN_FLAGS, NotRegular, hash_fd
 
-DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0))
-"""How a folder on a listed path is opened: never through a symlink."""
+ROOT_FLAGS = (getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+"""How the run folder is opened: as a place to look up names from (``O_PATH`` where there is
+one: like a path walk, it needs no read permission on the folder)."""
+DIR_FLAGS = ROOT_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+"""How a folder on a listed path is opened: the same, never through a symlink (a symlink
+there fails with ``ENOTDIR`` or ``ELOOP``)."""
 
 MAX_OPEN_FOLDERS = 64  # descriptors kept per :class:`FolderFds` before it closes them all
 LOOKAHEAD = 2  # batches hashed ahead of the one being reported, per thread

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from bees_cli.errors import NotFound, UserError
 from bees_cli.handover.checkpoint_hashing import (
+    ROOT_FLAGS,
     ChunksInOrder,
     FolderFds,
     ThreadFds,
@@ -271,8 +272,10 @@ def verify_checkpoint(
     # Every listed file is reached through folder descriptors opened without following a
     # symlink, to check it, then afresh to hash it (see FolderFds): whatever was swapped
     # in between, no symlink is followed.
-    root_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-                      | getattr(os, "O_CLOEXEC", 0))
+    try:
+        root_fd = os.open(folder, ROOT_FLAGS)
+    except OSError as error:  # gone or replaced since the check above
+        raise NotFound(f"not a folder: {folder}") from error
     checker, threads = FolderFds(root_fd), ThreadFds(root_fd)
     try:
         for path, size, digest in well_formed:
