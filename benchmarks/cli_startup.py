@@ -35,7 +35,10 @@ def build_venv(where: Path) -> Path:
         Its ``bin`` folder.
     """
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    subprocess.run([str(where / "bin" / "pip"), "install", "-q", str(REPO)], check=True)
+    pip = subprocess.run([str(where / "bin" / "pip"), "install", "-q", str(REPO)],
+                         capture_output=True, text=True, check=False)
+    if pip.returncode != 0:
+        raise SystemExit(f"pip install . failed:\n{pip.stderr}")
     return where / "bin"
 
 
