@@ -1,5 +1,5 @@
 """Entry point for ``python -m bees_cli``."""
 
-from bees_cli.cli.main import run
+from bees_cli.cli.entry import run
 
 run()

@@ -1,9 +1,14 @@
-"""Start-up time of `bees --help`, `bees validate examples/weekly-report` and `python -c pass`.
+"""Start-up time of `bees --help` and `bees validate examples/weekly-report` beside the floor.
 
-Run: ``.venv/bin/python benchmarks/cli_startup.py [--runs N]``. Each command runs N times
-(default 15, after one warm-up) in a fresh interpreter, interleaved so that machine noise
-hits all three alike; the script prints the median wall time of each and its ratio to
-bare Python. It measures; it asserts nothing.
+Run: ``.venv/bin/python benchmarks/cli_startup.py [--rounds N] [--venv PATH]``. The floor is
+``python -c pass`` in a virtual environment where Bees is installed as users get it (``pip
+install .``, not editable: an editable install puts a path finder in ``site`` that every
+interpreter imports, which inflates the floor). The script builds that environment in a
+temporary folder (about a minute; ``--venv PATH`` reuses one built with ``python -m venv PATH
+&& PATH/bin/pip install .``) and runs each command there as a fresh process, one warm-up
+each, then N rounds (default 15, at least 5) interleaved so machine noise hits all alike.
+Prints each command's median and spread (min–max) and its ratio to the floor (issue 16's
+goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). It measures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,56 +24,98 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "weekly-report"
+FLOOR = "python -c pass"
+GOALS = {"bees --help": 3.0, "bees validate examples/weekly-report": 5.0}
 
-COMMANDS: dict[str, list[str]] = {
-    "python -c pass": [sys.executable, "-c", "pass"],
-    "bees --help": [sys.executable, "-m", "bees_cli", "--help"],
-    "bees validate examples/weekly-report": [
-        sys.executable,
-        "-m",
-        "bees_cli",
-        "validate",
-        str(EXAMPLE),
-    ],
-}
+
+def build_venv(where: Path) -> Path:
+    """Create a virtual environment at ``where`` with Bees installed from REPO, not editable.
+
+    Returns:
+        Its ``bin`` folder.
+    """
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    pip = subprocess.run([str(where / "bin" / "pip"), "install", "-q", str(REPO)],
+                         capture_output=True, text=True, check=False)
+    if pip.returncode != 0:
+        raise SystemExit(f"pip install . failed:\n{pip.stderr}")
+    return where / "bin"
+
+
+def check_not_editable(bin_dir: Path) -> None:
+    """Refuse an environment where ``bees_cli`` is imported from the repository (editable)."""
+    found = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import bees_cli, sys; print(bees_cli.__file__)"],
+        check=True, capture_output=True, text=True, cwd="/",
+    ).stdout.strip()
+    if Path(found).resolve().is_relative_to(REPO):
+        raise SystemExit(f"bees_cli is imported from the repository ({found}): an editable "
+                         "install; build one with `pip install .` or leave out --venv")
+
+
+def commands(bin_dir: Path) -> dict[str, list[str]]:
+    """Label -> argv of each measured command in the environment at ``bin_dir``."""
+    return {
+        FLOOR: [str(bin_dir / "python"), "-c", "pass"],
+        "bees --help": [str(bin_dir / "bees"), "--help"],
+        "bees validate examples/weekly-report": [str(bin_dir / "bees"), "validate", str(EXAMPLE)],
+    }
 
 
 def _time_once(argv: list[str], env: dict[str, str]) -> float:
     """Seconds of wall time for one run of ``argv``; raises if it fails."""
     start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    subprocess.run(argv, env=env, cwd=REPO, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
-def measure(runs: int) -> dict[str, float]:
-    """Return command label → median seconds over ``runs`` interleaved runs (one warm-up each)."""
+def measure(argvs: dict[str, list[str]], rounds: int) -> dict[str, list[float]]:
+    """Return label -> seconds of each of ``rounds`` interleaved rounds (after one warm-up)."""
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "BEES_HOME": home}
-        samples: dict[str, list[float]] = {label: [] for label in COMMANDS}
-        for argv in COMMANDS.values():
+        env.pop("PYTHONPATH", None)
+        samples: dict[str, list[float]] = {label: [] for label in argvs}
+        for argv in argvs.values():
             _time_once(argv, env)
-        for _ in range(runs):
-            for label, argv in COMMANDS.items():
+        for _ in range(rounds):
+            for label, argv in argvs.items():
                 samples[label].append(_time_once(argv, env))
-    return {label: statistics.median(times) for label, times in samples.items()}
+    return samples
+
+
+def report(samples: dict[str, list[float]], rounds: int) -> None:
+    """Print median (min–max) per command and its ratio to the floor (per-round spread)."""
+    floor = samples[FLOOR]
+    width = max(len(label) for label in samples)
+    print(f"{rounds} interleaved rounds, non-editable install; median (min–max)")
+    for label, times in samples.items():
+        line = (f"{label:<{width}}  {statistics.median(times) * 1e3:6.1f} ms "
+                f"({min(times) * 1e3:.1f}–{max(times) * 1e3:.1f})")
+        if label != FLOOR:
+            ratios = [t / f for t, f in zip(times, floor, strict=True)]
+            line += (f"  {statistics.median(times) / statistics.median(floor):4.1f}× floor "
+                     f"(per round {min(ratios):.1f}–{max(ratios):.1f}; goal ≤ {GOALS[label]:.0f}×)")
+        print(line)
 
 
 def main() -> int:
-    """Parse ``--runs``, measure, print a table of medians and ratios; return 0."""
+    """Parse the options, build or check the environment, measure, print; return 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15, help="runs per command (default 15)")
+    parser.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15, >= 5)")
+    parser.add_argument("--venv", type=Path, help="a non-editable environment to reuse")
     args = parser.parse_args()
-    medians = measure(args.runs)
-    bare = medians["python -c pass"]
-    width = max(len(label) for label in medians)
-    print(f"{'command':<{width}}  median ms  × python -c pass   ({args.runs} runs each)")
-    for label, seconds in medians.items():
-        print(f"{label:<{width}}  {seconds * 1000:9.1f}  {seconds / bare:6.1f}")
-    help_s = medians["bees --help"]
-    validate_s = medians["bees validate examples/weekly-report"]
-    print(f"validate / --help: {validate_s / help_s:.2f}")
+    if args.rounds < 5:
+        parser.error("--rounds must be at least 5")
+    with tempfile.TemporaryDirectory(prefix="bees-startup-") as tmp:
+        if args.venv is not None:
+            bin_dir = args.venv / "bin"
+        else:
+            print("building a non-editable environment (pip install .) ...", file=sys.stderr)
+            bin_dir = build_venv(Path(tmp) / "venv")
+        check_not_editable(bin_dir)
+        samples = measure(commands(bin_dir), args.rounds)
+    report(samples, args.rounds)
     return 0
 
 

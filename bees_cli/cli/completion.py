@@ -7,12 +7,10 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli.commands import COMPLETE_VAR as COMPLETE_VAR
+
 PROG = "bees"
 """The program name the scripts complete."""
-
-COMPLETE_VAR = "_BEES_COMPLETE"
-"""The environment variable through which a script asks ``bees`` for completions (the
-typer protocol: ``complete_bash``, ``complete_zsh``, ``complete_fish``)."""
 
 
 class Shell(StrEnum):

@@ -1,22 +1,125 @@
-"""The root ``bees`` app: registers each command group explicitly, behind the one error boundary."""
+"""The root ``bees`` app: each command group is imported when its name is asked for, behind the
+one error boundary."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from difflib import get_close_matches
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from bees_cli import __version__
+from bees_cli.cli.commands import COMMANDS, COMPLETE_VAR, HELP
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
+
+# Each module has ``register(app)``; its heavy imports stay inside command bodies. This order
+# (``_register``'s) gives the order of COMMANDS.
+COMMAND_MODULES: list[str] = [
+    "machine",
+    "engine",
+    "workspace",
+    "cloud",
+    "login",
+    "checkpoint",
+    "control",
+    "schedules",
+    "doctor",
+    "handover",
+    "model",
+    "delegate",
+    "completion",
+]
+
+
+def _typer(**settings: Any) -> typer.Typer:
+    """A Typer with the root's settings (sub-commands inherit its markup mode when converted:
+    ``None`` keeps rich off every path)."""
+    return typer.Typer(
+        no_args_is_help=True, context_settings=CONTEXT, pretty_exceptions_enable=False,
+        rich_markup_mode=None, **settings,
+    )
+
+
+class LazyGroup(TyperGroup):
+    """The root group: a command's modules are imported and converted (typer's parameter
+    machinery) only when that command is resolved; the root's help, its completion and its
+    did-you-mean list the names and help of :data:`COMMANDS` instead."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.listing = False
+        self.loaded: set[tuple[str, ...]] = set()
+
+    @contextmanager
+    def _listing(self) -> Iterator[None]:
+        self.listing = True
+        try:
+            yield
+        finally:
+            self.listing = False
+
+    def _load(self, modules: tuple[str, ...]) -> None:
+        """Register ``modules`` on a fresh Typer behind the error boundary and take its commands."""
+        from bees_cli.cli.errors import guard_all
+
+        self.loaded.add(modules)
+        holder = _typer()
+        for module in modules:
+            importlib.import_module(f"bees_cli.cli.{module}").register(holder)
+        guard_all(holder)
+        for name, command in typer.main.get_group(holder).commands.items():
+            self.commands.setdefault(name, command)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Names in :data:`COMMANDS` order, then any registered eagerly beyond it."""
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name`` (importing its modules), a help-only stand-in while
+        listing, or ``None`` for an unknown name."""
+        command = self.commands.get(cmd_name)
+        entry = COMMANDS.get(cmd_name)
+        if command is not None or entry is None:
+            return command
+        if self.listing:
+            return TyperCommand(cmd_name, help=entry.help, rich_markup_mode=None)
+        if entry.modules not in self.loaded:
+            self._load(entry.modules)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """List the commands from :data:`COMMANDS` (no command module is imported)."""
+        with self._listing():
+            super().format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> Any:
+        """Complete root command names from :data:`COMMANDS` (no command module is imported)."""
+        with self._listing():
+            return super().shell_complete(ctx, incomplete)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Resolve ``args[0]``; an unknown name is refused with close names from all commands
+        (typer's own suggestions know only the commands converted so far)."""
+        name = args[0] if args else ""
+        if (name and not name.startswith("-") and not ctx.resilient_parsing
+                and self.get_command(ctx, name) is None):
+            matches = get_close_matches(name, self.list_commands(ctx))
+            if matches:
+                suggestions = ", ".join(f"{m!r}" for m in matches)
+                ctx.fail(f"No such command {name!r}. Did you mean {suggestions}?")
+        return super().resolve_command(ctx, args)
+
+
+app = _typer(
     name="bees",
-    help="Run multi-stage agent work on your own computers, with no central dispatcher.",
-    no_args_is_help=True,
-    context_settings=CONTEXT,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    help=HELP,
+    cls=LazyGroup,
     add_completion=False,  # `bees completion SHELL` prints the script; no rc files edited
 )
 
@@ -40,12 +143,10 @@ def root(
 
 
 def _register() -> None:
-    """Attach every command module to ``app`` (explicit, no auto-import magic), once."""
-    import importlib
-
+    """Attach every command module to ``app`` at once (tests that walk all commands use it;
+    ``run`` leaves it to :class:`LazyGroup`); a second call does nothing."""
     if app.registered_commands:
         return
-
     from bees_cli.cli.errors import guard_all
 
     for module_name in COMMAND_MODULES:
@@ -54,28 +155,7 @@ def _register() -> None:
     guard_all(app)
 
 
-# Each module has ``register(app)``; its heavy imports stay inside command bodies.
-COMMAND_MODULES: list[str] = [
-    "machine",
-    "engine",
-    "workspace",
-    "cloud",
-    "login",
-    "checkpoint",
-    "control",
-    "delegate",
-    "schedules",
-    "doctor",
-    "handover",
-    "model",
-    "completion",
-]
-
-
 def run() -> None:
-    """Console entry point: register the commands and run the app (errors are mapped by
-    :mod:`bees_cli.cli.errors`)."""
-    _register()
-    from bees_cli.cli.completion import COMPLETE_VAR
-
+    """Console entry point: run the app; a command's module is imported when it is resolved
+    (errors are mapped by :mod:`bees_cli.cli.errors`)."""
     app(complete_var=COMPLETE_VAR)

@@ -18,6 +18,8 @@ from bees_cli.handover.problems import Problem, ProblemCode, code_points, displa
 CHUNK_BYTES = 1024 * 1024  # read buffer while hashing
 
 _DRIVE_RE = re.compile(r"[A-Za-z]:")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc, all 65 of it
 
 
 def disk_name(name: str) -> str:
@@ -83,9 +85,9 @@ def path_problem(path: str) -> Problem | None:
     """Return the first problem of one listed path as a string, or None when it is well formed."""
     if path == "":
         return Problem(ProblemCode.PATH_EMPTY, path, "empty path")
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in path):
+    if _SURROGATE_RE.search(path):
         return Problem(ProblemCode.PATH_CONTROL, path, "path is not valid Unicode (lone surrogate)")
-    if any(unicodedata.category(c) == "Cc" for c in path):
+    if _CONTROL_RE.search(path):
         return Problem(ProblemCode.PATH_CONTROL, path, "path has a control character")
     if "\\" in path:
         return Problem(ProblemCode.PATH_BACKSLASH, path, "path has a backslash (paths use /)")
@@ -164,41 +166,64 @@ class NotRegular(Exception):
     """A listed path turned out to be a symlink or not a regular file when opened."""
 
 
-def hash_file(path: Path, cap: int, on_chunk: Callable[[int], None] | None) -> tuple[int, str]:
-    """Hash ``path`` with a bounded buffer, reading at most ``cap + 1`` bytes.
+OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+"""How a listed file is opened: never through a symlink, never blocking on a pipe."""
+
+
+def hash_fd(fd: int, cap: int, on_chunk: Callable[[int], None] | None,
+            buffer: memoryview | None = None) -> tuple[int, str]:
+    """Hash the open file ``fd`` with a bounded buffer, reading at most ``cap + 1`` bytes.
+
+    Args:
+        fd: the open file (left open).
+        cap: the per-file limit in bytes.
+        on_chunk: called with each chunk's byte count.
+        buffer: a writable buffer of CHUNK_BYTES to read into, reused from file to file by
+            the caller (a new one per call is 1 MiB to allocate and zero each time).
 
     Returns:
         (bytes read, SHA-256 hex). Bytes read above ``cap`` means the file is over the limit
         (and the digest covers only what was read).
 
     Raises:
+        NotRegular: ``fd`` is not a regular file.
+        OSError: it cannot be read.
+    """
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise NotRegular()
+    digest = hashlib.sha256()
+    view = memoryview(bytearray(CHUNK_BYTES)) if buffer is None else buffer
+    count = 0
+    while count <= cap:
+        want = min(CHUNK_BYTES, cap + 1 - count)
+        got = os.readv(fd, [view[:want]])
+        if not got:
+            break
+        digest.update(view[:got])
+        count += got
+        if on_chunk is not None:
+            on_chunk(got)
+    return count, digest.hexdigest()
+
+
+def hash_file(path: Path, cap: int, on_chunk: Callable[[int], None] | None) -> tuple[int, str]:
+    """Hash ``path`` (opened without following a symlink) with :func:`hash_fd`.
+
+    Raises:
         NotRegular: the path is a symlink or not a regular file at open time.
         OSError: it cannot be opened or read.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, OPEN_FLAGS)
     except OSError as error:
         if os.path.islink(path):
             raise NotRegular() from error
         raise
-    with open(fd, "rb", buffering=0) as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular()
-        digest = hashlib.sha256()
-        buffer = bytearray(CHUNK_BYTES)
-        view = memoryview(buffer)
-        count = 0
-        while count <= cap:
-            want = min(CHUNK_BYTES, cap + 1 - count)
-            got = handle.readinto(view[:want])
-            if not got:
-                break
-            digest.update(view[:got])
-            count += got
-            if on_chunk is not None:
-                on_chunk(got)
-    return count, digest.hexdigest()
+    try:
+        return hash_fd(fd, cap, on_chunk)
+    finally:
+        os.close(fd)
 
 
 def locate(root: Path, root_real: Path, path: str) -> tuple[Path | None, Problem | None]:

@@ -7,11 +7,21 @@ import os
 import re
 import stat
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bees_cli.errors import NotFound, UserError
+from bees_cli.handover.checkpoint_hashing import (
+    ROOT_FLAGS,
+    ChunksInOrder,
+    FolderFds,
+    ThreadFds,
+    batches,
+    hashing_threads,
+    in_order,
+)
 from bees_cli.handover.checkpoint_model import (
     CHECKPOINT_NAME,
     CheckpointDocument,
@@ -23,7 +33,6 @@ from bees_cli.handover.folder import (
     NotRegular,
     disk_name,
     find_collisions,
-    hash_file,
     locate,
     nfc,
     path_problem,
@@ -44,6 +53,17 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while hashing."""
+
+
+class Located(NamedTuple):
+    """A listed file found on disk as a regular file: its listed path, size and SHA-256,
+    its name on disk (another spelling under NFC, or the same) and its size on disk."""
+
+    path: str
+    size: int
+    sha256: str
+    name: str
+    disk_size: int
 
 
 @dataclass
@@ -156,7 +176,8 @@ def verify_checkpoint(
     another under NFC or case folding); every listed file exists as a regular file inside
     the folder, reached without any symlink, with the listed size and SHA-256; the limits
     hold, counted from the bytes read (a file is read at most one byte past its limit, and
-    once the total passes its limit the remaining files are not hashed).
+    once the total passes its limit the remaining files are not reported: no more are
+    started, and only the few batches already being hashed ahead are read to their end).
 
     Files present but not listed are problems too, not warnings. Why: the restarted stage
     runs "from the top, using the saved files"; a file that was not there at relinquish
@@ -191,7 +212,6 @@ def verify_checkpoint(
             raise UserError(f"not a SHA-256 digest (64 hex digits): {expected_sha256!r}")
     if not folder.is_dir():
         raise NotFound(f"not a folder: {folder}")
-    root_real = folder.resolve()
     problems: list[Problem] = []
 
     document: CheckpointDocument | None = None
@@ -249,72 +269,40 @@ def verify_checkpoint(
     said_once = {nfc(p.path) for p in collisions
                  if p.code == ProblemCode.PATH_COLLISION_UNICODE and p.path is not None}
     matched: set[str] = set()  # names on disk a listed path accounts for
-    located: list[tuple[str, int, str, Path]] = []
-    for path, size, digest in well_formed:
-        names = on_disk.get(nfc(path), [])
-        if nfc(path) in said_once:
+    located: list[Located] = []
+    # Every listed file is reached through folder descriptors opened without following a
+    # symlink, to check it, then afresh to hash it (see FolderFds): whatever was swapped
+    # in between, no symlink is followed.
+    try:
+        root_fd = os.open(folder, ROOT_FLAGS)
+    except OSError as error:  # gone or replaced since the check above
+        raise NotFound(f"not a folder: {folder}") from error
+    checker, threads = FolderFds(root_fd), ThreadFds(root_fd)
+    try:
+        for path, size, digest in well_formed:
+            names = on_disk.get(nfc(path), [])
+            if nfc(path) in said_once:
+                matched.update(names)
+                continue
+            if path in colliding:
+                continue
+            if len(names) > 1:
+                problems.append(unicode_collision(path, names, on_disk=True))
+                matched.update(names)
+                continue
             matched.update(names)
-            continue
-        if path in colliding:
-            continue
-        if len(names) > 1:
-            problems.append(unicode_collision(path, names, on_disk=True))
-            matched.update(names)
-            continue
-        matched.update(names)
-        file, disk_problem = locate(folder, root_real, names[0] if names else path)
-        if disk_problem is not None:
-            problems.append(replace(disk_problem, path=path))
-        else:
-            assert file is not None
-            located.append((path, size, digest, file))
-
-    # Hash, counting real bytes.
-    expected_total = 0
-    for *_, file in located:
-        try:
-            expected_total += min(file.lstat().st_size, limits.max_file_bytes + 1)
-        except OSError:
-            pass
-    done = 0
-
-    def on_chunk(count: int) -> None:
-        nonlocal done
-        done += count
-        if progress is not None:
-            progress(done, max(expected_total, done))
-
-    total = 0
-    for index, (path, size, digest, file) in enumerate(located):
-        try:
-            real_size, real_digest = hash_file(file, limits.max_file_bytes, on_chunk)
-        except NotRegular:
-            problems.append(Problem(ProblemCode.FILE_NOT_REGULAR, path, "is not a regular file"))
-            continue
-        except OSError as error:
-            problems.append(Problem(ProblemCode.FILE_UNREADABLE, path,
-                                    f"cannot read: {error.strerror or error}"))
-            continue
-        total += real_size
-        if real_size > limits.max_file_bytes:
-            problems.append(Problem(
-                ProblemCode.FILE_TOO_LARGE, path,
-                f"is larger than the limit of {format_bytes(limits.max_file_bytes)} per file",
-            ))
-        elif real_size != size:
-            problems.append(Problem(ProblemCode.SIZE_CHANGED, path,
-                                    f"size changed ({real_size:,} bytes, expected {size:,})"))
-        elif real_digest != digest:
-            problems.append(Problem(ProblemCode.CONTENT_CHANGED, path,
-                                    f"content changed (sha256 {real_digest} expected {digest})"))
-        if total > limits.max_total_bytes:
-            rest = len(located) - index - 1
-            message = ("brings the files past the limit of "
-                       f"{format_bytes(limits.max_total_bytes)} in all")
-            if rest:
-                message += f"; {plural(rest, 'file')} after it not hashed"
-            problems.append(Problem(ProblemCode.TOTAL_TOO_LARGE, path, message))
-            break
+            name = names[0] if names else path
+            found = _locate(folder, checker, (path, size, digest, name))
+            if isinstance(found, Problem):
+                problems.append(found)
+            else:
+                located.append(found)
+        checker.close()
+        total = _hash_located(folder, located, threads, limits, progress, problems)
+    finally:
+        checker.close()
+        threads.close()
+        os.close(root_fd)
 
     # What is on disk but not listed.
     listed = {e[0] for e in entries}  # plus paths of malformed entries, already reported
@@ -344,3 +332,103 @@ def verify_checkpoint(
         problems.append(Problem(ProblemCode.EXTRA_MORE, None,
                                 f"and {plural(more, 'more extra file')} not in the checkpoint"))
     return verdict(doc, sha, listed_count, total)
+
+
+def _described(folder: Path, path: str, name: str, error: OSError | None) -> Problem:
+    """The problem of a listed file that could not be checked or opened (from ``locate``)."""
+    _, problem = locate(folder, folder.resolve(), name)
+    if problem is not None:
+        return replace(problem, path=path)
+    if error is not None:  # it changed back meanwhile; say what happened when we looked
+        return Problem(ProblemCode.FILE_UNREADABLE, path,
+                       f"cannot read: {error.strerror or error}")
+    return Problem(ProblemCode.FILE_NOT_REGULAR, path, "is not a regular file")
+
+
+def _locate(folder: Path, fds: FolderFds, listed: tuple[str, int, str, str]
+            ) -> Located | Problem:
+    """Check one listed file (path, size, SHA-256, name on disk) is a regular file reached
+    without a symlink (one ``lstat`` through folder descriptors): it with its size on disk,
+    or its problem."""
+    path, _, _, name = listed
+    try:
+        info = fds.lstat(name)
+    except OSError as error:
+        return _described(folder, path, name, error)
+    if not stat.S_ISREG(info.st_mode):
+        return _described(folder, path, name, None)
+    return Located(*listed, info.st_size)
+
+
+def _hash_located(folder: Path, located: list[Located],
+                  threads: ThreadFds, limits: Limits, progress: Progress | None,
+                  problems: list[Problem]) -> int:
+    """Hash ``located`` (each opened with ``O_NOFOLLOW`` through folder descriptors: a
+    symlink swapped in after :func:`_locate` is refused) on :func:`hashing_threads`
+    threads, in batches of a few MB (one hand-over between threads per batch, not per
+    file), reporting in the listed order; once the total passes its limit, the files after
+    it are not reported (at most the batches under way are read). Appends each problem;
+    returns the bytes read."""
+    expected_total = sum(min(entry.disk_size, limits.max_file_bytes + 1) for entry in located)
+    done = 0
+
+    def report(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(done, max(expected_total, done))
+
+    chunks = ChunksInOrder(report)
+
+    def work(batch: tuple[int, list[Located]]
+             ) -> list[tuple[int, str] | OSError | NotRegular]:
+        number, entries = batch
+        fds = threads.get()
+        on_chunk = None if progress is None else lambda count: chunks.chunk(number, count)
+        outcomes: list[tuple[int, str] | OSError | NotRegular] = []
+        for entry in entries:
+            try:
+                outcomes.append(fds.hash(entry.name, limits.max_file_bytes, on_chunk))
+            except (OSError, NotRegular) as error:
+                outcomes.append(error)
+        return outcomes
+
+    total = 0
+    index = -1
+    numbered = list(enumerate(batches(located, lambda entry: entry.disk_size)))
+    done_batches = in_order(numbered, work, hashing_threads(), chunks.turn)
+    with closing(done_batches):
+        for (_, entries), outcomes in done_batches:
+            if isinstance(outcomes, BaseException):
+                raise outcomes
+            for (path, size, digest, name, _), outcome in zip(entries, outcomes, strict=True):
+                index += 1
+                if isinstance(outcome, (OSError, NotRegular)):
+                    error = outcome if isinstance(outcome, OSError) else None
+                    problems.append(_described(folder, path, name, error))
+                    continue
+                real_size, real_digest = outcome
+                total += real_size
+                if real_size > limits.max_file_bytes:
+                    problems.append(Problem(
+                        ProblemCode.FILE_TOO_LARGE, path,
+                        f"is larger than the limit of {format_bytes(limits.max_file_bytes)} "
+                        "per file",
+                    ))
+                elif real_size != size:
+                    problems.append(Problem(
+                        ProblemCode.SIZE_CHANGED, path,
+                        f"size changed ({real_size:,} bytes, expected {size:,})"))
+                elif real_digest != digest:
+                    problems.append(Problem(
+                        ProblemCode.CONTENT_CHANGED, path,
+                        f"content changed (sha256 {real_digest} expected {digest})"))
+                if total > limits.max_total_bytes:
+                    rest = len(located) - index - 1
+                    message = ("brings the files past the limit of "
+                               f"{format_bytes(limits.max_total_bytes)} in all")
+                    if rest:
+                        message += f"; {plural(rest, 'file')} after it not hashed"
+                    problems.append(Problem(ProblemCode.TOTAL_TOO_LARGE, path, message))
+                    return total
+    return total

@@ -1,0 +1,26 @@
+"""The ``bees`` console entry point: the root's ``--help`` and ``--version`` answered without
+importing typer; anything else goes to the typer app (:mod:`bees_cli.cli.main`)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def run() -> None:
+    """Run ``bees`` with ``sys.argv``: ``bees --help``/``-h`` prints the root's help and
+    ``bees --version`` the version at the cost of a bare interpreter (issue 16, point 4:
+    ``--help`` within 3× ``python -c pass``); every other command line runs the typer app."""
+    args = sys.argv[1:]
+    if args in (["--help"], ["-h"]):
+        from bees_cli.cli.roothelp import render
+
+        sys.stdout.write(render() + "\n")
+        return
+    if args == ["--version"]:
+        from bees_cli import __version__
+
+        sys.stdout.write(f"bees {__version__}\n")
+        return
+    from bees_cli.cli.main import run as run_app
+
+    run_app()

@@ -1,0 +1,129 @@
+"""The root app imports a command's module only when that command runs (issue 16, point 4):
+its table of names and help agrees with the modules, and listing imports none of them."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.core import TyperCommand
+
+from bees_cli.cli import main, roothelp
+from tests.conftest import EXAMPLE, BeesRunner
+
+PROBE = """
+import json, sys
+sys.argv = ["bees", *json.loads(sys.argv[1])]
+from bees_cli.cli.entry import run
+try:
+    run()
+except SystemExit:
+    pass
+print("MODULES=" + json.dumps(sorted(sys.modules)))
+"""
+
+HEAVY = {"pydantic", "rich", "ruamel", "httpx", "temporalio", "fastapi", "sqlalchemy"}
+COMPLETE = "import sys; sys.argv = ['bees']; from bees_cli.cli.entry import run; run()"
+
+
+def _holder(modules: tuple[str, ...]) -> dict[str, typer.core.TyperGroup | TyperCommand]:
+    """The commands ``modules`` register on a fresh Typer, converted, in typer's order."""
+    holder = main._typer()
+    for module in modules:
+        importlib.import_module(f"bees_cli.cli.{module}").register(holder)
+    return dict(typer.main.get_group(holder).commands)
+
+
+def test_the_table_names_every_root_command_in_help_order_with_its_modules() -> None:
+    everything = _holder(tuple(main.COMMAND_MODULES))
+    assert list(everything) == list(main.COMMANDS)
+    assert {m for entry in main.COMMANDS.values() for m in entry.modules} == set(
+        main.COMMAND_MODULES)
+    for modules in {entry.modules for entry in main.COMMANDS.values()}:
+        named = [name for name, entry in main.COMMANDS.items() if entry.modules == modules]
+        assert sorted(_holder(modules)) == sorted(named), modules
+
+
+@pytest.mark.parametrize("limit", [20, 45, 74, 200, 10_000])
+def test_the_table_help_shortens_like_the_command_own_help(limit: int) -> None:
+    everything = _holder(tuple(main.COMMAND_MODULES))
+    for name, entry in main.COMMANDS.items():
+        stand_in = TyperCommand(name, help=entry.help, rich_markup_mode=None)
+        assert stand_in.get_short_help_str(limit) == everything[name].get_short_help_str(limit)
+
+
+def _loaded(args: list[str], bees_home: object) -> set[str]:
+    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    line = [x for x in result.stdout.splitlines() if x.startswith("MODULES=")][-1]
+    return set(json.loads(line.removeprefix("MODULES=")))
+
+
+@pytest.mark.parametrize(("args", "modules", "heavy"), [
+    (["--help"], set(), set()),
+    ([], set(), set()),
+    (["--version"], set(), set()),
+    (["validate", str(EXAMPLE)], {"bees_cli.cli.workspace"}, {"pydantic", "ruamel"}),
+    # typer 0.29 builds a pydantic TypeAdapter for each parameter it shows or parses
+    (["validate", "--help"], {"bees_cli.cli.workspace"}, {"pydantic"}),
+    (["item", "--help"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic"}),
+    (["checkpoint", "verify", "--help"], {"bees_cli.cli.checkpoint"}, {"pydantic"}),
+    (["status"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic"}),
+])
+def test_only_the_asked_command_module_is_imported(args: list[str], modules: set[str],
+                                                   heavy: set[str], bees_home: object) -> None:
+    loaded = _loaded(args, bees_home)
+    command_modules = {f"bees_cli.cli.{m}" for m in main.COMMAND_MODULES}
+    assert loaded & command_modules == modules
+    assert {m.split(".")[0] for m in loaded} & HEAVY == heavy
+
+
+def test_root_help_lists_the_table_and_a_typo_gets_close_names(bees: BeesRunner) -> None:
+    shown = bees("--help")
+    assert shown.returncode == 0
+    listed = shown.stdout.split("Commands:\n")[1].splitlines()
+    assert [line.split()[0] for line in listed] == list(main.COMMANDS)
+    assert listed[16] == "  schedules   List the workspace's schedules: whether they fire here,..."
+    assert listed[20] == "  item        Work items: create one, show one."
+    typo = bees("statu")
+    assert typo.returncode == 2
+    assert typo.stderr.splitlines()[-1] == "Error: No such command 'statu'. Did you mean 'status'?"
+
+
+def test_completion_lists_root_commands_from_the_table(bees_home: object) -> None:
+    env = {**os.environ, "_BEES_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "bees i"}
+    done = subprocess.run([sys.executable, "-c", COMPLETE], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0
+    assert done.stdout == ('_arguments \'*: :(("init":"Create a starter workspace\\\\: a draft '
+                           '→..."\n"item":"Work items\\\\: create one, show one."))\'\n')
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
+def test_root_help_and_version_do_not_import_typer(args: list[str], bees_home: object) -> None:
+    loaded = _loaded(args, bees_home)
+    assert {m.split(".")[0] for m in loaded} & {"typer", "click", "pydantic"} == set()
+
+
+def test_the_typer_free_root_help_is_typer_own_at_every_width(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for columns in range(30, 130):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        with pytest.raises(SystemExit) as left:
+            typer.main.get_command(main.app).main(["--help"], prog_name="bees")
+        assert left.value.code == 0
+        assert capsys.readouterr().out == roothelp.render() + "\n", columns
+
+
+def test_help_and_version_through_the_entry_point(bees: BeesRunner) -> None:
+    from bees_cli import __version__
+
+    shown = bees("-h", env={"COLUMNS": "80"})
+    assert (shown.returncode, shown.stdout) == (0, roothelp.render(78) + "\n")
+    version = bees("--version")
+    assert (version.returncode, version.stdout) == (0, f"bees {__version__}\n")
