@@ -50,13 +50,17 @@ COMMANDS: dict[str, Entry] = {
                     "stays as it is)."),
     "retry": Entry(_ENGINE, "Start a failed stage again from the top, as a new attempt (or, for "
                    "an item stopped at the review limit, one more round from the work stage)."),
-    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer."),
+    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer: the "
+                       "action and a short summary of its input (the whole input: --json, or "
+                       "bees item show)."),
     "approve": Entry(_ENGINE, "Approve what waits on an item (a held action, or its stage's "
                      "finish)."),
     "deny": Entry(_ENGINE, "Deny what waits on an item: the agent's action is refused with the "
                   "reason."),
     "action": Entry(_ENGINE, "Run an add-on action from inside a stage, once the item's run "
                     "allows it."),
+    "delegate": Entry(("delegate",), "Hand a piece of this stage to another agent and wait for "
+                      "its answer (inside a stage)."),
     "schedules": Entry(("schedules",), "List the workspace's schedules: whether they fire here, "
                        "their next three times in their own time zone, and this computer's last "
                        "fires with their outcome (ran here, taken by another computer, skipped, "
@@ -70,16 +74,14 @@ COMMANDS: dict[str, Entry] = {
     "continue": Entry(("handover",), "Continue a relinquished item on this computer: verify its "
                       "checkpoint and files, check eligibility, then claim it and start its "
                       "unfinished stage from the top."),
+    "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
+                        "nothing is installed or edited."),
     "item": Entry(_ENGINE, "Work items: create one, show one."),
     "schemas": Entry(("workspace",), "JSON Schemas of the workspace files, for editors."),
     "cloud": Entry(("cloud",), "Bees Cloud: run the server, manage teams and people, check the "
                    "connection."),
     "checkpoint": Entry(("checkpoint",), "Check the checkpoint a run folder carries on a "
                         "handover."),
-    "delegate": Entry(("delegate",), "Hand a piece of this stage to another agent and wait for "
-                      "its answer (inside a stage)."),
-    "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
-                        "nothing is installed or edited."),
     "model": Entry(("model",), "The embedded demo model: a tiny local model for trying model "
                    "agents."),
 }

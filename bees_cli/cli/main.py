@@ -28,11 +28,11 @@ COMMAND_MODULES: list[str] = [
     "login",
     "checkpoint",
     "control",
+    "delegate",
     "schedules",
     "doctor",
     "handover",
     "model",
-    "delegate",
     "completion",
 ]
 
@@ -157,5 +157,12 @@ def _register() -> None:
 
 def run() -> None:
     """Console entry point: run the app; a command's module is imported when it is resolved
-    (errors are mapped by :mod:`bees_cli.cli.errors`)."""
+    (errors are mapped by :mod:`bees_cli.cli.errors`). A shell's completion request
+    (``_BEES_COMPLETE`` set) first registers typer's shell classes, which answer it."""
+    import os
+
+    if COMPLETE_VAR in os.environ:
+        from typer.completion import completion_init
+
+        completion_init()
     app(complete_var=COMPLETE_VAR)

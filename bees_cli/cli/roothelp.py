@@ -12,9 +12,6 @@ from bees_cli.cli.commands import COMMANDS, HELP
 USAGE = "Usage: bees [OPTIONS] COMMAND [ARGS]..."
 OPTIONS = [
     ("--version", "Print the version and exit."),
-    ("--install-completion", "Install completion for the current shell."),
-    ("--show-completion",
-     "Show completion for the current shell, to copy it or customize the installation."),
     ("-h, --help", "Show this message and exit."),
 ]
 INDENT = 2
