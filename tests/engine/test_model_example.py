@@ -80,6 +80,7 @@ async def worker(dev_env: WorkflowEnvironment, example: Space,
         yield running
 
 
+@pytest.mark.timeout(1200)  # a 135M model on a busy 2-core machine: minutes, not seconds
 async def test_the_model_example_runs_on_the_embedded_model(
         dev_env: WorkflowEnvironment, example: Space, record: LocalRecord,
         worker: Worker) -> None:
