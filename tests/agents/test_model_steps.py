@@ -16,7 +16,7 @@ from bees_cli.agents.model_steps import (
     step_schema,
     tool_name,
 )
-from bees_cli.workspace.models import Action, Agent
+from bees_cli.workspace.models import Action
 
 
 def answer(message: dict[str, object]) -> ChatResponse:
@@ -118,15 +118,3 @@ def test_attached_files_are_in_the_task_and_no_tools_asks_for_the_answer_only() 
                             "Folders you may use: stage\n--- team-notes/maya.md ---\n"
                             "- shipped\n--- end of team-notes/maya.md ---")
 
-
-def test_required_tools_need_json_mode_and_must_be_the_agents_tools() -> None:
-    model = {"base_url": "http://127.0.0.1:11434/v1", "name": "m"}
-    ok = Agent.model_validate({"tools": ["mail.send"], "runner": {
-        "model": model, "tool_mode": "json", "required_tools": ["mail.send"]}})
-    assert ok.runner.required_tools == ["mail.send"]  # type: ignore[union-attr]
-    with pytest.raises(ValidationError, match="required_tools needs tool_mode: json"):
-        Agent.model_validate({"tools": ["mail.send"], "runner": {
-            "model": model, "required_tools": ["mail.send"]}})
-    with pytest.raises(ValidationError, match="runner.required_tools mail.send not in tools"):
-        Agent.model_validate({"runner": {"model": model, "tool_mode": "json",
-                                         "required_tools": ["mail.send"]}})
