@@ -256,9 +256,10 @@ def opening(*, instructions: str, title: str, stage: str, kind: str, folders: li
             attached: dict[str, str] | None = None) -> list[Message]:
     """Return the conversation's first two messages: the agent's instructions, and the task.
 
-    ``tools_text`` (json mode) lists the tools and their input schemas in the system message
-    (None: no tools offered in json mode is the empty string); ``attached`` gives files'
-    text in the task, by ``FOLDER/PATH`` (the agent's ``attach``).
+    ``tools_text`` lists the tools and their input schemas in the system message (json
+    mode; empty: json mode with no tool offered, so only the answer is asked for; None:
+    native mode); ``attached`` gives files' text in the task, by ``FOLDER/FILE`` (the
+    agent's ``attach``).
     """
     system = instructions.strip() or "You are a careful worker."
     if tools_text is not None:
