@@ -26,6 +26,8 @@ READ_FILE = "read_file"
 WRITE_FILE = "write_file"
 BUILT_INS = (READ_FILE, WRITE_FILE)
 """The two built-in tools (files inside the stage's folder and the item's linked folders)."""
+PATH_CHARS = 200
+"""Longest path a file tool's schema allows (a grammar-following model stops there)."""
 SEPARATOR = "__"
 """Stands for the ``.`` of ``ADDON.ACTION`` in a function name."""
 
@@ -50,6 +52,41 @@ STEP_SCHEMA: dict[str, Any] = {
     ]
 }
 """One step in ``tool_mode: json``: call a tool, or say the final answer."""
+
+SCHEMA_TOKENS = 40
+"""Tokens of a reply kept for the JSON around its strings (keys, quotes, brackets)."""
+MAX_COMMENTS = 3
+"""At most this many comments in a verdict whose reply is bounded."""
+
+
+def _bounded(reply_tokens: int | None) -> int | None:
+    """Return the longest string (characters) that fits a reply of ``reply_tokens`` tokens
+    with its JSON around it (a token is at least one character), or None: unbounded."""
+    if reply_tokens is None:
+        return None
+    return max(1, reply_tokens - SCHEMA_TOKENS)
+
+
+def verdict_schema(reply_tokens: int | None = None) -> dict[str, Any]:
+    """Return :data:`VERDICT_SCHEMA`, its comments bounded so the verdict fits a reply of
+    ``reply_tokens`` (None: unbounded): a grammar-following server always closes it."""
+    chars = _bounded(reply_tokens)
+    if chars is None:
+        return VERDICT_SCHEMA
+    comment = {"type": "string", "maxLength": max(1, chars // MAX_COMMENTS - 4)}
+    return {**VERDICT_SCHEMA, "properties": {
+        **VERDICT_SCHEMA["properties"],
+        "comments": {"type": "array", "items": comment, "maxItems": MAX_COMMENTS}}}
+
+
+def final_schema(reply_tokens: int | None = None) -> dict[str, Any]:
+    """Return json mode's final-answer branch, its text bounded to fit ``reply_tokens``."""
+    chars = _bounded(reply_tokens)
+    text: dict[str, Any] = {"type": "string"}
+    if chars is not None:
+        text["maxLength"] = chars
+    return {"type": "object", "properties": {"final": text}, "required": ["final"],
+            "additionalProperties": False}
 
 
 def function_name(tool: str) -> str:
@@ -84,7 +121,8 @@ def file_tools(folders: list[str]) -> list[ToolDef]:
     stage's own folder)."""
     folder = {"type": "string", "enum": folders,
               "description": "which folder (default: this stage's own folder)"}
-    path = {"type": "string", "description": "a relative path inside the folder"}
+    path = {"type": "string", "maxLength": PATH_CHARS,
+            "description": "a relative path inside the folder"}
     return [
         ToolDef(function=FunctionDef(
             name=READ_FILE, description="Read a text file.",
@@ -105,27 +143,32 @@ def addon_tool(tool: str, description: str | None, schema: dict[str, Any] | None
         parameters=schema or {"type": "object", "properties": {}}))
 
 
-def step_schema(tools: list[ToolDef], *, review: bool) -> dict[str, Any]:
+def step_schema(tools: list[ToolDef], *, review: bool, reply_tokens: int | None = None,
+                final: bool = True) -> dict[str, Any]:
     """Return the JSON Schema of one step in json mode: one branch per tool (its name fixed,
     its arguments following its input schema, so a grammar-constrained model cannot get
-    them wrong), and the final answer (a review: its verdict)."""
+    them wrong), and the final answer (a review: its verdict), its strings bounded to fit
+    a reply of ``reply_tokens``; ``final`` False leaves the final answer out (required
+    tools not called yet)."""
     branches: list[dict[str, Any]] = [
         {"type": "object",
          "properties": {"tool": {"const": t.function.name}, "arguments": t.function.parameters},
          "required": ["tool", "arguments"], "additionalProperties": False}
         for t in tools]
-    branches.append(VERDICT_SCHEMA if review else STEP_SCHEMA["anyOf"][1])
+    if final or not branches:
+        branches.append(verdict_schema(reply_tokens) if review else final_schema(reply_tokens))
     return {"anyOf": branches}
 
 
-def response_format(*, review: bool, json_mode: bool,
-                    tools: list[ToolDef] | None = None) -> ResponseFormat | None:
+def response_format(*, review: bool, json_mode: bool, tools: list[ToolDef] | None = None,
+                    reply_tokens: int | None = None, final: bool = True) -> ResponseFormat | None:
     """Return what the next answer must follow: a step (json mode, see :func:`step_schema`),
     a verdict (a review's final answer in native mode), or None (free text or tool calls)."""
     if json_mode:
-        return ResponseFormat.for_schema("step", step_schema(tools or [], review=review))
+        return ResponseFormat.for_schema("step", step_schema(
+            tools or [], review=review, reply_tokens=reply_tokens, final=final))
     if review:
-        return ResponseFormat.for_schema("verdict", VERDICT_SCHEMA)
+        return ResponseFormat.for_schema("verdict", verdict_schema(reply_tokens))
     return None
 
 
@@ -209,22 +252,31 @@ def _json_step(response: ChatResponse, *, review: bool, offered: set[str], turn:
 
 
 def opening(*, instructions: str, title: str, stage: str, kind: str, folders: list[str],
-            previous: dict[str, str], comments: list[str], tools_text: str | None) -> list[Message]:
+            previous: dict[str, str], comments: list[str], tools_text: str | None,
+            attached: dict[str, str] | None = None) -> list[Message]:
     """Return the conversation's first two messages: the agent's instructions, and the task.
 
-    ``tools_text`` (json mode) lists the tools and their input schemas in the system message.
+    ``tools_text`` lists the tools and their input schemas in the system message (json
+    mode; empty: json mode with no tool offered, so only the answer is asked for; None:
+    native mode); ``attached`` gives files' text in the task, by ``FOLDER/FILE`` (the
+    agent's ``attach``).
     """
     system = instructions.strip() or "You are a careful worker."
-    if tools_text:
-        system += ("\n\nAnswer each step with one JSON object: "
-                   '{"tool": NAME, "arguments": {...}} to use a tool, or '
-                   + ('{"verdict": "approve"|"changes_requested", "comments": [...]}'
-                      if kind == "review" else '{"final": TEXT}')
-                   + " when done. Tools:\n" + tools_text)
+    if tools_text is not None:
+        final = ('{"verdict": "approve"|"changes_requested", "comments": [...]}'
+                 if kind == "review" else '{"final": TEXT}')
+        if tools_text:
+            system += ("\n\nAnswer each step with one JSON object: "
+                       '{"tool": NAME, "arguments": {...}} to use a tool, or '
+                       + final + " when done. Tools:\n" + tools_text)
+        else:
+            system += "\n\nAnswer with one JSON object: " + final
     task = [f"Work item: {title}", f"Stage: {stage} ({kind})",
             f"Folders you may use: {', '.join(folders)}"]
     if previous:
         task.append("Earlier stages' folders: " + ", ".join(previous))
+    for name, text in (attached or {}).items():
+        task.append(f"--- {name} ---\n{text.strip()}\n--- end of {name} ---")
     if comments:
         task.append("Review comments to address:\n" + "\n".join(f"- {c}" for c in comments))
     if kind == "review":

@@ -92,6 +92,29 @@ def as_application_error(error: ModelError) -> ApplicationError:
                             non_retryable=not error.retryable, next_retry_delay=delay)
 
 
+def attachments(context: TurnContext, names: list[str]) -> dict[str, str]:
+    """Return the text files of the folders ``names`` (the stage's linked folders or earlier
+    stages' folders), by ``FOLDER/FILE``: top-level files that are UTF-8 text, not hidden,
+    in name order, at most :data:`FILE_CHARS` characters in all (an agent's ``attach``)."""
+    roots = {**context.previous, **context.folders}
+    found: dict[str, str] = {}
+    left = FILE_CHARS
+    for name in names:
+        root = Path(roots[name]) if name in roots else None
+        if root is None or not root.is_dir():
+            continue
+        for path in sorted(root.iterdir()):
+            if left <= 0 or path.name.startswith(".") or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")[:left]
+            except (OSError, UnicodeDecodeError):
+                continue
+            found[f"{name}/{path.name}"] = text
+            left -= len(text)
+    return found
+
+
 class ModelActivities:
     """The model loop's activities of this computer's worker.
 
@@ -115,10 +138,16 @@ class ModelActivities:
     def _snapshot(self, context: TurnContext) -> ItemSnapshot:
         return load_snapshot(self.record, context.item_id, context.snapshot_digest)
 
-    def _tools(self, snapshot: ItemSnapshot, context: TurnContext) -> list[ToolDef]:
+    def _tools(self, snapshot: ItemSnapshot, context: TurnContext,
+               runner: ModelRunner, called: set[str]) -> list[ToolDef]:
+        """Return the tools offered: the file tools (unless the runner turns them off) and
+        the agent's add-on actions, less the required ones already ``called``."""
         agent = snapshot.agents[context.agent]
-        tools = file_tools([STAGE_FOLDER, *context.folders, *context.previous])
+        tools = (file_tools([STAGE_FOLDER, *context.folders, *context.previous])
+                 if runner.file_tools else [])
         for tool in agent.tools:
+            if tool in called and tool in runner.required_tools:
+                continue
             addon, _, name = tool.partition(".")
             action = snapshot.addons[addon].actions.get(name) if addon in snapshot.addons else None
             tools.append(addon_tool(tool, action.description if action else None,
@@ -148,10 +177,12 @@ class ModelActivities:
         review, json_mode = kind == "review", runner.tool_mode == "json"
         path = transcript_path(context.run_folder, _named(context))
         await asyncio.to_thread(self._started, context)
-        tools = self._tools(snapshot, context)
+        entries = await asyncio.to_thread(transcript_lines, path)
+        called = {e["tool"] for e in entries if e.get("kind") == "tool"
+                  and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
+        tools = self._tools(snapshot, context, runner, called)
         offered = {t.function.name for t in tools}
-        saved = next((e for e in await asyncio.to_thread(transcript_lines, path)
-                      if _same(e, context, call.turn, "reply")), None)
+        saved = next((e for e in entries if _same(e, context, call.turn, "reply")), None)
         if saved is not None:
             response = ChatResponse.model_validate(saved["response"])
             seconds, from_transcript = float(saved.get("seconds", 0.0)), True
@@ -160,7 +191,8 @@ class ModelActivities:
                 instructions=agent.instructions, title=context.title, stage=context.stage,
                 kind=kind, folders=[STAGE_FOLDER, *context.folders],
                 previous=context.previous, comments=context.comments,
-                tools_text=tools_text(tools) if json_mode else None)
+                tools_text=tools_text(tools) if json_mode else None,
+                attached=await asyncio.to_thread(attachments, context, runner.attach))
             if context.task:  # a piece: what its caller asked (issue 14)
                 first[-1] = Message(role="user", content=f"{first[-1].content}\n\n{context.task}")
             messages = first + [Message.model_validate(m) for m in call.messages]
@@ -169,8 +201,10 @@ class ModelActivities:
                 async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
                     done = await client.complete(
                         messages, tools=None if json_mode else tools,
-                        response_format=response_format(review=review, json_mode=json_mode,
-                                                        tools=tools),
+                        response_format=response_format(
+                            review=review, json_mode=json_mode, tools=tools,
+                            reply_tokens=runner.max_reply_tokens,
+                            final=set(runner.required_tools) <= called),
                         max_tokens=runner.max_reply_tokens)
             except ModelError as error:
                 raise as_application_error(error) from None

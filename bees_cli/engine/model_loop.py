@@ -62,7 +62,17 @@ def _told(content: str, call_id: str, tool: str, json_mode: bool) -> dict[str, A
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-async def _finished(stage: StageInput, out: StageOutput, turns: int, tokens: int) -> None:
+def usage(out: StageOutput) -> dict[str, int]:
+    """Return a stage's token counts as a fact's data: ``tokens`` (in plus out, the field
+    older facts have), ``tokens_in`` and ``tokens_out``; empty for a command agent (no
+    tokens), so its facts are unchanged."""
+    if not out.tokens_in and not out.tokens_out:
+        return {}
+    return {"tokens": out.tokens_in + out.tokens_out, "tokens_in": out.tokens_in,
+            "tokens_out": out.tokens_out}
+
+
+async def _finished(stage: StageInput, out: StageOutput, turns: int) -> None:
     """Record the stage's ``stage_finished`` fact (as ``bees.run_stage`` does), with its turns
     and tokens."""
     await workflow.execute_activity(RECORD_ACTIVITY, RecordInput(
@@ -70,7 +80,7 @@ async def _finished(stage: StageInput, out: StageOutput, turns: int, tokens: int
         key=f"{stage.stage}:{stage.round}:{out.attempt}:stage_finished", kind="stage_finished",
         data={"agent": stage.agent, "attempt": out.attempt, "reason": None,
               "verdict": out.verdict, "comments": list(out.comments),
-              "output_dir": out.output_dir, "turns": turns, "tokens": tokens}),
+              "output_dir": out.output_dir, "turns": turns, **usage(out)}),
         start_to_close_timeout=RECORD_TIMEOUT)
 
 
@@ -100,10 +110,10 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
 
     def failed(reason: str) -> StageOutput:
         return StageOutput(ok=False, reason=f"agent {stage.agent}: {reason}", output_dir=folder,
-                           attempt=stage.attempt_base)
+                           attempt=stage.attempt_base, tokens_in=used_in, tokens_out=used_out)
 
     messages: list[dict[str, Any]] = []
-    used = turn = 0
+    used = used_in = used_out = turn = 0
     told = False
     while True:
         if turn >= loop.max_turns:
@@ -120,7 +130,9 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
                 raise
             return failed(_cause(error))
         between()
-        used += step.prompt_tokens + step.completion_tokens
+        used_in += step.prompt_tokens
+        used_out += step.completion_tokens
+        used = used_in + used_out
         messages.append(step.message)
         if loop.token_budget is not None and used > loop.token_budget:
             return failed(f"the token budget of {loop.token_budget} tokens was crossed "
@@ -141,9 +153,10 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
         told = False
         if step.kind in ("final", "verdict"):
             out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
-                              output_dir=step.output_dir, attempt=stage.attempt_base)
+                              output_dir=step.output_dir, attempt=stage.attempt_base,
+                              tokens_in=used_in, tokens_out=used_out)
             if stage.piece is None:  # a piece's end is recorded by its workflow (pieces.py)
-                await _finished(stage, out, turn, used)
+                await _finished(stage, out, turn)
             return out
         for call in step.calls:
             result: ToolResult = await workflow.execute_activity(

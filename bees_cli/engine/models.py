@@ -164,6 +164,9 @@ class StageOutput(BaseModel):
     stderr_path: str | None = None
     exit_code: int | None = None
     attempt: int = 1
+    tokens_in: int = 0
+    tokens_out: int = 0
+    """A model agent's tokens in (prompt) and out (completion), summed over its calls."""
 
 
 class RecordInput(BaseModel):

@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType
 
-from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage
+from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_gate import (
     FAILED,
@@ -371,12 +371,15 @@ class ItemWorkflow(Delegation, ApprovalGate):
                         start_to_close_timeout=SHORT)
             self._stop_if_relinquished()  # the stage finished as the relinquish arrived
             memo.attempts[key] = result.attempt + 1
+            # a failed model stage's tokens go in its stage_failed fact (a finished one's
+            # are in its stage_finished fact, also when its finish is then denied)
+            spent = {} if result.ok else usage(result)
             if result.ok and stage.approval == "required":
                 result = await self._finish_gate(stage, round_, check.agent, result)
                 self._stop_if_relinquished()
             if not result.ok:
                 await self._fail(stage.name, round_, check.agent, result.reason or "failed",
-                                 f"{result.attempt}:failed")
+                                 f"{result.attempt}:failed", spent)
                 await self._wait_for_person()
                 memo.again = True
                 continue
@@ -493,14 +496,15 @@ class ItemWorkflow(Delegation, ApprovalGate):
                     kind="busy", data={"reason": slot.reason, "position": slot.position}))
             await workflow.sleep(RECHECK_EVERY)
 
-    async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str) -> None:
+    async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
+                    data: dict[str, int] | None = None) -> None:
         self._person = None  # a request counts from the moment the stage failed
         self._state = FAILED
         self._reason = reason
         await self._record(RecordInput(
             item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
-            data={"reason": reason}))
+            data={"reason": reason, **(data or {})}))
 
     async def _check(self, check: CheckInput) -> CheckOutput:
         return await workflow.execute_activity(

@@ -33,9 +33,9 @@ the truth.
 
 Fields pushed per item: ``title``, ``process``, ``stage``, ``status``, ``status_text``,
 ``reason``, ``agent``, ``summary``, ``computer``, ``machine_id``, ``person``, ``created``;
-and ``tokens``, the tokens (in plus out) of the item's finished model stages, only when
-there are some (issue 13, point 8; an optional field: old servers and computers keep it as
-any other field).
+and ``tokens``, ``tokens_in``, ``tokens_out``, the tokens (in plus out, in, out) of the
+item's model stages, finished or failed, only when there are some (issue 13, point 8;
+optional fields: old servers and computers keep them as any other field).
 """
 
 from __future__ import annotations
@@ -65,6 +65,13 @@ if TYPE_CHECKING:
     from bees_cli.cloud import wire
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.machine.computer import Computer
+
+TOKEN_SUMS = ", ".join(
+    f"(SELECT SUM(json_extract(e.data, '$.{field}')) FROM events e WHERE e.item_id = o.item_id"
+    f" AND e.kind IN ('stage_finished', 'stage_failed')) AS {field}"
+    for field in ("tokens", "tokens_in", "tokens_out"))
+"""The item's model tokens from its stage facts: total, in, out (facts older than the split
+carry only ``tokens``)."""
 
 log = logging.getLogger(__name__)
 
@@ -210,9 +217,7 @@ class SharedRecord:
         """Return ``(item_id, origin, fields)`` of every unsent change, oldest item first."""
         with connect(self.path) as db:
             rows = db.execute(
-                "SELECT o.item_id, o.origin, i.*, (SELECT SUM(json_extract(e.data, '$.tokens'))"
-                " FROM events e WHERE e.item_id = o.item_id AND e.kind = 'stage_finished')"
-                " AS tokens FROM sync_outbox o JOIN items i"
+                f"SELECT o.item_id, o.origin, i.*, {TOKEN_SUMS} FROM sync_outbox o JOIN items i"
                 " ON i.id = o.item_id ORDER BY o.item_id").fetchall()
             pieces = piece_names(db, [row["item_id"] for row in rows])
         changes = []
@@ -231,7 +236,10 @@ class SharedRecord:
             }
             if data["tokens"]:  # model stages only: absent otherwise, so old fields are unchanged
                 fields["tokens"] = int(data["tokens"])
-                fields["summary"] += f"; {fields['tokens']} model tokens"
+                fields["tokens_in"], fields["tokens_out"] = (
+                    int(data["tokens_in"] or 0), int(data["tokens_out"] or 0))
+                fields["summary"] += (f"; {fields['tokens']} model tokens ("
+                                      f"{fields['tokens_in']} in, {fields['tokens_out']} out)")
             if pieces.get(data["item_id"]):  # issue 14: the run's pieces, named
                 fields["summary"] += "; pieces: " + ", ".join(pieces[data["item_id"]])
             changes.append((data["item_id"], data["origin"], fields))

@@ -211,8 +211,30 @@ class ModelRunner(Strict):
     max_reply_tokens: Annotated[int, Field(ge=1)] | None = Field(
         default=None,
         description="Sent as max_tokens: at most this many tokens in one reply "
-        "(default: the server's).",
+        "(default: the server's). In json mode it also bounds the answer's strings, so a "
+        "grammar-following server always closes the JSON within it.",
     )
+    file_tools: bool = Field(
+        default=True,
+        description="Offer the built-in read_file and write_file tools.",
+    )
+    attach: list[Name] = Field(
+        default_factory=list,
+        description="Folders whose text files are given in the task message: folders the "
+        "stage reads, or earlier stages (e.g. Draft); a small model then needs no tool to read.",
+    )
+    required_tools: list[ToolRef] = Field(
+        default_factory=list,
+        description="json mode: add-on actions (in the agent's tools) the agent calls once "
+        "each before its final answer; the step schema offers the final answer only after "
+        "them, and never one of them again.",
+    )
+
+    @model_validator(mode="after")
+    def _required_in_json_mode(self) -> ModelRunner:
+        if self.required_tools and self.tool_mode != "json":
+            raise ValueError("required_tools needs tool_mode: json")
+        return self
 
 
 RUNNER_TAGS: dict[str, type[Strict]] = {
@@ -267,6 +289,14 @@ class Agent(Strict):
         description="How the agent works: a command (CommandRunner) or a model over HTTP "
         "(ModelRunner)."
     )
+
+    @model_validator(mode="after")
+    def _required_tools_are_tools(self) -> Agent:
+        if isinstance(self.runner, ModelRunner):
+            missing = [t for t in self.runner.required_tools if t not in self.tools]
+            if missing:
+                raise ValueError(f"runner.required_tools {', '.join(missing)} not in tools")
+        return self
 
 
 class Calendar(Strict):

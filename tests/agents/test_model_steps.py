@@ -10,8 +10,10 @@ from bees_cli.agents.model_steps import (
     Read,
     addon_tool,
     function_name,
+    opening,
     read_step,
     response_format,
+    step_schema,
     tool_name,
 )
 from bees_cli.workspace.models import Action
@@ -83,3 +85,36 @@ def test_an_actions_input_schema_must_describe_an_object() -> None:
     assert Action(kind="send", command=["x"], input=schema).input == schema
     with pytest.raises(ValidationError, match="the input schema must describe an object"):
         Action(kind="send", command=["x"], input={"type": "string"})
+
+
+def test_a_bounded_reply_bounds_the_final_answer_and_the_verdicts_comments() -> None:
+    """With ``max_reply_tokens`` 300 the strings leave 40 tokens for the JSON around them:
+    a grammar-following server closes the answer before the reply is cut."""
+    work = step_schema([], review=False, reply_tokens=300)
+    assert work == {"anyOf": [{"type": "object", "properties": {
+        "final": {"type": "string", "maxLength": 260}}, "required": ["final"],
+        "additionalProperties": False}]}
+    review = step_schema([], review=True, reply_tokens=300)["anyOf"][0]
+    assert review["properties"]["comments"] == {
+        "type": "array", "items": {"type": "string", "maxLength": 82}, "maxItems": 3}
+    fmt = response_format(review=True, json_mode=False, reply_tokens=300)
+    assert fmt is not None and fmt.json_schema is not None
+    assert fmt.json_schema.schema_["properties"]["comments"]["maxItems"] == 3
+
+
+def test_the_final_answer_is_left_out_until_the_required_tools_ran() -> None:
+    send = addon_tool("mail.send", None, {"type": "object", "properties": {}})
+    schema = step_schema([send], review=False, final=False)
+    assert [b["properties"].get("tool") for b in schema["anyOf"]] == [{"const": "mail__send"}]
+    assert step_schema([], review=False, final=False)["anyOf"][0]["required"] == ["final"]
+
+
+def test_attached_files_are_in_the_task_and_no_tools_asks_for_the_answer_only() -> None:
+    system, task = opening(instructions="Write.", title="Weekly report", stage="Draft",
+                           kind="work", folders=["stage"], previous={}, comments=[],
+                           tools_text="", attached={"team-notes/maya.md": "- shipped\n"})
+    assert system.content == 'Write.\n\nAnswer with one JSON object: {"final": TEXT}'
+    assert task.content == ("Work item: Weekly report\nStage: Draft (work)\n"
+                            "Folders you may use: stage\n--- team-notes/maya.md ---\n"
+                            "- shipped\n--- end of team-notes/maya.md ---")
+

@@ -1,8 +1,8 @@
 """examples/weekly-report-model end to end on the embedded model (issue 13, done-when).
 
-The loop against a real llama.cpp server and SmolLM2-135M: valid steps, token counts,
-and either Send held → approve → one delivery, or the turn limit. Asserts protocol and flow,
-never the model's prose. ``slow``.
+The loop against a real llama.cpp server and SmolLM2-135M: Draft → Review → Send held →
+approve → Done, one delivery, each stage's transcript with token counts. Asserts protocol
+and flow, never the model's prose. ``slow``.
 """
 
 from __future__ import annotations
@@ -80,36 +80,31 @@ async def worker(dev_env: WorkflowEnvironment, example: Space,
         yield running
 
 
+@pytest.mark.timeout(1200)  # a 135M model on a busy 2-core machine: minutes, not seconds
 async def test_the_model_example_runs_on_the_embedded_model(
         dev_env: WorkflowEnvironment, example: Space, record: LocalRecord,
         worker: Worker) -> None:
-    """Every step the tiny model answers is a valid JSON step (the server's grammar follows
-    our schema); the run reaches Send's approval, or stops at an agent's turn limit (the
-    135M model often loops on a tool, or cuts its JSON short twice: then it fails with that
-    reason, never a protocol error). Reached, the approval sends exactly one mail."""
+    """The example's agents answer in steps the server's grammar holds to our schemas (the
+    writer and reviewer in one step, each string bounded to fit the reply; the sender's
+    first step can only be mail.send): the run reaches Send's approval, and the approval
+    sends exactly one mail."""
     import asyncio
 
     item_id = await start(dev_env, record, example, "weekly-report")
     row = await until(record, item_id, lambda r: r.status in (
         "waiting for approval", "failed", "waiting for a person"), timeout=900)
-    done = [s for s in ("Draft", "Review", "Send")
-            if transcript_lines(transcript_path(row.run_folder, s))]
-    assert done and done[-1] == row.stage
-    for stage in done:
+    assert (row.status, row.stage) == ("waiting for approval", "Send"), row.reason
+    await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    assert len(list((example.root / "outbox").glob("*.eml"))) == 1
+    for stage in ("Draft", "Review", "Send"):
         entries = transcript_lines(transcript_path(row.run_folder, stage))
         replies = [e for e in entries if e["kind"] == "reply"]
         assert replies and all(e["prompt_tokens"] > 0 and e["completion_tokens"] > 0
                                and e["model"] == "smollm2" for e in replies)
-        assert [e["turn"] for e in replies] == list(range(1, len(replies) + 1))
-    if row.status != "waiting for approval":
-        assert row.status == "failed"
-        # the loop's own rules, never a protocol error: the turn limit, or an answer cut
-        # short (not JSON) that was told back once and came back broken again
-        assert row.reason is not None and (
-            row.reason.endswith(" model calls was reached")
-            or ": the model's answer is not JSON: " in row.reason), row.reason
-        return
-    assert row.stage == "Send"
-    await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
-    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
-    assert len(list((example.root / "outbox").glob("*.eml"))) == 1
+        for round_ in {e["round"] for e in replies}:  # a review may ask for another round
+            turns = [e["turn"] for e in replies if e["round"] == round_]
+            assert turns == list(range(1, len(turns) + 1))
+    tools = [e["tool"] for e in transcript_lines(transcript_path(row.run_folder, "Send"))
+             if e["kind"] == "tool"]
+    assert tools == ["mail.send"]

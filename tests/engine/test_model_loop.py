@@ -136,8 +136,8 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
          "cost": None}]
     assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
     (finished,) = [e for e in record.events(item_id) if e.kind == "stage_finished"]
-    assert (finished.data["agent"], finished.data["turns"], finished.data["tokens"]) == (
-        "sender", 2, 30)
+    assert [finished.data[k] for k in ("agent", "turns", "tokens", "tokens_in",
+                                        "tokens_out")] == ["sender", 2, 30, 20, 10]
 
 
 async def test_a_gated_tool_waits_for_approval_then_runs_once(
@@ -326,6 +326,9 @@ async def test_the_turn_limit_and_the_token_budget_fail_the_stage_with_the_reaso
     row = await until(record, item_id, lambda r: r.status == "failed")
     assert row.reason == "agent sender: the turn limit of 2 model calls was reached"
     assert len(model_server.model.received) == 2
+    (failed,) = [e.data for e in record.events(item_id) if e.kind == "stage_failed"]
+    assert {k: failed[k] for k in ("tokens", "tokens_in", "tokens_out")} == {
+        "tokens": 30, "tokens_in": 20, "tokens_out": 10}
     model_agent(space, "sender", model_server, token_budget=20)
     model_server.model.push(Answer.tool_calls(read), Answer.tool_calls(read))
     second = await start(dev_env, record, space, "p")

@@ -107,7 +107,10 @@ def test_set_state_refuses_an_unknown_status(tmp_path: Path) -> None:
     assert record.item("ITEM").status is Status.PENDING
 
 
-def test_the_shared_record_carries_the_tokens_of_finished_model_stages(tmp_path: Path) -> None:
+def test_the_shared_record_carries_the_tokens_of_finished_and_failed_model_stages(
+        tmp_path: Path) -> None:
+    """Tokens in and out are summed from stage_finished and stage_failed facts; a fact from
+    before the split carries only its total."""
     path = tmp_path / "record.db"
     record = LocalRecord(path)
     for item_id in ("MODEL", "COMMAND"):
@@ -116,7 +119,12 @@ def test_the_shared_record_carries_the_tokens_of_finished_model_stages(tmp_path:
     record.add_event("MODEL", key="Draft:1:1:stage_finished", kind="stage_finished",
                      stage="Draft", round=1, data={"agent": "writer", "turns": 3, "tokens": 1200})
     record.add_event("MODEL", key="Review:1:1:stage_finished", kind="stage_finished",
-                     stage="Review", round=1, data={"agent": "reviewer", "turns": 1, "tokens": 345})
+                     stage="Review", round=1, data={"agent": "reviewer", "turns": 1, "tokens": 345,
+                                                     "tokens_in": 300, "tokens_out": 45})
+    record.add_event("MODEL", key="Send:1:1:failed", kind="stage_failed", stage="Send",
+                     round=1, data={"reason": "agent sender: the turn limit of 4 model calls "
+                                    "was reached", "tokens": 100, "tokens_in": 90,
+                                    "tokens_out": 10})
     record.add_event("MODEL", key="Send:1:1:stage_started", kind="stage_started",
                      stage="Send", round=1, data={"agent": "sender", "attempt": 1, "tokens": 9})
     record.add_event("COMMAND", key="Draft:1:1:stage_finished", kind="stage_finished",
@@ -124,7 +132,9 @@ def test_the_shared_record_carries_the_tokens_of_finished_model_stages(tmp_path:
     record.set_state("MODEL", status=Status.RUNNING, stage="Send", agent="sender")
     record.set_state("COMMAND", status=Status.RUNNING, stage="Review", agent="reviewer")
     outbox = {i: f for i, _, f in SharedRecord(path).outbox(_Here())}  # type: ignore[arg-type]
-    assert outbox["MODEL"]["tokens"] == 1545
-    assert outbox["MODEL"]["summary"] == "Send: running (sender); 1545 model tokens"
+    assert (outbox["MODEL"]["tokens"], outbox["MODEL"]["tokens_in"],
+            outbox["MODEL"]["tokens_out"]) == (1645, 390, 55)
+    assert outbox["MODEL"]["summary"] == (
+        "Send: running (sender); 1645 model tokens (390 in, 55 out)")
     assert "tokens" not in outbox["COMMAND"]
     assert outbox["COMMAND"]["summary"] == "Review: running (reviewer)"

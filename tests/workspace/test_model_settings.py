@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from pydantic import ValidationError
 
 from bees_cli.workspace.models import Agent, ModelRunner, ModelSpec, Prices
 
@@ -41,5 +42,19 @@ def test_an_agent_dumps_its_model_runner_without_a_serializer_warning() -> None:
     assert dumped == {"model": {"base_url": "http://h/v1", "name": "m", "api_key_env": None,
                                 "prices": None, "timeout_seconds": 120.0},
                       "tool_mode": "native", "max_turns": 3, "token_budget": None,
-                      "max_reply_tokens": None}
+                      "max_reply_tokens": None, "file_tools": True, "attach": [],
+                      "required_tools": []}
     assert Agent.model_validate({"runner": dumped}) == agent
+
+
+def test_required_tools_need_json_mode_and_must_be_the_agents_tools() -> None:
+    model = {"base_url": "http://127.0.0.1:11434/v1", "name": "m"}
+    ok = Agent.model_validate({"tools": ["mail.send"], "runner": {
+        "model": model, "tool_mode": "json", "required_tools": ["mail.send"]}})
+    assert ok.runner.required_tools == ["mail.send"]  # type: ignore[union-attr]
+    with pytest.raises(ValidationError, match="required_tools needs tool_mode: json"):
+        Agent.model_validate({"tools": ["mail.send"], "runner": {
+            "model": model, "required_tools": ["mail.send"]}})
+    with pytest.raises(ValidationError, match="runner.required_tools mail.send not in tools"):
+        Agent.model_validate({"runner": {"model": model, "tool_mode": "json",
+                                         "required_tools": ["mail.send"]}})
