@@ -39,9 +39,9 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import cloud_floors  # noqa: E402
 from bees_cli.cloud import wire  # noqa: E402
 from bees_cli.cloud.server.storage import Storage  # noqa: E402
+from benchmarks import cloud_floors  # noqa: E402
 
 WRK_SCRIPT = """
 local n, tid, prefix = 0, 0, ""

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from bees_cli.cloud.server.engine import Database
-from bees_cli.cloud.server.people import Principal
+from bees_cli.cloud.server.people import AUTH_CACHE_SECONDS, AUTH_CACHE_SIZE, Principal
 from bees_cli.cloud.server.refusals import Forbidden
 from bees_cli.cloud.server.tables import machines
+
+MACHINE_PERSON = sa.select(machines.c.person_id).where(
+    machines.c.team_id == sa.bindparam("team_id"),
+    machines.c.machine_id == sa.bindparam("machine_id"),
+)
+"""The person a machine id is bound to in a team; built once."""
 
 
 class Machines:
@@ -18,12 +27,36 @@ class Machines:
     the asking person (one ``INSERT … ON CONFLICT DO NOTHING`` then a read, so a race
     has one winner); from then on another person's token cannot act as that machine.
 
+    A binding once read is kept in the process for :data:`AUTH_CACHE_SECONDS` (bindings
+    never change; the bound is there for any future admin change, as for tokens).
+
     Args:
         db: the database.
+        monotonic: seconds of a monotonic clock, for the cache (injected by tests).
+        cache_seconds: how long a binding read is kept; 0 turns the cache off.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        cache_seconds: float = AUTH_CACHE_SECONDS,
+    ) -> None:
         self.db = db
+        self.monotonic = monotonic
+        self.cache_seconds = cache_seconds
+        self._cache: dict[tuple[int, str], tuple[float, int]] = {}
+        self._insert = (
+            db.insert(machines)
+            .values(
+                team_id=sa.bindparam("team_id"),
+                machine_id=sa.bindparam("machine_id"),
+                person_id=sa.bindparam("person_id"),
+                first_seen_us=sa.bindparam("first_seen_us"),
+            )
+            .on_conflict_do_nothing()
+        )
 
     def is_mine(self, conn: Connection, who: Principal, machine_id: str) -> bool:
         """Return True when ``machine_id`` belongs to ``who``, binding it on first use.
@@ -33,22 +66,13 @@ class Machines:
         """
         known = self.owned_by(conn, who, machine_id)
         if known is not None:
-            return known  # bound already: a read, no write
+            return known  # bound already: a read (or none), no write
+        params = {"team_id": who.team_id, "machine_id": machine_id}
         conn.execute(
-            self.db.insert(machines)
-            .values(
-                team_id=who.team_id,
-                machine_id=machine_id,
-                person_id=who.person_id,
-                first_seen_us=self.db.now_us(),
-            )
-            .on_conflict_do_nothing()
+            self._insert,
+            {**params, "person_id": who.person_id, "first_seen_us": self.db.now_us()},
         )
-        person_id = conn.execute(
-            sa.select(machines.c.person_id).where(
-                machines.c.team_id == who.team_id, machines.c.machine_id == machine_id
-            )
-        ).scalar_one()
+        person_id = conn.execute(MACHINE_PERSON, params).scalar_one()
         return bool(person_id == who.person_id)
 
     def check(self, conn: Connection, who: Principal, machine_id: str) -> None:
@@ -66,10 +90,23 @@ class Machines:
             )
 
     def owned_by(self, conn: Connection, who: Principal, machine_id: str) -> bool | None:
-        """Return whether ``machine_id`` belongs to ``who`` without binding it (None: unknown)."""
-        person_id = conn.execute(
-            sa.select(machines.c.person_id).where(
-                machines.c.team_id == who.team_id, machines.c.machine_id == machine_id
-            )
-        ).scalar_one_or_none()
-        return None if person_id is None else bool(person_id == who.person_id)
+        """Return whether ``machine_id`` belongs to ``who`` without binding it (None: unknown).
+
+        A binding read within the last :attr:`cache_seconds` is answered from memory.
+        """
+        key = (who.team_id, machine_id)
+        now = self.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now < cached[0]:
+            return cached[1] == who.person_id
+        params = {"team_id": who.team_id, "machine_id": machine_id}
+        person_id = conn.execute(MACHINE_PERSON, params).scalar()
+        if person_id is None:
+            return None
+        # A binding read here is committed: each operation reads a machine id before it
+        # binds it, at most once per transaction, and committed bindings never change.
+        if self.cache_seconds > 0:
+            if len(self._cache) >= AUTH_CACHE_SIZE:
+                self._cache.clear()
+            self._cache[key] = (now + self.cache_seconds, int(person_id))
+        return bool(person_id == who.person_id)

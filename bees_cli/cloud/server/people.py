@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +21,14 @@ from bees_cli.errors import NotFound, UserError
 
 TOKEN_PREFIX = "bees"
 """First part of every token: ``bees.<16 hex token id>.<secret>``."""
+AUTH_CACHE_SECONDS = 5.0
+"""Seconds a server process keeps a token's person after reading it from the database.
+
+A revoke (``bees cloud person revoke``) therefore takes effect within this bound on every
+server process (replica) that answered the token before; the process that revokes forgets
+its own copy at once. Unknown and revoked tokens are never cached."""
+AUTH_CACHE_SIZE = 10_000
+"""Most tokens one server process keeps (the cache starts over when full)."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,22 @@ class People:
 
     Args:
         db: the database.
+        monotonic: seconds of a monotonic clock, for the token cache (injected by tests).
+        cache_seconds: :data:`AUTH_CACHE_SECONDS`; 0 turns the cache off.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        cache_seconds: float = AUTH_CACHE_SECONDS,
+    ) -> None:
         self.db = db
+        self.monotonic = monotonic
+        self.cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[float, Principal]] = {}
+        self._cache_lock = threading.Lock()
 
     # -- administration ---------------------------------------------------------------
 
@@ -129,7 +151,9 @@ class People:
                 .where(tokens.c.person_id == person_id, tokens.c.revoked_us.is_(None))
                 .values(revoked_us=self.db.now_us())
             )
-            return int(result.rowcount)
+        with self._cache_lock:
+            self._cache.clear()
+        return int(result.rowcount)
 
     @staticmethod
     def _team_id(conn: Connection, team: str) -> int:
@@ -163,11 +187,20 @@ class People:
     def principal(self, conn: Connection, who: Who) -> Principal:
         """Return the person of ``who`` inside the caller's transaction ``conn``.
 
+        A token found within the last :attr:`cache_seconds` (:data:`AUTH_CACHE_SECONDS`)
+        is answered from this process's memory without a read (keyed by the token's
+        SHA-256), so a revoke takes effect within that bound (issue 16).
+
         Raises:
             Unauthorized: ``unauthorized`` for an unknown or revoked token.
         """
         if isinstance(who, Principal):
             return who
+        key = _hash_secret(who)
+        now = self.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now < cached[0]:
+            return cached[1]
         found = self._authenticate(conn, who)
         if found is None:
             raise Unauthorized(
@@ -175,6 +208,11 @@ class People:
                 "the token is unknown or revoked",
                 hint="ask your team admin for a new token (`bees cloud person add`)",
             )
+        if self.cache_seconds > 0:
+            with self._cache_lock:
+                if len(self._cache) >= AUTH_CACHE_SIZE:
+                    self._cache.clear()
+                self._cache[key] = (now + self.cache_seconds, found)
         return found
 
     def me(self, who: Who) -> wire.Me:
