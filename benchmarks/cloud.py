@@ -44,7 +44,7 @@ from bees_cli.cloud.server.storage import Storage  # noqa: E402
 from benchmarks import cloud_floors  # noqa: E402
 
 WRK_SCRIPT = """
-local n, tid, prefix = 0, 0, ""
+local n, prefix = 0, ""
 local threads = 0
 function setup(thread)
   threads = threads + 1
@@ -118,6 +118,7 @@ def wrk(url: str, path: str, token: str, tag: str, pid: int, args: argparse.Name
         "p50_ms": p50 / 1000,
         "p99_ms": p99 / 1000,
         "failed": bad,
+        "requests": requests,
     }
 
 
@@ -161,7 +162,11 @@ def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[s
         for proc, _url in procs:
             proc.terminate()
             proc.wait(10)
-    result: dict[str, Any] = {"database": name, "rounds": rows}
+    storage = Storage(db, migrate=False)
+    held = len(storage.list_owners(token))
+    storage.close()
+    claimed = sum(int(r["requests"]) for r in rows["api"])
+    result: dict[str, Any] = {"database": name, "rounds": rows, "owner_rows": (held, claimed)}
     for side in ("api", "asgi", "threads"):
         if rows[side]:
             result[side] = {key: summary([r[key] for r in rows[side]]) for key in rows[side][0]}
@@ -312,6 +317,8 @@ def main() -> None:
                 f"{r['database']:<10} {label:<14} {show(v['per_s'])}/s"
                 f"  CPU {show(v['cpu_ms'], 3)} ms each{failed}"
             )
+        held, claimed = r["owner_rows"]
+        print(f"{'':<10} owner rows made by the API claims: {held} of {claimed} (distinct ids)")
         for side in ("asgi", "threads"):
             if f"ratio_{side}" in r:
                 print(f"{'':<10} ratio API / {names[side]}: {show(r[f'ratio_{side}'], 2)}")
