@@ -60,8 +60,9 @@ class Keys:
     """The schedule keys of one database (DESIGN.md "Schedules").
 
     Keys are unique per (team, person, schedule id, scheduled time); a claim is one
-    ``INSERT … ON CONFLICT DO NOTHING`` followed by a read of the row, so a race has
-    exactly one winner however many server processes answer. The holder then reports
+    ``INSERT … ON CONFLICT DO NOTHING RETURNING``, followed by a read of the key only when
+    it inserted nothing, so a race has exactly one winner however many server processes
+    answer. The holder then reports
     the item the key produced; a key keeps its first item for good.
 
     Args:
