@@ -119,7 +119,8 @@ class Database:
             write: False for a read-only transaction (SQLite ``BEGIN``, no lock).
         """
         lock = self._write_lock if write else nullcontext()
-        with lock, self.engine.connect() as conn:
+        # The pool's checkout and checkin (a reset) happen outside the lock.
+        with self.engine.connect() as conn, lock:
             if not write:
                 conn.execution_options(bees_read=True)
             with conn.begin():

@@ -193,28 +193,34 @@ class Keys:
             }
             wall: list[wire.KeyDisagreement] | None = None if claim.local_time is None else []
             row = conn.execute(self._claim, values).first()
-            if row is not None:  # granted now: a new key has no disagreements yet
-                return self._answer(row, who, claim.machine_id, wall)
-            row = self._row(
-                conn, who, claim.schedule_id, scheduled_us, (claim.local_time, claim.zone)
-            )
-            if wall is None:
-                return self._answer(row, who, claim.machine_id)
-            if row.scheduled_us != scheduled_us and row.machine_id != claim.machine_id:
-                conn.execute(
-                    self.db.insert(key_disagreements)
-                    .values(
-                        key_id=row.id,
-                        machine_id=claim.machine_id,
-                        computer_name=claim.computer_name,
-                        scheduled_us=scheduled_us,
-                        tz_version=claim.tz_version,
-                        noticed_us=now_us,
-                    )
-                    .on_conflict_do_nothing()
+            if row is None:  # not granted now: read the key that holds the time back
+                row = self._row(
+                    conn, who, claim.schedule_id, scheduled_us, (claim.local_time, claim.zone)
                 )
-            found = self._disagreements(conn, row.id)
-        return self._answer(row, who, claim.machine_id, found)
+                if wall is not None:
+                    self._disagree(conn, row, claim, scheduled_us, now_us)
+                    wall = self._disagreements(conn, row.id)
+            # else granted now: a new key has no disagreements yet
+        return self._answer(row, who, claim.machine_id, wall)
+
+    def _disagree(
+        self, conn: Connection, row: Any, claim: wire.KeyClaim, scheduled_us: int, now_us: int
+    ) -> None:
+        """Keep the disagreement of a wall-clock claim held at another instant by another
+        machine (at most once per machine and instant)."""
+        if row.scheduled_us != scheduled_us and row.machine_id != claim.machine_id:
+            conn.execute(
+                self.db.insert(key_disagreements)
+                .values(
+                    key_id=row.id,
+                    machine_id=claim.machine_id,
+                    computer_name=claim.computer_name,
+                    scheduled_us=scheduled_us,
+                    tz_version=claim.tz_version,
+                    noticed_us=now_us,
+                )
+                .on_conflict_do_nothing()
+            )
 
     def report_item(self, who: Who, report: wire.KeyItem) -> wire.KeyAnswer:
         """Record which item the key (person, schedule, time) produced; safe to repeat.

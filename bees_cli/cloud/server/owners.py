@@ -147,16 +147,22 @@ class Owners:
                 "computer_name": claim.computer_name,
                 "person_id": who.person_id,
             }
+            latest = None
             for _look in range(CLAIM_LOOKS):
                 won = conn.execute(self._claim, {**values, "since_us": self.db.now_us()}).first()
                 if won is not None:
-                    return wire.OwnerAnswer(status="owner", owner=owner_of(won, who.email))
+                    break
                 latest = self._latest(conn, who.team_id, claim.item_id)
-                if latest is None or latest.released_us is not None:
-                    continue  # held and released again meanwhile: look once more
-                mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
-                return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
-        raise Conflict("busy", "the item changed hands too often; try again")
+                if latest is not None and latest.released_us is None:
+                    break
+                latest = None  # held and released again meanwhile: look once more
+        # The answer is built after the commit (the write lock is free again).
+        if won is not None:
+            return wire.OwnerAnswer(status="owner", owner=owner_of(won, who.email))
+        if latest is None:
+            raise Conflict("busy", "the item changed hands too often; try again")
+        mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
+        return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
 
     def get(self, who: Who, item_id: str) -> wire.Owner:
         """Return the latest owner row of ``item_id`` in the asker's team.
