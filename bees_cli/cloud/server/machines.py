@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from bees_cli.cloud.server.engine import Database
-from bees_cli.cloud.server.people import AUTH_CACHE_SECONDS, AUTH_CACHE_SIZE, Principal
+from bees_cli.cloud.server.people import AUTH_CACHE_SECONDS, Kept, Principal
 from bees_cli.cloud.server.refusals import Forbidden
 from bees_cli.cloud.server.tables import machines
 
@@ -44,9 +44,7 @@ class Machines:
         cache_seconds: float = AUTH_CACHE_SECONDS,
     ) -> None:
         self.db = db
-        self.monotonic = monotonic
-        self.cache_seconds = cache_seconds
-        self._cache: dict[tuple[int, str], tuple[float, int]] = {}
+        self._kept: Kept[tuple[int, str], int] = Kept(monotonic, cache_seconds)
         self._insert = (
             db.insert(machines)
             .values(
@@ -92,21 +90,12 @@ class Machines:
     def owned_by(self, conn: Connection, who: Principal, machine_id: str) -> bool | None:
         """Return whether ``machine_id`` belongs to ``who`` without binding it (None: unknown).
 
-        A binding read within the last :attr:`cache_seconds` is answered from memory.
+        A binding read within the last :data:`AUTH_CACHE_SECONDS` is answered from memory.
         """
-        key = (who.team_id, machine_id)
-        now = self.monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and now < cached[0]:
-            return cached[1] == who.person_id
         params = {"team_id": who.team_id, "machine_id": machine_id}
-        person_id = conn.execute(MACHINE_PERSON, params).scalar()
-        if person_id is None:
-            return None
         # A binding read here is committed: each operation reads a machine id before it
         # binds it, at most once per transaction, and committed bindings never change.
-        if self.cache_seconds > 0:
-            if len(self._cache) >= AUTH_CACHE_SIZE:
-                self._cache.clear()
-            self._cache[key] = (now + self.cache_seconds, int(person_id))
-        return bool(person_id == who.person_id)
+        person_id = self._kept.read(
+            (who.team_id, machine_id), lambda: conn.execute(MACHINE_PERSON, params).scalar()
+        )
+        return None if person_id is None else bool(person_id == who.person_id)

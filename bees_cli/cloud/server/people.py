@@ -7,8 +7,9 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -59,6 +60,45 @@ def _valid(check: Callable[[str], str], value: str, what: str) -> str:
         raise UserError(f"bad {what} {value!r}: {error}") from None
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Kept(Generic[K, V]):
+    """Values read from the database, kept for ``seconds`` of a monotonic clock from the
+    start of their read (at most :data:`AUTH_CACHE_SIZE`; it starts over when full).
+
+    Args:
+        monotonic: seconds of a monotonic clock (injected by tests).
+        seconds: how long a value is kept; 0 keeps nothing.
+    """
+
+    def __init__(self, monotonic: Callable[[], float], seconds: float) -> None:
+        self.monotonic = monotonic
+        self.seconds = seconds
+        self._values: dict[K, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, key: K, load: Callable[[], V | None]) -> V | None:
+        """Return the value kept for ``key``, or ``load()`` it (None is not kept)."""
+        now = self.monotonic()
+        kept = self._values.get(key)
+        if kept is not None and now < kept[0]:
+            return kept[1]
+        value = load()
+        if value is not None and self.seconds > 0:
+            with self._lock:
+                if len(self._values) >= AUTH_CACHE_SIZE:
+                    self._values.clear()
+                self._values[key] = (now + self.seconds, value)
+        return value
+
+    def clear(self) -> None:
+        """Forget every value."""
+        with self._lock:
+            self._values.clear()
+
+
 class People:
     """Teams, people and tokens of one database (every row is scoped to a team).
 
@@ -76,10 +116,7 @@ class People:
         cache_seconds: float = AUTH_CACHE_SECONDS,
     ) -> None:
         self.db = db
-        self.monotonic = monotonic
-        self.cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[float, Principal]] = {}
-        self._cache_lock = threading.Lock()
+        self._kept: Kept[str, Principal] = Kept(monotonic, cache_seconds)
 
     # -- administration ---------------------------------------------------------------
 
@@ -151,8 +188,7 @@ class People:
                 .where(tokens.c.person_id == person_id, tokens.c.revoked_us.is_(None))
                 .values(revoked_us=self.db.now_us())
             )
-        with self._cache_lock:
-            self._cache.clear()
+        self._kept.clear()
         return int(result.rowcount)
 
     @staticmethod
@@ -187,32 +223,22 @@ class People:
     def principal(self, conn: Connection, who: Who) -> Principal:
         """Return the person of ``who`` inside the caller's transaction ``conn``.
 
-        A token found within the last :attr:`cache_seconds` (:data:`AUTH_CACHE_SECONDS`)
-        is answered from this process's memory without a read (keyed by the token's
-        SHA-256), so a revoke takes effect within that bound (issue 16).
+        A token found within the last :data:`AUTH_CACHE_SECONDS` is answered from this
+        process's memory without a read (keyed by the token's SHA-256), so a revoke takes
+        effect within that bound (issue 16).
 
         Raises:
             Unauthorized: ``unauthorized`` for an unknown or revoked token.
         """
         if isinstance(who, Principal):
             return who
-        key = _hash_secret(who)
-        now = self.monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and now < cached[0]:
-            return cached[1]
-        found = self._authenticate(conn, who)
+        found = self._kept.read(_hash_secret(who), lambda: self._authenticate(conn, who))
         if found is None:
             raise Unauthorized(
                 "unauthorized",
                 "the token is unknown or revoked",
                 hint="ask your team admin for a new token (`bees cloud person add`)",
             )
-        if self.cache_seconds > 0:
-            with self._cache_lock:
-                if len(self._cache) >= AUTH_CACHE_SIZE:
-                    self._cache.clear()
-                self._cache[key] = (now + self.cache_seconds, found)
         return found
 
     def me(self, who: Who) -> wire.Me:

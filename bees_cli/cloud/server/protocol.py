@@ -50,6 +50,16 @@ class _Deadline:
         if not self.transport.is_closing():
             self.transport.close()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Start the head's deadline with the connection."""
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the deadline with the connection."""
+        self._disarm()
+        super().connection_lost(exc)  # type: ignore[misc]
+
 
 class HeadDeadline(_Deadline, H11Protocol):
     """:class:`H11Protocol` that closes a connection whose request head is not in after
@@ -60,16 +70,6 @@ class HeadDeadline(_Deadline, H11Protocol):
             super()._head_late()
         else:
             self._head_timer = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Start the head's deadline with the connection."""
-        super().connection_made(transport)
-        self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        """Stop the deadline with the connection."""
-        self._disarm()
-        super().connection_lost(exc)
 
     def handle_events(self) -> None:
         """Read events as uvicorn does; stop the deadline once a request's head is in."""
@@ -94,16 +94,6 @@ def _httptools_protocol() -> type[Any] | None:
     class HttpToolsHeadDeadline(_Deadline, HttpToolsProtocol):
         """:class:`HttpToolsProtocol` that closes a connection whose request head is not
         in after :attr:`head_seconds`."""
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            """Start the head's deadline with the connection."""
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            """Stop the deadline with the connection."""
-            self._disarm()
-            super().connection_lost(exc)
 
         def on_headers_complete(self) -> None:
             """A request's head is in: stop the deadline, then go on as uvicorn does."""
