@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -100,11 +100,9 @@ class Database:
         self.clock = clock
         self.engine = create_engine(url)
         self.dialect = self.engine.dialect.name
-        lock = threading.Lock()
-        self._write_lock: AbstractContextManager[Any] = (
-            lock if self.dialect == "sqlite" else nullcontext()
+        self._groups = (
+            GroupCommit(self.engine, threading.Lock()) if self.dialect == "sqlite" else None
         )
-        self._groups = GroupCommit(self.engine, lock) if self.dialect == "sqlite" else None
 
     def close(self) -> None:
         """Close every pooled connection."""
@@ -129,9 +127,7 @@ class Database:
             with self._groups.transaction() as conn:
                 yield conn
             return
-        lock = self._write_lock if write else nullcontext()
-        # The pool's checkout and checkin (a reset) happen outside the lock.
-        with self.engine.connect() as conn, lock:
+        with self.engine.connect() as conn:
             if not write:
                 conn.execution_options(bees_read=True)
             with conn.begin():
