@@ -1,23 +1,27 @@
-"""Measure Bees Cloud: claims per second and latency, against a bare INSERT, and idle pulls.
+"""Measure Bees Cloud: owner claims per second against their floors, and idle pulls.
 
 For each database (a SQLite file; PostgreSQL from ``BEES_TEST_POSTGRES_URL``, or a
-throwaway cluster started with ``.ci/postgres.sh`` when server binaries are installed):
+throwaway cluster started with ``.ci/postgres.sh`` when server binaries are installed),
+``--rounds`` interleaved rounds of ``--seconds`` each, reported as median (min–max):
 
-* owner claims through the real server (``bees cloud serve`` in a subprocess) by
-  ``--clients`` concurrent async clients: claims/s, p50 and p99 latency (ms);
-* a bare ``INSERT … ON CONFLICT DO NOTHING`` through the same SQLAlchemy engine
-  setup, by as many threads, measured in the same run; the ratio API / bare;
+* owner claims through the real server (``bees cloud serve`` in a subprocess), loaded by
+  ``wrk`` (a C load generator, so the client does not eat the server's CPU) with
+  ``--clients`` connections and a Lua script that makes unique item ids: claims/s, and the
+  server's CPU ms per claim (utime + stime of its process);
+* SQLite floor (a): a bare ASGI app on uvicorn, no framework, doing the same
+  ``INSERT … ON CONFLICT`` with the same pragmas (benchmarks/cloud_floors.py), same load;
+* SQLite floor (b) / PostgreSQL floor (c): bare inserts of the same shape by ``--clients``
+  threads through the same driver, into a separate file or table (not the server's);
 * an idle pull (nothing new after the cursor) with 10 and with 100,000 items in the
-  team's record: bytes of the answer body and median time (ms).
+  team's record: bytes of the answer body and median time (ms) (``--skip-pull``: none).
 
-Usage: ``.venv/bin/python benchmarks/cloud.py [--claims 3000] [--clients 16] [--json]``.
-Numbers are printed, never asserted.
+Usage: ``.venv/bin/python benchmarks/cloud.py [--rounds 5] [--seconds 4] [--json]``
+(needs ``wrk``: ``apt-get install wrk``). Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import re
@@ -25,33 +29,55 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bees_cli.cloud import wire  # noqa: E402
-from bees_cli.cloud.client import AsyncCloudClient  # noqa: E402
-from bees_cli.cloud.server.storage import Storage, create_engine  # noqa: E402
+from bees_cli.cloud.server.storage import Storage  # noqa: E402
+from benchmarks import cloud_floors  # noqa: E402
+
+WRK_SCRIPT = """
+local n, prefix = 0, ""
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+function init(args)
+  prefix = args[1] .. "-" .. tid
+  wrk.method = "POST"
+  wrk.path = args[2]
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Authorization"] = "Bearer " .. args[3]
+end
+function request()
+  n = n + 1
+  local body = '{"item_id":"' .. prefix .. "-" .. n .. '","machine_id":"m' .. tid
+    .. '","computer_name":"bench"}'
+  return wrk.format(nil, nil, nil, body)
+end
+function done(summary, latency, requests)
+  local bad = summary.errors.status + summary.errors.connect + summary.errors.read
+    + summary.errors.write + summary.errors.timeout
+  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, bad,
+    summary.duration, latency:percentile(50), latency:percentile(99)))
+end
+"""
 
 
-def start_server(db: str, folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``bees cloud serve`` on a free port; return the process and its URL."""
-    log = folder / "server.log"
-    env = dict(os.environ, BEES_HOME=str(folder / "home"))
+def start(command: list[str], folder: Path, name: str, env: dict[str, str]) -> tuple[Any, str]:
+    """Start a server process that prints ``listening on URL``; return it and the URL."""
+    log = folder / f"{name}.log"
     with log.open("wb") as handle:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bees_cli", "cloud", "serve", "--db", db, "--port", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=handle,
-            env=env,
+            command, stdout=subprocess.DEVNULL, stderr=handle, env=env, cwd=folder
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -64,82 +90,91 @@ def start_server(db: str, folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(log.read_text())
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Return the ``q`` quantile (0..1) of ``values`` (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def cpu_seconds(pid: int) -> float:
+    """Return the user + system CPU seconds used so far by process ``pid`` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def api_claims(url: str, token: str, clients: int, claims: int) -> dict[str, float]:
-    """``claims`` owner claims of distinct items by ``clients`` concurrent clients."""
-    apis = [AsyncCloudClient(url, token, retries=0) for _ in range(clients)]
-    latencies: list[float] = []
-    per_client = claims // clients
-
-    async def run(c: int) -> None:
-        for n in range(per_client):
-            claim = wire.OwnerClaim(item_id=f"b{c}-{n}", machine_id=f"m{c}", computer_name="c")
-            start = time.perf_counter()
-            await apis[c].claim_owner(claim)
-            latencies.append(time.perf_counter() - start)
-
-    await asyncio.gather(*(apis[c].me() for c in range(clients)))  # warm connections
-    began = time.perf_counter()
-    await asyncio.gather(*(run(c) for c in range(clients)))
-    elapsed = time.perf_counter() - began
-    await asyncio.gather(*(a.aclose() for a in apis))
-    return {
-        "claims_per_s": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
-    }
-
-
-def bare_inserts(db: str, threads: int, count: int) -> dict[str, float]:
-    """Time ``count`` one-row ``INSERT … ON CONFLICT DO NOTHING`` transactions by ``threads``."""
-    engine = create_engine(db, pool_size=threads)
-    table = sa.Table(
-        "bench_bare",
-        sa.MetaData(),
-        sa.Column("k", sa.String(100), primary_key=True),
-        sa.Column("v", sa.Integer),
+def wrk(url: str, path: str, token: str, tag: str, pid: int, args: argparse.Namespace) -> Any:
+    """Load ``url`` + ``path`` with wrk for ``args.seconds``; return claims/s, the server's
+    CPU ms per claim, p50/p99 ms and the failed requests."""
+    script = Path(tempfile.gettempdir()) / "bees-claims.lua"
+    script.write_text(WRK_SCRIPT)
+    threads = min(2, args.clients)
+    command = ["wrk", f"-t{threads}", f"-c{args.clients}", f"-d{args.seconds}s", "-s", str(script)]
+    before = cpu_seconds(pid)
+    done = subprocess.run(
+        [*command, url, "--", tag, path, token], capture_output=True, text=True, check=True
     )
-    table.drop(engine, checkfirst=True)
-    table.create(engine)
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
-    latencies: list[float] = []
-    lock = threading.Lock() if engine.dialect.name == "sqlite" else None
-
-    def run(t: int) -> None:
-        for n in range(count // threads):
-            start = time.perf_counter()
-            if lock is not None:
-                lock.acquire()
-            try:
-                with engine.begin() as conn:
-                    conn.execute(insert(table).values(k=f"{t}-{n}", v=n).on_conflict_do_nothing())
-            finally:
-                if lock is not None:
-                    lock.release()
-            latencies.append(time.perf_counter() - start)
-
-    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    began = time.perf_counter()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    elapsed = time.perf_counter() - began
-    table.drop(engine)
-    engine.dispose()
+    cpu = cpu_seconds(pid) - before
+    found = re.search(r"RESULT (\d+) (\d+) (\d+) (\d+) (\d+)", done.stdout)
+    if found is None:
+        raise RuntimeError(done.stdout + done.stderr)
+    requests, bad, duration_us, p50, p99 = (int(x) for x in found.groups())
     return {
-        "inserts_per_s": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "per_s": requests / (duration_us / 1e6),
+        "cpu_ms": cpu * 1000 / max(requests, 1),
+        "p50_ms": p50 / 1000,
+        "p99_ms": p99 / 1000,
+        "failed": bad,
+        "requests": requests,
     }
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """Return median, min and max of ``samples``."""
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
+
+
+def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Run the interleaved rounds of claims and floors on database ``db``."""
+    storage = Storage(db)
+    team = f"bench-claims-{os.urandom(3).hex()}"
+    storage.add_team(team)
+    token = storage.add_person("bench@example.com", team)
+    storage.close()
+    env = dict(os.environ, BEES_HOME=str(folder / "home"))
+    if args.server_path:
+        env["PYTHONPATH"] = args.server_path
+    server = [sys.executable, "-m", "bees_cli", "cloud", "serve", "--db", db, "--port", "0"]
+    procs = [start(server, folder, f"server-{name}", env)]
+    floor_db = str(folder / f"floor-{name}.db")
+    if name == "sqlite":
+        floor = [sys.executable, str(Path(cloud_floors.__file__)), "serve", floor_db]
+        procs.append(start(floor, folder, "floor-asgi", dict(os.environ, PYTHONPATH=str(REPO))))
+        insert = cloud_floors.sqlite_inserter(str(folder / "floor-threads.db"))
+    else:
+        dsn = db.replace("postgresql+psycopg://", "postgresql://")
+        insert = cloud_floors.postgres_inserter(dsn)
+    rows: dict[str, list[dict[str, float]]] = {"api": [], "asgi": [], "threads": []}
+    try:
+        for n in range(args.rounds):
+            (api_proc, api_url) = procs[0]
+            rows["api"].append(wrk(api_url, "/v1/owners/claim", token, f"a{n}", api_proc.pid, args))
+            if len(procs) > 1:
+                (floor_proc, floor_url) = procs[1]
+                rows["asgi"].append(wrk(floor_url, "/", "-", f"f{n}", floor_proc.pid, args))
+            rows["threads"].append(
+                cloud_floors.thread_inserts(insert, args.clients, args.seconds, f"t{n}")
+            )
+    finally:
+        for proc, _url in procs:
+            proc.terminate()
+            proc.wait(10)
+    storage = Storage(db, migrate=False)
+    held = len(storage.list_owners(token))
+    storage.close()
+    claimed = sum(int(r["requests"]) for r in rows["api"])
+    result: dict[str, Any] = {"database": name, "rounds": rows, "owner_rows": (held, claimed)}
+    for side in ("api", "asgi", "threads"):
+        if rows[side]:
+            result[side] = {key: summary([r[key] for r in rows[side]]) for key in rows[side][0]}
+    for side in ("asgi", "threads"):
+        if rows[side]:
+            ratios = [a["per_s"] / f["per_s"] for a, f in zip(rows["api"], rows[side], strict=True)]
+            result[f"ratio_{side}"] = summary(ratios)
+    return result
 
 
 def fill_record(storage: Storage, token: str, items: int) -> None:
@@ -179,36 +214,32 @@ def idle_pull(url: str, token: str, repeats: int = 200) -> dict[str, float]:
     return {"bytes": size, "median_ms": statistics.median(times) * 1000}
 
 
-def measure(name: str, db: str, clients: int, claims: int) -> dict[str, Any]:
+def measure(name: str, db: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run every measurement on database ``db``."""
     folder = Path(tempfile.mkdtemp(prefix="bees-bench-"))
+    result = claims(name, db, folder, args)
+    if args.skip_pull:
+        return result
     storage = Storage(db)
     suffix = os.urandom(3).hex()
     teams = {}
-    for label in ("claims", "small", "large"):
+    for label in ("small", "large"):
         team = f"bench-{label}-{suffix}"
         storage.add_team(team)
         teams[label] = storage.add_person("bench@example.com", team)
     fill_record(storage, teams["small"], 10)
     fill_record(storage, teams["large"], 100_000)
-    proc, url = start_server(db, folder)
+    env = dict(os.environ, BEES_HOME=str(folder / "home"))
+    server = [sys.executable, "-m", "bees_cli", "cloud", "serve", "--db", db, "--port", "0"]
+    proc, url = start(server, folder, "server-pull", env)
     try:
-        api = asyncio.run(api_claims(url, teams["claims"], clients, claims))
-        bare = bare_inserts(db, clients, claims)
-        small = idle_pull(url, teams["small"])
-        large = idle_pull(url, teams["large"])
+        result["idle_pull_10"] = idle_pull(url, teams["small"])
+        result["idle_pull_100000"] = idle_pull(url, teams["large"])
     finally:
         proc.terminate()
         proc.wait(10)
         storage.close()
-    return {
-        "database": name,
-        "api": api,
-        "bare": bare,
-        "ratio": api["claims_per_s"] / bare["inserts_per_s"],
-        "idle_pull_10": small,
-        "idle_pull_100000": large,
-    }
+    return result
 
 
 def postgres_url() -> tuple[str | None, str | None]:
@@ -232,24 +263,36 @@ def postgres_url() -> tuple[str | None, str | None]:
     return url, folder
 
 
+def show(value: dict[str, float], digits: int = 0) -> str:
+    """Format a summary as ``median (min–max)``."""
+    return f"{value['median']:.{digits}f} ({value['min']:.{digits}f}–{value['max']:.{digits}f})"
+
+
 def main() -> None:
     """Parse arguments, measure each database, print a table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--claims", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--skip-pull", action="store_true")
+    parser.add_argument(
+        "--server-path", help="PYTHONPATH for the Bees server (e.g. an older checkout)"
+    )
     args = parser.parse_args()
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        results.append(measure("sqlite", f"sqlite:///{tmp}/bench.db", args.clients, args.claims))
+    if not args.skip_sqlite:
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(measure("sqlite", f"sqlite:///{tmp}/bench.db", args))
     if not args.skip_postgres:
         url, folder = postgres_url()
         if url is None:
             print("PostgreSQL: not available (set BEES_TEST_POSTGRES_URL)", file=sys.stderr)
         else:
             try:
-                results.append(measure("postgresql", url, args.clients, args.claims))
+                results.append(measure("postgresql", url, args))
             finally:
                 if folder:
                     subprocess.run(
@@ -259,25 +302,33 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    cores = os.cpu_count()
-    print(f"{args.clients} concurrent clients, {args.claims} claims per database (cores: {cores})")
+    print(
+        f"{args.clients} connections, {args.rounds} interleaved rounds of {args.seconds} s;"
+        f" median (min–max); cores: {os.cpu_count()}"
+    )
+    names = {"api": "API claims", "asgi": "(a) bare ASGI", "threads": "bare inserts"}
     for r in results:
-        a, b = r["api"], r["bare"]
-        print(
-            f"{r['database']:<10} API {a['claims_per_s']:7.0f} claims/s"
-            f"  p50 {a['p50_ms']:6.2f} ms  p99 {a['p99_ms']:6.2f} ms"
-        )
-        print(
-            f"{'':<10} bare INSERT … ON CONFLICT {b['inserts_per_s']:7.0f}/s"
-            f"  p50 {b['p50_ms']:6.2f} ms  p99 {b['p99_ms']:6.2f} ms"
-            f"  → API/bare {r['ratio']:.2f}"
-        )
-        for size in ("10", "100000"):
-            p = r[f"idle_pull_{size}"]
+        for side, label in names.items():
+            if side not in r:
+                continue
+            v = r[side]
+            failed = f"  failed {v['failed']['max']:.0f}" if "failed" in v else ""
             print(
-                f"{'':<10} idle pull, {int(size):>7,} items: {p['bytes']} bytes,"
-                f" {p['median_ms']:.2f} ms median"
+                f"{r['database']:<10} {label:<14} {show(v['per_s'])}/s"
+                f"  CPU {show(v['cpu_ms'], 3)} ms each{failed}"
             )
+        held, claimed = r["owner_rows"]
+        print(f"{'':<10} owner rows made by the API claims: {held} of {claimed} (distinct ids)")
+        for side in ("asgi", "threads"):
+            if f"ratio_{side}" in r:
+                print(f"{'':<10} ratio API / {names[side]}: {show(r[f'ratio_{side}'], 2)}")
+        for size in ("10", "100000"):
+            if f"idle_pull_{size}" in r:
+                p = r[f"idle_pull_{size}"]
+                print(
+                    f"{'':<10} idle pull, {int(size):>7,} items: {p['bytes']} bytes,"
+                    f" {p['median_ms']:.2f} ms median"
+                )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server import refusals
+from bees_cli.cloud.server.claim_routes import ClaimRoutes
 from bees_cli.cloud.server.storage import Storage
 
 Scope = MutableMapping[str, Any]
@@ -388,13 +389,14 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
 
 
 def asgi(storage: Storage, *, body_seconds: float = BODY_SECONDS) -> ASGIApp:
-    """Return the full ASGI stack: the body-size and body-time limits around :func:`create_app`.
+    """Return the full ASGI stack: the body-size and body-time limits around the claim
+    routes (:class:`ClaimRoutes`) around :func:`create_app`.
 
     Args:
         storage: the data.
         body_seconds: seconds a request body may take to arrive (:data:`BODY_SECONDS`).
     """
-    return BodyLimit(create_app(storage), seconds=body_seconds)
+    return BodyLimit(ClaimRoutes(create_app(storage), storage), seconds=body_seconds)
 
 
 def bind(host: str, port: int) -> socket.socket:

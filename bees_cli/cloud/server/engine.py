@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from bees_cli.cloud.server.group_commit import GroupCommit
 from bees_cli.errors import UserError
 from bees_cli.utc import to_us, utc_now
 
@@ -99,12 +100,14 @@ class Database:
         self.clock = clock
         self.engine = create_engine(url)
         self.dialect = self.engine.dialect.name
-        self._write_lock: AbstractContextManager[Any] = (
-            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        self._groups = (
+            GroupCommit(self.engine, threading.Lock()) if self.dialect == "sqlite" else None
         )
 
     def close(self) -> None:
         """Close every pooled connection."""
+        if self._groups is not None:
+            self._groups.close()
         self.engine.dispose()
 
     @contextmanager
@@ -113,13 +116,18 @@ class Database:
 
         On SQLite, writers of this process queue on a lock first.
         Why: SQLite lets one writer in at a time; a Python lock makes the others wait
-        in order instead of polling the file lock with growing sleeps.
+        in order instead of polling the file lock with growing sleeps. Their transactions
+        are committed in groups (:mod:`~bees_cli.cloud.server.group_commit`): the block
+        runs in a savepoint of a shared transaction, and this returns once it is committed.
 
         Args:
             write: False for a read-only transaction (SQLite ``BEGIN``, no lock).
         """
-        lock = self._write_lock if write else nullcontext()
-        with lock, self.engine.connect() as conn:
+        if write and self._groups is not None:
+            with self._groups.transaction() as conn:
+                yield conn
+            return
+        with self.engine.connect() as conn:
             if not write:
                 conn.execution_options(bees_read=True)
             with conn.begin():

@@ -26,13 +26,43 @@ MAX_KEY_LIST = 1000
 MAX_DISAGREEMENT_LIST = 100
 """Most keys one ``GET /v1/keys/disagreements`` returns (newest scheduled time first)."""
 
+_WALL = sa.and_(
+    keys.c.local_time == sa.bindparam("local_time"), keys.c.zone == sa.bindparam("zone")
+)
+KEY_ROW = (
+    sa.select(keys)
+    .where(
+        keys.c.team_id == sa.bindparam("team_id"),
+        keys.c.person_id == sa.bindparam("person_id"),
+        keys.c.schedule_id == sa.bindparam("schedule_id"),
+        sa.or_(keys.c.scheduled_us == sa.bindparam("scheduled_us"), _WALL),
+    )
+    .order_by(sa.case((_WALL, 0), else_=1))
+    .limit(1)
+)
+"""A person's key of a schedule by wall-clock time (``local_time``, ``zone``; NULL matches
+nothing) first, else by instant (``scheduled_us``); built once."""
+KEY_COLUMNS = (
+    "team_id",
+    "person_id",
+    "schedule_id",
+    "scheduled_us",
+    "machine_id",
+    "computer_name",
+    "granted_us",
+    "local_time",
+    "zone",
+    "tz_version",
+)
+
 
 class Keys:
     """The schedule keys of one database (DESIGN.md "Schedules").
 
     Keys are unique per (team, person, schedule id, scheduled time); a claim is one
-    ``INSERT … ON CONFLICT DO NOTHING`` followed by a read of the row, so a race has
-    exactly one winner however many server processes answer. The holder then reports
+    ``INSERT … ON CONFLICT DO NOTHING RETURNING``, followed by a read of the key only when
+    it inserted nothing, so a race has exactly one winner however many server processes
+    answer. The holder then reports
     the item the key produced; a key keeps its first item for good.
 
     Args:
@@ -45,29 +75,32 @@ class Keys:
         self.db = db
         self.people = people
         self.machines = machines
+        self._claim = (
+            db.insert(keys)
+            .values({name: sa.bindparam(name) for name in KEY_COLUMNS})
+            .on_conflict_do_nothing()
+            .returning(*keys.c)
+        )
 
     @staticmethod
-    def _row(conn: Connection, who: Principal, schedule_id: str, scheduled_us: int) -> Any:
-        return conn.execute(
-            sa.select(keys).where(
-                keys.c.team_id == who.team_id,
-                keys.c.person_id == who.person_id,
-                keys.c.schedule_id == schedule_id,
-                keys.c.scheduled_us == scheduled_us,
-            )
-        ).first()
-
-    @staticmethod
-    def _wall_row(conn: Connection, who: Principal, claim: wire.KeyClaim) -> Any:
-        return conn.execute(
-            sa.select(keys).where(
-                keys.c.team_id == who.team_id,
-                keys.c.person_id == who.person_id,
-                keys.c.schedule_id == claim.schedule_id,
-                keys.c.local_time == claim.local_time,
-                keys.c.zone == claim.zone,
-            )
-        ).first()
+    def _row(
+        conn: Connection,
+        who: Principal,
+        schedule_id: str,
+        scheduled_us: int,
+        wall: tuple[str | None, str | None] = (None, None),
+    ) -> Any:
+        """The asker's key of ``schedule_id`` at ``wall`` (local time, zone) when one is
+        held, else at the instant ``scheduled_us`` (one read, :data:`KEY_ROW`)."""
+        params = {
+            "team_id": who.team_id,
+            "person_id": who.person_id,
+            "schedule_id": schedule_id,
+            "scheduled_us": scheduled_us,
+            "local_time": wall[0],
+            "zone": wall[1],
+        }
+        return conn.execute(KEY_ROW, params).first()
 
     @staticmethod
     def _disagreements(conn: Connection, key_id: int) -> list[wire.KeyDisagreement]:
@@ -146,42 +179,48 @@ class Keys:
             who = self.people.principal(conn, who)
             self.machines.check(conn, who, claim.machine_id)
             now_us = self.db.now_us()
+            values = {
+                "team_id": who.team_id,
+                "person_id": who.person_id,
+                "schedule_id": claim.schedule_id,
+                "scheduled_us": scheduled_us,
+                "machine_id": claim.machine_id,
+                "computer_name": claim.computer_name,
+                "granted_us": now_us,
+                "local_time": claim.local_time,
+                "zone": claim.zone,
+                "tz_version": claim.tz_version,
+            }
+            wall: list[wire.KeyDisagreement] | None = None if claim.local_time is None else []
+            row = conn.execute(self._claim, values).first()
+            if row is None:  # not granted now: read the key that holds the time back
+                row = self._row(
+                    conn, who, claim.schedule_id, scheduled_us, (claim.local_time, claim.zone)
+                )
+                if wall is not None:
+                    self._disagree(conn, row, claim, scheduled_us, now_us)
+                    wall = self._disagreements(conn, row.id)
+            # else granted now: a new key has no disagreements yet
+        return self._answer(row, who, claim.machine_id, wall)
+
+    def _disagree(
+        self, conn: Connection, row: Any, claim: wire.KeyClaim, scheduled_us: int, now_us: int
+    ) -> None:
+        """Keep the disagreement of a wall-clock claim held at another instant by another
+        machine (at most once per machine and instant)."""
+        if row.scheduled_us != scheduled_us and row.machine_id != claim.machine_id:
             conn.execute(
-                self.db.insert(keys)
+                self.db.insert(key_disagreements)
                 .values(
-                    team_id=who.team_id,
-                    person_id=who.person_id,
-                    schedule_id=claim.schedule_id,
-                    scheduled_us=scheduled_us,
+                    key_id=row.id,
                     machine_id=claim.machine_id,
                     computer_name=claim.computer_name,
-                    granted_us=now_us,
-                    local_time=claim.local_time,
-                    zone=claim.zone,
+                    scheduled_us=scheduled_us,
                     tz_version=claim.tz_version,
+                    noticed_us=now_us,
                 )
                 .on_conflict_do_nothing()
             )
-            row = None if claim.local_time is None else self._wall_row(conn, who, claim)
-            if row is None:
-                row = self._row(conn, who, claim.schedule_id, scheduled_us)
-            if claim.local_time is None:
-                return self._answer(row, who, claim.machine_id)
-            if row.scheduled_us != scheduled_us and row.machine_id != claim.machine_id:
-                conn.execute(
-                    self.db.insert(key_disagreements)
-                    .values(
-                        key_id=row.id,
-                        machine_id=claim.machine_id,
-                        computer_name=claim.computer_name,
-                        scheduled_us=scheduled_us,
-                        tz_version=claim.tz_version,
-                        noticed_us=now_us,
-                    )
-                    .on_conflict_do_nothing()
-                )
-            found = self._disagreements(conn, row.id)
-        return self._answer(row, who, claim.machine_id, found)
 
     def report_item(self, who: Who, report: wire.KeyItem) -> wire.KeyAnswer:
         """Record which item the key (person, schedule, time) produced; safe to repeat.

@@ -25,8 +25,60 @@ def owner_select() -> sa.Select[Any]:
     return sa.select(owners, people.c.email).join(people, people.c.id == owners.c.person_id)
 
 
-def owner_of(row: Any) -> wire.Owner:
-    """Return the wire owner of a row of :func:`owner_select`."""
+OWNER_LATEST = (
+    owner_select()
+    .where(owners.c.team_id == sa.bindparam("team_id"), owners.c.item_id == sa.bindparam("item_id"))
+    .order_by(owners.c.epoch.desc())
+    .limit(1)
+)
+"""The latest owner row of (``team_id``, ``item_id``), with the person's email; built once."""
+CLAIM_COLUMNS = (
+    "team_id",
+    "item_id",
+    "epoch",
+    "machine_id",
+    "computer_name",
+    "person_id",
+    "since_us",
+)
+
+
+def claim_statement(db: Database) -> Any:
+    """Return the claim's one statement: insert the item's next epoch unless it is held.
+
+    ``INSERT INTO owners … SELECT …, COALESCE(MAX(epoch), 0) + 1 … ON CONFLICT DO NOTHING
+    RETURNING owners.*``: a new row (the asker won) or none (the item is held, or a
+    concurrent claim of the same epoch won; the partial unique index and the epoch's unique
+    constraint decide). Parameters: the names of :data:`CLAIM_COLUMNS` but ``epoch``.
+    """
+    typed = {
+        "team_id": sa.Integer,
+        "item_id": sa.String,
+        "machine_id": sa.String,
+        "computer_name": sa.String,
+        "person_id": sa.Integer,
+        "since_us": sa.BigInteger,
+    }
+    values = [
+        (sa.func.coalesce(sa.func.max(owners.c.epoch), 0) + 1)
+        if name == "epoch"
+        else sa.bindparam(name, type_=typed[name])
+        for name in CLAIM_COLUMNS
+    ]
+    next_epoch = sa.select(*values).where(
+        owners.c.team_id == sa.bindparam("team_id"), owners.c.item_id == sa.bindparam("item_id")
+    )
+    return (
+        db.insert(owners)
+        .from_select(list(CLAIM_COLUMNS), next_epoch)
+        .on_conflict_do_nothing()
+        .returning(*owners.c)
+    )
+
+
+def owner_of(row: Any, email: str | None = None) -> wire.Owner:
+    """Return the wire owner of a row of :func:`owner_select` (or of ``owners`` with the
+    person's ``email`` given)."""
     release = None
     if row.released_us is not None:
         release = wire.Release(
@@ -39,7 +91,7 @@ def owner_of(row: Any) -> wire.Owner:
         epoch=row.epoch,
         machine_id=row.machine_id,
         computer_name=row.computer_name,
-        person=row.email,
+        person=row.email if email is None else email,
         since=from_us(row.since_us),
         release=release,
     )
@@ -62,23 +114,22 @@ class Owners:
         self.db = db
         self.people = people
         self.machines = machines
+        self._claim = claim_statement(db)
 
     @staticmethod
     def _latest(conn: Connection, team_id: int, item_id: str) -> Any:
-        return conn.execute(
-            owner_select()
-            .where(owners.c.team_id == team_id, owners.c.item_id == item_id)
-            .order_by(owners.c.epoch.desc())
-            .limit(1)
-        ).first()
+        return conn.execute(OWNER_LATEST, {"team_id": team_id, "item_id": item_id}).first()
 
     def claim(self, who: Who, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
         """Claim ``claim.item_id`` for the asking machine; one winner per free epoch.
 
         A held item answers ``owner`` to its holder (same row, same ``since``: a retry
         is safe) and ``taken`` to everyone else. A free item (never claimed, or
-        released) gets a new owner row at the next epoch through one
-        ``INSERT … ON CONFLICT DO NOTHING``; the row read back names the winner.
+        released) gets a new owner row at the next epoch through one statement,
+        :func:`claim_statement`, whose ``RETURNING`` row is the answer; only when it
+        inserts nothing is the latest row read to name the holder. In PostgreSQL (READ
+        COMMITTED) the insert waits for a concurrent insert of the same epoch and then
+        does nothing; each read sees the latest commit.
 
         Raises:
             Unauthorized: unknown or revoked token.
@@ -89,32 +140,29 @@ class Owners:
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
             self.machines.check(conn, who, claim.machine_id)
+            values = {
+                "team_id": who.team_id,
+                "item_id": claim.item_id,
+                "machine_id": claim.machine_id,
+                "computer_name": claim.computer_name,
+                "person_id": who.person_id,
+            }
+            latest = None
             for _look in range(CLAIM_LOOKS):
+                won = conn.execute(self._claim, {**values, "since_us": self.db.now_us()}).first()
+                if won is not None:
+                    break
                 latest = self._latest(conn, who.team_id, claim.item_id)
-                if latest is None or latest.released_us is not None:
-                    # Free: one INSERT decides the next epoch's owner. In PostgreSQL
-                    # (READ COMMITTED) it waits for a concurrent insert of the same
-                    # epoch and then does nothing; each read sees the latest commit.
-                    epoch = 1 if latest is None else latest.epoch + 1
-                    conn.execute(
-                        self.db.insert(owners)
-                        .values(
-                            team_id=who.team_id,
-                            item_id=claim.item_id,
-                            epoch=epoch,
-                            machine_id=claim.machine_id,
-                            computer_name=claim.computer_name,
-                            person_id=who.person_id,
-                            since_us=self.db.now_us(),
-                        )
-                        .on_conflict_do_nothing()
-                    )
-                    latest = self._latest(conn, who.team_id, claim.item_id)
-                    if latest is None or latest.released_us is not None:
-                        continue  # held and released again meanwhile: look once more
-                mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
-                return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
-        raise Conflict("busy", "the item changed hands too often; try again")
+                if latest is not None and latest.released_us is None:
+                    break
+                latest = None  # held and released again meanwhile: look once more
+        # The answer is built after the commit (the write lock is free again).
+        if won is not None:
+            return wire.OwnerAnswer(status="owner", owner=owner_of(won, who.email))
+        if latest is None:
+            raise Conflict("busy", "the item changed hands too often; try again")
+        mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
+        return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
 
     def get(self, who: Who, item_id: str) -> wire.Owner:
         """Return the latest owner row of ``item_id`` in the asker's team.

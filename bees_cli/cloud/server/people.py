@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -19,6 +22,14 @@ from bees_cli.errors import NotFound, UserError
 
 TOKEN_PREFIX = "bees"
 """First part of every token: ``bees.<16 hex token id>.<secret>``."""
+AUTH_CACHE_SECONDS = 5.0
+"""Seconds a server process keeps a token's person after reading it from the database.
+
+A revoke (``bees cloud person revoke``) therefore takes effect within this bound on every
+server process (replica) that answered the token before; the process that revokes forgets
+its own copy at once. Unknown and revoked tokens are never cached."""
+AUTH_CACHE_SIZE = 10_000
+"""Most tokens one server process keeps (the cache starts over when full)."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +60,63 @@ def _valid(check: Callable[[str], str], value: str, what: str) -> str:
         raise UserError(f"bad {what} {value!r}: {error}") from None
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Kept(Generic[K, V]):
+    """Values read from the database, kept for ``seconds`` of a monotonic clock from the
+    start of their read (at most :data:`AUTH_CACHE_SIZE`; it starts over when full).
+
+    Args:
+        monotonic: seconds of a monotonic clock (injected by tests).
+        seconds: how long a value is kept; 0 keeps nothing.
+    """
+
+    def __init__(self, monotonic: Callable[[], float], seconds: float) -> None:
+        self.monotonic = monotonic
+        self.seconds = seconds
+        self._values: dict[K, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, key: K, load: Callable[[], V | None]) -> V | None:
+        """Return the value kept for ``key``, or ``load()`` it (None is not kept)."""
+        now = self.monotonic()
+        kept = self._values.get(key)
+        if kept is not None and now < kept[0]:
+            return kept[1]
+        value = load()
+        if value is not None and self.seconds > 0:
+            with self._lock:
+                if len(self._values) >= AUTH_CACHE_SIZE:
+                    self._values.clear()
+                self._values[key] = (now + self.seconds, value)
+        return value
+
+    def clear(self) -> None:
+        """Forget every value."""
+        with self._lock:
+            self._values.clear()
+
+
 class People:
     """Teams, people and tokens of one database (every row is scoped to a team).
 
     Args:
         db: the database.
+        monotonic: seconds of a monotonic clock, for the token cache (injected by tests).
+        cache_seconds: :data:`AUTH_CACHE_SECONDS`; 0 turns the cache off.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        cache_seconds: float = AUTH_CACHE_SECONDS,
+    ) -> None:
         self.db = db
+        self._kept: Kept[str, Principal] = Kept(monotonic, cache_seconds)
 
     # -- administration ---------------------------------------------------------------
 
@@ -129,7 +188,8 @@ class People:
                 .where(tokens.c.person_id == person_id, tokens.c.revoked_us.is_(None))
                 .values(revoked_us=self.db.now_us())
             )
-            return int(result.rowcount)
+        self._kept.clear()
+        return int(result.rowcount)
 
     @staticmethod
     def _team_id(conn: Connection, team: str) -> int:
@@ -163,12 +223,16 @@ class People:
     def principal(self, conn: Connection, who: Who) -> Principal:
         """Return the person of ``who`` inside the caller's transaction ``conn``.
 
+        A token found within the last :data:`AUTH_CACHE_SECONDS` is answered from this
+        process's memory without a read (keyed by the token's SHA-256), so a revoke takes
+        effect within that bound (issue 16).
+
         Raises:
             Unauthorized: ``unauthorized`` for an unknown or revoked token.
         """
         if isinstance(who, Principal):
             return who
-        found = self._authenticate(conn, who)
+        found = self._kept.read(_hash_secret(who), lambda: self._authenticate(conn, who))
         if found is None:
             raise Unauthorized(
                 "unauthorized",

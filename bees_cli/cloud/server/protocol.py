@@ -1,15 +1,19 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for the request line and headers.
+"""uvicorn's HTTP/1.1 protocols with a deadline for the request line and headers.
 
 uvicorn has no deadline of its own for a request's head: ``timeout_keep_alive`` runs only
 while a kept-alive connection is idle and stops at the first byte of the next request, and
 ``h11_max_incomplete_event_size`` bounds the head's size, not its time. A client sending
 its headers a byte at a time would hold its connection for good (a "slowloris"). The body
 has its own deadline in the app (:class:`bees_cli.cloud.server.app.BodyLimit`).
+
+:func:`head_deadline` gives the httptools protocol (uvicorn's fast C parser, from
+``uvicorn[standard]``) with the deadline, or the h11 one when httptools is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -19,12 +23,18 @@ HEAD_SECONDS = 10.0
 the end of the previous answer on a kept-alive connection); then the connection is closed."""
 
 
-class HeadDeadline(H11Protocol):
-    """:class:`H11Protocol` that closes a connection whose request head is not in after
-    :attr:`head_seconds` (no answer is possible before a request is read)."""
+class _Deadline:
+    """The head deadline's timer, shared by the h11 and httptools protocols.
+
+    The timer is armed when a connection opens and after each answer; it is disarmed when
+    a request's head is in. When it fires with no head in, the connection is closed (no
+    answer is possible before a request is read).
+    """
 
     head_seconds: float = HEAD_SECONDS
     _head_timer: asyncio.TimerHandle | None = None
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
     def _arm(self) -> None:
         self._disarm()
@@ -37,18 +47,29 @@ class HeadDeadline(H11Protocol):
 
     def _head_late(self) -> None:
         self._head_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if not self.transport.is_closing():
             self.transport.close()
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Start the head's deadline with the connection."""
-        super().connection_made(transport)
+        super().connection_made(transport)  # type: ignore[misc]
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the deadline with the connection."""
         self._disarm()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+class HeadDeadline(_Deadline, H11Protocol):
+    """:class:`H11Protocol` that closes a connection whose request head is not in after
+    :attr:`head_seconds`."""
+
+    def _head_late(self) -> None:
+        if self.conn.their_state is h11.IDLE:
+            super()._head_late()
+        else:
+            self._head_timer = None
 
     def handle_events(self) -> None:
         """Read events as uvicorn does; stop the deadline once a request's head is in."""
@@ -63,7 +84,45 @@ class HeadDeadline(H11Protocol):
             self._arm()
 
 
-def head_deadline(seconds: float = HEAD_SECONDS) -> type[HeadDeadline]:
+def _httptools_protocol() -> type[Any] | None:
+    """Return the httptools protocol with the head deadline, or None without httptools."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
+        return None
+
+    class HttpToolsHeadDeadline(_Deadline, HttpToolsProtocol):
+        """:class:`HttpToolsProtocol` that closes a connection whose request head is not
+        in after :attr:`head_seconds`."""
+
+        def on_headers_complete(self) -> None:
+            """A request's head is in: stop the deadline, then go on as uvicorn does."""
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            """After an answer, the next request's head has the same deadline (unless a
+            pipelined request, whose head is in, starts now)."""
+            super().on_response_complete()
+            if not self.transport.is_closing() and (
+                self.cycle is None or self.cycle.response_complete
+            ):
+                self._arm()
+
+    return HttpToolsHeadDeadline
+
+
+def head_deadline(seconds: float = HEAD_SECONDS, *, parser: str = "auto") -> type[Any]:
     """Return the protocol class for ``uvicorn.Config(http=…)`` with a head deadline of
-    ``seconds`` (tests pass a short one)."""
-    return type("HeadDeadline", (HeadDeadline,), {"head_seconds": seconds})
+    ``seconds`` (tests pass a short one).
+
+    Args:
+        seconds: the deadline (:data:`HEAD_SECONDS`).
+        parser: ``httptools``, ``h11``, or ``auto`` (httptools when installed).
+    """
+    base: type[Any] | None = HeadDeadline
+    if parser != "h11":
+        base = _httptools_protocol() or (HeadDeadline if parser == "auto" else None)
+    if base is None:
+        raise ValueError(f"HTTP parser {parser!r} is not installed")
+    return type(base.__name__, (base,), {"head_seconds": seconds})

@@ -13,12 +13,18 @@ admin commands and the tests call::
     records.py   the shared record: per item the greatest RecordKey wins
     refusals.py  the domain errors; only app.py turns them into HTTP statuses
 
-A claim is one ``INSERT … ON CONFLICT DO NOTHING`` followed by a read of the row, so a
-race has exactly one winner however many server processes answer. Times are stored as
+A claim is one ``INSERT … ON CONFLICT DO NOTHING RETURNING``, read back only when it
+inserted nothing, so a race has exactly one winner however many server processes answer.
+A token's person and a machine's binding are kept in each process for
+:data:`~bees_cli.cloud.server.people.AUTH_CACHE_SECONDS` (5 s): a revoke takes effect on
+every replica within that bound. Times are stored as
 integer microseconds since the Unix epoch, UTC.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Clock, Database, default_sqlite_url
@@ -45,13 +51,23 @@ class Storage:
         url: SQLAlchemy URL (``sqlite:///…`` or ``postgresql+psycopg://…``).
         clock: returns the server's current time (UTC); injected by tests.
         migrate: run the Alembic migrations to head first (default True).
+        monotonic: seconds of a monotonic clock for the caches of tokens and machine
+            bindings (:data:`~bees_cli.cloud.server.people.AUTH_CACHE_SECONDS`); injected
+            by tests.
 
     Raises:
         UserError: unsupported URL.
         sqlalchemy.exc.OperationalError: the database cannot be reached.
     """
 
-    def __init__(self, url: str, *, clock: Clock = utc_now, migrate: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = utc_now,
+        migrate: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.db = Database(url, clock=clock)
         self.url = url
         self.clock = clock
@@ -61,8 +77,8 @@ class Storage:
             from bees_cli.cloud.server.migrations import upgrade
 
             upgrade(self.engine)
-        self.people = People(self.db)
-        self.machines = Machines(self.db)
+        self.people = People(self.db, monotonic=monotonic)
+        self.machines = Machines(self.db, monotonic=monotonic)
         self.keys = Keys(self.db, self.people, self.machines)
         self.owners = Owners(self.db, self.people, self.machines)
         self.records = Records(self.db, self.people, self.machines)
