@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt
-from bees_cli.cli.output import print_json, say
+from bees_cli.cli.output import say
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -67,7 +68,7 @@ def person_add(
 
     token = add_person(db, email, team)
     if as_json:
-        print_json({"email": email.lower(), "team": team, "token": token})
+        out.emit(out.PersonAddOut(email=email.lower(), team=team, token=token))
         return
     typer.echo(token)
     say(f"token for {email} in team {team} (shown once; give it to `bees login URL --token T`)")
@@ -100,7 +101,7 @@ def status(as_json: JsonOpt = False) -> None:
     result = read_status()
     ok = result["reachable"] and result["error"] is None
     if as_json:
-        print_json(result)
+        out.emit(out.CloudStatusOut.model_validate(result))
     else:
         typer.echo(f"url        {result['url']}")
         typer.echo(f"reachable  {'yes' if result['reachable'] else 'no'}")

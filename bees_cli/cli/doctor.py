@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import print_json
 
 
 def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
@@ -21,7 +21,7 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     report = asyncio.run(bees_here().doctor(workspace))
     if as_json:
-        print_json(report.to_json())
+        out.emit(out.DoctorOut.model_validate(report.to_json()))
     else:
         typer.echo(f"computer  {report.computer} ({report.person or 'no person set'})")
         for check in report.checks:

@@ -8,7 +8,8 @@ import sys
 import time
 
 DEBUG_ENV = "BEES_DEBUG"
-"""Set to 1 to keep the SDK's tracebacks on the console (a bug report wants them)."""
+"""Set to 1 (or run `bees --debug`) to keep tracebacks: the SDK's on the console, and a bug's
+(a bug report wants them)."""
 
 
 class OneLine(logging.Formatter):

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import print_json, print_table, say
+from bees_cli.cli.output import print_table, say
 
 
 def whoami(
@@ -32,13 +33,8 @@ def whoami(
     else:
         identity = load_identity()
     if as_json:
-        print_json(
-            {
-                "machine_id": identity.machine_id,
-                "computer": identity.computer,
-                "person": identity.person,
-            }
-        )
+        out.emit(out.WhoamiOut(machine_id=identity.machine_id, computer=identity.computer,
+                               person=identity.person))
         return
     typer.echo(f"machine id  {identity.machine_id}")
     typer.echo(f"computer    {identity.computer}")
@@ -49,6 +45,7 @@ def link(
     folder: Annotated[str, typer.Argument(help="A folder declared in folders/.")],
     path: Annotated[Path, typer.Argument(help="An existing directory on this computer.")],
     workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Link a declared folder to a directory on this computer.
 
@@ -59,11 +56,14 @@ def link(
 
     loaded = load_workspace(workspace)
     target = link_folder(folder, path, sorted(loaded.folders))
+    if as_json:
+        out.emit(out.LinkOut(folder=folder, path=str(target)))
     say(f"linked {folder} → {target}")
 
 
 def unlink(
     folder: Annotated[str, typer.Argument(help="A folder linked with bees link.")],
+    as_json: JsonOpt = False,
 ) -> None:
     """Remove this computer's link of a folder.
 
@@ -72,6 +72,8 @@ def unlink(
     from bees_cli.machine.links import unlink_folder
 
     unlink_folder(folder)
+    if as_json:
+        out.emit(out.UnlinkOut(folder=folder))
     say(f"unlinked {folder}")
 
 
@@ -85,17 +87,9 @@ def links(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     rows = folder_links(load_workspace(workspace))
     if as_json:
-        print_json(
-            [
-                {
-                    "folder": r.name,
-                    "path": str(r.path) if r.path else None,
-                    "linked": r.linked,
-                    "reason": r.reason,
-                }
-                for r in rows
-            ]
-        )
+        out.emit(out.LinksOut(folders=[
+            out.FolderLink(folder=r.name, path=str(r.path) if r.path else None,
+                           linked=r.linked, reason=r.reason) for r in rows]))
         return
     print_table(
         [[r.name, str(r.path or "-"), "yes" if r.linked else "no", r.reason] for r in rows],
@@ -113,9 +107,9 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     rows = addon_connections(load_workspace(workspace))
     if as_json:
-        print_json(
-            [{"addon": r.name, "connected": r.connected, "missing": r.missing} for r in rows]
-        )
+        out.emit(out.AddonsOut(addons=[
+            out.AddonConnection(addon=r.name, connected=r.connected, missing=r.missing)
+            for r in rows]))
         return
     print_table(
         [[r.name, "yes" if r.connected else "no", ", ".join(r.missing) or "-"] for r in rows],
