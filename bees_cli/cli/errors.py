@@ -85,9 +85,26 @@ code (so a subclass row comes before its base's). ``BeesError.exit_code`` agrees
 
 def exit_code_of(error: BaseException) -> ExitCode:
     """Return the exit code of ``error`` from :data:`EXIT_CODES`."""
-    for kind, code, _why in EXIT_CODES:
-        if isinstance(error, kind):
+    return exit_code_for(type(error))
+
+
+def exit_code_for(kind: type[BaseException]) -> ExitCode:
+    """Return the exit code of an error of class ``kind`` from :data:`EXIT_CODES`."""
+    for row, code, _why in EXIT_CODES:
+        if issubclass(kind, row):
             return code
+    return ExitCode.FAILURE
+
+
+def exit_code_of_code(code: str) -> ExitCode:
+    """Return the exit code of the :class:`BeesError` class whose ``code`` is ``code`` (as a
+    report carries it, e.g. ``invalid_workspace``); 1 for a code no class has."""
+    kinds: list[type[BeesError]] = [BeesError]
+    while kinds:
+        kind = kinds.pop()
+        if kind.code == code:
+            return exit_code_for(kind)
+        kinds.extend(kind.__subclasses__())
     return ExitCode.FAILURE
 
 

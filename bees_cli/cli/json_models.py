@@ -321,14 +321,17 @@ class SchedulesOut(Out):
 
 
 class DoctorCheck(Part):
-    """One ``bees doctor`` check (``address``: the engine's; ``lost``, ``hint``: lost items)."""
+    """One ``bees doctor`` check (``address``: the engine's; ``lost``, ``hint``: lost items;
+    ``error``: why the workspace does not load)."""
 
     check: str
     ok: bool
     detail: str
     address: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    lost: int | None = None
-    hint: str | None = None
+    lost: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    hint: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    error: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The workspace check's error code when the workspace does not load."""
 
 
 class ProcessCheck(Part):

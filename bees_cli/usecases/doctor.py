@@ -46,7 +46,8 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
     (owned by the person signed in here and enabled), ``why_not`` (when it does not fire
     here), ``next`` (the next three instants, UTC as :func:`~bees_cli.utc.format_utc`
     writes them; the text view shows them in the schedule's zone), ``last`` (this
-    computer's latest fires, newest first, each with ``text``: ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…) and
+    computer's latest fires, newest first, each with ``text``: ``ran here (ITEM)``,
+    ``taken by COMPUTER``, ``skipped (late by N s)``…) and
     ``warnings`` (a wall-clock time two of the person's computers placed at two instants:
     :func:`bees_cli.schedules.disagreements.zone_warnings`, which asks Bees Cloud).
 
@@ -115,7 +116,7 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
 
         workspace = load_workspace(workspace_path)
     except BeesError as error:
-        checks.append(_check("workspace", False, error.message))
+        checks.append(_check("workspace", False, error.message, error=error.code))
         workspace = None
     if workspace is not None:
         checks.append(_check("workspace", True, str(workspace.root)))
