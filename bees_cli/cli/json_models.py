@@ -253,10 +253,11 @@ class ApprovalOut(Part):
     kind: str
     summary: str
     input: str
-    digest: str | None
+    digest: str | None = None
     status: str
     asked_at: UtcTime
-    interrupted_at: UtcTime | None
+    interrupted_at: UtcTime | None = None
+    """An action that may already have run: when its intent was written, with no result."""
     what: str
     """What waits, in one line (the text view's column)."""
 

@@ -85,6 +85,7 @@ NO_JSON: dict[str, str] = {
     "logout": "left to issue 15 point 4 (login from the environment)",
     "cloud team add": "left to issue 15 point 5 (Bees Cloud administration)",
     "cloud person revoke": "left to issue 15 point 5 (Bees Cloud administration)",
+    "completion": "prints a shell's completion script (issue 15, point 1)",
 }
 """Each leaf command without ``--json`` → why (a test checks every leaf is in one table)."""
 
