@@ -19,7 +19,6 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     import asyncio
 
     from bees_cli.cli.context import bees_here
-
     from bees_cli.cli.errors import ExitCode, exit_code_of_code
 
     report = asyncio.run(bees_here().doctor(workspace))
