@@ -67,10 +67,10 @@ class Bug(BeesError):
 
 
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
+    (Refused, ExitCode.REFUSED, "not the owner, checkpoint invalid, wrong state"),
     (Ambiguous, ExitCode.USAGE, "an item id prefix matches several items"),
     (NotFound, ExitCode.FAILURE, "a named item, agent, folder… does not exist"),
     (UserError, ExitCode.USAGE, "bad usage, an invalid workspace or state file"),
-    (Refused, ExitCode.REFUSED, "not the owner, checkpoint invalid, wrong state"),
     (CloudRefused, ExitCode.REFUSED, "Bees Cloud answered no: not the owner, key taken"),
     (BeesError, ExitCode.FAILURE, "the engine, Bees Cloud, a model or a disk failed"),
     (OSError, ExitCode.FAILURE, "an I/O error"),
@@ -79,7 +79,8 @@ EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
     (Exception, ExitCode.FAILURE, "a bug (its traceback only under bees --debug)"),
 )
 """The one table: the first row whose class the error is an instance of gives its exit
-code (so a subclass row comes before its base's). ``BeesError.exit_code`` agrees with it
+code (so a subclass row comes before its base's, and a refusal that is also "not here",
+``OwnedElsewhere``, is a refusal). ``BeesError.exit_code`` agrees with it
 (tests/cli/test_exit_codes.py)."""
 
 

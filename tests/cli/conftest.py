@@ -48,7 +48,7 @@ def run_bees(bees_home: Path, monkeypatch: pytest.MonkeyPatch) -> InProcess:
 
     for module in ("output", "control", "engine", "handover"):
         monkeypatch.setattr(f"bees_cli.cli.{module}.exit_hard", exit_soft)
-    monkeypatch.delenv("BEES_DEBUG", raising=False)
+    monkeypatch.setenv("BEES_DEBUG", "0")  # undone after the test, also after a --debug
     runner = CliRunner()
 
     def run(*args: str, stdin: str | None = None) -> Ran:
