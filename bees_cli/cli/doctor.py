@@ -12,7 +12,7 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """Check this computer: the engine and its version, Bees Cloud (reachable, authorized,
     clock skew), folder links, add-on connections, and for each process whether it could
     run here now, and if not, why. Exit 1 when a check fails; 2 when the workspace is
-    invalid (or not found).
+    invalid (or -w names none).
 
     Example: bees doctor -w examples/weekly-report
     """
@@ -36,8 +36,10 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
             else:
                 why = "; ".join(process.reasons)
                 typer.echo(f"no    process {process.process}: cannot run here now: {why}")
-    # an invalid workspace (or none) is exit 2, as for any command (the exit-code table)
-    codes = [exit_code_of_code(c.error) for c in doc.checks if c.error is not None]
+    # an invalid workspace, or a -w that names none, is exit 2 as for any command (the
+    # exit-code table); without -w and none found, doctor checks this computer only
+    codes = [exit_code_of_code(c.error) for c in doc.checks if c.error is not None
+             and (workspace is not None or c.error == "invalid_workspace")]
     raise typer.Exit(ExitCode.OK if report.ok else max(codes, default=ExitCode.FAILURE))
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bees_cli.record.fires import FireOutcome
 from bees_cli.record.views import ItemShow, ItemView, UtcTime
 from bees_cli.usecases.models import StatusView
 
@@ -295,8 +296,9 @@ class FireOut(Part):
     scheduled: UtcTime
     local: str
     handled: UtcTime
-    outcome: str
+    outcome: FireOutcome
     detail: str | None
+    """The outcome's detail: the item it ran as, the computer that took it, seconds late…"""
     tries: int
 
 
