@@ -20,6 +20,7 @@ from enum import IntEnum
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from bees_cli.cli.logs import DEBUG_ENV
 from bees_cli.errors import (
@@ -197,9 +198,36 @@ def error_boundary(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class JsonUsageCommand(TyperCommand):
+    """A command whose own usage errors (a missing option, a bad value) are JSON on stdout
+    when its arguments hold ``--json``, like every other error in JSON mode (exit 2).
+
+    Why: click reports a usage error before the command runs, so its parsed ``--json`` is
+    not known yet; the raw ``--json`` among the command's own arguments is the best sign.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as click does; render a usage error as JSON when ``--json`` was given."""
+        wants_json = "--json" in args and any(
+            "--json" in getattr(p, "opts", ()) for p in self.params)
+        try:
+            return list(super().parse_args(ctx, args))
+        except typer.TyperException as error:
+            if not wants_json or getattr(error, "exit_code", 1) != ExitCode.USAGE:
+                raise
+            from bees_cli.cli.output import render_error
+
+            message = error.format_message() if hasattr(error, "format_message") else str(error)
+            render_error(UserError(message, hint=f"see {ctx.command_path} -h"), as_json=True)
+            raise typer.Exit(ExitCode.USAGE) from None
+
+
 def guard_all(app: typer.Typer) -> None:
-    """Put :func:`error_boundary` around every command of ``app`` and of its groups, once."""
+    """Put :func:`error_boundary` around every command of ``app`` and of its groups, once,
+    and make each a :class:`JsonUsageCommand`."""
     for command in app.registered_commands:
+        if command.cls in (None, TyperCommand):
+            command.cls = JsonUsageCommand
         if command.callback is not None and not hasattr(command.callback, "__wrapped__"):
             command.callback = error_boundary(command.callback)
     for group in app.registered_groups:

@@ -96,6 +96,8 @@ def generate() -> dict[str, str]:
     for name, model in SCHEMA_FILES.items():
         schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
                   **model.model_json_schema(by_alias=True, mode="serialization")}
+        # every document carries its version, though the model gives it a default
+        schema["required"] = ["version", *(n for n in schema["required"] if n != "version")]
         out[name] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     return out
 

@@ -237,3 +237,18 @@ def test_a_parse_refusal_and_a_refusal_are_the_same_error_shape(run_bees: InProc
     assert sorted(bad.json()) == ["error", "version"]
     assert sorted(bad.json()["error"]) == ["code", "hint", "message"]
     matches("item show", bad.json())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("deny", ITEM, "--json"), "Missing option '--reason'."),
+    (("status", "--json", "--nosuch"), "No such option: --nosuch"),
+])
+def test_a_usage_error_with_json_is_a_json_error_too(run_bees: InProcess,
+                                                     argv: tuple[str, ...], message: str) -> None:
+    done = run_bees(*argv)
+    assert (done.code, done.raised, done.stderr) == (2, None, "")
+    hint = f"see bees {' '.join(a for a in argv[:1])} -h"
+    assert done.json() == {"version": 1, "error": {"code": "usage", "message": message,
+                                                   "hint": hint}}
+    matches(argv[0], done.json())
+    assert run_bees(*(a for a in argv if a != "--json")).stderr.startswith("Usage: bees ")
