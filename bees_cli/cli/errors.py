@@ -42,7 +42,6 @@ JSON_PARAM = "as_json"
 ENGINE_ATTR = "__bees_touches_engine__"
 
 
-
 class ExitCode(IntEnum):
     """How a ``bees`` command ends, for scripts (the README's exit-code table)."""
 

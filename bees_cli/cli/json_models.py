@@ -325,7 +325,7 @@ class SchedulesOut(Out):
 
 class DoctorCheck(Part):
     """One ``bees doctor`` check (``address``: the engine's; ``lost``, ``hint``: lost items;
-    ``error``: why the workspace does not load)."""
+    ``error``: why the workspace does not load; ``skew_seconds``: the clock's)."""
 
     check: str
     ok: bool
@@ -335,6 +335,8 @@ class DoctorCheck(Part):
     hint: str | None = Field(default=None, exclude_if=lambda v: v is None)
     error: str | None = Field(default=None, exclude_if=lambda v: v is None)
     """The workspace check's error code when the workspace does not load."""
+    skew_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The clock check's offset: Bees Cloud's clock minus this one, seconds."""
 
 
 class ProcessCheck(Part):

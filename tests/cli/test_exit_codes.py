@@ -34,7 +34,7 @@ from tests.conftest import REPO
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
 WS = "{ws}"
 """Stands for the starter workspace's folder in a case's argv; ``{tmp}`` for a fresh folder
-that holds no workspace, ``{file}`` for a plain file."""
+that holds no workspace, ``{bad}`` for an invalid workspace, ``{file}`` for a plain file."""
 
 # (leaf command, argv, exit code): the error paths of every leaf command
 CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
@@ -48,6 +48,7 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("status", ("status", "--limit-that-is-not"), ExitCode.USAGE),
     ("init", ("init", WS), ExitCode.USAGE),
     ("validate", ("validate", "{tmp}"), ExitCode.USAGE),
+    ("validate", ("validate", "{bad}"), ExitCode.USAGE),
     ("login", ("login",), ExitCode.USAGE),
     ("logout", ("logout", "extra"), ExitCode.USAGE),
     ("retry", ("retry", ITEM), ExitCode.REFUSED),
@@ -63,6 +64,7 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("schedules", ("schedules", "-w", "{tmp}"), ExitCode.USAGE),
     ("doctor", ("doctor", "-w", WS), ExitCode.FAILURE),
     ("doctor", ("doctor", "-w", "{tmp}"), ExitCode.USAGE),
+    ("doctor", ("doctor", "-w", "{bad}"), ExitCode.USAGE),
     ("relinquish", ("relinquish", ITEM), ExitCode.REFUSED),
     ("relinquish", ("relinquish", "01ZZZZZZ"), ExitCode.FAILURE),
     ("continue", ("continue", ITEM, "--digest", "nothex"), ExitCode.USAGE),
@@ -89,18 +91,22 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
 
 @pytest.fixture
 def places(run_bees: InProcess, tmp_path: Path) -> dict[str, str]:
-    """The starter workspace, an empty folder, a file; and item ITEM here, relinquished."""
+    """The starter workspace, an empty folder, an invalid workspace, a file; and item ITEM
+    here, relinquished."""
     ws = tmp_path / "ws"
     assert run_bees("init", str(ws)).code == 0
     empty = tmp_path / "empty"
     empty.mkdir()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bees.yaml").write_text("name: [unclosed\n")
     file = tmp_path / "file"
     file.write_text("not a folder\n")
     record = LocalRecord(Computer.load().record_path)
     record.add_item(id=ITEM, process="draft-review", title="Week 1", workspace=str(ws),
                     run_folder=str(tmp_path / "run"), input="", stage="Draft")
     record.set_state(ITEM, status=Status.FREE, stage="Draft", reason="restarts at Draft")
-    return {"ws": str(ws), "tmp": str(empty), "file": str(file)}
+    return {"ws": str(ws), "tmp": str(empty), "bad": str(bad), "file": str(file)}
 
 
 def test_every_leaf_command_has_error_paths_here() -> None:
@@ -192,3 +198,13 @@ def test_a_bug_keeps_its_traceback_only_under_debug(
     assert isinstance(debug.raised, KeyError)
     monkeypatch.setenv("BEES_DEBUG", "1")
     assert isinstance(run_bees("whoami").raised, KeyError)
+
+
+def test_doctor_on_an_invalid_workspace_agrees_with_validate(
+        run_bees: InProcess, places: dict[str, str]) -> None:
+    validated = run_bees("validate", places["bad"], "--json")
+    doctor = run_bees("doctor", "-w", places["bad"], "--json")
+    assert (validated.code, doctor.code) == (ExitCode.USAGE, ExitCode.USAGE)
+    [check] = [c for c in doctor.json()["checks"] if c["check"] == "workspace"]
+    assert (check["ok"], check["error"]) == (False, validated.json()["error"]["code"])
+    assert validated.json()["error"]["code"] == "invalid_workspace"

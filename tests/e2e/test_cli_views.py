@@ -60,7 +60,7 @@ async def test_schedules_lists_next_times_and_every_fire_outcome(
     bees("whoami", "--set-person", team.sam, env={"BEES_HOME": str(tmp_path / "sam-home")})
     sam = bees("schedules", "--json", "-w", str(workspace),
                env={"BEES_HOME": str(tmp_path / "sam-home")})
-    [other] = json.loads(sam.stdout)
+    [other] = json.loads(sam.stdout)["schedules"]
     assert (other["fires_here"], other["why_not"], other["last"]) == (
         False, f"owned by {team.maya}", [])
 
