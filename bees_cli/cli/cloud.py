@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt
 from bees_cli.cli.output import say
 
@@ -64,6 +63,7 @@ def person_add(
 
     Example: bees cloud person add maya@example.com --team acme
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.admin import add_person
 
     token = add_person(db, email, team)
@@ -96,6 +96,7 @@ def status(as_json: JsonOpt = False) -> None:
 
     Example: bees cloud status --json
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.login import status as read_status
 
     result = read_status()

@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt
@@ -26,6 +25,8 @@ def retry(item: ItemArg, as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     done = asyncio.run(bees_here().retry(item))
     if as_json:
         out.emit(out.PersonDoneOut(item_id=done.item, stage=done.stage, who=done.who,
@@ -42,6 +43,8 @@ def item_accept(item: ItemArg, as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     done = asyncio.run(bees_here().accept(item))
     if as_json:
         out.emit(out.PersonDoneOut(item_id=done.item, stage=done.stage, who=done.who,
@@ -57,6 +60,8 @@ def item_cancel(item: ItemArg, as_json: JsonOpt = False) -> None:
     Example: bees item cancel 01JH3
     """
     import asyncio
+
+    from bees_cli.cli import json_models as out
 
     done = asyncio.run(bees_here().cancel(item))
     if as_json:
@@ -78,6 +83,8 @@ def approvals(as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     rows = asyncio.run(bees_here().approvals())
     if as_json:
         out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
@@ -93,6 +100,8 @@ def approvals(as_json: JsonOpt = False) -> None:
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
             answer: str | None = None, as_json: bool = False) -> None:
     import asyncio
+
+    from bees_cli.cli import json_models as out
 
     done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
                                           reason=reason, answer=answer))
@@ -164,6 +173,7 @@ def action(
 
     Example: bees action mail.send --input @mail.json
     """
+
     # the stage's environment names the item and this computer's home (the worker set it)
     import asyncio
     import os

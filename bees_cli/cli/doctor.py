@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 
 
@@ -18,6 +17,7 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.context import bees_here
     from bees_cli.cli.errors import ExitCode, exit_code_of_code
 

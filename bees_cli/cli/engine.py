@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
@@ -88,6 +87,8 @@ def item_create(
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     if timeout is not None and not wait:
         raise UserError("--timeout needs --wait",
                         hint=f"bees item create {process} --wait --timeout {timeout:g}")
@@ -125,6 +126,7 @@ def item_show(
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.usecases.models import TeamItemDetails
 
     found = asyncio.run(bees_here().item_details(item))
@@ -158,6 +160,8 @@ def item_show(
 
 def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
     """Render a team item another computer runs: its team row and where it runs."""
+
+    from bees_cli.cli import json_models as out
     if as_json:
         data = team.to_json()
         out.emit(out.TeamItemShow.model_validate({"item_id": data.pop("id"), **data}))
@@ -180,6 +184,8 @@ def status(as_json: JsonOpt = False, mine: Annotated[bool, typer.Option(
     Example: bees status --mine --json
     """
     import asyncio
+
+    from bees_cli.cli import json_models as out
 
     view = asyncio.run(bees_here().status(mine=mine))
     if view.warning:

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WholeItemArg, WorkspaceOpt
@@ -39,6 +38,8 @@ def relinquish(
     Example: bees relinquish 01JH3QX5Z8
     """
     import asyncio
+
+    from bees_cli.cli import json_models as out
 
     if repair:
         fixed = asyncio.run(bees_here().repair_release(item))
@@ -84,6 +85,7 @@ def continue_(
 
     Example: bees continue 01JH3QX5Z8 -w ~/work/reports
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.checkpoint import progress_printer
 
     if digest is not None and not _is_sha256(digest):

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bees_cli.record.fires import FireOutcome
 from bees_cli.record.views import ItemShow, ItemView, UtcTime
-from bees_cli.usecases.models import StatusView
+
+if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
+    from bees_cli.usecases.models import StatusView
 
 VERSION: Literal[1] = 1
 """The version of the JSON contract; it grows when a field's meaning changes or one goes."""

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import print_table, say
 
@@ -26,6 +25,7 @@ def whoami(
 
     Example: bees whoami --set-person maya@example.com
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.identity import load_identity, set_identity
 
     if set_person is not None or set_computer is not None:
@@ -51,6 +51,7 @@ def link(
 
     Example: bees link team-notes ~/Dropbox/notes
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.links import link_folder
     from bees_cli.workspace.loader import load_workspace
 
@@ -69,6 +70,7 @@ def unlink(
 
     Example: bees unlink team-notes
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.links import unlink_folder
 
     unlink_folder(folder)
@@ -82,6 +84,7 @@ def links(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees links --json
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.report import folder_links
     from bees_cli.workspace.loader import load_workspace
 
@@ -102,6 +105,7 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees addons
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.report import addon_connections
     from bees_cli.workspace.loader import load_workspace
 

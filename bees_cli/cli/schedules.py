@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import print_table, say
 
@@ -20,6 +19,7 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.context import bees_here
 
     rows = [r.to_json() for r in asyncio.run(bees_here().schedules(workspace))]

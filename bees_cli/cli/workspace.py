@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli import json_models as out
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 
 DirArg = Annotated[
@@ -27,6 +26,7 @@ def validate(
 
     Example: bees validate examples/weekly-report
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.output import say
     from bees_cli.workspace.loader import load_workspace, workspace_argument
     from bees_cli.workspace.summary import summary_json, summary_line
@@ -52,6 +52,7 @@ def init(
 
     Example: bees init my-workspace && bees validate my-workspace
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.output import say
     from bees_cli.workspace.starter import create
 
@@ -82,6 +83,7 @@ def schemas_write(
 
     Example: bees schemas write schemas
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.workspace.schemas import write
 
     written = [str(path) for path in write(directory)]
