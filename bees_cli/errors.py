@@ -4,7 +4,7 @@
 
     BeesError                      exit 1   anything Bees raises on purpose
     ├── UserError                  exit 2   bad usage or input the user can fix
-    │   ├── NotFound               exit 2   a named thing (item, agent, folder…) does not exist
+    │   ├── NotFound               exit 1   a named thing (item, agent, folder…) does not exist
     │   │   └── Ambiguous          exit 2   an id prefix matches several items
     │   ├── StateFileInvalid       exit 2   a state file of this computer is unreadable
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
@@ -29,7 +29,8 @@ Every ``ModelError`` says whether repeating the same call may succeed (``retryab
 after a 429, how long the server asked to wait (``retry_after``, seconds). Its text names the
 server's URL and the *name* of the key's environment variable, never the key.
 
-Bugs are not in this tree: they keep their traceback.
+Bugs are not in this tree. The CLI's one table of exit codes is
+``bees_cli.cli.errors.EXIT_CODES``; these ``exit_code`` attributes agree with it (a test).
 """
 
 from __future__ import annotations
@@ -73,14 +74,17 @@ class UserError(BeesError):
 
 
 class NotFound(UserError):
-    """A named item, agent, folder or other object does not exist (exit 2)."""
+    """A named item, agent, folder or other object does not exist (exit 1, as gh and
+    kubectl do: the usage was right, the thing is missing)."""
 
+    exit_code = 1
     code = "not_found"
 
 
 class Ambiguous(NotFound):
-    """An id prefix matches several items (exit 2)."""
+    """An id prefix matches several items (exit 2: give more of the id)."""
 
+    exit_code = 2
     code = "ambiguous"
 
 

@@ -94,7 +94,7 @@ def verify(
 
     Example: bees checkpoint verify ~/Dropbox/bees/runs/01JH2… --digest 9d82cd…
     """
-    from bees_cli.cli.output import print_json
+    from bees_cli.cli import json_models as out
     from bees_cli.handover.checkpoint import verify_checkpoint
 
     for stream in (sys.stdout, sys.stderr):
@@ -107,12 +107,11 @@ def verify(
     finally:
         if progress is not None:
             progress.close()
-    if as_json:
-        print_json(result.to_json())
-        if not result.ok:
-            raise typer.Exit(3)
-        return
     result.raise_if_invalid()
+    if as_json:
+        out.emit(out.VerifyOut.model_validate(
+            {k: v for k, v in result.to_json().items() if k != "problems"}))
+        return
     typer.echo(f"valid: {result.files:,} files, {result.total_bytes:,} bytes, "
                f"checkpoint sha256 {result.sha256}")
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from bees_cli.cli.options import JsonOpt
-from bees_cli.cli.output import print_json, say
+from bees_cli.cli.output import say
 
 if TYPE_CHECKING:
     from bees_cli.cloud.admin import Target
@@ -126,13 +126,14 @@ def person_add(
 
     Example: bees cloud person add maya@example.com --team acme --server https://cloud.example.com
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.admin import add_person
 
     target = _target(server, db, admin_token_file, insecure)
     token = add_person(target, email, team)
     if as_json:
-        print_json({"email": email.lower(), "team": team, "token": token,
-                    "server": target.server, "database": target.database})
+        out.emit(out.PersonAddOut(email=email.lower(), team=team, token=token,
+                                  server=target.server, database=target.database))
         return
     typer.echo(token)
     say(f"token for {email} in team {team} on {target.shown} (shown once; give it to"
@@ -182,12 +183,13 @@ def status(as_json: JsonOpt = False) -> None:
 
     Example: bees cloud status --json
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.login import status as read_status
 
     result = read_status()
     ok = result["reachable"] and result["error"] is None
     if as_json:
-        print_json(result)
+        out.emit(out.CloudStatusOut.model_validate(result))
     else:
         typer.echo(f"url        {result['url']}")
         typer.echo(f"reachable  {'yes' if result['reachable'] else 'no'}")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -12,12 +12,12 @@ from bees_cli.cli.complete import complete_actions, complete_requests
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt
-from bees_cli.cli.output import exit_hard, print_json, say
+from bees_cli.cli.output import exit_hard, say
 from bees_cli.errors import UserError
 
 
 @touches_engine
-def retry(item: ItemArg) -> None:
+def retry(item: ItemArg, as_json: JsonOpt = False) -> None:
     """Start a failed stage again from the top, as a new attempt (or, for an item stopped at
     the review limit, one more round from the work stage). Needs `bees run` up. A lost item
     (the engine's database was replaced) starts its stage again in a new run.
@@ -26,33 +26,48 @@ def retry(item: ItemArg) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     done = asyncio.run(bees_here().retry(item))
+    if as_json:
+        out.emit(out.PersonDoneOut(item_id=done.item, stage=done.stage, who=done.who,
+                                   at=done.at))
     say(f"{done.item}: {done.stage} starts again (asked by {done.who})")
     exit_hard(0)
 
 
 @touches_engine
-def item_accept(item: ItemArg) -> None:
+def item_accept(item: ItemArg, as_json: JsonOpt = False) -> None:
     """Take the work of an item stopped at the review limit as it is, and move past the review.
 
     Example: bees item accept 01JH3
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     done = asyncio.run(bees_here().accept(item))
+    if as_json:
+        out.emit(out.PersonDoneOut(item_id=done.item, stage=done.stage, who=done.who,
+                                   at=done.at))
     say(f"{done.item}: the work under review at {done.stage} is accepted (by {done.who})")
     exit_hard(0)
 
 
 @touches_engine
-def item_cancel(item: ItemArg) -> None:
+def item_cancel(item: ItemArg, as_json: JsonOpt = False) -> None:
     """Cancel an item: stop its running stage, free its agent slots, mark it cancelled.
 
     Example: bees item cancel 01JH3
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     done = asyncio.run(bees_here().cancel(item))
+    if as_json:
+        out.emit(out.CancelOut(item_id=done.item, requested=done.requested,
+                               cancelled=done.cancelled))
     if not done.requested:
         say(f"{done.item}: cancelled")
     elif done.cancelled:
@@ -72,13 +87,14 @@ def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.status_view import approval_lines
     from bees_cli.cli.table import table_width
     from bees_cli.utc import utc_now
 
     rows = asyncio.run(bees_here().approvals())
     if as_json:
-        print_json([r.to_json() for r in rows])
+        out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
         return
     if not rows:
         say("nothing waits for approval on this computer")
@@ -88,12 +104,17 @@ def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
-            answer: str | None = None) -> None:
+            answer: str | None = None, as_json: bool = False) -> None:
     import asyncio
+
+    from bees_cli.cli import json_models as out
 
     done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
                                           reason=reason, answer=answer))
-    verb = "approved" if approve else "denied"
+    verb: Literal["approved", "denied"] = "approved" if approve else "denied"
+    if as_json:
+        out.emit(out.DecisionOut(item_id=done.item, decision=verb, who=done.who, at=done.at,
+                                 decided=done.decided or [], queued=done.queued))
     if done.queued:
         say(f"{done.item}: {verb} by {done.who}; bees run delivers it when it starts")
     else:
@@ -116,6 +137,7 @@ def approve(
         "agent gets the journal's answer).")] = False,
     again: Annotated[bool, typer.Option(
         "--again", help="An action that may already have run: run it once more.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Approve what waits on an item (a held action, or its stage's finish).
 
@@ -125,7 +147,7 @@ def approve(
         raise UserError("--ran and --again exclude each other",
                         hint=f"bees approve {item} --ran (it ran) or --again (run it again)")
     answer = "ran" if ran else "again" if again else None
-    _decide(item, approve=True, action=action, reason=None, answer=answer)
+    _decide(item, approve=True, action=action, reason=None, answer=answer, as_json=as_json)
 
 
 @touches_engine
@@ -133,12 +155,13 @@ def deny(
     item: ItemArg,
     reason: Annotated[str, typer.Option("--reason", help="Why: the agent is told.")],
     action: ActionOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Deny what waits on an item: the agent's action is refused with the reason.
 
     Example: bees deny 01JH3 --reason "wrong recipients"
     """
-    _decide(item, approve=False, action=action, reason=reason)
+    _decide(item, approve=False, action=action, reason=reason, as_json=as_json)
 
 
 @touches_engine
@@ -157,6 +180,7 @@ def action(
 
     Example: bees action mail.send --input @mail.json
     """
+
     # the stage's environment names the item and this computer's home (the worker set it)
     import asyncio
     import os

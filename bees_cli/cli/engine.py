@@ -11,7 +11,7 @@ from bees_cli.cli.complete import complete_agents, complete_folders, complete_pr
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import exit_hard, print_json, say
+from bees_cli.cli.output import exit_hard, say
 from bees_cli.errors import UserError
 from bees_cli.utc import display_utc, parse_utc
 
@@ -81,27 +81,41 @@ def item_create(
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
 
-    With --json, stdout is ``{"item_id", "process", "title", "run_folder"}`` instead.
+    With --json, stdout is ``{"version", "item_id", "process", "title", "run_folder",
+    "started"}`` instead; with --wait --json, printed once the wait ended, with ``final``:
+    the item's row then.
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
-    bounds the wait (exit 1: timed out).
+    bounds the wait (exit 1: timed out; without --wait it is a usage error, exit 2).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
+    if timeout is not None and not wait:
+        raise UserError("--timeout needs --wait",
+                        hint=f"bees item create {process} --wait --timeout {timeout:g}")
     bees = bees_here()
 
     async def create_then_wait() -> int:
         created = await bees.create_item(workspace, process, title=title, agents=agent,
                                          folders=folder)
-        if as_json:
-            print_json({"item_id": created.id, "process": created.process,
-                        "title": created.title, "run_folder": str(created.run_folder)})
-        else:
+        done = out.ItemCreateOut(item_id=created.id, process=created.process,
+                                 title=created.title, run_folder=str(created.run_folder),
+                                 started=created.started)
+        if not as_json:
             typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
-        return await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
+        code = await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
+        if as_json and wait:
+            row = await asyncio.to_thread(bees.record.item, created.id)
+            final = {key: value for key, value in row.to_json().items() if key != "id"}
+            done = done.model_copy(update={"final": out.ItemView.model_validate(final)})
+        if as_json:
+            out.emit(done)
+        return code
 
     exit_hard(asyncio.run(create_then_wait()))
 
@@ -117,24 +131,24 @@ def item_show(
     """
     import asyncio
 
-    from bees_cli.record.views import ItemShow
+    from bees_cli.cli import json_models as out
     from bees_cli.usecases.models import TeamItemDetails
 
     found = asyncio.run(bees_here().item_details(item))
     if isinstance(found, TeamItemDetails):
         _team_item_show(found, as_json)
         return
-    details = ItemShow.model_validate(found.to_json())
+    details = out.ItemShowOut.of(found.to_json())
     if as_json:
-        print_json(details.to_json())
+        out.emit(details)
         return
     row = details.item
-    typer.echo(f"item        {row.id}  {row.title}")
+    typer.echo(f"item        {row.item_id}  {row.title}")
     typer.echo(f"process     {row.process}")
     typer.echo(f"stage       {row.stage}")
     typer.echo(f"status      {row.status_text}")
     typer.echo(f"agent       {row.agent or '-'}")
-    typer.echo(f"since       {display_utc(parse_utc(row.since))} ({details.since_human})")
+    typer.echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
     typer.echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
     typer.echo(f"run folder  {row.run_folder}")
     typer.echo(f"engine log  {details.engine_log}")
@@ -157,8 +171,11 @@ def item_show(
 
 def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
     """Render a team item another computer runs: its team row and where it runs."""
+
+    from bees_cli.cli import json_models as out
     if as_json:
-        print_json(team.to_json())
+        data = team.to_json()
+        out.emit(out.TeamItemShow.model_validate({"item_id": data.pop("id"), **data}))
         return
     typer.echo(f"item        {team.id}  {team.title or '-'}")
     typer.echo(f"process     {team.process or '-'}")
@@ -196,6 +213,7 @@ def status(
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.status_view import more_line, status_lines
     from bees_cli.cli.table import Emphasis, colour_on, paint, table_width
     from bees_cli.record.listing import STATUS_LIMIT
@@ -216,7 +234,7 @@ def status(
     rows = view.rows
     footer = more_line(view.more)
     if as_json:
-        print_json(rows)
+        out.emit(out.status_out(view))
     elif not rows:
         say("no work items on this computer yet (bees item create PROCESS)")
     else:

@@ -1,23 +1,38 @@
-"""The CLI's one error boundary: a :class:`BeesError` becomes a message, a hint and an exit code.
+"""The CLI's one error boundary and its one table of exit codes (:data:`EXIT_CODES`).
 
-Exit codes (DESIGN.md, Interfaces): 0 ok, 1 failure, 2 bad usage or invalid workspace,
-3 refused. JSON mode is read from the command's parsed ``--json`` option (its ``as_json``
-parameter), never from ``sys.argv``; in JSON mode stdout gets ``{"error": {"code",
-"message", "hint"}}``. An ``OSError`` that means a read-only or full disk (or no permission)
-on a named file is rendered as :class:`~bees_cli.errors.DiskError`. Bugs are not caught: they
-keep their traceback (STYLE habit 3).
+Exit codes (DESIGN.md, Interfaces; issue 15, point 3): 0 ok; 1 failure, including "not
+found" and I/O errors; 2 bad usage or an invalid workspace; 3 refused (not the owner, key
+taken, checkpoint invalid, wrong state). JSON mode is read from the command's parsed
+``--json`` option (its ``as_json`` parameter), never from ``sys.argv``; in JSON mode stdout
+gets ``{"version", "error": {"code", "message", "hint"}}``. An ``OSError`` that means a
+read-only or full disk (or no permission) on a named file is rendered as
+:class:`~bees_cli.errors.DiskError`, any other as :class:`IoFailure`. No error shows a
+Python traceback, except a bug under ``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
+from enum import IntEnum
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
-from bees_cli.errors import BeesError, disk_error_of
+from bees_cli.cli.logs import DEBUG_ENV
+from bees_cli.errors import (
+    Ambiguous,
+    BeesError,
+    CloudRefused,
+    NotFound,
+    Refused,
+    UserError,
+    disk_error_of,
+    os_path,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +40,98 @@ JSON_PARAM = "as_json"
 """The parameter name every command gives its ``--json`` option (``JsonOpt``)."""
 
 ENGINE_ATTR = "__bees_touches_engine__"
+
+
+class ExitCode(IntEnum):
+    """How a ``bees`` command ends, for scripts (the README's exit-code table)."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    REFUSED = 3
+    INTERRUPTED = 130
+
+
+class IoFailure(BeesError):
+    """An I/O error on a named file that is not a full or read-only disk (exit 1): e.g.
+    ``BEES_HOME`` names a file, not a folder."""
+
+    code = "io"
+
+
+class Bug(BeesError):
+    """An exception Bees did not raise on purpose (exit 1): one line, its traceback only
+    under ``bees --debug``."""
+
+    code = "bug"
+
+
+EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
+    (Refused, ExitCode.REFUSED, "not the owner, checkpoint invalid, wrong state"),
+    (Ambiguous, ExitCode.USAGE, "an item id prefix matches several items"),
+    (NotFound, ExitCode.FAILURE, "a named item, agent, folder… does not exist"),
+    (UserError, ExitCode.USAGE, "bad usage, an invalid workspace or state file"),
+    (CloudRefused, ExitCode.REFUSED, "Bees Cloud answered no: not the owner, key taken"),
+    (BeesError, ExitCode.FAILURE, "the engine, Bees Cloud, a model or a disk failed"),
+    (OSError, ExitCode.FAILURE, "an I/O error"),
+    (typer.TyperException, ExitCode.USAGE, "a command line that does not parse"),
+    (KeyboardInterrupt, ExitCode.INTERRUPTED, "Ctrl-C"),
+    (Exception, ExitCode.FAILURE, "a bug (its traceback only under bees --debug)"),
+)
+"""The one table: the first row whose class the error is an instance of gives its exit
+code (so a subclass row comes before its base's, and a refusal that is also "not here",
+``OwnedElsewhere``, is a refusal). ``BeesError.exit_code`` agrees with it
+(tests/cli/test_exit_codes.py)."""
+
+
+def exit_code_of(error: BaseException) -> ExitCode:
+    """Return the exit code of ``error`` from :data:`EXIT_CODES`."""
+    return exit_code_for(type(error))
+
+
+def exit_code_for(kind: type[BaseException]) -> ExitCode:
+    """Return the exit code of an error of class ``kind`` from :data:`EXIT_CODES`."""
+    for row, code, _why in EXIT_CODES:
+        if issubclass(kind, row):
+            return code
+    return ExitCode.FAILURE
+
+
+def exit_code_of_code(code: str) -> ExitCode:
+    """Return the exit code of the :class:`BeesError` class whose ``code`` is ``code`` (as a
+    report carries it, e.g. ``invalid_workspace``); 1 for a code no class has."""
+    kinds: list[type[BeesError]] = [BeesError]
+    while kinds:
+        kind = kinds.pop()
+        if kind.code == code:
+            return exit_code_for(kind)
+        kinds.extend(kind.__subclasses__())
+    return ExitCode.FAILURE
+
+
+def debugging() -> bool:
+    """True under ``bees --debug`` or ``BEES_DEBUG=1``: a bug keeps its traceback."""
+    return os.environ.get(DEBUG_ENV) == "1"
+
+
+def as_bees_error(raised: Exception) -> BeesError | None:
+    """Return the :class:`BeesError` the boundary renders for ``raised``, or None to let it
+    propagate (a bug under :func:`debugging`)."""
+    if isinstance(raised, BeesError):
+        return raised
+    if isinstance(raised, OSError):
+        disk = disk_error_of(raised)
+        if disk is not None:
+            return disk
+        if raised.filename is not None:
+            return IoFailure(f"cannot use {os_path(raised.filename)}: "
+                             f"{raised.strerror or raised}",
+                             hint="check that path (and BEES_HOME, if set)")
+    if debugging():
+        return None
+    first = (str(raised).splitlines() or [""])[0]
+    return Bug(f"unexpected {type(raised).__name__}: {first}",
+               hint="run it again with bees --debug to see the traceback, and report it")
 
 
 def touches_engine(fn: F) -> F:
@@ -51,10 +158,11 @@ class ParseRefusal:
 
 
 def error_boundary(fn: F) -> F:
-    """Wrap command ``fn``: a :class:`BeesError` it raises, or that a parser refused an
-    argument with (:class:`ParseRefusal`, raised before ``fn`` runs), is rendered once (text
-    on stderr, or JSON on stdout when its parsed ``--json`` is set) and ends the process
-    with the error's exit code. A command marked :func:`touches_engine` leaves by
+    """Wrap command ``fn``: an error it raises, or that a parser refused an argument with
+    (:class:`ParseRefusal`, raised before ``fn`` runs), is rendered once (text on stderr,
+    or JSON on stdout when its parsed ``--json`` is set) and ends the process with the
+    table's exit code (:func:`exit_code_of`). A bug propagates with its traceback only
+    under :func:`debugging`. A command marked :func:`touches_engine` leaves by
     ``os._exit``.
     """
     hard = bool(getattr(fn, ENGINE_ATTR, False))
@@ -68,28 +176,57 @@ def error_boundary(fn: F) -> F:
                 if isinstance(value, ParseRefusal):
                     raise value.error
             return fn(*args, **kwargs)
-        except (BeesError, OSError) as raised:
-            # a read-only or full disk is one line naming the file (issue 12, point 7);
-            # any other OSError is a bug and keeps its traceback
-            error = raised if isinstance(raised, BeesError) else disk_error_of(raised)
-            if error is None:
-                raise
-            render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
-            if hard:
-                exit_hard(error.exit_code)
-            raise typer.Exit(error.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # click's own ways out (a usage error is exit 2 already)
         except KeyboardInterrupt:
             sys.stderr.write("interrupted\n")
             if hard:
-                exit_hard(130)
-            raise typer.Exit(130) from None
+                exit_hard(ExitCode.INTERRUPTED)
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except Exception as raised:
+            # a read-only or full disk is one line naming the file (issue 12, point 7)
+            error = as_bees_error(raised)
+            if error is None:
+                raise
+            render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
+            code = exit_code_of(error)
+            if hard:
+                exit_hard(code)
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 
 
+class JsonUsageCommand(TyperCommand):
+    """A command whose own usage errors (a missing option, a bad value) are JSON on stdout
+    when its arguments hold ``--json``, like every other error in JSON mode (exit 2).
+
+    Why: click reports a usage error before the command runs, so its parsed ``--json`` is
+    not known yet; the raw ``--json`` among the command's own arguments is the best sign.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as click does; render a usage error as JSON when ``--json`` was given."""
+        wants_json = "--json" in args and any(
+            "--json" in getattr(p, "opts", ()) for p in self.params)
+        try:
+            return list(super().parse_args(ctx, args))
+        except typer.TyperException as error:
+            if not wants_json or getattr(error, "exit_code", 1) != ExitCode.USAGE:
+                raise
+            from bees_cli.cli.output import render_error
+
+            message = error.format_message() if hasattr(error, "format_message") else str(error)
+            render_error(UserError(message, hint=f"see {ctx.command_path} -h"), as_json=True)
+            raise typer.Exit(ExitCode.USAGE) from None
+
+
 def guard_all(app: typer.Typer) -> None:
-    """Put :func:`error_boundary` around every command of ``app`` and of its groups, once."""
+    """Put :func:`error_boundary` around every command of ``app`` and of its groups, once,
+    and make each a :class:`JsonUsageCommand`."""
     for command in app.registered_commands:
+        if command.cls in (None, TyperCommand):
+            command.cls = JsonUsageCommand
         if command.callback is not None and not hasattr(command.callback, "__wrapped__"):
             command.callback = error_boundary(command.callback)
     for group in app.registered_groups:

@@ -11,7 +11,7 @@ import typer
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WholeItemArg, WorkspaceOpt
-from bees_cli.cli.output import exit_hard, print_json, say
+from bees_cli.cli.output import exit_hard, say
 from bees_cli.errors import UserError
 
 
@@ -39,10 +39,12 @@ def relinquish(
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
+
     if repair:
         fixed = asyncio.run(bees_here().repair_release(item))
         if as_json:
-            print_json(fixed.to_json())
+            out.emit(out.item_out(out.RepairOut, fixed.to_json()))
         else:
             where = "Bees Cloud told" if fixed.released else "no Bees Cloud: digest kept here"
             change = (f"was {fixed.before}" if fixed.changed
@@ -53,7 +55,7 @@ def relinquish(
         exit_hard(0)
     done = asyncio.run(bees_here().relinquish(item))
     if as_json:
-        print_json(done.to_json())
+        out.emit(out.item_out(out.RelinquishOut, done.to_json()))
     else:
         where = "Bees Cloud told" if done.released else "no Bees Cloud: digest kept here"
         say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "
@@ -83,6 +85,7 @@ def continue_(
 
     Example: bees continue 01JH3QX5Z8 -w ~/work/reports
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.checkpoint import progress_printer
 
     if digest is not None and not _is_sha256(digest):
@@ -99,7 +102,7 @@ def continue_(
         if progress is not None:
             progress.close()
     if as_json:
-        print_json(done.to_json())
+        out.emit(out.item_out(out.ContinueOut, done.to_json()))
     else:
         state = "started" if done.started else "waiting for bees run"
         say(f"{done.item}: claimed here; {done.stage} restarts from the top ({state}); "

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 DEBUG_ENV = "BEES_DEBUG"
-"""Set to 1 to keep the SDK's tracebacks on the console (a bug report wants them)."""
+"""Set to 1 (or run `bees --debug`) to keep tracebacks: the SDK's on the console, and a bug's
+(a bug report wants them)."""
 
 RUN_LOGGER = "bees"
 """The logger of ``bees run``'s own lines (printed without the logger's name)."""

@@ -9,7 +9,7 @@ import typer
 
 from bees_cli.cli.complete import complete_folders, complete_linked_folders
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import print_json, print_table, say
+from bees_cli.cli.output import print_table, say
 
 
 def whoami(
@@ -26,6 +26,7 @@ def whoami(
 
     Example: bees whoami --set-person maya@example.com
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.identity import load_identity, set_identity
 
     if set_person is not None or set_computer is not None:
@@ -33,13 +34,8 @@ def whoami(
     else:
         identity = load_identity()
     if as_json:
-        print_json(
-            {
-                "machine_id": identity.machine_id,
-                "computer": identity.computer,
-                "person": identity.person,
-            }
-        )
+        out.emit(out.WhoamiOut(machine_id=identity.machine_id, computer=identity.computer,
+                               person=identity.person))
         return
     typer.echo(f"machine id  {identity.machine_id}")
     typer.echo(f"computer    {identity.computer}")
@@ -51,30 +47,38 @@ def link(
                                           autocompletion=complete_folders)],
     path: Annotated[Path, typer.Argument(help="An existing directory on this computer.")],
     workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Link a declared folder to a directory on this computer.
 
     Example: bees link team-notes ~/Dropbox/notes
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.links import link_folder
     from bees_cli.workspace.loader import load_workspace
 
     loaded = load_workspace(workspace)
     target = link_folder(folder, path, sorted(loaded.folders))
+    if as_json:
+        out.emit(out.LinkOut(folder=folder, path=str(target)))
     say(f"linked {folder} → {target}")
 
 
 def unlink(
     folder: Annotated[str, typer.Argument(help="A folder linked with bees link.",
                                           autocompletion=complete_linked_folders)],
+    as_json: JsonOpt = False,
 ) -> None:
     """Remove this computer's link of a folder.
 
     Example: bees unlink team-notes
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.links import unlink_folder
 
     unlink_folder(folder)
+    if as_json:
+        out.emit(out.UnlinkOut(folder=folder))
     say(f"unlinked {folder}")
 
 
@@ -83,22 +87,15 @@ def links(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees links --json
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.report import folder_links
     from bees_cli.workspace.loader import load_workspace
 
     rows = folder_links(load_workspace(workspace))
     if as_json:
-        print_json(
-            [
-                {
-                    "folder": r.name,
-                    "path": str(r.path) if r.path else None,
-                    "linked": r.linked,
-                    "reason": r.reason,
-                }
-                for r in rows
-            ]
-        )
+        out.emit(out.LinksOut(folders=[
+            out.FolderLink(folder=r.name, path=str(r.path) if r.path else None,
+                           linked=r.linked, reason=r.reason) for r in rows]))
         return
     print_table(
         [[r.name, str(r.path or "-"), "yes" if r.linked else "no", r.reason] for r in rows],
@@ -111,14 +108,15 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees addons
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.machine.report import addon_connections
     from bees_cli.workspace.loader import load_workspace
 
     rows = addon_connections(load_workspace(workspace))
     if as_json:
-        print_json(
-            [{"addon": r.name, "connected": r.connected, "missing": r.missing} for r in rows]
-        )
+        out.emit(out.AddonsOut(addons=[
+            out.AddonConnection(addon=r.name, connected=r.connected, missing=r.missing)
+            for r in rows]))
         return
     print_table(
         [[r.name, "yes" if r.connected else "no", ", ".join(r.missing) or "-"] for r in rows],

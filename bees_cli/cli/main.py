@@ -138,8 +138,18 @@ def root(
             "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show a bug's Python traceback (same as BEES_DEBUG=1)."),
+    ] = False,
 ) -> None:
     """Run multi-stage agent work on your own computers, with no central dispatcher."""
+    if debug:
+        import os
+
+        from bees_cli.cli.errors import DEBUG_ENV
+
+        os.environ[DEBUG_ENV] = "1"
 
 
 def _register() -> None:

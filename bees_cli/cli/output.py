@@ -32,11 +32,14 @@ def say(message: str) -> None:
 def render_error(error: BeesError, *, as_json: bool) -> None:
     """Print ``error`` on stderr as ``error: …`` plus ``hint: …``, or as JSON on stdout.
 
-    JSON mode prints ``{"error": {"code", "message", "hint", …}}`` on stdout, so a script
-    reading stdout always gets a JSON document.
+    JSON mode prints ``{"version", "error": {"code", "message", "hint", …}}`` on stdout
+    (:class:`~bees_cli.cli.json_models.ErrorOut`), so a script reading stdout always gets a
+    JSON document.
     """
     if as_json:
-        print_json({"error": error.to_json()})
+        from bees_cli.cli.json_models import ErrorOut, emit
+
+        emit(ErrorOut.model_validate({"error": error.to_json()}))
         return
     problems = getattr(error, "problems", None)
     if problems:

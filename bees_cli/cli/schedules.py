@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
-from bees_cli.cli.output import print_json, print_table, say
+from bees_cli.cli.output import print_table, say
 
 
 def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
@@ -19,18 +19,22 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """
     import asyncio
 
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.context import bees_here
 
     rows = [r.to_json() for r in asyncio.run(bees_here().schedules(workspace))]
     if as_json:
-        print_json(rows)
+        out.emit(out.SchedulesOut(schedules=[out.ScheduleOut.model_validate(
+            {**r, "last": [{k: v for k, v in f.items() if k not in ("schedule", "text")}
+                           for f in r["last"]]}) for r in rows]))
         return
     if not rows:
         say("no schedules in this workspace (add one under schedules/)")
         return
     print_table(
         [(r["schedule"], r["process"], r["owner"], "yes" if r["fires_here"] else
-          f"no: {r['why_not']}", "\n".join(r["next"])) for r in rows],
+          f"no: {r['why_not']}", "\n".join(in_zone(t, r["timezone"]) for t in r["next"]))
+         for r in rows],
         headers=["schedule", "process", "owner", "fires here", "next (own zone)"],
     )
     for row in rows:
@@ -41,6 +45,15 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     for row in rows:
         for warning in row["warnings"]:
             say(f"warning: {row['schedule']}: {warning}")
+
+
+def in_zone(moment: str, zone: str) -> str:
+    """Return the UTC time ``moment`` as people read it in ``zone``: ``2025-01-13 09:00 CET``."""
+    from zoneinfo import ZoneInfo
+
+    from bees_cli.utc import parse_utc
+
+    return parse_utc(moment).astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def register(app: typer.Typer) -> None:

@@ -26,13 +26,14 @@ def validate(
 
     Example: bees validate examples/weekly-report
     """
-    from bees_cli.cli.output import print_json, say
+    from bees_cli.cli import json_models as out
+    from bees_cli.cli.output import say
     from bees_cli.workspace.loader import load_workspace, workspace_argument
     from bees_cli.workspace.summary import summary_json, summary_line
 
     loaded = load_workspace(workspace_argument(directory, workspace))
     if as_json:
-        print_json(summary_json(loaded))
+        out.emit(out.ValidateOut.model_validate(summary_json(loaded)))
         return
     for warning in loaded.warnings:
         say(warning.format())
@@ -43,6 +44,7 @@ def init(
     directory: Annotated[
         Path, typer.Argument(help="Folder to create the workspace in (default: here).")
     ] = Path("."),
+    as_json: JsonOpt = False,
 ) -> None:
     """Create a starter workspace: a draft → review → done process, two agents, schemas.
 
@@ -50,10 +52,14 @@ def init(
 
     Example: bees init my-workspace && bees validate my-workspace
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cli.output import say
     from bees_cli.workspace.starter import create
 
     written = create(directory)
+    if as_json:
+        out.emit(out.InitOut(workspace=str(directory.expanduser().absolute()),
+                             files=[str(path) for path in written]))
     say(f"created a workspace in {directory} ({len(written)} files)")
     say(f"next: bees validate {directory}")
 
@@ -71,15 +77,21 @@ def schemas_write(
     directory: Annotated[
         Path, typer.Argument(help="Folder to write the *.json files into.")
     ] = Path("schemas"),
+    as_json: JsonOpt = False,
 ) -> None:
     """Write the JSON Schema of each YAML kind (workspace, process, agent…) into DIR.
 
     Example: bees schemas write schemas
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.workspace.schemas import write
 
-    for path in write(directory):
-        typer.echo(str(path))
+    written = [str(path) for path in write(directory)]
+    if as_json:
+        out.emit(out.SchemasWriteOut(files=written))
+        return
+    for path in written:
+        typer.echo(path)
 
 
 def register(app: typer.Typer) -> None:

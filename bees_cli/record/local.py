@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import Ambiguous, BeesError, NotFound
+from bees_cli.errors import Ambiguous, BeesError, NotFound, Refused
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
@@ -68,11 +68,12 @@ NOT_RUNNING = NOT_RUNNING_TEXT
 """The reason of an item whose stage was running when ``bees run`` stopped."""
 
 
-class OwnedElsewhere(NotFound):
+class OwnedElsewhere(NotFound, Refused):
     """An item this computer does not hold that another computer runs (the team's row).
 
-    A :class:`NotFound` (callers that look for "not here" still find it), refused like
-    an owner claim elsewhere (exit 3): ``item 01JH… is owned by maya-desktop``.
+    A :class:`NotFound` (callers that look for "not here" still find it), and a
+    :class:`Refused` like an owner claim elsewhere (exit 3): ``item 01JH… is owned by
+    maya-desktop``.
     """
 
     exit_code = 3

@@ -1,23 +1,30 @@
-"""What ``bees item show --json`` prints, as typed models, and its generated JSON Schema.
+"""What ``bees item show --json`` prints of an item of this computer, as typed models.
 
-Run ``python -m bees_cli.record.views [DIR]`` to write ``item-show.json``; DIR defaults to
-``./schemas/output`` (beside the workspace schemas, STYLE.md habit 6).
-``tests/record/test_views.py`` checks the committed file is current and that real output
-validates against it.
+Its JSON Schema, ``schemas/output/item-show.json``, is generated with the other commands'
+by ``python -m bees_cli.cli.json_schemas`` (STYLE.md habit 6).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.utc import format_utc, parse_utc
+
+UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+
+
+def _utc(value: Any) -> Any:
+    """Return a time given as text in the one UTC format (other values are left to fail)."""
+    return format_utc(parse_utc(value)) if isinstance(value, str) else value
+
+
+UtcTime = Annotated[str, BeforeValidator(_utc), Field(pattern=UTC_PATTERN)]
+"""An instant as RFC 3339 UTC text with microseconds and ``Z`` (:mod:`bees_cli.utc`)."""
 
 
 class ItemView(BaseModel):
@@ -25,9 +32,7 @@ class ItemView(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
     item_id: str
-    """The same id again, under the name ``bees approvals --json`` uses."""
     process: str
     title: str
     workspace: str
@@ -40,8 +45,8 @@ class ItemView(BaseModel):
     wait: WaitKind | None
     """Why it waits, when its writer said so."""
     agent: str | None
-    since: str
-    created: str
+    since: UtcTime
+    created: UtcTime
     """When the item was first created (on the computer that created it, its clock)."""
     created_on: str | None
     """The name of the computer that created it (this one, or the one that handed it over)."""
@@ -68,8 +73,6 @@ class ItemShow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     item: ItemView
-    since_human: str
-    """How long ago ``item.since`` was: ``5s ago``, ``2m ago``…"""
     history: list[HistoryEvent]
     """Every fact, oldest first (one model per ``kind``)."""
     logs: list[str]
@@ -91,6 +94,14 @@ class ItemShow(BaseModel):
         if not isinstance(value, list):
             return value
         return [parse_event_json(e) if isinstance(e, dict) else e for e in value]
+
+    @classmethod
+    def of(cls, details: dict[str, Any]) -> Self:
+        """Return the view of a use case's item details (``ItemDetails.to_json()``): the
+        row's ``id`` is its ``item_id``, and ``since_human`` (display text) stays out."""
+        data = {key: value for key, value in details.items() if key != "since_human"}
+        data["item"] = {key: value for key, value in details["item"].items() if key != "id"}
+        return cls.model_validate(data)
 
     def events(self) -> list[EventBase]:
         """Return the history as :class:`~bees_cli.record.events.EventBase` models."""
@@ -124,30 +135,3 @@ def piece_tree(pieces: list[Piece]) -> list[str]:
 
         draw(None, 1)
     return lines
-
-
-SCHEMA_FILES: dict[str, type[BaseModel]] = {"item-show.json": ItemShow}
-"""File name of each command output schema → the model it describes."""
-
-
-def generate() -> dict[str, str]:
-    """Return file name → JSON Schema text (2-space indent, trailing newline)."""
-    out: dict[str, str] = {}
-    for name, model in SCHEMA_FILES.items():
-        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                  **model.model_json_schema(by_alias=True, mode="serialization")}
-        out[name] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-    return out
-
-
-def main(argv: list[str]) -> None:
-    """Write every output schema into ``argv[0]`` (default ``schemas/output``)."""
-    folder = Path(argv[0] if argv else "schemas/output")
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in generate().items():
-        (folder / name).write_text(text, encoding="utf-8")
-        print(folder / name)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

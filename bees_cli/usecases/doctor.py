@@ -16,12 +16,12 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
 from bees_cli.usecases.models import Check, DoctorReport, ProcessCheck, ScheduleRow
+from bees_cli.utc import format_utc
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
@@ -44,9 +44,10 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
 
     Each: ``schedule``, ``process``, ``owner``, ``timezone``, ``enabled``, ``fires_here``
     (owned by the person signed in here and enabled), ``why_not`` (when it does not fire
-    here), ``next`` (the next three wall-clock times in its own zone, ``2025-01-13 09:00
-    CET``), ``last`` (this computer's latest fires, newest first, each with ``text``:
-    ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…) and
+    here), ``next`` (the next three instants, UTC as :func:`~bees_cli.utc.format_utc`
+    writes them; the text view shows them in the schedule's zone), ``last`` (this
+    computer's latest fires, newest first, each with ``text``: ``ran here (ITEM)``,
+    ``taken by COMPUTER``, ``skipped (late by N s)``…) and
     ``warnings`` (a wall-clock time two of the person's computers placed at two instants:
     :func:`bees_cli.schedules.disagreements.zone_warnings`, which asks Bees Cloud).
 
@@ -64,7 +65,6 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
     warnings = zone_warnings(here) if workspace.schedules else {}
     rows = []
     for name, schedule in workspace.schedules.items():
-        zone = ZoneInfo(schedule.timezone)
         mine = here.person is not None and schedule.owner.lower() == here.person.lower()
         why_not = None
         if not schedule.enabled:
@@ -78,7 +78,7 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
             schedule=name, process=schedule.process, owner=schedule.owner,
             timezone=schedule.timezone, enabled=schedule.enabled,
             fires_here=why_not is None, why_not=why_not,
-            next=[f.utc.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for f in upcoming],
+            next=[format_utc(f.utc) for f in upcoming],
             last=[f.to_json() for f in log.fires(name, limit=LAST_FIRES)],
             warnings=warnings.get(name, []),
         ))
@@ -116,7 +116,7 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
 
         workspace = load_workspace(workspace_path)
     except BeesError as error:
-        checks.append(_check("workspace", False, error.message))
+        checks.append(_check("workspace", False, error.message, error=error.code))
         workspace = None
     if workspace is not None:
         from_env = here.workspace_env is not None and workspace.root == here.workspace_env

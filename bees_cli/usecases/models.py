@@ -176,6 +176,7 @@ class ScheduleRow(Result):
     fires_here: bool
     why_not: str | None
     next: list[str]
+    """The next fire instants (UTC, :func:`~bees_cli.utc.format_utc`)."""
     last: list[dict[str, Any]]
     warnings: list[str] = []
     """E.g. two of the person's computers placed one wall-clock time at two instants."""

@@ -31,8 +31,8 @@ def test_json_mode_comes_from_the_parsed_option(capsys: pytest.CaptureFixture[st
         command("01J", as_json=True)
     out, err = capsys.readouterr()
     assert exit_json.value.exit_code == 3
-    assert json.loads(out) == {"error": {"code": "refused", "hint": "ask there",
-                                         "message": "item 01J is owned by maya-desktop"}}
+    assert json.loads(out) == {"version": 1, "error": {
+        "code": "refused", "hint": "ask there", "message": "item 01J is owned by maya-desktop"}}
     assert err == ""
 
     with pytest.raises(typer.Exit) as exit_text:
@@ -43,7 +43,8 @@ def test_json_mode_comes_from_the_parsed_option(capsys: pytest.CaptureFixture[st
     assert err == "error: item 01J is owned by maya-desktop\nhint: ask there\n"
 
 
-def test_a_user_error_exits_2_and_a_bug_keeps_its_traceback() -> None:
+def test_not_found_exits_1_and_a_bug_keeps_its_traceback_only_under_debug(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     @error_boundary
     def missing(as_json: bool = False) -> None:
         raise NotFound("no work item 'X' on this computer")
@@ -54,7 +55,15 @@ def test_a_user_error_exits_2_and_a_bug_keeps_its_traceback() -> None:
 
     with pytest.raises(typer.Exit) as exit_info:
         missing()
-    assert exit_info.value.exit_code == 2
+    assert exit_info.value.exit_code == 1
+    monkeypatch.delenv("BEES_DEBUG", raising=False)
+    with pytest.raises(typer.Exit) as bug_exit:
+        buggy(as_json=True)
+    assert bug_exit.value.exit_code == 1
+    assert json.loads(capsys.readouterr().out) == {"version": 1, "error": {
+        "code": "bug", "message": "unexpected KeyError: 'status'",
+        "hint": "run it again with bees --debug to see the traceback, and report it"}}
+    monkeypatch.setenv("BEES_DEBUG", "1")
     with pytest.raises(KeyError):
         buggy()
 
@@ -125,8 +134,8 @@ async def test_a_background_loop_logs_the_traceback_of_a_bug_and_runs_again(
 def test_the_cli_reads_json_mode_from_the_parsed_options(bees: BeesRunner,
                                                          tmp_path: Path) -> None:
     missing = bees("item", "show", "01ZZZZ", "--json")
-    assert missing.returncode == 2, missing.stderr
-    assert json.loads(missing.stdout) == {"error": {
+    assert missing.returncode == 1, missing.stderr
+    assert json.loads(missing.stdout) == {"version": 1, "error": {
         "code": "not_found", "message": "no work item '01ZZZZ' on this computer",
         "hint": "`bees status` lists this computer's items"}}
     # "--json" here is the title, not the option: the error is text on stderr

@@ -83,7 +83,7 @@ def test_a_bad_id_exits_2_and_creates_nothing(bees: BeesRunner, bees_home: Path,
     assert done.returncode == 2, done.stderr
     if "--json" in after:
         assert done.stderr == ""
-        assert json.loads(done.stdout) == {"error": {
+        assert json.loads(done.stdout) == {"version": 1, "error": {
             "code": "usage", "message": _refusal(bad, prefix=prefix)[len("error: "):],
             "hint": HINT[len("hint: "):]}}
     else:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 from bees_cli.cloud.server.storage import Storage
+from tests.cli.test_json_contract import matches
 
 from ..conftest import BeesRunner
 from .conftest import ServerProcess
@@ -31,7 +32,7 @@ def test_team_and_person_admin_on_a_database(bees: BeesRunner, tmp_path: Path) -
         who = storage.authenticate(token)
         assert who is not None and (who.email, who.team) == ("maya@example.com", "acme")
         missing = bees("cloud", "person", "add", "sam@example.com", "--team", "nope", "--db", db)
-        assert missing.returncode == 2 and "no team 'nope'" in missing.stderr
+        assert missing.returncode == 1 and "no team 'nope'" in missing.stderr  # not found
         revoked = bees(
             "cloud", "person", "revoke", "maya@example.com", "--team", "acme", "--db", db
         )
@@ -77,6 +78,7 @@ def test_login_status_logout(
     status = bees("cloud", "status", "--json")
     assert status.returncode == 0, status.stderr
     data = json.loads(status.stdout)
+    assert matches("cloud status", data) == "cloud-status.json"  # its generated schema
     assert (data["reachable"], data["person"], data["team"], data["error"]) == (
         True,
         "maya@example.com",

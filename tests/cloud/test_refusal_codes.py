@@ -89,7 +89,7 @@ def test_the_cli_prints_the_servers_code_in_json_and_in_text(team: Team) -> None
     as_json = runner.invoke(app, ["claim", "--json"])
     as_text = runner.invoke(app, ["claim"])
     assert as_json.exit_code == 3 and as_text.exit_code == 3
-    assert json.loads(as_json.stdout) == {"error": {
+    assert json.loads(as_json.stdout) == {"version": 1, "error": {
         "code": "machine_not_yours",
         "message": "machine laptop belongs to another person of the team",
         "hint": "each computer has its own machine id; sign in on your own computer",

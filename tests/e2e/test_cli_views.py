@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bees_cli.cli.schedules import in_zone
 from bees_cli.cloud.login import Login, save_login
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
@@ -38,15 +39,18 @@ async def test_schedules_lists_next_times_and_every_fire_outcome(
 
     done = bees("schedules", "--json", "-w", str(workspace))
     assert done.returncode == 0, done.stderr
-    [row] = json.loads(done.stdout)
+    [row] = json.loads(done.stdout)["schedules"]
     assert (row["schedule"], row["fires_here"], row["timezone"]) == (
         "monday-report", True, "Europe/Paris")
-    assert len(row["next"]) == 3 and all(t.endswith((" CET", " CEST")) for t in row["next"])
-    assert all(" 09:00 " in t for t in row["next"])
-    assert [(f["local"], f["text"]) for f in row["last"]] == [
-        ("2025-01-20T09:00", "skipped (late by 95 s)"),
-        ("2025-01-13T09:00", "taken by maya-desktop"),
-        ("2025-01-06T09:00", f"ran here ({ran.detail})"),
+    # JSON gives UTC instants; the text view shows them in the schedule's own zone
+    local = [in_zone(t, row["timezone"]) for t in row["next"]]
+    assert len(local) == 3 and all(t.endswith((" CET", " CEST")) for t in local)
+    assert all(" 09:00 " in t and u.endswith("Z") for t, u in zip(local, row["next"],
+                                                                  strict=True))
+    assert [(f["local"], f["outcome"], f["detail"]) for f in row["last"]] == [
+        ("2025-01-20T09:00", "skipped", "95"),
+        ("2025-01-13T09:00", "taken", "maya-desktop"),
+        ("2025-01-06T09:00", "ran_here", ran.detail),
     ]
     text = bees("schedules", "-w", str(workspace))
     assert text.returncode == 0
@@ -56,7 +60,7 @@ async def test_schedules_lists_next_times_and_every_fire_outcome(
     bees("whoami", "--set-person", team.sam, env={"BEES_HOME": str(tmp_path / "sam-home")})
     sam = bees("schedules", "--json", "-w", str(workspace),
                env={"BEES_HOME": str(tmp_path / "sam-home")})
-    [other] = json.loads(sam.stdout)
+    [other] = json.loads(sam.stdout)["schedules"]
     assert (other["fires_here"], other["why_not"], other["last"]) == (
         False, f"owned by {team.maya}", [])
 
@@ -71,10 +75,10 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
     await Syncer(desktop).sync_once()
     await Syncer(laptop).sync_once()
 
-    every = json.loads(bees("status", "--json").stdout)
-    assert [(r["id"], r["status_text"]) for r in every] == [
-        (theirs.detail, "Draft, pending on maya-desktop")]
-    assert json.loads(bees("status", "--json", "--mine").stdout) == []
+    every = json.loads(bees("status", "--json").stdout)["items"]
+    assert [(r["item_id"], r["status_text"], r["team"]) for r in every] == [
+        (theirs.detail, "Draft, pending on maya-desktop", True)]
+    assert json.loads(bees("status", "--json", "--mine").stdout)["items"] == []
     shown = bees("status")
     assert "Draft, pending on maya-desktop" in shown.stdout and shown.stderr == ""
 
@@ -87,7 +91,7 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
 
 async def test_status_says_old_team_rows_and_item_show_shows_where_a_team_item_runs(
         tmp_path: Path, team: Team, bees: BeesRunner) -> None:
-    from bees_cli.utc import format_utc
+    from bees_cli.utc import display_utc, format_utc, parse_utc
 
     workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "a.log")
     laptop = sign_in(team, "maya-laptop")
@@ -100,15 +104,16 @@ async def test_status_says_old_team_rows_and_item_show_shows_where_a_team_item_r
 
     shown = bees("item", "show", item[:8].lower())
     assert shown.returncode == 0, shown.stderr
+    team_since = json.loads(bees("status", "--json").stdout)["items"][0]["since"]
     assert shown.stdout.splitlines()[3:] == [
         "status      Draft, pending on maya-desktop",
         "agent       -",
-        f"since       {json.loads(bees('status', '--json').stdout)[0]['since']}",
+        f"since       {display_utc(parse_utc(team_since))}",
         f"runs on     maya-desktop ({team.maya}); not on this computer",
         "(its team row in the shared record; history and logs are on that computer)",
     ]
     data = json.loads(bees("item", "show", item, "--json").stdout)
-    assert (data["id"], data["computer"], data["team"]) == (item, "maya-desktop", True)
+    assert (data["item_id"], data["computer"], data["team"]) == (item, "maya-desktop", True)
     refused = bees("relinquish", item[:10])
     assert refused.returncode == 3
     assert refused.stderr.splitlines()[0] == (

@@ -52,8 +52,8 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     item_id = created.stdout.strip()
     assert len(item_id) == 26
     assert "the engine is not running" in created.stderr
-    pending = json.loads(bees("status", "--json").stdout)
-    assert [(r["id"], r["status_text"]) for r in pending] == [
+    pending = json.loads(bees("status", "--json").stdout)["items"]
+    assert [(r["item_id"], r["status_text"]) for r in pending] == [
         (item_id, "waiting: the engine is not running (bees run)")]
 
     # the run returns when the item waits for a person's approval of the send
@@ -62,13 +62,14 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert ("nothing left to run here: 1 item waits for approval (bees approvals); stopping"
             in run_lines(ran.stderr))
     assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
-    rows = json.loads(bees("status", "--json").stdout)
+    rows = json.loads(bees("status", "--json").stdout)["items"]
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
     assert rows[0]["status_text"].startswith(
         'waiting for approval: mail.send {"to": "team@example.com", "subject": "Weekly report", '
         '"body": "# Weekly report')
-    waiting = json.loads(bees("approvals", "--json").stdout)
-    assert [(w["item_id"], w["id"], w["action"]) for w in waiting] == [(item_id, 1, "mail.send")]
+    waiting = json.loads(bees("approvals", "--json").stdout)["approvals"]
+    assert [(w["item_id"], w["request_id"], w["action"]) for w in waiting] == [
+        (item_id, 1, "mail.send")]
     assert list(outbox.iterdir()) == []
 
     approved = bees("approve", item_id)
@@ -78,8 +79,8 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert ran.returncode == 0, ran.stderr
     assert f"delivered the queued decision for {item_id}" in ran.stderr
 
-    rows = json.loads(bees("status", "--json").stdout)
-    assert [(r["id"], r["process"], r["stage"], r["status"]) for r in rows] == [
+    rows = json.loads(bees("status", "--json").stdout)["items"]
+    assert [(r["item_id"], r["process"], r["stage"], r["status"]) for r in rows] == [
         (item_id, "weekly-report", "Done", "done")]
     shown = json.loads(bees("item", "show", item_id[:10], "--json").stdout)
     picks = [(e["stage"], e["pick"]["agent"], e["pick"]["reason"])
@@ -192,7 +193,7 @@ def test_kill_9_after_a_gated_send_does_not_send_twice(
     first = start_bees(bees_home, "run")
     server_pid = None
     try:
-        wait_for(lambda: json.loads(bees("status", "--json").stdout)[0]["status"]
+        wait_for(lambda: json.loads(bees("status", "--json").stdout)["items"][0]["status"]
                  == "waiting for approval")
         server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
         approved = bees("approve", item_id, "--action", "1")
@@ -215,7 +216,7 @@ def test_kill_9_after_a_gated_send_does_not_send_twice(
     assert log[4:] == ["end Send 2"]
     text = bees("item", "show", item_id).stdout
     assert "Send round 1: mail.send (attempt 2) answered from the journal" in text
-    assert json.loads(bees("status", "--json").stdout)[0]["status"] == "done"
+    assert json.loads(bees("status", "--json").stdout)["items"][0]["status"] == "done"
 
 
 def test_person_commands_refuse_with_the_reason(bees: BeesRunner, space: Space) -> None:
@@ -228,7 +229,7 @@ def test_person_commands_refuse_with_the_reason(bees: BeesRunner, space: Space) 
     assert retried.stderr.splitlines()[0] == (
         f"error: item {item_id} has not started yet: start it with bees run")
     unknown = bees("approve", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
-    assert unknown.returncode == 2
+    assert unknown.returncode == 1  # not found (issue 15, point 3)
     assert unknown.stderr.splitlines()[0] == (
         "error: no work item '01ZZZZZZZZZZZZZZZZZZZZZZZZ' on this computer")
     nothing = bees("approve", item_id)

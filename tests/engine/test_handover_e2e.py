@@ -186,8 +186,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert owner is not None and owner.release is not None
         assert (owner.computer_name, owner.release.restart_stages,
                 owner.release.checkpoint_sha256) == ("maya-laptop", {"main": "Draft"}, sha)
-        mine = json.loads(laptop.bees("status", "--json", "--mine").stdout)
-        assert [(r["id"], r["stage"], r["status_text"]) for r in mine] == [
+        mine = json.loads(laptop.bees("status", "--json", "--mine").stdout)["items"]
+        assert [(r["item_id"], r["stage"], r["status_text"]) for r in mine] == [
             (item, "Draft", "free, restarts at Draft")]
         await laptop.sync()
         await sam.sync()
@@ -196,8 +196,9 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         free = laptop.bees("approve", item)
         assert (free.returncode, free.stderr.splitlines()[0]) == (
             3, f"error: {item} is free, restarts at Draft: nothing waits here")
-        seen = json.loads(desktop.bees("status", "--json").stdout)
-        assert [(r["id"], r["status_text"]) for r in seen] == [(item, "free, restarts at Draft")]
+        seen = json.loads(desktop.bees("status", "--json").stdout)["items"]
+        assert [(r["item_id"], r["status_text"]) for r in seen] == [
+            (item, "free, restarts at Draft")]
 
         # refusals on the desktop leave the item free in Bees Cloud and change nothing
         notes = run_folder / "Draft" / "notes.txt"
@@ -269,8 +270,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         await sam.sync()
         await laptop.sync()
         assert sam.sees() == {item: "Done, done on maya-desktop"}
-        on_laptop = json.loads(laptop.bees("status", "--json").stdout)
-        assert [(r["id"], r["title"], r["status_text"]) for r in on_laptop] == [
+        on_laptop = json.loads(laptop.bees("status", "--json").stdout)["items"]
+        assert [(r["item_id"], r["title"], r["status_text"]) for r in on_laptop] == [
             (item, "Week 48 report", "Done, done on maya-desktop")]
     finally:
         for computer in (laptop, desktop):

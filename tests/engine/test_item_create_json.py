@@ -13,10 +13,12 @@ def test_item_create_json_prints_one_object(bees, bees_home: Path) -> None:
                    "--json")
     assert created.returncode == 0, created.stderr
     data = json.loads(created.stdout)
-    assert sorted(data) == ["item_id", "process", "run_folder", "title"]
+    assert sorted(data) == ["final", "item_id", "process", "run_folder", "started", "title",
+                            "version"]
+    assert (data["version"], data["started"], data["final"]) == (1, False, None)
     assert (data["process"], data["title"], len(data["item_id"])) == (
         "weekly-report", "Week 9", 26)
     assert data["run_folder"] == str(bees_home / "data" / "runs" / data["item_id"])
     assert Path(data["run_folder"]).is_dir()
-    listed = json.loads(bees("status", "--json").stdout)
+    listed = json.loads(bees("status", "--json").stdout)["items"]
     assert [row["item_id"] for row in listed] == [data["item_id"]]

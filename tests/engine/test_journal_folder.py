@@ -29,7 +29,7 @@ MAIL = {"to": "team@example.com"}
 
 
 def rows(bees: BeesRunner) -> list[dict[str, object]]:
-    return list(json.loads(bees("status", "--json", "--mine").stdout))
+    return list(json.loads(bees("status", "--json", "--mine").stdout)["items"])
 
 
 def delete_record(home: Path) -> None:
@@ -138,8 +138,8 @@ def test_an_intent_without_a_result_in_the_run_folder_is_held_after_record_db_is
     run = start_bees(bees_home, "run")
     try:
         wait_for(lambda: rows(bees)[0]["status"] == "waiting for approval", timeout=120)
-        (asked,) = json.loads(bees("approvals", "--json").stdout)
-        assert asked["interrupted_at"] == "2026-12-01T08:00:00Z"
+        (asked,) = json.loads(bees("approvals", "--json").stdout)["approvals"]
+        assert asked["interrupted_at"] == "2026-12-01T08:00:00.000000Z"  # bees_cli.utc
     finally:
         run.send_signal(signal.SIGTERM)
         run.communicate(timeout=60)

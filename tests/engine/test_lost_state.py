@@ -26,7 +26,7 @@ MAIL = {"to": "team@example.com"}
 
 
 def rows(bees: BeesRunner) -> list[dict[str, object]]:
-    return list(json.loads(bees("status", "--json", "--mine").stdout))
+    return list(json.loads(bees("status", "--json", "--mine").stdout)["items"])
 
 
 def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works(
@@ -39,7 +39,7 @@ def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works
     assert first.returncode == 0, first.stderr
     (before,) = rows(bees)
     assert (before["stage"], before["status"]) == ("Send", "waiting for approval")
-    asked = json.loads(bees("approvals", "--json").stdout)
+    asked = json.loads(bees("approvals", "--json").stdout)["approvals"]
 
     record = bees_home / "data" / "record.db"
     for side in ("", "-wal", "-shm"):
@@ -50,13 +50,13 @@ def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works
     assert again.returncode == 0, again.stderr
     assert "recovered 1 work item from the engine" in run_lines(again.stderr)
     (after,) = rows(bees)
-    same = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
+    same = ("item_id", "process", "title", "workspace", "run_folder", "stage", "status",
             "status_text", "reason", "wait", "agent")
     assert {k: after[k] for k in same} == {k: before[k] for k in same}
     assert after["created"] == format_utc(ULID.from_str(item_id).datetime)
     assert timedelta(0) <= parse_utc(str(before["created"])) - parse_utc(
         str(after["created"])) < timedelta(seconds=1)
-    assert json.loads(bees("approvals", "--json").stdout) == asked
+    assert json.loads(bees("approvals", "--json").stdout)["approvals"] == asked
     shown = json.loads(bees("item", "show", item_id, "--json").stdout)
     assert [e["kind"] for e in shown["history"]][:2] == ["created", "recovered"]
     assert "Send: rebuilt from the engine (waiting for approval): the local record had lost " \

@@ -17,6 +17,7 @@ import pytest
 
 from bees_cli.engine.server import pid_alive
 from bees_cli.usecases.actions import action_key, digest_of
+from bees_cli.utc import format_utc, parse_utc
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space
 from tests.engine.test_cli import engine_json, start_bees, wait_for
@@ -69,7 +70,7 @@ class Cut:
         wait_for(lambda: self.status() == "waiting for approval", timeout=180)
 
     def status(self) -> str:
-        return str(json.loads(self.bees("status", "--json").stdout)[0]["status"])
+        return str(json.loads(self.bees("status", "--json").stdout)["items"][0]["status"])
 
     def intent_at(self) -> str:
         db = sqlite3.connect(self.home / "data" / "record.db")
@@ -102,9 +103,9 @@ def test_an_interrupted_send_is_held_and_ran_finishes_without_a_second_delivery(
     at = cut.intent_at()
     question = f"mail.send may already have run (interrupted at {at}): confirm it ran, or " \
                "run it again"
-    waiting = json.loads(bees("approvals", "--json").stdout)
+    waiting = json.loads(bees("approvals", "--json").stdout)["approvals"]
     assert [(w["item_id"], w["action"], w["interrupted_at"], w["what"]) for w in waiting] == [
-        (cut.item_id, "mail.send", at, question)]
+        (cut.item_id, "mail.send", format_utc(parse_utc(at)), question)]
     assert "  mail.send  may already have run: " in bees("approvals").stdout
     plain = bees("approve", cut.item_id)
     assert plain.returncode == 2

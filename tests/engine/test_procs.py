@@ -105,8 +105,8 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     wait_for(lambda: gone(engine), timeout=15)
     assert engines_on(bees_home / "data" / "temporal.db") == []
     assert engine_json(bees_home) is None
-    rows = json.loads(bees("status", "--json").stdout)
-    assert [(r["id"], r["status"]) for r in rows] == [(item_id, "done")]
+    rows = json.loads(bees("status", "--json").stdout)["items"]
+    assert [(r["item_id"], r["status"]) for r in rows] == [(item_id, "done")]
     assert bees("status").stderr == ""
     assert checks(bees)["bees run"] == (False, "not running (start it with `bees run`)")
     assert list((bees_home / "data" / "stages").iterdir()) == []

@@ -337,7 +337,7 @@ def test_folder_that_does_not_exist(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as caught:
         verify_checkpoint(tmp_path / "nowhere")
     assert caught.value.message == f"not a folder: {tmp_path / 'nowhere'}"
-    assert caught.value.exit_code == 2
+    assert caught.value.exit_code == 1  # not found (issue 15, point 3)
 
 
 def test_display_path_quotes_unusual_names() -> None:

@@ -1,4 +1,4 @@
-"""``bees checkpoint verify`` through a real subprocess: exit codes 0/2/3, text and JSON output."""
+"""``bees checkpoint verify`` through a real subprocess: exit codes 0/1/2/3, text and JSON."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_valid_folder_exits_0(bees: BeesRunner, tmp_path: Path) -> None:
     done = bees("checkpoint", "verify", str(folder), "--digest", info.sha256, "--json")
     assert done.returncode == 0
     assert json.loads(done.stdout) == {
-        "ok": True, "sha256": info.sha256, "files": 3, "total_bytes": 43, "problems": []}
+        "version": 1, "ok": True, "sha256": info.sha256, "files": 3, "total_bytes": 43}
 
 
 def test_weird_names_and_one_changed_byte_exit_3(bees: BeesRunner, tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_weird_names_and_one_changed_byte_exit_3(bees: BeesRunner, tmp_path: Pat
 
     done = bees("checkpoint", "verify", str(folder), "--json")
     assert (done.returncode, done.stderr) == (3, "")
-    report = json.loads(done.stdout)
+    report = json.loads(done.stdout)["error"]
     assert [(p["code"], p["path"]) for p in report["problems"]] == [
         ("content_changed", "with space.md"),
         ("extra_file", "bad\\xff.md"),
@@ -65,7 +65,9 @@ def test_weird_names_and_one_changed_byte_exit_3(bees: BeesRunner, tmp_path: Pat
         ("extra_file", "new\nline.md"),
         ("extra_special", "pipe"),
     ]
-    assert (report["ok"], report["files"], report["total_bytes"]) == (False, 2, 15)
+    # an invalid checkpoint is an error like any other in JSON mode (issue 15, point 2)
+    assert (report["code"], report["message"]) == ("checkpoint_invalid",
+                                                    "checkpoint invalid: 5 problems")
 
 
 def test_listed_paths_with_control_characters_print_safely(bees: BeesRunner,
@@ -87,18 +89,18 @@ def test_listed_paths_with_control_characters_print_safely(bees: BeesRunner,
     )
     done = bees("checkpoint", "verify", str(folder), "--json")
     assert done.returncode == 3
-    assert [p["path"] for p in json.loads(done.stdout)["problems"]] == [
+    assert [p["path"] for p in json.loads(done.stdout)["error"]["problems"]] == [
         "a\nb", "\udcff", "\x1b[2J"]
 
 
-def test_bad_usage_exits_2(bees: BeesRunner, tmp_path: Path) -> None:
+def test_bad_usage_exits_2_and_a_missing_folder_1(bees: BeesRunner, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     done = bees("checkpoint", "verify", str(missing))
     assert (done.returncode, done.stdout, done.stderr) == (
-        2, "", f"error: not a folder: {missing}\n")
+        1, "", f"error: not a folder: {missing}\n")
     done = bees("checkpoint", "verify", str(missing), "--json")
-    assert done.returncode == 2
-    assert json.loads(done.stdout) == {"error": {
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {"version": 1, "error": {
         "code": "not_found", "message": f"not a folder: {missing}", "hint": None}}
     done = bees("checkpoint", "verify", str(tmp_path), "--digest", "xyz")
     assert (done.returncode, done.stderr) == (

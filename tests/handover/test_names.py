@@ -91,5 +91,5 @@ def test_the_cli_says_a_collision_once(bees: BeesRunner, run: Path) -> None:
     assert done.stderr == (f"{CAFE}: {COLLISION}\n"
                            "error: checkpoint invalid: 1 problem\n")
     as_json = bees("checkpoint", "verify", str(run), "--json")
-    assert json.loads(as_json.stdout)["problems"] == [
+    assert json.loads(as_json.stdout)["error"]["problems"] == [
         {"code": "path_collision_unicode", "path": CAFE, "message": COLLISION}]

@@ -42,7 +42,7 @@ def test_links_persist_across_invocations(bees, tmp_path: Path) -> None:
     linked = bees("link", "team-notes", str(notes), "-w", str(EXAMPLE))
     assert linked.returncode == 0, linked.stderr
     listed = bees("links", "--json", "-w", str(EXAMPLE))
-    assert json.loads(listed.stdout) == [
+    assert json.loads(listed.stdout)["folders"] == [
         {
             "folder": "outbox",
             "path": str(EXAMPLE / "outbox"),
@@ -58,12 +58,12 @@ def test_links_persist_across_invocations(bees, tmp_path: Path) -> None:
     ]
     assert bees("unlink", "team-notes").returncode == 0
     listed = bees("links", "--json", "-w", str(EXAMPLE))
-    assert json.loads(listed.stdout)[1]["reason"] == "default path"
+    assert json.loads(listed.stdout)["folders"][1]["reason"] == "default path"
 
 
 def test_link_errors_name_the_problem(bees, tmp_path: Path) -> None:
     typo = bees("link", "team-note", str(tmp_path), "-w", str(EXAMPLE))
-    assert typo.returncode == 2
+    assert typo.returncode == 1  # not found (issue 15, point 3)
     assert typo.stderr.splitlines()[0] == (
         "error: no folder named 'team-note' in the workspace — did you mean 'team-notes'?"
     )

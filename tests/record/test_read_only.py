@@ -73,15 +73,14 @@ def item(bees: BeesRunner) -> str:
 
 def test_status_works_in_a_read_only_home(bees: BeesRunner, bees_home: Path,
                                           item: str) -> None:
-    before = json.loads(bees("status", "--json").stdout)
+    before = json.loads(bees("status", "--json").stdout)["items"]
     run = _runner(bees_home, READ_ONLY, str(bees_home))
     shown = run("status", "--json")
     assert shown.returncode == 0, shown.stderr
-    now = json.loads(shown.stdout)
-    assert [(r["id"], r["status_text"]) for r in now] == [
+    now = json.loads(shown.stdout)["items"]
+    assert [(r["item_id"], r["status_text"]) for r in now] == [
         (item, "waiting: the engine is not running (bees run)")]
-    assert [{k: v for k, v in r.items() if k != "since_human"} for r in now] == [
-        {k: v for k, v in r.items() if k != "since_human"} for r in before]
+    assert now == before  # no display text in the rows, so nothing moves with the clock
     table = run("status")
     assert table.returncode == 0 and f"{item}  weekly-report" in table.stdout
     assert run("item", "show", item).returncode == 0
@@ -107,7 +106,8 @@ def test_a_write_in_a_read_only_home_is_one_line_naming_the_file(
     assert first.startswith(f"error: cannot write {bees_home}/data/")
     assert first.endswith(": the file system is read-only") and hint == HINT_READ_ONLY
     # nothing changed
-    assert [r["status"] for r in json.loads(bees("status", "--json").stdout)] == ["pending"]
+    listed = json.loads(bees("status", "--json").stdout)["items"]
+    assert [r["status"] for r in listed] == ["pending"]
 
 
 def test_a_full_disk_is_one_line_and_status_still_works(
@@ -121,7 +121,8 @@ def test_a_full_disk_is_one_line_and_status_still_works(
                              f"full\n{HINT_FULL}\n")
     shown = run("status", "--json")
     assert shown.returncode == 0, shown.stderr
-    assert [(r["id"], r["status"]) for r in json.loads(shown.stdout)] == [(item, "pending")]
+    assert [(r["item_id"], r["status"]) for r in json.loads(shown.stdout)["items"]] == [
+        (item, "pending")]
 
 
 def test_the_boundary_names_the_file_of_a_disk_error_and_a_bug_keeps_its_traceback(
@@ -139,8 +140,12 @@ def test_the_boundary_names_the_file_of_a_disk_error_and_a_bug_keeps_its_traceba
     assert leaving.value.exit_code == 1
     assert capsys.readouterr().err == ("error: cannot write /home/maya/.bees/data/x.json: the "
                                        f"disk is full\n{HINT_FULL}\n")
-    with pytest.raises(FileNotFoundError):
+    # any other I/O error on a named file is one line too, exit 1 (issue 15, point 3)
+    with pytest.raises(typer.Exit) as io_error:
         missing()
+    assert io_error.value.exit_code == 1
+    assert capsys.readouterr().err == ("error: cannot use /nowhere: No such file or directory\n"
+                                       "hint: check that path (and BEES_HOME, if set)\n")
 
     @error_boundary
     def forbidden(as_json: bool = False) -> None:
@@ -148,7 +153,7 @@ def test_the_boundary_names_the_file_of_a_disk_error_and_a_bug_keeps_its_traceba
 
     with pytest.raises(typer.Exit):
         forbidden(as_json=True)
-    assert json.loads(capsys.readouterr().out) == {"error": {
+    assert json.loads(capsys.readouterr().out) == {"version": 1, "error": {
         "code": "disk", "message": "cannot use /srv/other/record.db: permission denied",
         "hint": HINT_READ_ONLY.removeprefix("hint: ")}}
     error = DiskError("/r/record.db", "it is read-only here")
@@ -168,7 +173,8 @@ def test_a_read_only_home_is_read_with_the_changes_still_in_its_wal(
     finally:
         writer.close()
     assert shown.returncode == 0, shown.stderr
-    assert [(r["id"], r["title"]) for r in json.loads(shown.stdout)] == [(item, "Week 2")]
+    assert [(r["item_id"], r["title"]) for r in json.loads(shown.stdout)["items"]] == [
+        (item, "Week 2")]
 
 
 def test_a_record_moved_aside_while_in_use_starts_again_with_its_tables(tmp_path: Path) -> None:

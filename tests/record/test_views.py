@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from bees_cli.cli.json_schemas import generate
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
-from bees_cli.record.views import generate
 from tests.conftest import REPO, BeesRunner
 from tests.record.test_events import SAMPLES
 
@@ -21,7 +21,7 @@ ITEM = "01JH3ZK4Q8W2M5N7P9R1T3V5X7"
 
 def test_output_schema_files_are_current() -> None:
     on_disk = {p.name: p.read_text("utf-8") for p in OUTPUT_SCHEMAS.glob("*.json")}
-    assert on_disk == generate(), "run: python -m bees_cli.record.views"
+    assert on_disk == generate(), "run: python -m bees_cli.cli.json_schemas"
 
 
 @pytest.fixture
@@ -64,6 +64,8 @@ def test_item_show_json_is_typed_and_matches_its_schema(bees: BeesRunner, shown_
     assert continued["from"] == "maya-laptop"
     assert shown["history"][-1]["data"] == {"piece": "p-2"}
     assert shown["logs"] == ["/l/a.stdout", "/l/a.stderr"]
+    assert (shown["version"], shown["item"]["item_id"]) == (1, shown_item)
+    assert "id" not in shown["item"] and "since_human" not in shown
 
 
 def test_item_show_renders_every_fact_as_a_sentence(bees: BeesRunner, shown_item: str

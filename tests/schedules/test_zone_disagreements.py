@@ -61,7 +61,7 @@ async def test_two_computers_with_different_zone_rules_run_nine_once_and_both_ar
     assert text.returncode == 0, text.stderr
     assert text.stderr == f"warning: monday-report: {WARNING}\n"
     assert "taken by maya-desktop (zone rules disagree)" in text.stdout
-    [row] = json.loads(bees("schedules", "--json", "-w", str(workspace)).stdout)
+    [row] = json.loads(bees("schedules", "--json", "-w", str(workspace)).stdout)["schedules"]
     assert row["warnings"] == [WARNING]
 
     # the desktop never saw it in an answer: it learns it from Bees Cloud's list

@@ -24,6 +24,7 @@ def test_validate_example_json(bees: BeesRunner) -> None:
     result = bees("validate", "--json", "-w", str(EXAMPLE))
     assert result.returncode == 0
     assert json.loads(result.stdout) == {
+        "version": 1,
         "ok": True,
         "workspace": str(EXAMPLE),
         "name": "weekly-report-example",
@@ -169,7 +170,7 @@ def test_starter_runs_to_done(bees: BeesRunner, tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     status = bees("status", "--json", cwd=root)
     assert status.returncode == 0, status.stderr
-    [item] = json.loads(status.stdout)
+    [item] = json.loads(status.stdout)["items"]
     assert (item["stage"], item["status"], item["reason"]) == ("Done", "done", None)
     draft = Path(item["run_folder"]) / "Draft" / "summary.md"
     assert draft.read_text().splitlines() == [

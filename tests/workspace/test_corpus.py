@@ -59,6 +59,7 @@ def test_case_json_through_cli(tmp_path: Path, bees: BeesRunner) -> None:
     result = bees("validate", "--json", "-w", str(root))
     assert result.returncode == 2
     assert json.loads(result.stdout) == {
+        "version": 1,
         "error": {
             "code": "invalid_workspace",
             "message": "the workspace has 1 problem",

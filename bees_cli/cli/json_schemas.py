@@ -1,0 +1,115 @@
+"""The JSON Schema of each command's ``--json`` output, generated into ``schemas/output/``.
+
+Run ``python -m bees_cli.cli.json_schemas [DIR]`` (DIR defaults to ``./schemas/output``,
+beside the workspace schemas, STYLE.md habit 6). ``tests/cli/test_json_contract.py`` checks
+the committed files are current and that each command's real output validates.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from bees_cli.cli import json_models as m
+
+SCHEMA_FILES: dict[str, type[BaseModel]] = {
+    "error.json": m.ErrorOut,
+    "whoami.json": m.WhoamiOut,
+    "link.json": m.LinkOut,
+    "unlink.json": m.UnlinkOut,
+    "links.json": m.LinksOut,
+    "addons.json": m.AddonsOut,
+    "init.json": m.InitOut,
+    "validate.json": m.ValidateOut,
+    "schemas-write.json": m.SchemasWriteOut,
+    "status.json": m.StatusOut,
+    "item-create.json": m.ItemCreateOut,
+    "item-show.json": m.ItemShowOut,
+    "item-show-team.json": m.TeamItemShow,
+    "retry.json": m.PersonDoneOut,
+    "item-accept.json": m.PersonDoneOut,
+    "item-cancel.json": m.CancelOut,
+    "approvals.json": m.ApprovalsOut,
+    "approve.json": m.DecisionOut,
+    "deny.json": m.DecisionOut,
+    "schedules.json": m.SchedulesOut,
+    "doctor.json": m.DoctorOut,
+    "relinquish.json": m.RelinquishOut,
+    "relinquish-repair.json": m.RepairOut,
+    "continue.json": m.ContinueOut,
+    "checkpoint-verify.json": m.VerifyOut,
+    "cloud-status.json": m.CloudStatusOut,
+    "cloud-person-add.json": m.PersonAddOut,
+}
+"""File name → the model of the document it describes (``error.json``: any command's error;
+a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
+
+COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
+    "whoami": ("whoami.json",),
+    "link": ("link.json",),
+    "unlink": ("unlink.json",),
+    "links": ("links.json",),
+    "addons": ("addons.json",),
+    "init": ("init.json",),
+    "validate": ("validate.json",),
+    "schemas write": ("schemas-write.json",),
+    "status": ("status.json",),
+    "item create": ("item-create.json",),
+    "item show": ("item-show.json", "item-show-team.json"),
+    "retry": ("retry.json",),
+    "item accept": ("item-accept.json",),
+    "item cancel": ("item-cancel.json",),
+    "approvals": ("approvals.json",),
+    "approve": ("approve.json",),
+    "deny": ("deny.json",),
+    "schedules": ("schedules.json",),
+    "doctor": ("doctor.json",),
+    "relinquish": ("relinquish.json", "relinquish-repair.json"),
+    "continue": ("continue.json",),
+    "checkpoint verify": ("checkpoint-verify.json",),
+    "cloud status": ("cloud-status.json",),
+    "cloud person add": ("cloud-person-add.json",),
+}
+"""Each leaf command with ``--json`` → the schema files its success output matches (any of
+them); its errors match ``error.json``."""
+
+NO_JSON: dict[str, str] = {
+    "run": "a long-running worker: it prints log lines, not a document",
+    "cloud serve": "a long-running server: it prints log lines, not a document",
+    "model serve": "a long-running server: it prints its base URL, then log lines",
+    "action": "prints the add-on's own output for the agent, and exits with its code",
+    "login": "left to issue 15 point 4 (login from the environment)",
+    "logout": "left to issue 15 point 4 (login from the environment)",
+    "cloud team add": "left to issue 15 point 5 (Bees Cloud administration)",
+    "cloud person revoke": "left to issue 15 point 5 (Bees Cloud administration)",
+    "completion": "prints a shell's completion script (issue 15, point 1)",
+}
+"""Each leaf command without ``--json`` → why (a test checks every leaf is in one table)."""
+
+
+def generate() -> dict[str, str]:
+    """Return file name → JSON Schema text (2-space indent, trailing newline)."""
+    out: dict[str, str] = {}
+    for name, model in SCHEMA_FILES.items():
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                  **model.model_json_schema(by_alias=True, mode="serialization")}
+        # every document carries its version, though the model gives it a default
+        schema["required"] = ["version", *(n for n in schema["required"] if n != "version")]
+        out[name] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def main(argv: list[str]) -> None:
+    """Write every output schema into ``argv[0]`` (default ``schemas/output``)."""
+    folder = Path(argv[0] if argv else "schemas/output")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in generate().items():
+        (folder / name).write_text(text, encoding="utf-8")
+        print(folder / name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,254 @@
+"""One JSON contract (issue 15, point 2): every leaf command that prints data or changes state
+has ``--json``; each output is a versioned object that validates against its generated schema
+in ``schemas/output/``; errors are ``{"version", "error": {"code", "message", "hint"}}``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import typer.main
+
+from bees_cli.cli import main
+from bees_cli.cli.json_schemas import COMMAND_SCHEMAS, NO_JSON, SCHEMA_FILES, generate
+from bees_cli.handover.continue_ import Continued
+from bees_cli.handover.relinquish import Relinquished
+from bees_cli.handover.repair import Repaired
+from bees_cli.machine.computer import Computer
+from bees_cli.record.local import LocalRecord
+from bees_cli.usecases.bees import Bees
+from bees_cli.usecases.models import PersonDone, TeamItemDetails
+from tests.cli.conftest import InProcess, Ran
+from tests.conftest import EXAMPLE, REPO
+from tests.handover.helpers import make_run, write
+
+OUTPUT_SCHEMAS = REPO / "schemas" / "output"
+ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
+UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+
+
+def leaf_commands() -> dict[str, set[str]]:
+    """Return each leaf command (``item show``) → its options' spellings."""
+    if not main.app.registered_commands:
+        main._register()
+    found: dict[str, set[str]] = {}
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, (*path, name))
+            return
+        found[" ".join(path)] = {o for p in command.params for o in getattr(p, "opts", [])}
+
+    walk(typer.main.get_command(main.app), ())
+    return found
+
+
+def schema(name: str) -> dict[str, Any]:
+    return dict(json.loads((OUTPUT_SCHEMAS / name).read_text("utf-8")))
+
+
+def matches(command: str, doc: Any) -> str:
+    """Return the schema file ``doc`` validates against (``error.json`` for an error), or
+    fail naming every reason."""
+    assert isinstance(doc, dict) and doc.get("version") == 1, doc
+    names = ("error.json",) if sorted(doc) == ["error", "version"] else COMMAND_SCHEMAS[command]
+    reasons = []
+    for name in names:
+        errors = list(jsonschema.Draft202012Validator(schema(name)).iter_errors(doc))
+        if not errors:
+            return name
+        reasons += [f"{name}: {e.message}" for e in errors]
+    raise AssertionError(f"{command}: {reasons}")
+
+
+def test_output_schema_files_are_current() -> None:
+    on_disk = {p.name: p.read_text("utf-8") for p in OUTPUT_SCHEMAS.glob("*.json")}
+    assert on_disk == generate(), "run: python -m bees_cli.cli.json_schemas"
+    for name in SCHEMA_FILES:
+        jsonschema.Draft202012Validator.check_schema(schema(name))
+
+
+def test_every_leaf_command_has_json_or_says_why_not() -> None:
+    leaves = leaf_commands()
+    with_json = {name for name, opts in leaves.items() if "--json" in opts}
+    assert with_json == set(COMMAND_SCHEMAS)
+    assert set(leaves) - with_json == set(NO_JSON) & set(leaves)
+    assert set(NO_JSON) - set(leaves) <= {"completion"}
+
+
+@pytest.fixture
+def workspace(run_bees: InProcess, tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    assert run_bees("init", str(root)).code == 0
+    return root
+
+
+def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace: Path,
+                                                  tmp_path: Path) -> None:
+    seen: dict[str, set[str]] = {}
+
+    def check(command: str, *argv: str, code: int = 0) -> Any:
+        done: Ran = run_bees(*command.split(), *argv, "--json")
+        assert (done.code, done.raised) == (code, None), (command, done.stdout, done.stderr)
+        doc = done.json()
+        seen.setdefault(command, set()).add(matches(command, doc))
+        return doc
+
+    ws = ("-w", str(workspace))
+    assert check("init", str(tmp_path / "other"))["files"][0].startswith(str(tmp_path))
+    assert check("validate", str(workspace))["counts"]["processes"] == 1
+    assert check("schemas write", str(tmp_path / "schemas"))["files"]
+    assert check("whoami")["person"] is None
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert check("link", "notes", str(notes), *ws) == {
+        "version": 1, "folder": "notes", "path": str(notes)}
+    assert check("links", *ws)["folders"][0]["linked"] is True
+    assert check("unlink", "notes") == {"version": 1, "folder": "notes"}
+    assert check("addons", *ws) == {"version": 1, "addons": []}
+    created = check("item create", "draft-review", *ws)
+    item = created["item_id"]
+    assert (created["started"], created["final"]) == (False, None)
+    [row] = check("status")["items"]
+    assert (row["item_id"], row["status"], row["team"]) == (item, "pending", False)
+    assert "id" not in row and "since_human" not in row
+    shown = check("item show", item)
+    assert shown["item"]["item_id"] == item and "since_human" not in shown
+
+    record = LocalRecord(Computer.load().record_path)
+    for request in (1, 2):
+        record.put_approval(item, {
+            "id": request, "item_id": item, "stage": "Draft", "round": 1,
+            "action": "mail.send", "kind": "send", "summary": "to maya", "input": "{}",
+            "status": "waiting", "asked_at": "2026-12-01T08:00:00Z"})
+    waiting = check("approvals")["approvals"]
+    assert [(a["request_id"], a["item_id"], a["asked_at"]) for a in waiting] == [
+        (1, item, "2026-12-01T08:00:00.000000Z"), (2, item, "2026-12-01T08:00:00.000000Z")]
+    approved = check("approve", item, "--action", "1")
+    assert (approved["decision"], approved["queued"]) == ("approved", True)
+    assert check("deny", item, "--action", "2", "--reason", "no")["decision"] == "denied"
+
+    fires = check("schedules", "-w", str(EXAMPLE))["schedules"]
+    assert all(len(s["next"]) == 3 for s in fires)
+    check("doctor", *ws, code=1)
+    assert check("item cancel", item) == {
+        "version": 1, "item_id": item, "requested": False, "cancelled": True}
+    assert check("cloud status", code=2)["error"]["code"] == "usage"
+    folder = make_run(tmp_path / "run")
+    assert check("checkpoint verify", str(folder), code=3)["error"]["code"] == \
+        "checkpoint_invalid"
+    info = write(folder)
+    assert check("checkpoint verify", str(folder))["sha256"] == info.sha256
+    assert check("item show", "01ZZZZZZ", code=1)["error"]["code"] == "not_found"
+    assert check("retry", ITEM, code=1)["error"]["code"] == "not_found"
+    assert check("item accept", ITEM, code=1)["error"]["code"] == "not_found"
+    assert check("relinquish", ITEM, code=1)["error"]["code"] == "not_found"
+    assert check("continue", ITEM, "--digest", "x", code=2)["error"]["code"] == "usage"
+    assert check("cloud person add", "maya@example.com", "--team", "acme", "--db", "x",
+                 code=2)["error"]["code"] == "usage"
+    db = f"sqlite:///{tmp_path / 'cloud.db'}"
+    assert run_bees("cloud", "team", "add", "acme", "--db", db).code == 0
+    added = check("cloud person add", "Maya@example.com", "--team", "acme", "--db", db)
+    assert (added["email"], added["team"]) == ("maya@example.com", "acme")
+    # their successes need a run or a server: test_a_use_case_result_prints_as_its_schema_says
+    # and tests/cloud/test_cli.py check them against the same schemas
+    unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
+    assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status"}
+
+
+def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:
+    async def answer(self: Bees, *args: object, **kwargs: object) -> object:
+        return result
+
+    monkeypatch.setattr(Bees, method, answer)
+
+
+@pytest.mark.parametrize(("argv", "method", "result", "want"), [
+    (("retry", ITEM), "retry",
+     PersonDone(item=ITEM, stage="Draft", who="maya", at="2026-12-01T08:00:00Z"),
+     {"item_id": ITEM, "stage": "Draft", "who": "maya", "at": "2026-12-01T08:00:00.000000Z"}),
+    (("item", "accept", ITEM), "accept",
+     PersonDone(item=ITEM, stage="Review", who="maya", at="2026-12-01T08:00:00.5+00:00"),
+     {"item_id": ITEM, "stage": "Review", "who": "maya", "at": "2026-12-01T08:00:00.500000Z"}),
+    (("relinquish", ITEM), "relinquish",
+     Relinquished(item=ITEM, stage="Draft", restart_stages={"main": "Draft"},
+                  checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32, files=3,
+                  total_bytes=43, released=False),
+     {"item_id": ITEM, "stage": "Draft", "restart_stages": {"main": "Draft"},
+      "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32, "files": 3,
+      "total_bytes": 43, "released": False, "status_text": "free, restarts at Draft"}),
+    (("relinquish", ITEM, "--repair"), "repair_release",
+     Repaired(item=ITEM, checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32,
+              before=None, restart_stages={"main": "Draft"}, released=True),
+     {"item_id": ITEM, "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32,
+      "before": None, "restart_stages": {"main": "Draft"}, "released": True,
+      "changed": True}),
+    (("continue", ITEM, "--digest", "ab" * 32), "continue_item",
+     Continued(item=ITEM, run_folder="/r", stage="Draft", checkpoint_sha256="ab" * 32,
+               journal=0, run=2, started=False),
+     {"item_id": ITEM, "run_folder": "/r", "stage": "Draft", "checkpoint_sha256": "ab" * 32,
+      "journal": 0, "run": 2, "started": False}),
+    (("item", "show", ITEM), "item_details",
+     TeamItemDetails(id=ITEM, process="p", title="Week 2", stage="Draft", status="running",
+                     status_text="Draft, running on maya-desktop", computer="maya-desktop",
+                     person="maya@example.com", agent="writer", since="2026-12-01T08:00:00Z"),
+     {"item_id": ITEM, "process": "p", "title": "Week 2", "stage": "Draft",
+      "status": "running", "status_text": "Draft, running on maya-desktop",
+      "computer": "maya-desktop", "person": "maya@example.com", "agent": "writer",
+      "since": "2026-12-01T08:00:00.000000Z", "team": True}),
+], ids=["retry", "accept", "relinquish", "repair", "continue", "team-item-show"])
+def test_a_use_case_result_prints_as_its_schema_says(
+        run_bees: InProcess, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...],
+        method: str, result: object, want: dict[str, Any]) -> None:
+    _canned(monkeypatch, method, result)
+    done = run_bees(*argv, "--json")
+    assert (done.code, done.raised) == (0, None), done.stderr
+    assert done.json() == {"version": 1, **want}
+    command = " ".join(a for a in argv[:2] if not a.startswith(("0", "-")))
+    matches(command, done.json())
+
+
+def test_item_create_wait_json_prints_the_final_state_once(
+        run_bees: InProcess, monkeypatch: pytest.MonkeyPatch, workspace: Path) -> None:
+    async def failed(self: Bees, item_id: str, **_: object) -> int:
+        self.record.set_state(item_id, status="failed", stage="Draft", reason="exit 1")
+        return 1
+
+    monkeypatch.setattr(Bees, "wait_for_item", failed)
+    done = run_bees("item", "create", "draft-review", "-w", str(workspace), "--wait", "--json")
+    assert (done.code, done.raised) == (1, None), done.stderr
+    doc = done.json()
+    assert matches("item create", doc) == "item-create.json"
+    final = doc["final"]
+    assert (final["item_id"], final["status"], final["reason"]) == (
+        doc["item_id"], "failed", "exit 1")
+    assert "id" not in final
+    assert re.match(UTC_TIME, final["since"]) and re.match(UTC_TIME, final["created"])
+
+
+def test_a_parse_refusal_and_a_refusal_are_the_same_error_shape(run_bees: InProcess) -> None:
+    bad = run_bees("item", "show", "../x", "--json")
+    assert (bad.code, bad.stderr) == (2, "")
+    assert sorted(bad.json()) == ["error", "version"]
+    assert sorted(bad.json()["error"]) == ["code", "hint", "message"]
+    matches("item show", bad.json())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("deny", ITEM, "--json"), "Missing option '--reason'."),
+    (("status", "--json", "--nosuch"), "No such option: --nosuch"),
+])
+def test_a_usage_error_with_json_is_a_json_error_too(run_bees: InProcess,
+                                                     argv: tuple[str, ...], message: str) -> None:
+    done = run_bees(*argv)
+    assert (done.code, done.raised, done.stderr) == (2, None, "")
+    hint = f"see bees {' '.join(a for a in argv[:1])} -h"
+    assert done.json() == {"version": 1, "error": {"code": "usage", "message": message,
+                                                   "hint": hint}}
+    matches(argv[0], done.json())
+    assert run_bees(*(a for a in argv if a != "--json")).stderr.startswith("Usage: bees ")
