@@ -101,6 +101,7 @@ def team_add(
     admin_token_file: TokenFileOpt = None,
     db: DbOpt = None,
     insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Create a team on a running server (admin token) or, offline, on its database.
 
@@ -110,6 +111,12 @@ def team_add(
 
     target = _target(server, db, admin_token_file, insecure)
     created = add_team(target, name)
+    if as_json:
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.TeamAddOut(team=name, created=created, server=target.server,
+                                database=target.database))
+        return
     say(f"team {name} {'created' if created else 'exists already'} on {target.shown}")
 
 
@@ -147,6 +154,7 @@ def person_revoke(
     admin_token_file: TokenFileOpt = None,
     db: DbOpt = None,
     insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Revoke every token of a person; their owners and keys stay on record.
 
@@ -156,6 +164,12 @@ def person_revoke(
 
     target = _target(server, db, admin_token_file, insecure)
     count = revoke_person(target, email, team)
+    if as_json:
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.PersonRevokeOut(email=email.lower(), team=team, revoked=count,
+                                     server=target.server, database=target.database))
+        return
     say(f"revoked {count} token{'s' if count != 1 else ''} of {email} in team {team}"
         f" on {target.shown}")
 

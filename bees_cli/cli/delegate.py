@@ -10,7 +10,7 @@ import typer
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
 from bees_cli.cli.options import JsonOpt
-from bees_cli.cli.output import exit_hard, print_json
+from bees_cli.cli.output import exit_hard
 
 
 @touches_engine
@@ -42,7 +42,9 @@ def delegate(
     data = parse_input(input)
     done = asyncio.run(bees_here().delegate(agent, task, data, env=dict(os.environ)))
     if as_json:
-        print_json(done.to_json())
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.DelegateOut.model_validate(done.to_json()))
     else:
         sys.stdout.write(done.render())
     exit_hard(0)

@@ -391,6 +391,42 @@ class RepairOut(Out):
     changed: bool
 
 
+class TeamAddOut(Out):
+    """``bees cloud team add``: the team, whether this call created it (False: it existed),
+    and the server URL or the database URL it was added on (the other is None)."""
+
+    team: str
+    created: bool
+    server: str | None = None
+    database: str | None = None
+
+
+class PersonRevokeOut(Out):
+    """``bees cloud person revoke``: how many tokens of the person were revoked, and the
+    server URL or the database URL it was done on (the other is None)."""
+
+    email: str
+    team: str
+    revoked: int
+    server: str | None = None
+    database: str | None = None
+
+
+class DelegateOut(Out):
+    """``bees delegate``: what the piece gave back: which piece and agent (and why that agent),
+    its status, final ``text`` and the ``files`` in its ``folder`` (relative paths), and
+    whether it was answered from a saved result (``saved``) instead of run again."""
+
+    piece: str
+    agent: str | None
+    pick_reason: str | None
+    status: str
+    text: str
+    files: list[str]
+    folder: str
+    saved: bool = False
+
+
 class ContinueOut(Out):
     """``bees continue``: the claimed item, its run folder and the stage it restarts at."""
 

@@ -43,6 +43,9 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "checkpoint-verify.json": m.VerifyOut,
     "cloud-status.json": m.CloudStatusOut,
     "cloud-person-add.json": m.PersonAddOut,
+    "delegate.json": m.DelegateOut,
+    "cloud-team-add.json": m.TeamAddOut,
+    "cloud-person-revoke.json": m.PersonRevokeOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -72,6 +75,9 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "checkpoint verify": ("checkpoint-verify.json",),
     "cloud status": ("cloud-status.json",),
     "cloud person add": ("cloud-person-add.json",),
+    "delegate": ("delegate.json",),
+    "cloud team add": ("cloud-team-add.json",),
+    "cloud person revoke": ("cloud-person-revoke.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``."""
@@ -81,10 +87,9 @@ NO_JSON: dict[str, str] = {
     "cloud serve": "a long-running server: it prints log lines, not a document",
     "model serve": "a long-running server: it prints its base URL, then log lines",
     "action": "prints the add-on's own output for the agent, and exits with its code",
-    "login": "left to issue 15 point 4 (login from the environment)",
-    "logout": "left to issue 15 point 4 (login from the environment)",
-    "cloud team add": "left to issue 15 point 5 (Bees Cloud administration)",
-    "cloud person revoke": "left to issue 15 point 5 (Bees Cloud administration)",
+    "login": "signs this computer in; in CI, BEES_CLOUD_URL and BEES_TOKEN replace it",
+    "logout": "forgets the token; in CI, unset BEES_TOKEN instead",
+    "cloud admin-token": "writes a secret to the file named; it prints only where, once",
     "completion": "prints a shell's completion script (issue 15, point 1)",
 }
 """Each leaf command without ``--json`` → why (a test checks every leaf is in one table)."""

@@ -12,6 +12,7 @@ from bees_cli.cli.commands import COMMANDS, HELP
 USAGE = "Usage: bees [OPTIONS] COMMAND [ARGS]..."
 OPTIONS = [
     ("--version", "Print the version and exit."),
+    ("--debug", "Show a bug's Python traceback (same as BEES_DEBUG=1)."),
     ("-h, --help", "Show this message and exit."),
 ]
 INDENT = 2

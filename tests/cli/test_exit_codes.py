@@ -80,12 +80,16 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("cloud status", ("cloud", "status"), ExitCode.USAGE),
     ("cloud team add", ("cloud", "team", "add", "acme", "--db", "x.db"), ExitCode.USAGE),
     ("cloud person add", ("cloud", "person", "add", "a@example.com", "--team", "acme",
-                          "--db", "sqlite:///{tmp}/none/cloud.db"), ExitCode.USAGE),
+                          "--db", "sqlite:///{tmp}/none/cloud.db"), ExitCode.FAILURE),
     ("cloud person revoke", ("cloud", "person", "revoke", "a@example.com", "--team", "acme",
                              "--db", "x.db"), ExitCode.USAGE),
     ("checkpoint verify", ("checkpoint", "verify", "{tmp}"), ExitCode.REFUSED),
     ("checkpoint verify", ("checkpoint", "verify", "{tmp}/none"), ExitCode.FAILURE),
     ("model serve", ("model", "serve", "--port", "70000"), ExitCode.USAGE),
+    ("delegate", ("delegate", "alpha", "--task", "look"), ExitCode.USAGE),
+    ("completion", ("completion", "tcsh"), ExitCode.USAGE),
+    ("cloud admin-token", ("cloud", "admin-token", "--db", "x.db", "--file", "{tmp}/t"),
+     ExitCode.USAGE),
 ]
 
 

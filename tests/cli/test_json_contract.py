@@ -15,6 +15,7 @@ import typer.main
 
 from bees_cli.cli import main
 from bees_cli.cli.json_schemas import COMMAND_SCHEMAS, NO_JSON, SCHEMA_FILES, generate
+from bees_cli.cloud.server.storage import Storage
 from bees_cli.handover.continue_ import Continued
 from bees_cli.handover.relinquish import Relinquished
 from bees_cli.handover.repair import Repaired
@@ -152,13 +153,18 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     assert check("cloud person add", "maya@example.com", "--team", "acme", "--db", "x",
                  code=2)["error"]["code"] == "usage"
     db = f"sqlite:///{tmp_path / 'cloud.db'}"
-    assert run_bees("cloud", "team", "add", "acme", "--db", db).code == 0
+    Storage(db).close()  # an admin command never creates the database: the server's start does
+    team = check("cloud team add", "acme", "--db", db)
+    assert (team["team"], team["created"], team["database"]) == ("acme", True, db)
     added = check("cloud person add", "Maya@example.com", "--team", "acme", "--db", db)
     assert (added["email"], added["team"]) == ("maya@example.com", "acme")
+    revoked = check("cloud person revoke", "maya@example.com", "--team", "acme", "--db", db)
+    assert (revoked["email"], revoked["revoked"]) == ("maya@example.com", 1)
     # their successes need a run or a server: test_a_use_case_result_prints_as_its_schema_says
     # and tests/cloud/test_cli.py check them against the same schemas
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
-    assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status"}
+    assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
+                      "delegate"}
 
 
 def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:
