@@ -1,11 +1,13 @@
-"""Relinquish and continue with pieces (issue 14, point 3), the post's handover example
-extended: Maya relinquishes while Draft has a piece running; the laptop stops both pieces and
-the writer and writes each restart point (checkpoint, Bees Cloud's owner history); the desktop
-(a second ``BEES_HOME``) continues: Draft restarts from the top, the finished piece is
-answered from the checkpoint and not run again, the unfinished one runs again.
+"""Relinquish and continue with pieces (issue 14, point 3).
 
-One real Bees Cloud, two computers each running ``bees run`` against the session's dev
-server, their run folders in one linked folder; every command is the real CLI.
+A relinquish mid-piece stops every live piece (nested ones too) and the caller, waits until
+each has stopped, and writes each restart point. The post's handover example extended:
+Maya relinquishes while Draft has a piece running; the laptop stops it and the writer and
+writes each restart point (checkpoint, Bees Cloud's owner history); the desktop (a second
+``BEES_HOME``) continues: Draft restarts from the top, the finished piece is answered from
+the checkpoint and not run again, the unfinished one runs again. That one runs on one real
+Bees Cloud and two computers each running ``bees run`` against the session's dev server,
+their run folders in one linked folder; every command is the real CLI.
 """
 
 from __future__ import annotations
@@ -15,11 +17,22 @@ from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from bees_cli.cloud.client import cloud_for
+from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
+from bees_cli.engine.models import PersonInput
+from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import PieceResult, PieceStatus
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
+from tests.engine.conftest import Space
 from tests.engine.test_handover_e2e import machine, wait_for
+from tests.engine.test_pieces import DRAFT, piece_agent
+from tests.engine.test_rules import (
+    log_lines,
+    start,
+    worker,  # noqa: F401 - the fixture
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,6 +72,48 @@ def write_workspace(root: Path, log: Path, hold: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+async def test_relinquish_stops_every_live_piece_and_waits_and_writes_each_restart_point(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,  # noqa: F811
+        tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    hold.touch()
+    # writer -> alpha -> gamma (depth 2), writer -> beta: gamma and beta hold
+    piece_agent(space, "writer", DELEGATE=[["alpha", "dig", {}], ["beta", "quotes", {}]])
+    piece_agent(space, "alpha", DELEGATE=[["gamma", "deeper", {}]])
+    piece_agent(space, "beta", HOLD=str(hold))
+    piece_agent(space, "gamma", HOLD=str(hold))
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    item_id = await start(dev_env, record, space, "p")
+    await wait_for(lambda: sum(ln.startswith("holding") for ln in log_lines(space)) == 2,
+                   f"the pieces did not hold: {log_lines(space)}")
+    handle = dev_env.client.get_workflow_handle(item_id)
+    handed = await handle.execute_update(
+        RELINQUISH_UPDATE, PersonInput(who="maya@example.com", at="2026-01-05T09:30:00Z"),
+        result_type=HandoverOutput)
+    assert handed.ok, handed.reason
+    names = {p.named: p.piece for p in record.pieces(item_id)}
+    assert sorted(names) == ["alpha", "beta", "gamma"]
+    # every piece stopped before the answer: none ended its work, none is live
+    assert not [ln for ln in log_lines(space) if ln.startswith("end")]
+    assert {p.named: (p.status, p.depth) for p in record.pieces(item_id)} == {
+        "alpha": (PieceStatus.STOPPED, 1), "beta": (PieceStatus.STOPPED, 1),
+        "gamma": (PieceStatus.STOPPED, 2)}
+    assert record.live_pieces() == {}
+    restarts = {"main": "Draft", **{name: "Draft" for name in names.values()}}
+    assert handed.restart_stages == restarts
+    assert await handle.result() == "relinquished: restarts at Draft"
+    checkpoint = json.loads((Path(record.item(item_id).run_folder) / "checkpoint.json")
+                            .read_text())
+    assert (checkpoint["format"], checkpoint["restart_stages"]) == (3, restarts)
+    assert sorted((p["named"], p["status"], p["restart_stage"], p["result"])
+                  for p in checkpoint["pieces"]) == [
+        ("alpha", "stopped", "Draft", None), ("beta", "stopped", "Draft", None),
+        ("gamma", "stopped", "Draft", None)]
+    row = record.item(item_id)
+    assert (row.status, row.status_text) == ("free", "free, restarts at Draft")
+    hold.unlink()
 
 
 async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinished_piece(
