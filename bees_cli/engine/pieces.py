@@ -1,14 +1,15 @@
 """Pieces in the engine: the item run's ``bees.delegate`` update and the ``bees.piece`` child
-workflow that does one piece (issue 14, points 1 and 2).
+workflow that does one piece (issue 14, points 1 and 2), stopped with a relinquish (point 3).
 
 Deterministic like :mod:`~bees_cli.engine.workflows`: imports only ``asyncio``,
-``datetime``, ``temporalio`` and the engine's models (passed through); side effects are
-activities (:mod:`~bees_cli.engine.piece_activities`).
+``functools``, ``datetime``, ``temporalio`` and the engine's models (passed through); side
+effects are activities (:mod:`~bees_cli.engine.piece_activities`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import timedelta
 
 from temporalio import workflow
@@ -89,6 +90,7 @@ class Delegation:
     _stage: str | None
     _agent: str | None
     _pieces: dict[str, PieceView]
+    _relinquish: object | None
     _piece_handles: dict[str, workflow.ChildWorkflowHandle[object, PieceOutput]]
 
     @workflow.update(name=DELEGATE_UPDATE)
@@ -148,6 +150,8 @@ class Delegation:
 
     @delegate.validator
     def _delegate_allowed(self, ask: DelegateAsk) -> None:
+        if self._relinquish is not None:
+            raise refuse(f"stage {ask.stage} is stopping: the item is being relinquished")
         if self._item is None or self._state not in (RUNNING, APPROVAL) or (
                 ask.stage != self._stage):
             raise refuse(f"stage {ask.stage} is not running (the item is {self._state}"
@@ -189,16 +193,24 @@ class Delegation:
         history without live pieces carries no marker (before it, the pieces were cancelled
         only as the run closed, after its checkpoint was written).
         """
-        live = [name for name, view in self._pieces.items()
-                if view.status in ("waiting", "running")]
-        if not live or not workflow.patched(RELINQUISH_STOPS_PIECES):
+        def live() -> list[str]:
+            return [name for name, view in self._pieces.items()
+                    if view.status in ("waiting", "running")]
+
+        stopping = live()
+        if not stopping or not workflow.patched(RELINQUISH_STOPS_PIECES):
             return
-        for name in live:
-            handle = self._piece_handles.get(name)
-            if handle is not None and not handle.done():
-                handle.cancel()
-        await workflow.wait_condition(lambda: all(
-            self._pieces[name].status not in ("waiting", "running") for name in live))
+        while stopping:  # a piece handed out as the others stopped is stopped too
+            for name in stopping:
+                handle = self._piece_handles.get(name)
+                if handle is not None and not handle.done():
+                    handle.cancel()
+            await workflow.wait_condition(functools.partial(self._all_ended, stopping))
+            stopping = live()
+
+    def _all_ended(self, names: list[str]) -> bool:
+        """Tell whether every piece of ``names`` has ended (finished, failed or stopped)."""
+        return all(self._pieces[name].status not in ("waiting", "running") for name in names)
 
     def _piece_restarts(self, stage: str | None, round_: int) -> dict[str, str]:
         """Return piece → the stage it restarts at, for each unfinished piece of the stopped
