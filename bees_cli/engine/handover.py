@@ -31,7 +31,11 @@ stage waits, failed, for a person's retry) instead of failing the item's whole r
 
 The checkpoint carries the item's story (format 2): its history, when and where it was
 created, and the rounds and review count the run reached (:meth:`HandoverActivities._story`),
-so the story travels with the run.
+so the story travels with the run. When the run handed work to other agents it carries the
+pieces too (format 3, :func:`~bees_cli.handover.checkpoint_pieces.checkpoint_pieces`): each
+unfinished piece of the stopped stage with the stage it restarts at (the workflow stopped
+them all before this activity, and names them in ``restart_stages``, which Bees Cloud
+keeps), and each finished piece with its saved result.
 """
 
 from __future__ import annotations
@@ -46,7 +50,12 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 
 from bees_cli.cloud.client import cloud_for
-from bees_cli.engine.handover_models import HANDOVER_ACTIVITY, HandoverInput, HandoverOutput
+from bees_cli.engine.handover_models import (
+    HANDOVER_ACTIVITY,
+    MAIN_PIECE,
+    HandoverInput,
+    HandoverOutput,
+)
 from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnreachable, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
@@ -55,6 +64,7 @@ from bees_cli.record.states import RELEASE_WAIT_TEXT, Status, WaitKind
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.handover.checkpoint_pieces import CheckpointPiece
     from bees_cli.record.story import Story
 
 HANDOVER_TRIES = 3
@@ -200,7 +210,7 @@ class HandoverActivities:
                     restart_stages=dict(handover.restart_stages),
                     computer=self.computer.computer, machine_id=self.computer.machine_id,
                     journal=self.record.journal(handover.item_id), now=datetime.now(UTC),
-                    story=self._story(handover))
+                    story=self._story(handover), pieces=self._pieces(handover))
         except Refused as error:
             return _refused(handover, error.message)
         except OSError as error:
@@ -209,6 +219,16 @@ class HandoverActivities:
             ok=True, stage=handover.stage, restart_stages=dict(handover.restart_stages),
             checkpoint=str(info.path), checkpoint_sha256=info.sha256, files=info.files,
             total_bytes=info.total_bytes)
+
+    def _pieces(self, handover: HandoverInput) -> list[CheckpointPiece]:
+        """The pieces for the checkpoint: the stopped stage's unfinished ones (their restart
+        stages) and every finished one (its saved result), from the local record."""
+        from bees_cli.handover.checkpoint_pieces import checkpoint_pieces
+
+        restarts = {name: stage for name, stage in handover.restart_stages.items()
+                    if name != MAIN_PIECE}
+        return checkpoint_pieces(self.record.pieces(handover.item_id), stage=handover.stage,
+                                 restarts=restarts)
 
     def _story(self, handover: HandoverInput) -> Story | None:
         """The item's story for the checkpoint (None when this record lost the item's row)."""
@@ -248,7 +268,8 @@ class HandoverActivities:
             "checkpoint_sha256": written.checkpoint_sha256,
             "restart_stages": dict(handover.restart_stages),
             "run_folder": handover.run_folder, "at": handover.at, "who": handover.who})
-        restart = next(iter(handover.restart_stages.values()))
+        restart = handover.restart_stages.get(MAIN_PIECE) or next(
+            iter(handover.restart_stages.values()))
         self.record.release_slot(handover.item_id)
         self.record.add_event(
             handover.item_id, key=f"relinquished:{written.checkpoint_sha256}",

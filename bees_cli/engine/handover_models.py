@@ -17,12 +17,14 @@ HANDOVER_ACTIVITY = "bees.hand_over"
 """Activity: snapshot and checkpoint into the run folder, release in Bees Cloud, mark free."""
 
 MAIN_PIECE = "main"
-"""The one piece of work a run hands to agents today (its stages); named in restart stages."""
+"""The run's own piece of work (its stages), named in restart stages beside each unfinished
+piece an agent handed to another agent (issue 14: ``rR-aA-pN`` → its stage)."""
 
 
 class HandoverInput(BaseModel):
     """Input of ``bees.hand_over``: item ``item_id`` stopped at ``stage`` and restarts at
-    ``restart_stages`` (piece → stage); ``who`` asked at ``at`` (UTC ISO 8601)."""
+    ``restart_stages`` (piece → stage: ``main``, then each piece of the stopped stage that
+    had not finished, all stopped by then); ``who`` asked at ``at`` (UTC ISO 8601)."""
 
     item_id: str
     run_folder: str

@@ -1,14 +1,15 @@
 """Pieces in the engine: the item run's ``bees.delegate`` update and the ``bees.piece`` child
-workflow that does one piece (issue 14, points 1 and 2).
+workflow that does one piece (issue 14, points 1 and 2), stopped with a relinquish (point 3).
 
 Deterministic like :mod:`~bees_cli.engine.workflows`: imports only ``asyncio``,
-``datetime``, ``temporalio`` and the engine's models (passed through); side effects are
-activities (:mod:`~bees_cli.engine.piece_activities`).
+``functools``, ``datetime``, ``temporalio`` and the engine's models (passed through); side
+effects are activities (:mod:`~bees_cli.engine.piece_activities`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import timedelta
 
 from temporalio import workflow
@@ -21,6 +22,7 @@ from bees_cli.engine.workflow_gate import APPROVAL, RUNNING, SHORT, refuse
 from bees_cli.engine.workflow_policies import (
     PIECES,
     RECHECK,
+    RELINQUISH_STOPS_PIECES,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
     STAGE_TIMEOUT,
@@ -88,6 +90,8 @@ class Delegation:
     _stage: str | None
     _agent: str | None
     _pieces: dict[str, PieceView]
+    _relinquish: object | None
+    _piece_handles: dict[str, workflow.ChildWorkflowHandle[object, PieceOutput]]
 
     @workflow.update(name=DELEGATE_UPDATE)
     async def delegate(self, ask: DelegateAsk) -> DelegateAnswer:
@@ -131,6 +135,7 @@ class Delegation:
             PIECE_WORKFLOW, start, id=workflow_id, result_type=PieceOutput,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL)
         view = self._pieces[name]
+        self._piece_handles[name] = handle
 
         async def watch() -> None:
             try:
@@ -145,6 +150,8 @@ class Delegation:
 
     @delegate.validator
     def _delegate_allowed(self, ask: DelegateAsk) -> None:
+        if self._relinquish is not None:
+            raise refuse(f"stage {ask.stage} is stopping: the item is being relinquished")
         if self._item is None or self._state not in (RUNNING, APPROVAL) or (
                 ask.stage != self._stage):
             raise refuse(f"stage {ask.stage} is not running (the item is {self._state}"
@@ -176,6 +183,46 @@ class Delegation:
     def pieces_view(self) -> list[PieceView]:
         """Return the run's pieces, in the order they were handed out."""
         return list(self._pieces.values())
+
+    async def _stop_pieces(self) -> None:
+        """Stop every live piece of the run and wait until each has stopped (DESIGN.md,
+        Rules: handover; issue 14, point 3): its child workflow is cancelled, its agent's
+        process stopped, its slot given back and ``stopped`` recorded before this returns.
+
+        Runs since :data:`RELINQUISH_STOPS_PIECES`; asked only when a piece is live, so a
+        history without live pieces carries no marker (before it, the pieces were cancelled
+        only as the run closed, after its checkpoint was written).
+        """
+        def live() -> list[str]:
+            return [name for name, view in self._pieces.items()
+                    if view.status in ("waiting", "running")]
+
+        stopping = live()
+        if not stopping or not workflow.patched(RELINQUISH_STOPS_PIECES):
+            return
+        while stopping:  # a piece handed out as the others stopped is stopped too
+            for name in stopping:
+                handle = self._piece_handles.get(name)
+                if handle is not None and not handle.done():
+                    handle.cancel()
+            await workflow.wait_condition(functools.partial(self._all_ended, stopping))
+            stopping = live()
+
+    def _all_ended(self, names: list[str]) -> bool:
+        """Tell whether every piece of ``names`` has ended (finished, failed or stopped)."""
+        return all(self._pieces[name].status not in ("waiting", "running") for name in names)
+
+    def _piece_restarts(self, stage: str | None, round_: int) -> dict[str, str]:
+        """Return piece → the stage it restarts at, for each unfinished piece of the stopped
+        stage's last attempt (round ``round_``): its caller's stage restarts from the top and
+        hands it out again; a finished piece is answered from the checkpoint instead."""
+        mine = [view for view in self._pieces.values()
+                if (view.stage, view.round) == (stage, round_)]
+        if not mine:
+            return {}
+        attempt = max(view.attempt for view in mine)
+        return {view.piece: view.restart_stage or view.stage for view in mine
+                if view.attempt == attempt and view.status != "finished"}
 
     def _piece_agent(self, piece: str | None, agent: str) -> bool:
         """Tell whether ``agent`` runs live piece ``piece`` of this run (it may then ask for

@@ -38,6 +38,11 @@ PIECES = "pieces"
 """Patch: the run answers ``bees.delegate`` by starting a ``bees.piece`` child workflow (work
 an agent hands to another agent, issue 14); marked only when an agent delegates."""
 
+RELINQUISH_STOPS_PIECES = "relinquish-stops-pieces"
+"""Patch: a relinquish cancels the run's live pieces (its ``bees.piece`` children) and waits
+until each has stopped before the checkpoint is written (issue 14, point 3); marked only
+when a relinquish finds live pieces, so other histories carry no marker."""
+
 HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                              maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""

@@ -119,6 +119,7 @@ class ItemWorkflow(Delegation, ApprovalGate):
         self._continues_as_new = False
         self._reason: str | None = None
         self._pieces: dict[str, PieceView] = {}  # issue 14: engine/pieces.py
+        self._piece_handles = {}  # their child workflows, stopped with a relinquish
 
     # -- a person's requests ---------------------------------------------------------------
 
@@ -222,13 +223,16 @@ class ItemWorkflow(Delegation, ApprovalGate):
             if not plan.cancelled():
                 plan.exception()  # retrieved: the stage's cancellation is expected
             assert self._relinquish is not None
+            await self._stop_pieces()  # every piece stopped before the checkpoint
             restart = self._restart_stage(item)
             handed: HandoverOutput = await workflow.execute_activity(
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
                               run_folder=item.run_folder,
                               snapshot_digest=item.snapshot_digest, stage=self._stage,
-                              restart_stages={MAIN_PIECE: restart},
+                              restart_stages={
+                                  MAIN_PIECE: restart,
+                                  **self._piece_restarts(self._stage, self._round)},
                               who=self._relinquish.who, at=self._relinquish.at,
                               reviews=self._handed_reviews(memo)),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),

@@ -17,17 +17,21 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bees_cli.handover.checkpoint_pieces import CheckpointPiece
 from bees_cli.handover.problems import Problem, ProblemCode
 from bees_cli.record.story import Story
 from bees_cli.utc import parse_utc
 
 CHECKPOINT_NAME = "checkpoint.json"
-FORMAT: Final = 2
-"""The checkpoint format a handover writes (the document's ``format`` field): format 1 and
-the item's ``story`` (its history, created time and computer, review rounds)."""
+FORMAT: Final = 3
+"""The newest checkpoint format a handover writes (the document's ``format`` field): format 2
+and the run's ``pieces`` (each unfinished piece with its restart stage, each finished one
+with its saved result; issue 14). A run without pieces is still written as format 2, the
+item's ``story`` added to format 1, so a Bees that reads only 1 and 2 can continue it."""
 
-FORMATS: Final = (1, 2)
-"""The formats this Bees reads: 1 (no story: checkpoints of earlier versions) and 2."""
+FORMATS: Final = (1, 2, 3)
+"""The formats this Bees reads: 1 (no story: checkpoints of earlier versions), 2 (a story)
+and 3 (a story and the pieces)."""
 
 _TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$"
 _SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -73,23 +77,27 @@ class CheckpointDocument(BaseModel):
     Written in canonical JSON (:func:`canonical_json`) so its SHA-256 is reproducible.
 
     Attributes:
-        format: the format version: 2 with a ``story``, 1 without (:data:`FORMATS`).
+        format: the format version: 3 with a ``story`` and ``pieces``, 2 with a ``story``,
+            1 without (:data:`FORMATS`).
         item: the item id.
         workspace: the workspace name.
         process_digest: digest of the item's process snapshot (``snapshot.json``).
-        restart_stages: piece name → the stage it restarts at from the top (at least one).
+        restart_stages: piece name → the stage it restarts at from the top (at least
+            one): ``main`` (the run's stages), and since format 3 each unfinished piece.
         files: every regular file of the run folder, sorted by path.
         computer: the computer that relinquished the run.
         machine_id: that computer's machine id.
         time: UTC time of the handover, ISO 8601 ending in ``Z``.
         journal: the item's journal entries (objects; read as journal entries on continue).
-        story: the item's story (:class:`~bees_cli.record.story.Story`), in format 2 only;
-            the checkpoint's SHA-256 covers it like every listed file.
+        story: the item's story (:class:`~bees_cli.record.story.Story`), in formats 2 and
+            3; the checkpoint's SHA-256 covers it like every listed file.
+        pieces: the run's pieces (:class:`~bees_cli.handover.checkpoint_pieces.
+            CheckpointPiece`), in format 3 only.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    format: Annotated[Literal[1, 2], BeforeValidator(_exact_int)]
+    format: Annotated[Literal[1, 2, 3], BeforeValidator(_exact_int)]
     item: NonEmpty
     workspace: NonEmpty
     process_digest: NonEmpty
@@ -101,6 +109,9 @@ class CheckpointDocument(BaseModel):
     journal: list[dict[str, Any]]
     story: Annotated[Story | None, Field(exclude_if=lambda story: story is None)] = None
     """Not dumped when None: a format 1 document has no ``story`` key at all."""
+    pieces: Annotated[list[CheckpointPiece] | None,
+                      Field(exclude_if=lambda pieces: pieces is None)] = None
+    """Not dumped when None: formats 1 and 2 have no ``pieces`` key at all."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -185,13 +196,15 @@ class CheckedDocument:
 
 
 _NON_EMPTY = ("item", "workspace", "process_digest", "computer", "machine_id")
-_FIELD_ORDER = (*_NON_EMPTY, "restart_stages", "time", "journal", "story", "files")
+_FIELD_ORDER = (*_NON_EMPTY, "restart_stages", "time", "journal", "story", "pieces",
+                "files")
 _FIELD_MESSAGES = {
     **{name: f"'{name}' must be a non-empty string" for name in _NON_EMPTY},
     "restart_stages": "'restart_stages' must map each piece to a stage name",
     "time": "'time' must be a UTC time like 2026-01-05T09:30:00Z",
     "journal": "'journal' must be a list of objects",
     "story": "'story' must be an object (format 2)",
+    "pieces": "'pieces' must be a list of pieces (format 3)",
     "files": "'files' must be a list",
 }
 _ENTRY_MESSAGES = {
@@ -204,17 +217,30 @@ _ENTRY_KEYS = tuple(_ENTRY_MESSAGES)
 _SortKey = tuple[int, str, int, int, int]
 
 
-def _story_problem(doc: dict[str, Any]) -> tuple[_SortKey, str] | None:
-    """Return (sort key, message) when ``story`` does not go with the format: format 2
-    carries one, format 1 (written before stories travelled) has none."""
+def _story_problem(doc: dict[str, Any]) -> list[tuple[_SortKey, str]]:
+    """Return (sort key, message) for each of ``story`` and ``pieces`` that does not go with
+    the format: formats 2 and 3 carry a story, format 1 (written before stories travelled)
+    has none; format 3 lists the pieces, formats 1 and 2 have none."""
     version = doc.get("format") if type(doc.get("format")) is int else None
-    if version == 2 and "story" not in doc:
-        return (0, "story", 0, 0, 0), "missing field 'story' (format 2 carries the item's story)"
-    if version == 2 and doc["story"] is None:
-        return (2, "", _FIELD_ORDER.index("story"), 0, 0), _FIELD_MESSAGES["story"]
+    found: list[tuple[_SortKey, str]] = []
+    if version in (2, 3) and "story" not in doc:
+        found.append(((0, "story", 0, 0, 0),
+                      f"missing field 'story' (format {version} carries the item's story)"))
+    elif version in (2, 3) and doc["story"] is None:
+        found.append(((2, "", _FIELD_ORDER.index("story"), 0, 0),
+                      f"'story' must be an object (format {version})"))
     if version == 1 and "story" in doc:
-        return (1, "story", 0, 0, 0), "unknown field 'story' in format 1 (it came with format 2)"
-    return None
+        found.append(((1, "story", 0, 0, 0),
+                      "unknown field 'story' in format 1 (it came with format 2)"))
+    if version == 3 and "pieces" not in doc:
+        found.append(((0, "pieces", 0, 0, 0),
+                      "missing field 'pieces' (format 3 lists the run's pieces)"))
+    elif version == 3 and doc["pieces"] is None:
+        found.append(((2, "", _FIELD_ORDER.index("pieces"), 0, 0), _FIELD_MESSAGES["pieces"]))
+    if version in (1, 2) and "pieces" in doc:
+        found.append(((1, "pieces", 0, 0, 0),
+                      f"unknown field 'pieces' in format {version} (it came with format 3)"))
+    return found
 
 
 def _schema_message(error: ErrorDetails, number: int = 0) -> tuple[_SortKey, str]:
@@ -231,8 +257,8 @@ def _schema_message(error: ErrorDetails, number: int = 0) -> tuple[_SortKey, str
     if len(loc) == 1 and kind == "extra_forbidden":
         return (1, name, 0, 0, 0), f"unknown field {name!r}"
     order = _FIELD_ORDER.index(name)
-    if name == "story" and len(loc) > 1:
-        where = "story" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    if name in ("story", "pieces") and len(loc) > 1:
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
         text = error["msg"]
         return (2, "", order, number, 0), f"{where}: {text[:1].lower()}{text[1:]}"
     if name != "files" or len(loc) == 1:
@@ -267,21 +293,22 @@ def check_document(doc: dict[str, Any]) -> CheckedDocument:
     except ValidationError as error:
         errors = error.errors()
     else:
-        if paired is None:
+        if not paired:
             return CheckedDocument(document, [], list(document.files))
-        problem = Problem(ProblemCode.CHECKPOINT_SCHEMA, CHECKPOINT_NAME, paired[1])
-        return CheckedDocument(None, [problem], list(document.files))
+        problems = [Problem(ProblemCode.CHECKPOINT_SCHEMA, CHECKPOINT_NAME, message)
+                    for _, message in sorted(paired)]
+        return CheckedDocument(None, problems, list(document.files))
     if any(e["loc"][:1] == ("format",) for e in errors):
         version = json.dumps(doc.get("format"))
         return CheckedDocument(None, [Problem(
             ProblemCode.CHECKPOINT_FORMAT, CHECKPOINT_NAME,
             f"unknown checkpoint format {version} (this Bees reads formats "
-            f"{' and '.join(str(f) for f in FORMATS)})",
+            f"{', '.join(str(f) for f in FORMATS[:-1])} and {FORMATS[-1]})",
         )], [])
     entry_errors = [e for e in errors if e["loc"][0] == "files" and len(e["loc"]) > 1]
     misshapen = {e["loc"][1] for e in entry_errors
                  if len(e["loc"]) == 3 and e["type"] in ("missing", "extra_forbidden")}
-    messages: dict[_SortKey, str] = dict([paired]) if paired is not None else {}
+    messages: dict[_SortKey, str] = dict(paired)
     for number, each in enumerate(errors):
         loc = each["loc"]
         if len(loc) == 3 and loc[0] == "files" and loc[1] in misshapen:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
+from bees_cli.handover.relinquish import main_restart
 from bees_cli.machine.computer import Computer
 
 if TYPE_CHECKING:
@@ -386,7 +387,7 @@ def _checked(here: Computer, item_id: str, folder: Path, expected: _Expected,
         raise Refused(f"checkpoint.json: restart stages {stages} differ from those released "
                       f"to Bees Cloud {expected.restart_stages}")
     snapshot = _snapshot(folder, checkpoint)
-    restart = next(iter(stages.values()))
+    restart = main_restart(stages)
     # this computer's workspace, always: scripts and relative folder paths resolve here
     snapshot = snapshot.model_copy(
         update={"workspace_root": str(_local_workspace(item_id, workspace_path))})

@@ -21,8 +21,17 @@ from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, NotFound, Refused
 from bees_cli.machine.computer import Computer
 
+MAIN = "main"
+"""The run's own piece in restart stages (its stages; the others are pieces, issue 14)."""
+
 RELINQUISH_TIMEOUT = 600.0
 """Seconds to wait for the run to stop and write its checkpoint (hashing up to 250 MB)."""
+
+
+def main_restart(restart_stages: dict[str, str]) -> str:
+    """Return the stage the run restarts at: the ``main`` piece's (else the first listed;
+    ``""`` when none is), whatever order the map came back in (Bees Cloud sorts keys)."""
+    return restart_stages.get(MAIN) or next(iter(restart_stages.values()), "")
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,9 @@ class Relinquished:
     Attributes:
         item: the item id.
         stage: the stage that was stopped (None when none had started).
-        restart_stages: piece → stage it restarts at (``{"main": "Draft"}``).
+        restart_stages: piece → stage it restarts at (``{"main": "Draft"}``, and each
+            piece the stopped stage had not finished: ``{"main": "Draft", "r1-a1-p2":
+            "Draft"}``).
         checkpoint: the checkpoint file.
         checkpoint_sha256: its SHA-256 (continue checks it).
         files: files listed; total_bytes: their bytes.
@@ -51,7 +62,7 @@ class Relinquished:
     @property
     def restart(self) -> str:
         """The stage the main piece restarts at."""
-        return next(iter(self.restart_stages.values()))
+        return main_restart(self.restart_stages)
 
     def to_json(self) -> dict[str, Any]:
         """Return the outcome as JSON (``bees relinquish --json``)."""
@@ -79,7 +90,7 @@ def check_owner_here(computer: Computer, item_id: str) -> None:
                        hint="`bees status` lists the team's items")
     if not owner.held:
         assert owner.release is not None
-        stages = ", ".join(owner.release.restart_stages.values()) or "?"
+        stages = main_restart(owner.release.restart_stages) or "?"
         raise Refused(f"item {item_id} is free already (relinquished by {owner.computer_name}; "
                       f"restarts at {stages}): nothing to relinquish",
                       hint=f"bees continue {item_id}")

@@ -17,6 +17,7 @@ from bees_cli.handover.checkpoint_model import (
     FileEntry,
     canonical_json,
 )
+from bees_cli.handover.checkpoint_pieces import CheckpointPiece
 from bees_cli.handover.folder import (
     NotRegular,
     disk_name,
@@ -68,13 +69,15 @@ def write_checkpoint(
     now: datetime,
     limits: Limits = DEFAULT_LIMITS,
     story: Story | None = None,
+    pieces: list[CheckpointPiece] | None = None,
 ) -> CheckpointInfo:
     """List and hash every file of ``run_folder`` and write ``checkpoint.json`` atomically.
 
     The document is ``{"format": 1, "item", "workspace", "process_digest", "restart_stages",
     "files": [{"path", "size", "sha256"}], "computer", "machine_id", "time", "journal"}``
     in canonical JSON (:func:`canonical_json`); with a ``story`` the document is format 2
-    and carries it (``"story"``). Paths are relative POSIX paths in Unicode
+    and carries it (``"story"``); with a story and ``pieces`` it is format 3 and lists them
+    too (``"pieces"``). Paths are relative POSIX paths in Unicode
     NFC, sorted (a name stored decomposed on disk is listed composed, so it survives a copy
     between macOS and Linux: :func:`~bees_cli.handover.verify.verify_checkpoint` matches it);
     sizes are bytes; ``time`` is UTC ISO 8601 ending in ``Z``. A checkpoint this function
@@ -87,7 +90,8 @@ def write_checkpoint(
         item_id: the work item's id.
         workspace: the workspace's name.
         process_digest: digest of the process snapshot the run follows.
-        restart_stages: piece name → stage it restarts at (one piece, ``"main"``, for now).
+        restart_stages: piece name → stage it restarts at: ``"main"`` (the run's stages)
+            and each unfinished piece of the stopped stage.
         computer: this computer's name.
         machine_id: this computer's machine id.
         journal: add-on actions already run (JSON objects), so they are not run twice.
@@ -95,6 +99,8 @@ def write_checkpoint(
         limits: the handover limits (default: 1,000 files, 20 MB each, 250 MB in all).
         story: the item's story (history, created time and computer, review rounds), or
             None for a format 1 checkpoint without one.
+        pieces: the run's pieces (:func:`~bees_cli.handover.checkpoint_pieces.
+            checkpoint_pieces`); none (or no story): no ``pieces`` key (format 2 or 1).
 
     Returns:
         The file written, its SHA-256 (to release to Bees Cloud or keep), file count and bytes.
@@ -112,11 +118,13 @@ def write_checkpoint(
     if not run_folder.is_dir():
         raise NotFound(f"not a folder: {run_folder}")
     # Validated before any file is read; the files are filled in once hashed.
+    kept = list(pieces) if pieces and story is not None else None
     header = CheckpointDocument(
-        format=FORMAT if story is not None else 1, item=item_id, workspace=workspace,
+        format=FORMAT if kept else 2 if story is not None else 1, item=item_id,
+        workspace=workspace,
         process_digest=process_digest, restart_stages=dict(restart_stages), files=[],
         computer=computer, machine_id=machine_id, time=_format_time(now), journal=journal,
-        story=story,
+        story=story, pieces=kept,
     )
 
     def refuse(path: str | None, message: str, hint: str | None = None) -> Refused:

@@ -44,6 +44,8 @@ class DelegateOutcome(Result):
     text: str
     files: list[str]
     folder: str
+    saved: bool = False
+    """True when answered from a finished piece's saved result (not run again)."""
 
     def render(self) -> str:
         """Return the result as the caller reads it: the text, then the files."""
@@ -76,8 +78,13 @@ async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
         env: the caller's environment (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``,
             ``BEES_PIECE`` inside a piece, ``BEES_ROUND``, ``BEES_ATTEMPT``).
 
+    A stage restarted from the top (``bees continue``, a retry) that asks the same again
+    (same named agent, task and input) is answered from the finished piece's saved result,
+    not run again (:func:`saved_result`; issue 14, point 3): on a computer that continued
+    the item, the checkpoint's pieces were seeded into its local record.
+
     Returns:
-        The finished piece's :class:`DelegateOutcome`.
+        The finished piece's :class:`DelegateOutcome` (a saved one: ``saved`` True).
 
     Raises:
         UserError: not inside a stage, or an item id that is not one.
@@ -89,6 +96,10 @@ async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
     from bees_cli.engine.piece_models import DELEGATE_UPDATE, DelegateAnswer, DelegateAsk
 
     item_id, stage, caller = _caller(env)
+    saved = await asyncio.to_thread(saved_result, bees.record, item_id, stage, agent, task,
+                                    data)
+    if saved is not None:
+        return saved
     ask = DelegateAsk(stage=stage, round=int(env.get("BEES_ROUND", "1") or 1),
                       attempt=int(env.get("BEES_ATTEMPT", "1") or 1), caller_agent=caller,
                       caller_piece=env.get("BEES_PIECE") or None, agent=agent, task=task,
@@ -121,7 +132,7 @@ def saved_result(record: LocalRecord, item_id: str, stage: str, agent: str, task
     from bees_cli.agents.pieces import ask_digest
 
     piece = record.saved_piece(item_id, stage, ask_digest(agent, task, data))
-    return None if piece is None else outcome_of(piece)
+    return None if piece is None else outcome_of(piece).model_copy(update={"saved": True})
 
 
 async def _await_end(record: LocalRecord, item_id: str, stage: str, name: str) -> Piece:

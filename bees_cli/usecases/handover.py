@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
     from bees_cli.machine.computer import Computer
+    from bees_cli.record.local import LocalRecord
+    from bees_cli.record.pieces import Piece
     from bees_cli.usecases.bees import Bees
 
 
@@ -141,6 +143,18 @@ def check_fits(bees: Bees, row: Any) -> None:
                            f"relinquish {row.id} again") from None
 
 
+def seed_pieces(record: LocalRecord, pieces: list[Piece]) -> None:
+    """Keep a checkpoint's pieces in this computer's local record, the way its journal is
+    seeded (issue 14, point 3): a finished piece's saved result answers the same ask of the
+    restarted stage (:func:`~bees_cli.usecases.delegate.saved_result`), so it is not run
+    again; an unfinished one is kept as it stopped and runs again when asked. A piece this
+    record has already (the item comes back to a computer it ran on) is left as it is.
+    """
+    for piece in pieces:
+        if record.piece(piece.item_id, piece.stage, piece.piece) is None:
+            record.put_piece(piece)
+
+
 async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = None,
                         digest: str | None = None, workspace_path: Path | None = None,
                         title: str | None = None,
@@ -206,6 +220,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         NotFound, UserError, CloudError: see :func:`prepare_continue`.
     """
     from bees_cli.engine.models import ItemInput, JournalEntry, ReviewRounds
+    from bees_cli.handover.checkpoint_pieces import seeded_piece
     from bees_cli.handover.continue_ import (
         claim_here,
         continued_title,
@@ -236,6 +251,9 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         # format 2: the item's story (history, created, review rounds); verified with the file
         story = (Story.model_validate(checkpoint["story"])
                  if checkpoint.get("story") is not None else None)
+        # format 3: the run's pieces (unfinished: restart; finished: their saved results)
+        pieces = [seeded_piece(entry, item_id=item_id, run_folder=folder)
+                  for entry in checkpoint.get("pieces") or []]
         claim_here(here, item_id)
     except BaseException:
         if copied is not None:  # a refused continue leaves the disk as it was
@@ -282,12 +300,13 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
                      computer=here.computer, run_folder=str(folder))
     for entry in journal:
         record.add_journal(item_id, entry.model_dump(mode="json"))
+    seed_pieces(record, pieces)
     record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",
                      stage=restart,
                      data={"from": checkpoint["computer"], "checkpoint_sha256": ready["sha256"],
                            "restart_stages": dict(checkpoint["restart_stages"]),
                            "files": len(checkpoint["files"]), "journal": len(journal),
-                           "run": run})
+                           "pieces": len(pieces), "run": run})
     FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
                                         computer=here.computer, detail=None,
                                         tried=datetime.now(UTC))

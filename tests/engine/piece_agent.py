@@ -2,7 +2,8 @@
 
 Environment: AGENT_LOG (file to append to); DELEGATE (JSON list of ``[AGENT, TASK, INPUT]``,
 handed out at once, in parallel); ACTIONS (JSON list of ``[ACTION, INPUT]`` run through
-``bees action``); FAIL (exit 4 with ``no sources`` on stderr). Inside a piece (``BEES_PIECE``)
+``bees action``); FAIL (exit 4 with ``no sources`` on stderr); HOLD (a file: inside a piece,
+log ``holding AGENT PIECE`` and wait while it exists). Inside a piece (``BEES_PIECE``)
 it writes ``AGENT.md`` (the task and input) in its folder and prints ``AGENT found: TASK``.
 Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | ERROR``
 (TEXT: the piece's ``text`` from ``--json``; ERROR: the JSON error's message, else the last
@@ -14,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 agent, piece = os.environ["BEES_AGENT"], os.environ.get("BEES_PIECE", "-")
@@ -46,6 +48,10 @@ for name, data in json.loads(os.environ.get("ACTIONS", "[]")):
 if os.environ.get("FAIL"):
     print("no sources", file=sys.stderr)
     sys.exit(4)
+if piece != "-" and os.environ.get("HOLD") and Path(os.environ["HOLD"]).exists():
+    write(f"holding {agent} {piece}")
+    while Path(os.environ["HOLD"]).exists():
+        time.sleep(0.05)
 if piece != "-":
     task = os.environ["BEES_TASK"]
     Path(f"{agent}.md").write_text(f"{task} {os.environ['BEES_PIECE_INPUT']}\n",

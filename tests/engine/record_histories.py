@@ -415,6 +415,44 @@ async def pieces_two(client: Client, record: LocalRecord, space: Space) -> str:
     return item_id
 
 
+STOPPED_PIECE_HISTORY = "piece_stopped_with_relinquish"
+"""The history of the ``bees.piece`` child a relinquish stopped, saved by
+:func:`relinquish_pieces`."""
+
+
+async def relinquish_pieces(client: Client, record: LocalRecord, space: Space) -> str:
+    """On the ``relinquish-stops-pieces`` patch (issue 14, point 3): Draft's writer hands
+    pieces to alpha (finishes) and beta (holds); the relinquish stops beta's piece and waits
+    for it before the checkpoint → ``relinquished``. Also saves beta's stopped piece's own
+    history (:data:`STOPPED_PIECE_HISTORY`)."""
+    from tests.engine.test_pieces import DRAFT, piece_agent
+
+    hold = space.root.parent / "hold"
+    hold.touch()
+    piece_agent(space, "writer", DELEGATE=[["alpha", "figures", {"week": 2}],
+                                           ["beta", "quotes", {}]])
+    piece_agent(space, "alpha")
+    piece_agent(space, "beta", HOLD=str(hold))
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    item_id = await _start(client, record, space)
+    for _ in range(600):
+        said = space.lines()
+        if any(ln.startswith("holding beta") for ln in said) and any(
+                ln.startswith("delegate alpha 0") for ln in said):
+            break
+        await asyncio.sleep(0.1)
+    handle = client.get_workflow_handle(item_id)
+    handed = await handle.execute_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput)
+    assert handed.ok, handed.reason
+    beta = next(p for p in record.pieces(item_id) if p.named == "beta")
+    assert handed.restart_stages == {"main": "Draft", beta.piece: "Draft"}
+    assert await handle.result() == "relinquished: restarts at Draft"
+    history = await client.get_workflow_handle(beta.workflow_id).fetch_history()
+    (HISTORIES / f"{STOPPED_PIECE_HISTORY}.json").write_text(history.to_json() + "\n",
+                                                              encoding="utf-8")
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -429,6 +467,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_waits_for_cloud": relinquish_waits_for_cloud,
     "relinquish_as_stage_finishes": relinquish_as_stage_finishes,
     "pieces_writer_delegates_two": pieces_two,
+    "relinquish_stops_pieces": relinquish_pieces,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

@@ -25,6 +25,10 @@ as the relinquish cancelled it (the cancel swallowed); the plan stops before Rev
 ``pieces_writer_delegates_two`` is on the ``pieces`` patch: Draft's writer hands two pieces
 to other agents (``bees.delegate``, two ``bees.piece`` children) and uses both answers;
 ``piece_command_agent_finished`` is the first of those pieces' own ``bees.piece`` history.
+``relinquish_stops_pieces`` is on the ``relinquish-stops-pieces`` patch: Draft's writer has
+one piece finished and one running when the item is relinquished; the run cancels the running
+piece and waits for it before the checkpoint; ``piece_stopped_with_relinquish`` is that
+piece's own history (stopped, its slot given back, ``stopped`` recorded).
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -55,11 +59,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "relinquish_refused_then_retry", "continued_with_review_count",
             "model_stages_tool_then_verdict", "relinquish_waits_for_cloud",
             "relinquish_as_stage_finishes", "pieces_writer_delegates_two",
-            "piece_command_agent_finished"}
+            "piece_command_agent_finished", "relinquish_stops_pieces",
+            "piece_stopped_with_relinquish"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 24
+    assert len(HISTORIES) == 26
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

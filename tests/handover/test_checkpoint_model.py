@@ -27,14 +27,14 @@ def listing_format(value: object) -> Callable[[dict[str, Any]], None]:
 
 
 def test_unknown_format(run: Path) -> None:
-    values: list[tuple[object, str]] = [(3, "3"), ("1", '"1"'), (True, "true"), (None, "null"),
+    values: list[tuple[object, str]] = [(4, "4"), ("1", '"1"'), (True, "true"), (None, "null"),
                                         (1.0, "1.0"), (2.0, "2.0")]
     for value, shown in values:
         rewrite(run, listing_format(value))
         verification = verify_checkpoint(run)
         assert found(verification) == [
             ("checkpoint_format", "checkpoint.json",
-             f"unknown checkpoint format {shown} (this Bees reads formats 1 and 2)"),
+             f"unknown checkpoint format {shown} (this Bees reads formats 1, 2 and 3)"),
         ]
         assert verification.files == 0
 
@@ -100,7 +100,7 @@ def test_a_checkpoint_without_format_is_of_unknown_format(run: Path) -> None:
     rewrite(run, lambda doc: doc.pop("format"))
     assert found(verify_checkpoint(run)) == [
         ("checkpoint_format", "checkpoint.json",
-         "unknown checkpoint format null (this Bees reads formats 1 and 2)"),
+         "unknown checkpoint format null (this Bees reads formats 1, 2 and 3)"),
     ]
 
 
