@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,37 @@ def item_reads(snapshot: ItemSnapshot) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def linked_reads(snapshot: ItemSnapshot) -> tuple[dict[str, str], list[str]]:
+    """Resolve every folder the item reads on this computer (DESIGN.md, Rules: eligibility).
+
+    Returns:
+        ``(folders, reasons)``: folder name → its directory here for each linked one, and a
+        reason (``"folder NAME: …"``) for each that is not.
+    """
+    root = Path(snapshot.workspace_root)
+    reasons: list[str] = []
+    folders: dict[str, str] = {}
+    for name in item_reads(snapshot):
+        link = resolve_folder(name, snapshot.folders.get(name), root)
+        if link.linked and link.path is not None:
+            folders[name] = str(link.path)
+        else:
+            reasons.append(f"folder {name}: {link.reason}")
+    return folders, reasons
+
+
+def connection_check(snapshot: ItemSnapshot) -> Callable[[str], AddonConnection]:
+    """Return the live check of an add-on's connection here that agent choice uses: an add-on
+    the snapshot does not declare is never connected (``WHY_UNDECLARED``)."""
+    def connected(name: str) -> AddonConnection:
+        addon = snapshot.addons.get(name)
+        if addon is None:
+            return AddonConnection(name, False, [WHY_UNDECLARED])
+        return check_connection(name, addon)
+
+    return connected
+
+
 def check_eligibility(
     *, snapshot: ItemSnapshot, stage_name: str, reviewed_by: str | None
 ) -> Eligibility:
@@ -111,22 +142,8 @@ def check_eligibility(
         NotFound: the process has no stage ``stage_name`` (a bug of the caller).
     """
     stage = find_stage(snapshot, stage_name)
-    root = Path(snapshot.workspace_root)
-    reasons: list[str] = []
-    folders: dict[str, str] = {}
-    for name in item_reads(snapshot):
-        link = resolve_folder(name, snapshot.folders.get(name), root)
-        if link.linked and link.path is not None:
-            folders[name] = str(link.path)
-        else:
-            reasons.append(f"folder {name}: {link.reason}")
-
-    def connected(name: str) -> AddonConnection:
-        addon = snapshot.addons.get(name)
-        if addon is None:
-            return AddonConnection(name, False, [WHY_UNDECLARED])
-        return check_connection(name, addon)
-
+    folders, reasons = linked_reads(snapshot)
+    connected = connection_check(snapshot)
     pick: Pick | None = None
     if stage.kind != "done":
         pick = choose_agent(

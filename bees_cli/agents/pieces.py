@@ -156,29 +156,11 @@ def check_piece(*, snapshot: ItemSnapshot, stage_name: str, named: str,
     Returns:
         The :class:`~bees_cli.agents.eligibility.Eligibility` (its ``pick`` the piece's).
     """
-    from bees_cli.agents.eligibility import Eligibility, item_reads
-    from bees_cli.agents.selection import WHY_UNDECLARED
-    from bees_cli.machine.connections import AddonConnection, check_connection
-    from bees_cli.machine.links import resolve_folder
+    from bees_cli.agents.eligibility import Eligibility, connection_check, linked_reads
 
-    root = Path(snapshot.workspace_root)
-    reasons: list[str] = []
-    folders: dict[str, str] = {}
-    for name in item_reads(snapshot):
-        link = resolve_folder(name, snapshot.folders.get(name), root)
-        if link.linked and link.path is not None:
-            folders[name] = str(link.path)
-        else:
-            reasons.append(f"folder {name}: {link.reason}")
-
-    def connected(name: str) -> AddonConnection:
-        addon = snapshot.addons.get(name)
-        if addon is None:
-            return AddonConnection(name, False, [WHY_UNDECLARED])
-        return check_connection(name, addon)
-
+    folders, reasons = linked_reads(snapshot)
     pick = choose_piece_agent(snapshot=snapshot, stage_name=stage_name, named=named,
-                              chain=chain, addon_connected=connected)
+                              chain=chain, addon_connected=connection_check(snapshot))
     if pick.agent is None:
         reasons.append(pick.reason)
     return Eligibility(ok=not reasons, reasons=tuple(reasons), pick=pick, folders=folders)
