@@ -331,7 +331,8 @@ class SchedulesOut(Out):
 
 class DoctorCheck(Part):
     """One ``bees doctor`` check (``address``: the engine's; ``lost``, ``hint``: lost items;
-    ``error``: why the workspace does not load; ``skew_seconds``: the clock's)."""
+    ``error``: why the workspace does not load; ``skew_seconds``: the clock's;
+    ``url_from``, ``token_from``: where the cloud's sign-in came from)."""
 
     check: str
     ok: bool
@@ -343,6 +344,10 @@ class DoctorCheck(Part):
     """The workspace check's error code when the workspace does not load."""
     skew_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
     """The clock check's offset: Bees Cloud's clock minus this one, seconds."""
+    url_from: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The cloud check's URL source: ``saved`` (``bees login``) or ``BEES_CLOUD_URL``."""
+    token_from: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The cloud check's token source: ``saved`` (``bees login``) or ``BEES_TOKEN``."""
 
 
 class ProcessCheck(Part):

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,6 +43,13 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         elif language is not None:
             lines.append(line)
     return blocks
+
+
+def _port_taken(port: int) -> bool:
+    """True when something already listens on ``127.0.0.1:port`` (a page's server would not
+    start, and its waits would talk to that other program)."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _stop_group(group: int) -> None:
@@ -103,6 +111,9 @@ def test_every_command_of_the_page_runs(page: Path, tmp_path: Path,
     env = {key: value for key, value in os.environ.items() if not key.startswith("BEES_")}
     env.update(HOME=str(tmp_path), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
                NO_COLOR="1")
+    busy = [port for port in sorted(set(re.findall(r"--port (\d+)", script)))
+            if _port_taken(int(port))]
+    assert not busy, f"{page.name} serves on port(s) {busy}, taken by another program here"
     if "$CLOUD_DB" in script:  # the page's PostgreSQL: a fresh database of the test cluster
         env["CLOUD_DB"] = str(request.getfixturevalue("postgres_url"))
     process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,

@@ -64,7 +64,7 @@ def served(bees_home: Path) -> Iterator[str]:
 def example(tmp_path: Path, served: str) -> Space:
     """The example workspace, its agents pointed at the served model."""
     root = tmp_path / "example"
-    shutil.copytree(EXAMPLE, root)
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("*.eml"))  # no earlier mail
     for path in (root / "agents").glob("*.yaml"):
         path.write_text(path.read_text().replace("http://127.0.0.1:11434/v1", served))
     return Space(root, tmp_path / "agents.log")
