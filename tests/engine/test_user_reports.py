@@ -63,11 +63,20 @@ def test_a_second_bees_run_is_refused(bees: BeesRunner, bees_home: Path,
 
 
 @pytest.mark.slow
+def worker_up(home: Path) -> bool:
+    """True once ``bees run`` on the computer ``home`` runs its worker (``worker.json`` names
+    the engine's address; while it starts, the address is null)."""
+    try:
+        return bool(json.loads((home / "data" / "worker.json").read_text())["address"])
+    except (FileNotFoundError, ValueError, KeyError):
+        return False
+
+
 def test_bees_run_stops_when_its_engine_goes_away(bees_home: Path, tmp_path: Path) -> None:
     run = start_bees(bees_home, tmp_path, "run")
     engine = bees_home / "data" / "engine.json"
     try:
-        wait_for(lambda: (bees_home / "data" / "worker.json").exists())
+        wait_for(lambda: worker_up(bees_home))  # the worker runs: its engine is up
         pid = int(json.loads(engine.read_text())["pid"])
         os.kill(pid, signal.SIGKILL)
         _out, err = run.communicate(timeout=30)
