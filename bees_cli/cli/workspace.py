@@ -16,7 +16,8 @@ DirArg = Annotated[
 
 
 def validate(
-    directory: DirArg = None, workspace: WorkspaceOpt = None, as_json: JsonOpt = False
+    ctx: typer.Context, directory: DirArg = None, workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Check every file of the workspace; print each problem as FILE:LINE:COL  field  message.
 
@@ -31,6 +32,10 @@ def validate(
     from bees_cli.workspace.loader import load_workspace, workspace_argument
     from bees_cli.workspace.summary import summary_json, summary_line
 
+    source = ctx.get_parameter_source("workspace")  # typer's own click: compare by name
+    from_env = getattr(source, "name", None) == "ENVIRONMENT"
+    if directory is not None and from_env:
+        workspace = None  # BEES_WORKSPACE is a default: the DIR given here wins
     loaded = load_workspace(workspace_argument(directory, workspace))
     if as_json:
         out.emit(out.ValidateOut.model_validate(summary_json(loaded)))

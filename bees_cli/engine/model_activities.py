@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -115,6 +115,9 @@ def attachments(context: TurnContext, names: list[str]) -> dict[str, str]:
     return found
 
 
+
+T = TypeVar("T")
+
 class ModelActivities:
     """The model loop's activities of this computer's worker.
 
@@ -199,13 +202,15 @@ class ModelActivities:
             started = time.monotonic()
             try:
                 async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
-                    done = await client.complete(
+                    # heartbeats while the model thinks: a worker killed mid-call is noticed
+                    # within MODEL_HEARTBEAT_TIMEOUT and the call is asked again on the next
+                    done = await self._heartbeating(client.complete(
                         messages, tools=None if json_mode else tools,
                         response_format=response_format(
                             review=review, json_mode=json_mode, tools=tools,
                             reply_tokens=runner.max_reply_tokens,
                             final=set(runner.required_tools) <= called),
-                        max_tokens=runner.max_reply_tokens)
+                        max_tokens=runner.max_reply_tokens))
             except ModelError as error:
                 raise as_application_error(error) from None
             response, seconds, from_transcript = done.response, time.monotonic() - started, False
@@ -281,7 +286,9 @@ class ModelActivities:
             arguments=call.call.arguments, content=result.content, outcome=result.outcome))
         return result
 
-    async def _heartbeating(self, work: Awaitable[ToolResult]) -> ToolResult:
+    async def _heartbeating(self, work: Awaitable[T]) -> T:
+        """Await ``work``, heartbeating every ``heartbeat_every`` s (a model call or a tool call
+        that waits); cancelled with the activity."""
         task = asyncio.ensure_future(work)
         try:
             while True:

@@ -36,6 +36,10 @@ MODEL_LOOP = "model-loop"
 
 MODEL_CALL_TIMEOUT = timedelta(minutes=30)
 """Longest single model call (a slow local model on a laptop CPU)."""
+MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""A model call heartbeats while it waits for the model: a worker killed mid-call (kill -9,
+a power cut) is noticed within this, and the turn is asked again, not after
+MODEL_CALL_TIMEOUT."""
 MODEL_CALL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                                maximum_interval=timedelta(seconds=30), maximum_attempts=5)
 """5xx, timeouts and 429s: bounded backoff (a 429's Retry-After overrides the interval)."""
@@ -124,7 +128,7 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
                 MODEL_CALL_ACTIVITY, ModelCallInput(context=context, turn=turn,
                                                     messages=list(messages)),
                 result_type=ModelStep, start_to_close_timeout=MODEL_CALL_TIMEOUT,
-                retry_policy=MODEL_CALL_RETRY)
+                heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT, retry_policy=MODEL_CALL_RETRY)
         except ActivityError as error:
             if isinstance(error.cause, TemporalCancelled):
                 raise
