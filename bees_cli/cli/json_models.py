@@ -26,6 +26,12 @@ if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_im
 VERSION: Literal[1] = 1
 """The version of the JSON contract; it grows when a field's meaning changes or one goes."""
 
+DISPLAY_KEYS = frozenset({"id", "since_human", "status_text", "what"})
+"""Keys of a use case's row that only the text view reads: display text (``since_human``,
+``status_text``, ``what``: it words machine values the document has) or the item id
+repeated (``id``)."""
+
+
 class Out(BaseModel):
     """Base of every ``--json`` document: strict, with the contract's ``version``."""
 
@@ -55,9 +61,10 @@ D = TypeVar("D", bound="Out")
 
 
 def item_out(model: type[D], data: dict[str, Any]) -> D:
-    """Return document ``model`` of a use case's outcome whose item id is ``item``."""
-    return model.model_validate({"item_id": data["item"],
-                                 **{k: v for k, v in data.items() if k != "item"}})
+    """Return document ``model`` of a use case's outcome whose item id is ``item``, without
+    its display text (:data:`DISPLAY_KEYS`: ``bees relinquish``'s ``status_text``)."""
+    return model.model_validate({"item_id": data["item"], **{
+        k: v for k, v in data.items() if k != "item" and k not in DISPLAY_KEYS}})
 
 
 class ErrorBody(Part):
@@ -153,14 +160,17 @@ class SchemasWriteOut(Out):
 
 class StatusItem(Part):
     """One row of ``bees status``: an item of this computer (``team`` false) or of the team
-    in the shared record (``team`` true: ``computer`` and ``person`` say where it runs)."""
+    in the shared record (``team`` true: ``computer`` and ``person`` say where it runs).
+
+    Machine values only: the text view words ``status`` with ``reason`` (``waiting:
+    REASON``), a free item's restart stage is its ``stage``, a team row's place is
+    ``computer``."""
 
     item_id: str
     process: str | None
     title: str | None
     stage: str | None
     status: str | None
-    status_text: str
     agent: str | None
     since: UtcTime
     team: bool
@@ -187,9 +197,9 @@ class StatusOut(Out):
 
 def status_out(view: StatusView) -> StatusOut:
     """Return ``bees status --json`` of the use case's view: each row without its display
-    text (``since_human``) or its ``id`` repeated, and the warnings as a list."""
+    text (:data:`DISPLAY_KEYS`), and the warnings as a list."""
     items = [StatusItem.model_validate(
-        {"team": False, **{k: v for k, v in row.items() if k not in ("id", "since_human")}})
+        {"team": False, **{k: v for k, v in row.items() if k not in DISPLAY_KEYS}})
         for row in view.rows]
     return StatusOut(items=items, warnings=(view.warning or "").splitlines(), more=view.more)
 
@@ -207,14 +217,14 @@ class ItemCreateOut(Out):
 
 
 class TeamItemShow(Out):
-    """``bees item show`` of a team item another computer runs (its shared-record row)."""
+    """``bees item show`` of a team item another computer runs (its shared-record row:
+    ``stage`` and ``status`` as pushed, ``computer`` and ``person`` where it runs)."""
 
     item_id: str
     process: str | None
     title: str | None
     stage: str | None
     status: str | None
-    status_text: str
     computer: str
     person: str
     agent: str | None
@@ -265,14 +275,15 @@ class ApprovalOut(Part):
     asked_at: UtcTime
     interrupted_at: UtcTime | None = None
     """An action that may already have run: when its intent was written, with no result."""
-    what: str
-    """What waits, in one line (the text view's column)."""
 
 
 def approval_out(row: dict[str, Any]) -> ApprovalOut:
     """Return one ``bees approvals --json`` row of the use case's row (the request's ``id``
-    is ``request_id``; who decided, when and why stay out: it still waits)."""
-    data = {k: v for k, v in row.items() if k not in ("id", "who", "at", "reason", "answer")}
+    is ``request_id``; who decided, when and why stay out: it still waits; what waits is
+    ``action`` (null: the stage's finish), ``kind``, ``summary`` and ``input``, not the text
+    view's one line ``what``)."""
+    data = {k: v for k, v in row.items()
+            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer"}}
     return ApprovalOut.model_validate({"request_id": row["id"], **data})
 
 
@@ -366,7 +377,8 @@ class DoctorOut(Out):
 
 
 class RelinquishOut(Out):
-    """``bees relinquish``: the stopped stage, where each piece restarts, the checkpoint."""
+    """``bees relinquish``: the stopped stage, where each piece restarts (the item is free
+    and restarts at ``restart_stages["main"]``), the checkpoint."""
 
     item_id: str
     stage: str | None
@@ -376,7 +388,6 @@ class RelinquishOut(Out):
     files: int
     total_bytes: int
     released: bool
-    status_text: str
 
 
 class RepairOut(Out):

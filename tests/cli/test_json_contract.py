@@ -187,7 +187,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                   total_bytes=43, released=False),
      {"item_id": ITEM, "stage": "Draft", "restart_stages": {"main": "Draft"},
       "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32, "files": 3,
-      "total_bytes": 43, "released": False, "status_text": "free, restarts at Draft"}),
+      "total_bytes": 43, "released": False}),
     (("relinquish", ITEM, "--repair"), "repair_release",
      Repaired(item=ITEM, checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32,
               before=None, restart_stages={"main": "Draft"}, released=True),
@@ -204,8 +204,8 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                      status_text="Draft, running on maya-desktop", computer="maya-desktop",
                      person="maya@example.com", agent="writer", since="2026-12-01T08:00:00Z"),
      {"item_id": ITEM, "process": "p", "title": "Week 2", "stage": "Draft",
-      "status": "running", "status_text": "Draft, running on maya-desktop",
-      "computer": "maya-desktop", "person": "maya@example.com", "agent": "writer",
+      "status": "running", "computer": "maya-desktop", "person": "maya@example.com",
+      "agent": "writer",
       "since": "2026-12-01T08:00:00.000000Z", "team": True}),
 ], ids=["retry", "accept", "relinquish", "repair", "continue", "team-item-show"])
 def test_a_use_case_result_prints_as_its_schema_says(

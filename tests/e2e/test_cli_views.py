@@ -76,8 +76,8 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
     await Syncer(laptop).sync_once()
 
     every = json.loads(bees("status", "--json").stdout)["items"]
-    assert [(r["item_id"], r["status_text"], r["team"]) for r in every] == [
-        (theirs.detail, "Draft, pending on maya-desktop", True)]
+    assert [(r["item_id"], r["stage"], r["status"], r["computer"], r["team"])
+            for r in every] == [(theirs.detail, "Draft", "pending", "maya-desktop", True)]
     assert json.loads(bees("status", "--json", "--mine").stdout)["items"] == []
     shown = bees("status")
     assert "Draft, pending on maya-desktop" in shown.stdout and shown.stderr == ""
