@@ -22,7 +22,7 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     from bees_cli.cli.errors import ExitCode, exit_code_of_code
 
     report = asyncio.run(bees_here().doctor(workspace))
-    doc = out.DoctorOut.model_validate(report.to_json())
+    doc = out.doctor_out(report.to_json())
     if as_json:
         out.emit(doc)
     else:
@@ -38,7 +38,8 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
                 typer.echo(f"no    process {process.process}: cannot run here now: {why}")
     # an invalid workspace, or a -w that names none, is exit 2 as for any command (the
     # exit-code table); without -w and none found, doctor checks this computer only
-    codes = [exit_code_of_code(c.error) for c in doc.checks if c.error is not None
+    codes = [exit_code_of_code(c.error) for c in doc.checks
+             if c.check == "workspace" and c.error is not None
              and (workspace is not None or c.error == "invalid_workspace")]
     raise typer.Exit(ExitCode.OK if report.ok else max(codes, default=ExitCode.FAILURE))
 

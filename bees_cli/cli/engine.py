@@ -111,7 +111,8 @@ def item_create(
         code = await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
         if as_json and wait:
             row = await asyncio.to_thread(bees.record.item, created.id)
-            final = {key: value for key, value in row.to_json().items() if key != "id"}
+            final = {key: value for key, value in row.to_json().items()
+                     if key not in out.DISPLAY_KEYS}
             done = done.model_copy(update={"final": out.ItemView.model_validate(final)})
         if as_json:
             out.emit(done)
@@ -132,6 +133,7 @@ def item_show(
     import asyncio
 
     from bees_cli.cli import json_models as out
+    from bees_cli.record.states import status_text
     from bees_cli.usecases.models import TeamItemDetails
 
     found = asyncio.run(bees_here().item_details(item))
@@ -146,7 +148,7 @@ def item_show(
     typer.echo(f"item        {row.item_id}  {row.title}")
     typer.echo(f"process     {row.process}")
     typer.echo(f"stage       {row.stage}")
-    typer.echo(f"status      {row.status_text}")
+    typer.echo(f"status      {status_text(row.status, row.reason)}")
     typer.echo(f"agent       {row.agent or '-'}")
     typer.echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
     typer.echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
@@ -175,7 +177,8 @@ def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
     from bees_cli.cli import json_models as out
     if as_json:
         data = team.to_json()
-        out.emit(out.TeamItemShow.model_validate({"item_id": data.pop("id"), **data}))
+        out.emit(out.TeamItemShow.model_validate({"item_id": data["id"], **{
+            key: value for key, value in data.items() if key not in out.DISPLAY_KEYS}}))
         return
     typer.echo(f"item        {team.id}  {team.title or '-'}")
     typer.echo(f"process     {team.process or '-'}")

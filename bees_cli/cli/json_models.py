@@ -26,6 +26,12 @@ if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_im
 VERSION: Literal[1] = 1
 """The version of the JSON contract; it grows when a field's meaning changes or one goes."""
 
+DISPLAY_KEYS = frozenset({"id", "since_human", "status_text", "what"})
+"""Keys of a use case's row that only the text view reads: display text (``since_human``,
+``status_text``, ``what``: it words machine values the document has) or the item id
+repeated (``id``)."""
+
+
 class Out(BaseModel):
     """Base of every ``--json`` document: strict, with the contract's ``version``."""
 
@@ -55,9 +61,10 @@ D = TypeVar("D", bound="Out")
 
 
 def item_out(model: type[D], data: dict[str, Any]) -> D:
-    """Return document ``model`` of a use case's outcome whose item id is ``item``."""
-    return model.model_validate({"item_id": data["item"],
-                                 **{k: v for k, v in data.items() if k != "item"}})
+    """Return document ``model`` of a use case's outcome whose item id is ``item``, without
+    its display text (:data:`DISPLAY_KEYS`: ``bees relinquish``'s ``status_text``)."""
+    return model.model_validate({"item_id": data["item"], **{
+        k: v for k, v in data.items() if k != "item" and k not in DISPLAY_KEYS}})
 
 
 class ErrorBody(Part):
@@ -153,14 +160,17 @@ class SchemasWriteOut(Out):
 
 class StatusItem(Part):
     """One row of ``bees status``: an item of this computer (``team`` false) or of the team
-    in the shared record (``team`` true: ``computer`` and ``person`` say where it runs)."""
+    in the shared record (``team`` true: ``computer`` and ``person`` say where it runs).
+
+    Machine values only: the text view words ``status`` with ``reason`` (``waiting:
+    REASON``), a free item's restart stage is its ``stage``, a team row's place is
+    ``computer``."""
 
     item_id: str
     process: str | None
     title: str | None
     stage: str | None
     status: str | None
-    status_text: str
     agent: str | None
     since: UtcTime
     team: bool
@@ -187,9 +197,9 @@ class StatusOut(Out):
 
 def status_out(view: StatusView) -> StatusOut:
     """Return ``bees status --json`` of the use case's view: each row without its display
-    text (``since_human``) or its ``id`` repeated, and the warnings as a list."""
+    text (:data:`DISPLAY_KEYS`), and the warnings as a list."""
     items = [StatusItem.model_validate(
-        {"team": False, **{k: v for k, v in row.items() if k not in ("id", "since_human")}})
+        {"team": False, **{k: v for k, v in row.items() if k not in DISPLAY_KEYS}})
         for row in view.rows]
     return StatusOut(items=items, warnings=(view.warning or "").splitlines(), more=view.more)
 
@@ -207,14 +217,14 @@ class ItemCreateOut(Out):
 
 
 class TeamItemShow(Out):
-    """``bees item show`` of a team item another computer runs (its shared-record row)."""
+    """``bees item show`` of a team item another computer runs (its shared-record row:
+    ``stage`` and ``status`` as pushed, ``computer`` and ``person`` where it runs)."""
 
     item_id: str
     process: str | None
     title: str | None
     stage: str | None
     status: str | None
-    status_text: str
     computer: str
     person: str
     agent: str | None
@@ -265,14 +275,15 @@ class ApprovalOut(Part):
     asked_at: UtcTime
     interrupted_at: UtcTime | None = None
     """An action that may already have run: when its intent was written, with no result."""
-    what: str
-    """What waits, in one line (the text view's column)."""
 
 
 def approval_out(row: dict[str, Any]) -> ApprovalOut:
     """Return one ``bees approvals --json`` row of the use case's row (the request's ``id``
-    is ``request_id``; who decided, when and why stay out: it still waits)."""
-    data = {k: v for k, v in row.items() if k not in ("id", "who", "at", "reason", "answer")}
+    is ``request_id``; who decided, when and why stay out: it still waits; what waits is
+    ``action`` (null: the stage's finish), ``kind``, ``summary`` and ``input``, not the text
+    view's one line ``what``)."""
+    data = {k: v for k, v in row.items()
+            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer"}}
     return ApprovalOut.model_validate({"request_id": row["id"], **data})
 
 
@@ -329,25 +340,71 @@ class SchedulesOut(Out):
     schedules: list[ScheduleOut]
 
 
+def _opt(description: str) -> Any:
+    """A field of some checks only: left out of the document when None."""
+    return Field(default=None, exclude_if=lambda v: v is None, description=description)
+
+
+class LostItem(Part):
+    """An item whose run the engine lost, and the stage ``bees retry`` starts again."""
+
+    item_id: str
+    stage: str | None
+
+
+class RefusedChange(Part):
+    """A change Bees Cloud refused, kept until it can be sent (``code``: ``clock_ahead``
+    with ``offset_seconds``, ``not_owner`` with ``owner``…)."""
+
+    item_id: str
+    code: str
+    message: str
+    offset_seconds: float | None
+    owner: str | None
+
+
 class DoctorCheck(Part):
-    """One ``bees doctor`` check (``address``: the engine's; ``lost``, ``hint``: lost items;
-    ``error``: why the workspace does not load; ``skew_seconds``: the clock's;
-    ``url_from``, ``token_from``: where the cloud's sign-in came from)."""
+    """One ``bees doctor`` check: its name, ``ok``, and the machine values of its kind (the
+    text view words them; a field a check does not have is left out).
+
+    ``engine``: ``address``, ``version``; ``bees run``: ``state``, ``pid``; ``lost items``:
+    ``lost``, ``items``, ``hint``; ``cloud``: ``configured``, ``url``, ``url_from``,
+    ``token_from``, ``person``, ``team``; ``clock``: ``skew_seconds``, ``measured``;
+    ``time zones``: ``tz_version``, ``tz_source``; ``workspace``: ``path``, ``from_env``;
+    ``folder NAME``: ``folder``, ``path``, ``reason``; ``add-on NAME``: ``addon``,
+    ``missing``; ``shared record``: ``last_sync``; ``refused changes``: ``refused``. A check
+    that failed on an error has its ``error`` code, ``message`` and ``hint``."""
 
     check: str
     ok: bool
-    detail: str
-    address: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    lost: int | None = Field(default=None, exclude_if=lambda v: v is None)
-    hint: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    error: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    """The workspace check's error code when the workspace does not load."""
-    skew_seconds: float | None = Field(default=None, exclude_if=lambda v: v is None)
-    """The clock check's offset: Bees Cloud's clock minus this one, seconds."""
-    url_from: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    """The cloud check's URL source: ``saved`` (``bees login``) or ``BEES_CLOUD_URL``."""
-    token_from: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    """The cloud check's token source: ``saved`` (``bees login``) or ``BEES_TOKEN``."""
+    error: str | None = _opt("The error's code when the check failed on one.")
+    message: str | None = _opt("The error's one-line message.")
+    hint: str | None = _opt("What to do next (lost items: `bees retry ITEM`).")
+    address: str | None = _opt("The engine's address.")
+    version: str | None = _opt("The engine's Bees version (left out: unknown).")
+    state: Literal["running", "starting", "not_running", "stopped_without_cleanup"] | None = (
+        _opt("``bees run``'s process: ``stopped_without_cleanup`` after a kill -9 or crash."))
+    pid: int | None = _opt("``bees run``'s pid (the live one, or the last one seen).")
+    lost: int | None = _opt("How many items are lost.")
+    items: list[LostItem] | None = _opt("The lost items.")
+    configured: bool | None = _opt("A Bees Cloud is configured on this computer.")
+    url: str | None = _opt("Bees Cloud's URL.")
+    url_from: str | None = _opt("Where the URL comes from: ``saved`` or ``BEES_CLOUD_URL``.")
+    token_from: str | None = _opt("Where the token comes from: ``saved`` or ``BEES_TOKEN``.")
+    person: str | None = _opt("Who Bees Cloud says is signed in.")
+    team: str | None = _opt("The person's team.")
+    skew_seconds: float | None = _opt("Bees Cloud's clock minus this one, seconds.")
+    measured: Literal["now", "last_sync"] | None = _opt("When the skew was measured.")
+    tz_version: str | None = _opt("The time-zone database's version (left out: unknown).")
+    tz_source: str | None = _opt("Where the time-zone database comes from.")
+    path: str | None = _opt("The workspace's folder, or where the folder resolves here.")
+    from_env: bool | None = _opt("The workspace was found by ``BEES_WORKSPACE``.")
+    folder: str | None = _opt("The folder's name.")
+    reason: str | None = _opt("How the folder resolves, or why it does not.")
+    addon: str | None = _opt("The add-on's name.")
+    missing: list[str] | None = _opt("What the add-on misses here (``env GMAIL_TOKEN``…).")
+    last_sync: UtcTime | None = _opt("The last sync of the shared record (left out: never).")
+    refused: list[RefusedChange] | None = _opt("The changes Bees Cloud refused.")
 
 
 class ProcessCheck(Part):
@@ -370,8 +427,16 @@ class DoctorOut(Out):
     processes: list[ProcessCheck]
 
 
+def doctor_out(report: dict[str, Any]) -> DoctorOut:
+    """Return ``bees doctor --json`` of the use case's report (``DoctorReport.to_json()``):
+    each check without its ``detail``, the text view's line."""
+    checks = [{k: v for k, v in check.items() if k != "detail"} for check in report["checks"]]
+    return DoctorOut.model_validate({**report, "checks": checks})
+
+
 class RelinquishOut(Out):
-    """``bees relinquish``: the stopped stage, where each piece restarts, the checkpoint."""
+    """``bees relinquish``: the stopped stage, where each piece restarts (the item is free
+    and restarts at ``restart_stages["main"]``), the checkpoint."""
 
     item_id: str
     stage: str | None
@@ -381,7 +446,6 @@ class RelinquishOut(Out):
     files: int
     total_bytes: int
     released: bool
-    status_text: str
 
 
 class RepairOut(Out):

@@ -39,9 +39,9 @@ class ItemView(BaseModel):
     run_folder: str
     stage: str | None
     status: Status
-    status_text: str
-    """The status as people read it (``waiting: REASON``…)."""
     reason: str | None
+    """Why it waits, failed or is free (``restarts at STAGE``); the text view words the
+    status with it (:func:`~bees_cli.record.states.status_text`)."""
     wait: WaitKind | None
     """Why it waits, when its writer said so."""
     agent: str | None
@@ -98,9 +98,11 @@ class ItemShow(BaseModel):
     @classmethod
     def of(cls, details: dict[str, Any]) -> Self:
         """Return the view of a use case's item details (``ItemDetails.to_json()``): the
-        row's ``id`` is its ``item_id``, and ``since_human`` (display text) stays out."""
+        row's ``id`` is its ``item_id``, and the display text (``since_human``, the row's
+        ``status_text``) stays out."""
         data = {key: value for key, value in details.items() if key != "since_human"}
-        data["item"] = {key: value for key, value in details["item"].items() if key != "id"}
+        data["item"] = {key: value for key, value in details["item"].items()
+                        if key not in ("id", "status_text")}
         return cls.model_validate(data)
 
     def events(self) -> list[EventBase]:

@@ -86,6 +86,8 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
 
 
 def _check(name: str, ok: bool, detail: str, **extra: Any) -> Check:
+    """One check: ``detail`` is the text view's line, ``extra`` its machine values (the
+    fields of :class:`bees_cli.cli.json_models.DoctorCheck`)."""
     return Check(check=name, ok=ok, detail=detail, **extra)
 
 
@@ -109,27 +111,33 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
     checks = [_engine_check(here.data_dir), _bees_run_check(here.data_dir),
               _lost_check(here.record_path), *_cloud_checks(here)]
     zones = tz_database()
-    checks.append(_check("time zones", True, zones.text))  # information, never a failure
+    checks.append(_check("time zones", True, zones.text, tz_version=zones.version,
+                         tz_source=zones.source))  # information, never a failure
     processes: list[ProcessCheck] = []
     try:
         from bees_cli.workspace.loader import load_workspace
 
         workspace = load_workspace(workspace_path)
     except BeesError as error:
-        checks.append(_check("workspace", False, error.message, error=error.code))
+        checks.append(_check("workspace", False, error.message, error=error.code,
+                             message=error.message, hint=error.hint))
         workspace = None
     if workspace is not None:
         from_env = here.workspace_env is not None and workspace.root == here.workspace_env
         checks.append(_check("workspace", True, str(workspace.root) + (
-            " (from BEES_WORKSPACE)" if from_env else "")))
+            " (from BEES_WORKSPACE)" if from_env else ""), path=str(workspace.root),
+            from_env=from_env))
         from bees_cli.machine.report import addon_connections, folder_links
 
         for link in folder_links(workspace):
-            checks.append(_check(f"folder {link.name}", link.linked, link.reason))
+            checks.append(_check(f"folder {link.name}", link.linked, link.reason,
+                                 folder=link.name, path=None if link.path is None
+                                 else str(link.path), reason=link.reason))
         for addon in addon_connections(workspace):
             missing = ", ".join(addon.missing)
             checks.append(_check(f"add-on {addon.name}", addon.connected,
-                                 "connected" if addon.connected else f"missing {missing}"))
+                                 "connected" if addon.connected else f"missing {missing}",
+                                 addon=addon.name, missing=list(addon.missing)))
         processes = _process_checks(workspace)
     return DoctorReport(ok=all(c.ok for c in checks), checks=checks, processes=processes,
                         computer=here.computer, machine_id=here.machine_id, person=here.person)
@@ -143,8 +151,10 @@ def _engine_check(data: Path) -> Check:
     if engine is None:
         return _check("engine", False, "not running (start it with `bees run`)")
     info = read_json(data / "engine.json", {}) or {}
-    version = info.get("version") or "version unknown (external server)"
-    return _check("engine", True, f"{engine.address}, {version}", address=engine.address)
+    known = info.get("version")
+    version = known or "version unknown (external server)"
+    return _check("engine", True, f"{engine.address}, {version}", address=engine.address,
+                  version=str(known) if known else None)
 
 
 def _bees_run_check(data: Path) -> Check:
@@ -156,7 +166,9 @@ def _bees_run_check(data: Path) -> Check:
     detail = state.text.removeprefix("bees run is ")
     if not state.running and not state.stopped_without_cleanup:
         detail += " (start it with `bees run`)"
-    return _check("bees run", state.running, detail)
+    run = ("starting" if state.starting else "running" if state.running
+           else "stopped_without_cleanup" if state.stopped_without_cleanup else "not_running")
+    return _check("bees run", state.running, detail, state=run, pid=state.pid)
 
 
 LOST_HINT = "bees retry ITEM"
@@ -179,23 +191,26 @@ def _lost_check(record_path: Path) -> Check:
         lost = LocalRecord(record_path).items(statuses=frozenset({Status.LOST}))
     except BeesError as error:
         return _check("lost items", False, f"cannot read the local record: {error.message}",
-                      lost=None, hint=error.hint)
+                      lost=None, hint=error.hint, error=error.code, message=error.message)
     if not lost:
         return _check("lost items", True, "none", lost=0, hint=None)
     where = ", ".join(f"{row.id} at {row.stage or '-'}" for row in lost)
     return _check("lost items", False,
                   f"{len(lost)} lost ({LOST_TEXT}): {where}; `{LOST_HINT}` starts each "
-                  "at its stage again", lost=len(lost), hint=LOST_HINT)
+                  "at its stage again", lost=len(lost), hint=LOST_HINT,
+                  items=[{"item_id": row.id, "stage": row.stage} for row in lost])
 
 
 def _cloud_checks(here: Computer) -> list[Check]:
     from bees_cli.errors import CloudError, CloudUnauthorized
 
     if here.login is None:
-        return [_check("cloud", True, "none configured: no keys, owners or shared record")]
+        return [_check("cloud", True, "none configured: no keys, owners or shared record",
+                       configured=False)]
     login = here.login
     # issue 15, point 4: say where the URL and token came from (saved, or the environment)
-    where = {"url_from": login.url_from, "token_from": login.token_from}
+    where = {"configured": True, "url": login.url, "url_from": login.url_from,
+             "token_from": login.token_from}
     sources = f" ({login.sources})" if login.sources else ""
     api = sync_cloud_for(here, retries=1)
     assert api is not None
@@ -203,15 +218,17 @@ def _cloud_checks(here: Computer) -> list[Check]:
         skew = api.skew()
     except CloudUnauthorized as error:
         return [_check("cloud", False, f"{login.url}: not authorized: {error.message}{sources}",
-                       **where), *_record_checks(here)]
+                       error=error.code, message=error.message, **where), *_record_checks(here)]
     except CloudError as error:
-        return [_check("cloud", False, f"{login.url}: {error.message}{sources}", **where),
+        return [_check("cloud", False, f"{login.url}: {error.message}{sources}",
+                       error=error.code, message=error.message, **where),
                 *_record_checks(here)]
     finally:
         api.close()
     return [
         _check("cloud", True, f"{login.url}: signed in as {skew.me.person} "
-               f"(team {skew.me.team}){sources}", **where),
+               f"(team {skew.me.team}){sources}", person=skew.me.person, team=skew.me.team,
+               **where),
         _clock_check(skew.skew_seconds, "now"),
         *_record_checks(here, measured_now=True),
     ]
@@ -226,7 +243,8 @@ def _clock_check(seconds: float, measured: str) -> Check:
                       "" if abs(seconds) <= SKEW_WARN else
                       f" (this clock is {abs(seconds):.0f} s {side}; over {SKEW_WARN:g} s "
                       "the shared record trusts a wrong clock: fix it)"),
-                  skew_seconds=round(seconds, 3))
+                  skew_seconds=round(seconds, 3),
+                  measured="now" if measured == "now" else "last_sync")
 
 
 def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]:
@@ -237,16 +255,23 @@ def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]
     from bees_cli.record.sync_notes import refusal_lines
 
     shared = SharedRecord(here.record_path)
-    last = shared.meta("last_sync") or "never (is `bees run` up?)"
+    synced = shared.meta("last_sync")
+    last = synced or "never (is `bees run` up?)"
     failed = shared.meta("error")
     refused = refusal_lines(here.record_path)
+    changes = [{"item_id": r.item_id, "code": r.code, "message": r.message,
+                "offset_seconds": r.offset_seconds, "owner": r.owner}
+               for r in shared.refused()]
     skew = [] if measured_now or shared.skew is None else [
         _clock_check(shared.skew, "at the last sync")]
     return [
         *skew,
         _check("shared record", failed is None,
-               f"last sync {last}" + (f"; last error: {failed}" if failed else "")),
-        _check("refused changes", not refused, "; ".join(refused) or "none"),
+               f"last sync {last}" + (f"; last error: {failed}" if failed else ""),
+               last_sync=synced, error=shared.meta("error_code") if failed else None,
+               message=failed),
+        _check("refused changes", not refused, "; ".join(refused) or "none",
+               refused=changes),
     ]
 
 

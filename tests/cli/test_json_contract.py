@@ -74,6 +74,26 @@ def test_output_schema_files_are_current() -> None:
         jsonschema.Draft202012Validator.check_schema(schema(name))
 
 
+def property_names(node: Any) -> set[str]:
+    """Every property name declared anywhere in a JSON Schema."""
+    if isinstance(node, list):
+        return set().union(*(property_names(n) for n in node))
+    if not isinstance(node, dict):
+        return set()
+    own = set(node.get("properties", {})) if isinstance(node.get("properties"), dict) else set()
+    return own.union(*(property_names(v) for v in node.values()))
+
+
+def test_no_document_holds_the_text_views_display_strings() -> None:
+    """Issue 15, point 2: machine values only; the text view words ``status_text``,
+    ``since_human``, approvals' ``what`` and each doctor check's ``detail``."""
+    display = {"status_text", "since_human", "what", "detail"}
+    found = {name: property_names(schema(name)) & display for name in SCHEMA_FILES}
+    # schedules' ``detail`` is a fire's machine value (the item, the computer, seconds late)
+    assert {name: names for name, names in found.items() if names} == {
+        "schedules.json": {"detail"}}
+
+
 def test_every_leaf_command_has_json_or_says_why_not() -> None:
     leaves = leaf_commands()
     with_json = {name for name, opts in leaves.items() if "--json" in opts}
@@ -187,7 +207,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                   total_bytes=43, released=False),
      {"item_id": ITEM, "stage": "Draft", "restart_stages": {"main": "Draft"},
       "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32, "files": 3,
-      "total_bytes": 43, "released": False, "status_text": "free, restarts at Draft"}),
+      "total_bytes": 43, "released": False}),
     (("relinquish", ITEM, "--repair"), "repair_release",
      Repaired(item=ITEM, checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32,
               before=None, restart_stages={"main": "Draft"}, released=True),
@@ -204,8 +224,8 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                      status_text="Draft, running on maya-desktop", computer="maya-desktop",
                      person="maya@example.com", agent="writer", since="2026-12-01T08:00:00Z"),
      {"item_id": ITEM, "process": "p", "title": "Week 2", "stage": "Draft",
-      "status": "running", "status_text": "Draft, running on maya-desktop",
-      "computer": "maya-desktop", "person": "maya@example.com", "agent": "writer",
+      "status": "running", "computer": "maya-desktop", "person": "maya@example.com",
+      "agent": "writer",
       "since": "2026-12-01T08:00:00.000000Z", "team": True}),
 ], ids=["retry", "accept", "relinquish", "repair", "continue", "team-item-show"])
 def test_a_use_case_result_prints_as_its_schema_says(

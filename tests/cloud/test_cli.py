@@ -155,8 +155,8 @@ def test_a_stored_bad_url_is_an_error_not_a_traceback(bees: BeesRunner, bees_hom
         doctor = bees("doctor", "--json")
         assert "Traceback" not in doctor.stderr
         checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
-        assert checks["cloud"]["ok"] is False
-        assert message in checks["cloud"]["detail"]
+        assert (checks["cloud"]["ok"], checks["cloud"]["error"]) == (False, "cloud_unreachable")
+        assert message in checks["cloud"]["message"]
     assert bees("logout").stderr == "signed out\n"
 
 

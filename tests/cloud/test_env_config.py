@@ -88,12 +88,17 @@ def test_ci_signs_in_by_the_environment_and_doctor_says_so(
     doctor = bees("doctor", "--json", env={**env, "BEES_WORKSPACE": str(workspace)},
                   cwd=tmp_path)
     checks = {c["check"]: c for c in json.loads(doctor.stdout)["checks"]}
-    assert checks["cloud"]["detail"] == (
-        f"{server.url}: signed in as maya@example.com (team {name}) (URL from BEES_CLOUD_URL,"
-        " token from BEES_TOKEN)")
-    assert (checks["cloud"]["url_from"], checks["cloud"]["token_from"]) == (
-        "BEES_CLOUD_URL", "BEES_TOKEN")
-    assert checks["workspace"]["detail"] == f"{workspace.resolve()} (from BEES_WORKSPACE)"
+    assert checks["cloud"] == {
+        "check": "cloud", "ok": True, "configured": True, "url": server.url,
+        "url_from": "BEES_CLOUD_URL", "token_from": "BEES_TOKEN",
+        "person": "maya@example.com", "team": name}
+    assert (checks["workspace"]["path"], checks["workspace"]["from_env"]) == (
+        str(workspace.resolve()), True)
+    text = bees("doctor", env={**env, "BEES_WORKSPACE": str(workspace)}, cwd=tmp_path)
+    assert (f"ok    cloud: {server.url}: signed in as maya@example.com (team {name}) (URL "
+            "from BEES_CLOUD_URL, token from BEES_TOKEN)") in text.stdout.splitlines()
+    assert (f"ok    workspace: {workspace.resolve()} (from BEES_WORKSPACE)"
+            in text.stdout.splitlines())
     saved = bees("doctor", "--json", env={"BEES_CLOUD_URL": server.url},
                  cwd=tmp_path)  # half of it, nothing saved: an error, not a silent "no cloud"
     assert (saved.returncode, json.loads(saved.stdout)["error"]["message"]) == (

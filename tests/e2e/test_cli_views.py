@@ -76,8 +76,8 @@ async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
     await Syncer(laptop).sync_once()
 
     every = json.loads(bees("status", "--json").stdout)["items"]
-    assert [(r["item_id"], r["status_text"], r["team"]) for r in every] == [
-        (theirs.detail, "Draft, pending on maya-desktop", True)]
+    assert [(r["item_id"], r["stage"], r["status"], r["computer"], r["team"])
+            for r in every] == [(theirs.detail, "Draft", "pending", "maya-desktop", True)]
     assert json.loads(bees("status", "--json", "--mine").stdout)["items"] == []
     shown = bees("status")
     assert "Draft, pending on maya-desktop" in shown.stdout and shown.stderr == ""
@@ -145,22 +145,30 @@ def test_doctor_reports_engine_cloud_clock_folders_and_processes(
     done = bees("doctor", "--json", "-w", str(workspace))
     assert done.returncode == 1  # the engine is not running
     report = json.loads(done.stdout)
-    checks = {c["check"]: (c["ok"], c["detail"]) for c in report["checks"]}
-    assert checks["engine"] == (False, "not running (start it with `bees run`)")
-    assert checks["cloud"] == (True, f"{team.cloud.url}: signed in as {team.maya} "
-                                     f"(team {team.name})")
-    assert checks["clock"][0] is True
-    assert checks["folder notes"][0] is False
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["engine"] == {"check": "engine", "ok": False}
+    assert checks["cloud"] == {
+        "check": "cloud", "ok": True, "configured": True, "url": team.cloud.url,
+        "url_from": "saved", "token_from": "saved", "person": team.maya, "team": team.name}
+    assert (checks["clock"]["ok"], checks["clock"]["measured"]) == (True, "now")
+    notes = checks["folder notes"]
+    assert (notes["ok"], notes["folder"]) == (False, "notes")
+    assert "path" not in notes and "detail" not in notes  # not linked; the text view words it
     assert report["processes"] == [
         {"process": "digest", "stage": "Write", "can_run": False,
-         "reasons": [f"folder notes: {checks['folder notes'][1]}"]},
+         "reasons": [f"folder notes: {notes['reason']}"]},
         {"process": "weekly-report", "stage": "Draft", "can_run": True, "reasons": []},
     ]
     text = bees("doctor", "-w", str(workspace))
     assert "no    process digest: cannot run here now: folder notes:" in text.stdout
+    lines = text.stdout.splitlines()
+    assert "FAIL  engine: not running (start it with `bees run`)" in lines
+    assert f"ok    cloud: {team.cloud.url}: signed in as {team.maya} (team {team.name})" in lines
     assert "Traceback" not in text.stderr
 
     save_login(Login("http://127.0.0.1:9", team.tokens[team.maya]))
     offline = json.loads(bees("doctor", "--json", "-w", str(workspace)).stdout)
     [cloud] = [c for c in offline["checks"] if c["check"] == "cloud"]
-    assert cloud["ok"] is False and "cannot reach Bees Cloud" in cloud["detail"]
+    assert (cloud["ok"], cloud["error"], cloud["url"]) == (
+        False, "cloud_unreachable", "http://127.0.0.1:9")
+    assert "cannot reach Bees Cloud" in cloud["message"]

@@ -53,8 +53,8 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert len(item_id) == 26
     assert "the engine is not running" in created.stderr
     pending = json.loads(bees("status", "--json").stdout)["items"]
-    assert [(r["item_id"], r["status_text"]) for r in pending] == [
-        (item_id, "waiting: the engine is not running (bees run)")]
+    assert [(r["item_id"], r["status"], r["wait"]) for r in pending] == [
+        (item_id, "pending", "engine_not_running")]
 
     # the run returns when the item waits for a person's approval of the send
     ran = bees("run", "-w", str(EXAMPLE), "--exit-when-idle")
@@ -64,8 +64,8 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert engine_json(bees_home) is None  # the server it started is stopped and forgotten
     rows = json.loads(bees("status", "--json").stdout)["items"]
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
-    assert rows[0]["status_text"].startswith(
-        'waiting for approval: mail.send {"to": "team@example.com", "subject": "Weekly report", '
+    assert rows[0]["reason"].startswith(
+        'mail.send {"to": "team@example.com", "subject": "Weekly report", '
         '"body": "# Weekly report')
     waiting = json.loads(bees("approvals", "--json").stdout)["approvals"]
     assert [(w["item_id"], w["request_id"], w["action"]) for w in waiting] == [

@@ -187,8 +187,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert (owner.computer_name, owner.release.restart_stages,
                 owner.release.checkpoint_sha256) == ("maya-laptop", {"main": "Draft"}, sha)
         mine = json.loads(laptop.bees("status", "--json", "--mine").stdout)["items"]
-        assert [(r["item_id"], r["stage"], r["status_text"]) for r in mine] == [
-            (item, "Draft", "free, restarts at Draft")]
+        assert [(r["item_id"], r["stage"], r["status"], r["reason"]) for r in mine] == [
+            (item, "Draft", "free", "restarts at Draft")]
         await laptop.sync()
         await sam.sync()
         await desktop.sync()
@@ -197,8 +197,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert (free.returncode, free.stderr.splitlines()[0]) == (
             3, f"error: {item} is free, restarts at Draft: nothing waits here")
         seen = json.loads(desktop.bees("status", "--json").stdout)["items"]
-        assert [(r["item_id"], r["status_text"]) for r in seen] == [
-            (item, "free, restarts at Draft")]
+        assert [(r["item_id"], r["status"], r["stage"], r["team"]) for r in seen] == [
+            (item, "free", "Draft", True)]
 
         # refusals on the desktop leave the item free in Bees Cloud and change nothing
         notes = run_folder / "Draft" / "notes.txt"
@@ -271,8 +271,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         await laptop.sync()
         assert sam.sees() == {item: "Done, done on maya-desktop"}
         on_laptop = json.loads(laptop.bees("status", "--json").stdout)["items"]
-        assert [(r["item_id"], r["title"], r["status_text"]) for r in on_laptop] == [
-            (item, "Week 48 report", "Done, done on maya-desktop")]
+        assert [(r["item_id"], r["title"], r["stage"], r["status"], r["computer"])
+                for r in on_laptop] == [(item, "Week 48 report", "Done", "done", "maya-desktop")]
     finally:
         for computer in (laptop, desktop):
             computer.stop()

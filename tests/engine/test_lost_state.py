@@ -51,7 +51,7 @@ def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works
     assert "recovered 1 work item from the engine" in run_lines(again.stderr)
     (after,) = rows(bees)
     same = ("item_id", "process", "title", "workspace", "run_folder", "stage", "status",
-            "status_text", "reason", "wait", "agent")
+            "reason", "wait", "agent")
     assert {k: after[k] for k in same} == {k: before[k] for k in same}
     assert after["created"] == format_utc(ULID.from_str(item_id).datetime)
     assert timedelta(0) <= parse_utc(str(before["created"])) - parse_utc(
@@ -94,8 +94,8 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
-    assert [(r["stage"], r["status_text"]) for r in rows(bees)] == [
-        ("Send", "waiting: the engine is not running (bees run)")]
+    assert [(r["stage"], r["status"], r["reason"], r["wait"]) for r in rows(bees)] == [
+        ("Send", "waiting", "the engine is not running (bees run)", "engine_not_running")]
     data = bees_home / "data"
     for side in ("", "-wal", "-shm"):
         Path(f"{data / 'temporal.db'}{side}").unlink(missing_ok=True)
@@ -104,8 +104,8 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
     assert found.returncode == 0, found.stderr
     assert (f"{item_id} Send: lost: the engine's database was replaced; `bees retry {item_id}` "
             "starts Send again from the top") in run_lines(found.stderr)
-    assert [(r["stage"], r["status"], r["status_text"], r["wait"]) for r in rows(bees)] == [
-        ("Send", "lost", "lost: the engine's database was replaced", "person")]
+    assert [(r["stage"], r["status"], r["reason"], r["wait"]) for r in rows(bees)] == [
+        ("Send", "lost", "the engine's database was replaced", "person")]
     shown = bees("item", "show", item_id).stdout
     assert ("Send: lost: the engine's database was replaced (it was waiting: the engine is "
             "not running (bees run)); bees retry starts it again") in shown

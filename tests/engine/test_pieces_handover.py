@@ -181,8 +181,8 @@ async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinis
                  o.release.checkpoint_sha256 if o.release else None) for o in history] == [
             ("maya-laptop", restarts, sha)]
         mine = json.loads(laptop.bees("status", "--json", "--mine").stdout)["items"]
-        assert [(r["item_id"], r["status_text"]) for r in mine] == [
-            (item, "free, restarts at Draft")]
+        assert [(r["item_id"], r["status"], r["stage"], r["reason"]) for r in mine] == [
+            (item, "free", "Draft", "restarts at Draft")]
 
         # step 9: the desktop continues; Draft restarts from the top
         hold.unlink()

@@ -101,11 +101,9 @@ def test_an_interrupted_send_is_held_and_ran_finishes_without_a_second_delivery(
     cut.cut()
     cut.restart()
     at = cut.intent_at()
-    question = f"mail.send may already have run (interrupted at {at}): confirm it ran, or " \
-               "run it again"
     waiting = json.loads(bees("approvals", "--json").stdout)["approvals"]
-    assert [(w["item_id"], w["action"], w["interrupted_at"], w["what"]) for w in waiting] == [
-        (cut.item_id, "mail.send", format_utc(parse_utc(at)), question)]
+    assert [(w["item_id"], w["action"], w["kind"], w["interrupted_at"]) for w in waiting] == [
+        (cut.item_id, "mail.send", "send", format_utc(parse_utc(at)))]
     assert "  mail.send  may already have run: " in bees("approvals").stdout
     plain = bees("approve", cut.item_id)
     assert plain.returncode == 2

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -32,10 +33,10 @@ def gone(pid: int) -> bool:
         return True
 
 
-def checks(bees: BeesRunner) -> dict[str, tuple[bool, str]]:
-    """``bees doctor --json``'s checks, name → (ok, detail)."""
+def checks(bees: BeesRunner) -> dict[str, dict[str, Any]]:
+    """``bees doctor --json``'s checks by name."""
     report = json.loads(bees("doctor", "--json").stdout)
-    return {c["check"]: (c["ok"], c["detail"]) for c in report["checks"]}
+    return {c["check"]: c for c in report["checks"]}
 
 
 @pytest.fixture
@@ -82,8 +83,8 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     assert status.returncode == 0, status.stderr
     assert status.stderr.splitlines() == [said]
     found = checks(bees)
-    assert found["bees run"] == (
-        False, f"not running (last seen pid {first.pid}, stopped without cleanup)")
+    assert found["bees run"] == {"check": "bees run", "ok": False,
+                                 "state": "stopped_without_cleanup", "pid": first.pid}
     doctor = bees("doctor")
     assert doctor.returncode == 1
     assert (f"FAIL  bees run: not running (last seen pid {first.pid}, stopped without "
@@ -92,7 +93,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     second = bees("run", "--exit-when-idle", timeout=180)
     assert second.returncode == 0, second.stderr
     lines = run_lines(second.stderr)
-    address = found["engine"][1].split(",")[0]
+    address = found["engine"]["address"]
     assert lines[:3] == [
         f"the last bees run (pid {first.pid}) stopped without cleanup",
         f"stopped the processes that stage Work of {item_id} left running (process group "
@@ -108,7 +109,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     rows = json.loads(bees("status", "--json").stdout)["items"]
     assert [(r["item_id"], r["status"]) for r in rows] == [(item_id, "done")]
     assert bees("status").stderr == ""
-    assert checks(bees)["bees run"] == (False, "not running (start it with `bees run`)")
+    assert checks(bees)["bees run"] == {"check": "bees run", "ok": False, "state": "not_running"}
     assert list((bees_home / "data" / "stages").iterdir()) == []
 
 

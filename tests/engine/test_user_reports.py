@@ -184,7 +184,8 @@ def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
     assert first.returncode == 0, err
     assert run_lines(err)[-1] == "stopped"
     rows = json.loads(bees("status", "--json").stdout)["items"]
-    assert [r["status_text"] for r in rows] == ["waiting: the engine is not running (bees run)"]
+    assert [(r["status"], r["reason"], r["wait"]) for r in rows] == [
+        ("waiting", "the engine is not running (bees run)", "engine_not_running")]
     second = bees("run", "--exit-when-idle", cwd=space.root, timeout=120)
     assert second.returncode == 0, second.stderr
     shown = bees("item", "show", item_id)

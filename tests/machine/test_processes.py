@@ -81,7 +81,8 @@ def test_bees_run_state_by_its_live_process(tmp_path: Path) -> None:
     assert bees_run_state(tmp_path) == BeesRunState(running=False)
     assert bees_run_state(tmp_path).text == "bees run is not running"
     assert _bees_run_check(tmp_path).model_dump(exclude_none=True) == {
-        "check": "bees run", "ok": False, "detail": "not running (start it with `bees run`)"}
+        "check": "bees run", "ok": False, "detail": "not running (start it with `bees run`)",
+        "state": "not_running"}
 
     note_worker(tmp_path, "127.0.0.1:7233", "bees-m1")
     me = this_process()
@@ -93,7 +94,8 @@ def test_bees_run_state_by_its_live_process(tmp_path: Path) -> None:
     assert running.text == f"bees run is running (pid {me.pid})"
     assert running_worker(tmp_path) == "127.0.0.1:7233"
     assert _bees_run_check(tmp_path).model_dump(exclude_none=True) == {
-        "check": "bees run", "ok": True, "detail": f"running (pid {me.pid})"}
+        "check": "bees run", "ok": True, "detail": f"running (pid {me.pid})",
+        "state": "running", "pid": me.pid}
 
     # kill -9: the file stays, its process is gone
     pid = dead_pid()
@@ -106,7 +108,8 @@ def test_bees_run_state_by_its_live_process(tmp_path: Path) -> None:
     assert running_worker(tmp_path) is None
     assert _bees_run_check(tmp_path).model_dump(exclude_none=True) == {
         "check": "bees run", "ok": False,
-        "detail": f"not running (last seen pid {pid}, stopped without cleanup)"}
+        "detail": f"not running (last seen pid {pid}, stopped without cleanup)",
+        "state": "stopped_without_cleanup", "pid": pid}
     forget_worker(tmp_path)  # not this process's file: kept
     assert worker_file(tmp_path).exists()
 
@@ -133,7 +136,8 @@ def test_a_starting_bees_run_is_waited_for(tmp_path: Path) -> None:
     assert starting == BeesRunState(running=True, pid=me.pid)
     assert (starting.starting, starting.text) == (True, f"bees run is starting (pid {me.pid})")
     assert _bees_run_check(tmp_path).model_dump(exclude_none=True) == {
-        "check": "bees run", "ok": True, "detail": f"starting (pid {me.pid})"}
+        "check": "bees run", "ok": True, "detail": f"starting (pid {me.pid})",
+        "state": "starting", "pid": me.pid}
 
     now = [0.0]
     slept: list[float] = []

@@ -78,8 +78,8 @@ def test_status_works_in_a_read_only_home(bees: BeesRunner, bees_home: Path,
     shown = run("status", "--json")
     assert shown.returncode == 0, shown.stderr
     now = json.loads(shown.stdout)["items"]
-    assert [(r["item_id"], r["status_text"]) for r in now] == [
-        (item, "waiting: the engine is not running (bees run)")]
+    assert [(r["item_id"], r["status"], r["wait"]) for r in now] == [
+        (item, "pending", "engine_not_running")]
     assert now == before  # no display text in the rows, so nothing moves with the clock
     table = run("status")
     assert table.returncode == 0 and f"{item}  weekly-report" in table.stdout

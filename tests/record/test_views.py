@@ -54,8 +54,9 @@ def test_item_show_json_is_typed_and_matches_its_schema(bees: BeesRunner, shown_
     schema = json.loads((OUTPUT_SCHEMAS / "item-show.json").read_text("utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(shown)) == []
-    assert (shown["item"]["status"], shown["item"]["wait"], shown["item"]["status_text"]) == (
-        "waiting", "eligibility", "waiting: folder reports is not linked here")
+    assert (shown["item"]["status"], shown["item"]["wait"], shown["item"]["reason"]) == (
+        "waiting", "eligibility", "folder reports is not linked here")
+    assert "status_text" not in shown["item"]  # the text view words status and reason
     kinds = [e["kind"] for e in shown["history"]]
     assert kinds == ["created", *sorted(k for k in SAMPLES if k != "created"), "piece_merged"]
     assert [(p["piece"], p["parent"], p["status"]) for p in shown["pieces"]] == [
