@@ -118,6 +118,12 @@ def attachments(context: TurnContext, names: list[str]) -> dict[str, str]:
 
 T = TypeVar("T")
 
+
+def _quiet(task: asyncio.Future[Any]) -> None:
+    """Read the outcome of a task this activity stopped waiting for (see ``_heartbeating``)."""
+    if not task.cancelled():
+        task.exception()
+
 class ModelActivities:
     """The model loop's activities of this computer's worker.
 
@@ -298,6 +304,9 @@ class ModelActivities:
                 activity.heartbeat()
         finally:
             task.cancel()  # cancelled (the stage stops): the action's wait stops too
+            # its error once cancelled (the update's wait cut short) is expected: read it, so
+            # asyncio does not print "Task exception was never retrieved" with a traceback
+            task.add_done_callback(_quiet)
 
     async def _delegate(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
         """Hand a piece to another agent (``bees delegate``'s use case); a refusal or a
