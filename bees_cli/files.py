@@ -11,16 +11,20 @@ from typing import Any
 from bees_cli.errors import StateFileInvalid
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
     """Write ``data`` to ``path`` atomically.
 
-    The bytes go to a temporary file in the same folder, which is flushed, fsynced,
-    given ``mode`` and renamed over ``path`` (``os.replace`` is atomic on POSIX).
+    The bytes go to a temporary file in the same folder, which is flushed, fsynced (when
+    ``durable``), given ``mode`` and renamed over ``path`` (``os.replace`` is atomic on
+    POSIX).
 
     Args:
         path: destination file; its folder is created if missing.
         data: the full new content.
         mode: permission bits of the new file (0o600 for secrets).
+        durable: fsync before the rename, so the new content survives a power cut. False
+            only for files rewritten on every attempt that a power cut makes moot (a
+            stage's ``context.json``, its process group file): still atomic for readers.
 
     Raises:
         OSError: the folder is not writable or the disk is full; ``path`` is unchanged.
@@ -35,7 +39,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -1,8 +1,10 @@
 """Measure the engine: items per second through a three-stage process of no-op command agents,
 and Bees' per-stage overhead beside a bare Temporal activity round trip, in the same run.
 
-Run: ``.venv/bin/python benchmarks/engine.py [--items 30] [--sequential 5]``. Uses a temporary
-``BEES_HOME`` and a dev server of its own (the ``temporal`` binary of this environment).
+Run: ``.venv/bin/python benchmarks/engine.py [--items 30] [--sequential 3] [--rounds 5]``. Uses
+a temporary ``BEES_HOME`` and a dev server of its own (the ``temporal`` binary of this
+environment). The per-stage overhead and the bare activity are measured in interleaved rounds
+(Bees then bare, ``--rounds`` times) and reported as median (min–max) over the rounds.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -55,7 +58,13 @@ def make_workspace(root: Path) -> None:
     (root / "processes" / "three.yaml").write_text(PROCESS)
 
 
-async def main(items: int, sequential: int) -> None:
+def spread(values: list[float], scale: float = 1.0, unit: str = "") -> str:
+    """Return ``median (min–max)`` of ``values`` times ``scale``, one decimal."""
+    return (f"{statistics.median(values) * scale:.1f}{unit} ({min(values) * scale:.1f}–"
+            f"{max(values) * scale:.1f}{unit})")
+
+
+async def main(items: int, sequential: int, rounds: int) -> None:
     """Run the measures and print them."""
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
@@ -106,26 +115,32 @@ async def main(items: int, sequential: int) -> None:
                 activities=[noop]):
             await bees_items(1, one_by_one=True)  # warm up
             await bare(1)
-            many = await bees_items(items, one_by_one=False)
-            seq = await bees_items(sequential, one_by_one=True)
-            bare_seq = await bare(sequential)
+            many = await bees_items(items, one_by_one=False) if items else 0.0
+            stages: list[float] = []
+            bares: list[float] = []
+            for _ in range(rounds):  # interleaved: both sides see the same load
+                stages.append(await bees_items(sequential, one_by_one=True) / (sequential * 3))
+                bares.append(await bare(sequential) / (sequential * 3))
     finally:
         await env.shutdown()
-    bees_stage = seq / (sequential * 3)
-    bare_activity = bare_seq / (sequential * 3)
-    print(f"items/s (3 stages, {items} items at once): {items / many:.2f}")
-    print(f"Bees per stage (sequential, {sequential} items): {bees_stage * 1000:.1f} ms")
-    print(f"bare Temporal activity round trip:          {bare_activity * 1000:.1f} ms")
-    print(f"ratio Bees stage / bare activity:           {bees_stage / bare_activity:.1f}x")
+    ratios = [stage / base for stage, base in zip(stages, bares, strict=True)]
+    if items:
+        print(f"items/s (3 stages, {items} items at once): {items / many:.2f}")
+    print(f"median (min-max) over {rounds} interleaved rounds of {sequential} items each:")
+    print(f"Bees per stage:                    {spread(stages, 1000, ' ms')}")
+    print(f"bare Temporal activity round trip: {spread(bares, 1000, ' ms')}")
+    print(f"ratio Bees stage / bare activity:  {spread(ratios, 1, 'x')}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=30, help="items run at once")
-    parser.add_argument("--sequential", type=int, default=5, help="items run one after another")
+    parser.add_argument("--sequential", type=int, default=3,
+                        help="items run one after another in each round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         os.environ["BEES_HOME"] = home
-        asyncio.run(main(options.items, options.sequential))
+        asyncio.run(main(options.items, options.sequential, options.rounds))
     sys.stdout.flush()
     os._exit(0)

@@ -1,4 +1,5 @@
-"""Atomic writes name the file being written when its folder refuses the temporary file."""
+"""Atomic writes: the file being written is named when its folder refuses the temporary file;
+only a durable write is fsynced."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def test_a_refused_temporary_file_is_reported_as_the_file_being_written(
     assert (raised.value.errno, raised.value.filename) == (errno.EROFS,
                                                            str(tmp_path / "links.json"))
     assert not (tmp_path / "links.json").exists()
+
+
+@pytest.mark.parametrize(("durable", "synced"), [(True, 1), (False, 0)])
+def test_only_a_durable_write_is_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          durable: bool, synced: int) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr("bees_cli.files.os.fsync", calls.append)
+    path = tmp_path / "context.json"
+    write_atomic(path, b"{}\n", durable=durable)
+    assert path.read_bytes() == b"{}\n"
+    assert len(calls) == synced

@@ -113,10 +113,14 @@ def die_with_parent() -> Callable[[], None] | None:
 
 
 def record_group(groups: Path, group: StageGroup) -> Path:
-    """Write ``group`` to its file in ``groups`` (created); return the file."""
+    """Write ``group`` to its file in ``groups`` (created); return the file.
+
+    Not fsynced: the file is rewritten on every attempt, and a power cut that could lose it
+    also ends the group it names.
+    """
     groups.mkdir(parents=True, exist_ok=True)
     path = group_file(groups, group.item_id, group.stage)
-    write_atomic(path, (group.model_dump_json() + "\n").encode())
+    write_atomic(path, (group.model_dump_json() + "\n").encode(), durable=False)
     return path
 
 

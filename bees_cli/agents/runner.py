@@ -221,10 +221,16 @@ def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
 
 
 async def _stop_group(pgid: int, waiter: asyncio.Future[int]) -> None:
-    """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s, then reap the leader."""
+    """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s, then reap the leader.
+
+    The leader's exit is awaited on its process (no polling); the group is looked at (a
+    ``/proc`` scan when it still exists) only after that, every 50 ms while helpers the
+    leader left behind still run.
+    """
     signal_group(pgid, signal.SIGTERM)
     try:
         deadline = time.monotonic() + KILL_GRACE
+        await asyncio.wait({waiter}, timeout=KILL_GRACE)
         while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
     finally:
@@ -333,9 +339,10 @@ async def run_command_stage(
     stdout_path = logs / f"{base}.stdout"
     stderr_path = logs / f"{base}.stderr"
     context_path = logs / f"{base}.context.json"
-    write_atomic(
+    write_atomic(  # not fsynced: rewritten on every attempt, read by this attempt's program
         context_path,
         (json.dumps(context_of(request), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        durable=False,
     )
     is_review = request.stage_kind == "review"
     if is_review:

@@ -90,9 +90,14 @@ class BeesActivities:
     async def check_stage(self, check: CheckInput) -> CheckOutput:
         """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).
 
-        See :meth:`check_now`; runs in a thread (file checks and SQLite writes).
+        See :meth:`check_now`; runs in a thread (file checks and SQLite writes). Run as a
+        local activity (a stage's first check, :mod:`~bees_cli.engine.stage_check`), it
+        passes its workflow run, so the ``bees.await_eligible`` wait that follows a failed
+        check writes nothing for reasons already written.
         """
-        return await asyncio.to_thread(self.check_now, check)
+        info = activity.info()
+        return await asyncio.to_thread(self.check_now, check,
+                                       info.workflow_run_id if info.is_local else None)
 
     def check_now(self, check: CheckInput, run: str | None = None) -> CheckOutput:
         """Check eligibility of ``check.stage`` here and choose its agent (DESIGN.md, Rules).

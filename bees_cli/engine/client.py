@@ -99,6 +99,9 @@ async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
     item's id and the relinquished run, which has ended, is followed by a new one
     (``ALLOW_DUPLICATE``; a run still open with that id is never started twice).
 
+    Eager start: when this process's worker polls ``task_queue`` with the same client
+    (``bees run``), the run's first workflow task comes back with the start.
+
     Returns:
         True when this call started it, False when it was already started.
     """
@@ -107,6 +110,9 @@ async def start_item(client: Client, item: ItemInput, task_queue: str) -> bool:
             WORKFLOW_NAME, item, id=item.item_id, task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE if item.run > 1
             else WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            # a worker of this client on the queue gets the first workflow task in the start
+            # answer, not after the server's matching (~5-40 ms); else started as usual
+            request_eager_start=True,
         )
     except WorkflowAlreadyStartedError:
         return False

@@ -43,6 +43,11 @@ RELINQUISH_STOPS_PIECES = "relinquish-stops-pieces"
 until each has stopped before the checkpoint is written (issue 14, point 3); marked only
 when a relinquish finds live pieces, so other histories carry no marker."""
 
+ELIGIBLE_LOCALLY = "eligible-locally"
+"""Patch: a stage's first eligibility check is a local activity in the workflow task that
+schedules the stage (one activity and one workflow task a stage instead of two); a failed
+check waits in the retried ``bees.await_eligible`` as before (issue 16, point 2)."""
+
 HANDOVER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                              maximum_interval=RECHECK_EVERY, maximum_attempts=0)
 """The handover step's retries under that patch: 1 s, doubled, at most 15 s, no limit."""

@@ -18,6 +18,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
+from bees_cli.engine.stage_check import eligible_locally
 from bees_cli.engine.workflow_gate import (
     FAILED,
     RUNNING,
@@ -29,6 +30,7 @@ from bees_cli.engine.workflow_gate import (
 )
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
+    ELIGIBLE_LOCALLY,
     HANDOVER_RETRY,
     HANDOVER_WAITS_FOR_CLOUD,
     RECHECK,
@@ -117,6 +119,7 @@ class ItemWorkflow(Delegation, ApprovalGate):
         self._handed: HandoverOutput | None = None
         self._waits_by_retry = False
         self._continues_as_new = False
+        self._eligible_locally = False
         self._reason: str | None = None
         self._pieces: dict[str, PieceView] = {}  # issue 14: engine/pieces.py
         self._piece_handles = {}  # their child workflows, stopped with a relinquish
@@ -178,6 +181,7 @@ class ItemWorkflow(Delegation, ApprovalGate):
         # decided once, at the first task: old histories replay the shape they were made with
         self._waits_by_retry = workflow.patched(WAITS_BY_RETRY)
         self._continues_as_new = workflow.patched(CONTINUES_AS_NEW)
+        self._eligible_locally = workflow.patched(ELIGIBLE_LOCALLY)
         try:
             result = await self._run_until_handed_over(item)
             # a decision still writing its facts finishes before the run ends
@@ -448,8 +452,11 @@ class ItemWorkflow(Delegation, ApprovalGate):
         (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
 
         Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
-        wait adds no events however long it lasts; older runs keep their timer loop.
+        wait adds no events however long it lasts; older runs keep their timer loop. Since
+        :data:`ELIGIBLE_LOCALLY` the first check is a local activity (:func:`eligible_locally`).
         """
+        if self._eligible_locally and self._waits_by_retry:
+            return await eligible_locally(check)
         if self._waits_by_retry:
             return await workflow.execute_activity(
                 AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,

@@ -468,6 +468,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_as_stage_finishes": relinquish_as_stage_finishes,
     "pieces_writer_delegates_two": pieces_two,
     "relinquish_stops_pieces": relinquish_pieces,
+    "eligible_locally_work_review_done": plain,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""
@@ -480,6 +481,7 @@ ON_SKIP: dict[str, Skipping] = {
     "relinquish_failed_stage": relinquish,
     "continued_with_review_count": continued_with_reviews,
     "journal_answers_a_retried_send": journal_answer,
+    "eligible_locally_wait_then_eligible": eligibility_wait,
 }
 """Scenarios recorded on the time-skipping server (its clock skips the waits)."""
 

@@ -60,11 +60,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "model_stages_tool_then_verdict", "relinquish_waits_for_cloud",
             "relinquish_as_stage_finishes", "pieces_writer_delegates_two",
             "piece_command_agent_finished", "relinquish_stops_pieces",
-            "piece_stopped_with_relinquish"}
+            "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
+            "eligible_locally_wait_then_eligible"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 26
+    assert len(HISTORIES) == 28
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
