@@ -114,6 +114,8 @@ def status_of(error: BeesError) -> int:
     return 503
 
 
-def error_page(request: Request, error: BeesError) -> Response:
-    """Render a use case's error as the page, its message and hint in an alert."""
-    return page(request, "error.html", {"error": error}, status_code=status_of(error))
+def error_page(request: Request, error: BeesError, *, note: Any = None) -> Response:
+    """Render a use case's error as the page, its message and hint in an alert (after the
+    note of the POST that led here, if any)."""
+    return page(request, "error.html", {"error": error, "note": note},
+                status_code=status_of(error))
