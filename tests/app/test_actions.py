@@ -89,7 +89,8 @@ def test_each_verb_calls_its_use_case_and_says_what_it_did(
     kwargs = calls[0][2]
     if verb in ("approve", "deny"):
         assert kwargs == {"approve": verb == "approve", "request_id": None,
-                          "reason": "wrong recipients" if verb == "deny" else None}
+                          "reason": "wrong recipients" if verb == "deny" else None,
+                          "answer": None}
     elif verb == "continue":
         assert kwargs == {"workspace_path": tmp_path / "ws"}
     else:
