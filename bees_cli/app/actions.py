@@ -63,7 +63,7 @@ async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> st
     Raises:
         BeesError: the use case's refusal or failure (shown in words on the item page).
     """
-    bees = app.bees
+    bees = app.acting()
     if verb in ("approve", "deny"):
         reason: str | None = None
         if verb == "deny":

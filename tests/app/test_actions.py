@@ -21,6 +21,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status
 from bees_cli.usecases import Bees
 from bees_cli.usecases.models import CancelDone, DecideDone, PersonDone, TeamItemDetails
+from tests.app.conftest import buttons
 
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
 AT = "2026-12-01T10:00:00.000000Z"
@@ -166,4 +167,4 @@ def test_an_item_run_elsewhere_names_the_computer_and_offers_no_approval(
     free = team.model_copy(update={"status": "free"})
     canned(monkeypatch, "item_details", free, [])
     page = client.get(f"/items/{ITEM}").text
-    assert re.findall(r'<button type="submit" data-testid="(\w+)"', page) == ["continue"]
+    assert buttons(page) == ["continue"]

@@ -15,7 +15,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status
 from bees_cli.usecases import Bees
 from bees_cli.utc import display_utc, parse_utc
-from tests.app.conftest import ORIGIN, TestClient, version
+from tests.app.conftest import ORIGIN, TestClient, buttons, version
 from tests.conftest import EXAMPLE
 
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
@@ -48,7 +48,7 @@ def test_the_list_has_one_row_per_item_with_the_contract_cells(
                                  "status": "running", "agent": "writer",
                                  "where": computer.computer, "since": since}
     assert cells(html, OTHER)["status"] == "failed"
-    assert f'<a href="/items/{ITEM}">Week V</a>' in html
+    assert f'<a id="open-{ITEM}" href="/items/{ITEM}">Week V</a>' in html
     assert "exit 1" in html
 
 
@@ -106,8 +106,7 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
     assert '<dd data-field="to">sam@example.com</dd>' in html
     assert '<dd data-field="subject">Weekly report</dd>' in html
     assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
-    buttons = re.findall(r'<button type="submit" data-testid="(\w+)"', html)
-    assert buttons == ["approve", "deny", "relinquish", "cancel"]
+    assert buttons(html) == ["approve", "deny", "relinquish", "cancel"]
     assert html.count('<input type="hidden" name="csrf"') == 4
     assert '<textarea id="deny-reason" name="reason"' in html
     assert 'data-testid="runs-elsewhere"' not in html
@@ -136,7 +135,7 @@ def test_buttons_follow_the_status(client: TestClient, computer: Computer,
         "retry", "relinquish", "cancel"]
     record.set_state(ITEM, status=Status.FREE, reason="restarts at Draft")
     html = client.get(f"/items/{ITEM}").text
-    assert re.findall(r'<button type="submit" data-testid="(\w+)"', html) == ["continue"]
+    assert buttons(html) == ["continue"]
     assert '<dd data-testid="item-where">-</dd>' in html
 
 
@@ -168,7 +167,7 @@ def test_a_log_is_shown_as_text_by_its_index_never_by_a_path(
     logs.mkdir(parents=True)
     (logs / "Draft-r1-a1.stdout").write_text("wrote report.md\n")
     page = client.get(f"/items/{ITEM}").text
-    assert f'<a href="/items/{ITEM}/logs/0">Draft-r1-a1.stdout</a>' in page
+    assert f'<a id="log-0" href="/items/{ITEM}/logs/0">Draft-r1-a1.stdout</a>' in page
     shown = client.get(f"/items/{ITEM}/logs/0")
     assert (shown.status_code, shown.text) == (200, "wrote report.md\n")
     assert shown.headers["content-type"] == "text/plain; charset=utf-8"
@@ -187,8 +186,8 @@ def test_an_action_that_may_have_run_asks_ran_or_again(
                                "asked_at": "2026-12-01T10:00:00.000000Z",
                                "interrupted_at": "2026-12-01T10:01:00.000000Z"})
     html = client.get(f"/items/{ITEM}").text
-    assert re.findall(r'<input type="radio" name="answer" value="(\w+)"', html) == [
-        "ran", "again"]
+    radios = r'<input type="radio" id="answer-\w+" name="answer" value="(\w+)"'
+    assert re.findall(radios, html) == ["ran", "again"]
 
 
 def test_schedules_list_each_schedule_of_the_workspace(bees: Bees, guard: Guard) -> None:
