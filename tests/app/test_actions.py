@@ -168,3 +168,22 @@ def test_an_item_run_elsewhere_names_the_computer_and_offers_no_approval(
     canned(monkeypatch, "item_details", free, [])
     page = client.get(f"/items/{ITEM}").text
     assert buttons(page) == ["continue"]
+
+
+def test_an_action_connects_to_the_engine_running_now_unless_one_was_given(
+        computer: Computer, guard: Guard) -> None:
+    from bees_cli.app.server import create_app
+
+    app = create_app(Bees(computer), guard)
+    state = app.state.bees_app
+    first, second = state.acting(), state.acting()
+    assert first is not state.bees and first is not second
+    assert first.computer is computer and not first.has_engine
+
+    class Given(Bees):
+        @property
+        def has_engine(self) -> bool:
+            return True
+
+    given = Given(computer)
+    assert create_app(given, guard).state.bees_app.acting() is given
