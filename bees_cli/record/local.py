@@ -26,6 +26,7 @@ why the item waits. The tables and their migrations live in :mod:`bees_cli.recor
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -180,7 +181,8 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
         """How many times the file was found gone (moved aside or deleted while this object
         was in use) and started again empty: ``bees run`` then rebuilds its rows."""
         self._create()
-        self._held = HeldConnections(path, self._corrupt)
+        # given the path, not self: no cycle, so a dropped record closes its connections
+        self._held = HeldConnections(path, functools.partial(_not_a_record, path))
 
     def _create(self) -> None:
         """Create (or upgrade) the file and its tables."""
@@ -192,11 +194,7 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             schema.upgrade(db, self.path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
-        return BeesError(
-            f"{self.path} is not a Bees record ({error})",
-            hint=f"move it aside (mv {self.path} {self.path}.bad) and Bees starts an empty "
-            "one; the next `bees run` rebuilds the items whose runs the engine (temporal.db "
-            "beside it) still has")
+        return _not_a_record(self.path, error)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -253,8 +251,7 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             db.execute("COMMIT")
 
     def close(self) -> None:
-        """Close the connections this object holds (every thread's; none may be in use).
-        Optional: they are closed when the object is collected, or at exit."""
+        """Close every thread's connection (none in use); else closed when collected, or at exit."""
         self._held.close()
 
     # -- writing ---------------------------------------------------------------------------
@@ -419,6 +416,13 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             ).fetchall()
         return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]),
                       r["computer"]) for r in rows]
+
+def _not_a_record(path: Path, error: sqlite3.DatabaseError) -> BeesError:
+    return BeesError(
+        f"{path} is not a Bees record ({error})",
+        hint=f"move it aside (mv {path} {path}.bad) and Bees starts an empty one; the next "
+        "`bees run` rebuilds the items whose runs the engine (temporal.db beside it) still has")
+
 
 def item_journal(item_id: str) -> list[dict[str, Any]]:
     """Return the journal of item ``item_id`` in this computer's local record (see
