@@ -123,22 +123,24 @@ class BeesActivities:
                 return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
                                    folders=result.folders)
             digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
-            self.record.add_event(
-                check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
-                stage=check.stage, round=check.round,
-                data={"reasons": list(result.reasons), "pick": pick})
-            self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,
-                                  reason=reason, wait=WaitKind.ELIGIBILITY)
+            with self.record.step():
+                self.record.add_event(
+                    check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
+                    stage=check.stage, round=check.round,
+                    data={"reasons": list(result.reasons), "pick": pick})
+                self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,
+                                      reason=reason, wait=WaitKind.ELIGIBILITY)
             self._said[check.item_id] = said
             return CheckOutput(ok=False, reasons=list(result.reasons), pick=pick,
                                folders=result.folders)
         assert result.pick is not None and result.pick.agent is not None
         self._said.pop(check.item_id, None)
-        self.record.add_event(
-            check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
-            round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
-        self.record.set_state(check.item_id, status="running", stage=check.stage,
-                              agent=result.pick.agent)
+        with self.record.step():
+            self.record.add_event(
+                check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
+                round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
+            self.record.set_state(check.item_id, status="running", stage=check.stage,
+                                  agent=result.pick.agent)
         return CheckOutput(ok=True, agent=result.pick.agent, pick=pick, folders=result.folders)
 
     @activity.defn(name=AWAIT_ELIGIBLE_ACTIVITY)
@@ -221,22 +223,25 @@ class BeesActivities:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
         stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
         while the stage waited for approval, kill -9, a crash)."""
-        row = self.record.item(stage.item_id)
-        stopped = row.wait == WaitKind.ENGINE_NOT_RUNNING
-        self.record.add_event(
-            stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
-            kind="stage_interrupted", stage=stage.stage, round=stage.round,
-            data={"agent": stage.agent, "attempt": attempt,
-                  "reason": "bees run stopped" if stopped
-                  else "its worker stopped (bees run ended or was killed)"})
+        with self.record.step():
+            row = self.record.item(stage.item_id)
+            stopped = row.wait == WaitKind.ENGINE_NOT_RUNNING
+            self.record.add_event(
+                stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
+                kind="stage_interrupted", stage=stage.stage, round=stage.round,
+                data={"agent": stage.agent, "attempt": attempt,
+                      "reason": "bees run stopped" if stopped
+                      else "its worker stopped (bees run ended or was killed)"})
 
     def _started(self, stage: StageInput, attempt: int) -> None:
-        self.record.set_state(stage.item_id, status="running", stage=stage.stage,
-                              agent=stage.agent)
-        self.record.add_event(
-            stage.item_id, key=f"{stage.stage}:{stage.round}:started:{attempt}",
-            kind="stage_started", stage=stage.stage, round=stage.round,
-            data={"agent": stage.agent, "attempt": attempt, "comments": list(stage.comments)})
+        with self.record.step():
+            self.record.set_state(stage.item_id, status="running", stage=stage.stage,
+                                  agent=stage.agent)
+            self.record.add_event(
+                stage.item_id, key=f"{stage.stage}:{stage.round}:started:{attempt}",
+                kind="stage_started", stage=stage.stage, round=stage.round,
+                data={"agent": stage.agent, "attempt": attempt,
+                      "comments": list(stage.comments)})
 
     def _finish(self, stage: StageInput, out: StageOutput) -> None:
         kind = "stage_finished" if out.ok else "stage_failed"
@@ -255,15 +260,16 @@ class BeesActivities:
         await asyncio.to_thread(self._record_now, entry)
 
     def _record_now(self, entry: RecordInput) -> None:
-        if entry.approval is not None:
-            self.record.put_approval(entry.item_id, dict(entry.approval))
-        if entry.journal is not None:
-            self.record.add_journal(entry.item_id, dict(entry.journal))
-        self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind, stage=entry.stage,
-                              round=entry.round, data=dict(entry.data))
-        if entry.status is not None:
-            self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
-                                  reason=entry.reason, agent=entry.agent)
+        with self.record.step():
+            if entry.approval is not None:
+                self.record.put_approval(entry.item_id, dict(entry.approval))
+            if entry.journal is not None:
+                self.record.add_journal(entry.item_id, dict(entry.journal))
+            self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind,
+                                  stage=entry.stage, round=entry.round, data=dict(entry.data))
+            if entry.status is not None:
+                self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
+                                      reason=entry.reason, agent=entry.agent)
 
     @activity.defn(name=SLOT_ACTIVITY)
     async def acquire_slot(self, ask: SlotInput) -> SlotOutput:
@@ -311,17 +317,18 @@ class BeesActivities:
 
     def _busy(self, ask: SlotInput, slot: SlotOutput, info: activity.Info) -> None:
         """Write a new reason to wait for a slot: status ``waiting`` and one ``busy`` fact."""
-        row = self.record.item(ask.item_id)
-        if (row.status, row.wait, row.reason) == (Status.WAITING, WaitKind.BUSY_AGENT,
-                                                  slot.reason):
-            return
-        self.record.add_event(
-            ask.item_id, key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
-                             f"{info.activity_id}:{info.attempt}",
-            kind="busy", stage=ask.stage, round=ask.round,
-            data={"reason": slot.reason, "position": slot.position})
-        self.record.set_state(ask.item_id, status=Status.WAITING, stage=ask.stage,
-                              reason=slot.reason, agent=ask.agent, wait=WaitKind.BUSY_AGENT)
+        with self.record.step():
+            row = self.record.item(ask.item_id)
+            if (row.status, row.wait, row.reason) == (Status.WAITING, WaitKind.BUSY_AGENT,
+                                                      slot.reason):
+                return
+            self.record.add_event(
+                ask.item_id, key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
+                                 f"{info.activity_id}:{info.attempt}",
+                kind="busy", stage=ask.stage, round=ask.round,
+                data={"reason": slot.reason, "position": slot.position})
+            self.record.set_state(ask.item_id, status=Status.WAITING, stage=ask.stage,
+                                  reason=slot.reason, agent=ask.agent, wait=WaitKind.BUSY_AGENT)
 
     @activity.defn(name=RELEASE_ACTIVITY)
     async def release_slot(self, release: ReleaseInput) -> int:

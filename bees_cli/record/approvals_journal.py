@@ -88,8 +88,7 @@ class ApprovalsAndJournal(Connected):
                    attempt: int, at: str) -> int:
         """Write, durably (synchronous FULL: on disk when this returns), that ``action`` with
         input ``digest`` is about to run in the item's ``stage``; return the intent's id."""
-        with self._connect() as db:
-            db.execute("PRAGMA synchronous=FULL")
+        with self._durable() as db:
             cursor = db.execute(
                 "INSERT INTO intents (item_id, stage, action, digest, attempt, at)"
                 " VALUES (?, ?, ?, ?, ?, ?)", (item_id, stage, action, digest, attempt, at))
@@ -110,8 +109,7 @@ class ApprovalsAndJournal(Connected):
                    entry: dict[str, Any] | None) -> None:
         """End intent ``seq`` (``how``: ``result``, ``ran`` or ``again``) and journal
         ``entry`` (see :meth:`add_journal`) with it, in one durable transaction."""
-        with self._connect() as db:
-            db.execute("PRAGMA synchronous=FULL")
+        with self._durable() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if entry is not None:

@@ -1,9 +1,10 @@
-"""A short SQLite connection per call to the local record, shared by its parts."""
+"""The local record's connection, shared by its parts: this thread's, kept between calls."""
 
 from __future__ import annotations
 
 import sqlite3
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from bees_cli.utc import format_utc, utc_now
@@ -16,7 +17,7 @@ def now_utc() -> str:
 
 
 class Connected:
-    """What the parts of the local record share: the file and a short connection to it.
+    """What the parts of the local record share: the file and this thread's connection to it.
 
     :class:`~bees_cli.record.local.LocalRecord` provides :meth:`_connect`; the parts
     (:mod:`~bees_cli.record.approvals_journal`, :mod:`~bees_cli.record.slots_controls`) use it.
@@ -26,5 +27,22 @@ class Connected:
 
     def _connect(self) -> AbstractContextManager[sqlite3.Connection]:
         raise NotImplementedError
+
+    @contextmanager
+    def _durable(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection with ``synchronous=FULL``: each commit inside is on disk
+        when it returns (fsynced, survives a power cut); ``NORMAL`` again after.
+
+        Never inside :meth:`~bees_cli.record.local.LocalRecord.step`: SQLite refuses to
+        change the setting inside a transaction (``sqlite3.OperationalError``).
+        """
+        with self._connect() as db:
+            db.execute("PRAGMA synchronous=FULL")
+            try:
+                yield db
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                db.execute("PRAGMA synchronous=NORMAL")
 
 

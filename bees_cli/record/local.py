@@ -26,6 +26,7 @@ why the item waits. The tables and their migrations live in :mod:`bees_cli.recor
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -35,10 +36,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import Ambiguous, BeesError, NotFound, Refused
+from bees_cli.errors import Ambiguous, BeesError, NotFound
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
+from bees_cli.record.held import HeldConnections, identity
+from bees_cli.record.owned import OwnedElsewhere, refuse_team_item
 from bees_cli.record.pieces import PiecesPart
 from bees_cli.record.slots_controls import SlotsAndControls
 from bees_cli.record.states import (
@@ -57,8 +60,8 @@ if TYPE_CHECKING:
     from bees_cli.record.events import EventBase
 
 __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATUSES", "Event",
-           "ItemRow", "LocalRecord", "Status", "WaitKind", "human_since", "item_journal",
-           "now_utc", "open_record"]
+           "ItemRow", "LocalRecord", "OwnedElsewhere", "Status", "WaitKind", "human_since",
+           "item_journal", "now_utc", "open_record"]
 
 SHOWN_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
                  "reason", "agent", "since", "created", "wait", "created_on")
@@ -66,40 +69,6 @@ SHOWN_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "
 
 NOT_RUNNING = NOT_RUNNING_TEXT
 """The reason of an item whose stage was running when ``bees run`` stopped."""
-
-
-class OwnedElsewhere(NotFound, Refused):
-    """An item this computer does not hold that another computer runs (the team's row).
-
-    A :class:`NotFound` (callers that look for "not here" still find it), and a
-    :class:`Refused` like an owner claim elsewhere (exit 3): ``item 01JH… is owned by
-    maya-desktop``.
-    """
-
-    exit_code = 3
-    code = "owned_elsewhere"
-
-    def __init__(self, item_id: str, computer: str, person: str) -> None:
-        super().__init__(f"item {item_id} is owned by {computer} ({person}): it runs there, "
-                         "not on this computer",
-                         hint=f"act on it on {computer}; `bees item show {item_id}` shows "
-                              "its team row")
-        self.item_id, self.computer, self.person = item_id, computer, person
-
-
-def _refuse_team_item(db: sqlite3.Connection, wanted: str) -> None:
-    """Raise :class:`OwnedElsewhere` when ``wanted`` (an id or a prefix of at least 6
-    characters) names exactly one team item that another computer runs (not ``free``)."""
-    rows = db.execute("SELECT item_id, fields, machine_id, person FROM team_items"
-                      " WHERE item_id = ? OR (length(?) >= 6 AND item_id LIKE ?)"
-                      " ORDER BY item_id", (wanted, wanted, wanted + "%")).fetchall()
-    if len(rows) != 1:
-        return
-    fields = json.loads(rows[0]["fields"])
-    if fields.get("status") in (None, "free"):
-        return
-    computer = str(fields.get("computer") or rows[0]["machine_id"][:8])
-    raise OwnedElsewhere(rows[0]["item_id"], computer, str(rows[0]["person"]))
 
 
 @dataclass(frozen=True)
@@ -195,8 +164,9 @@ class Event:
 
 
 class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
-    """The SQLite file of the local record; each call opens a short connection (safe across
-    processes and threads).
+    """The SQLite file of the local record; each thread keeps one connection to it, and each
+    call is one transaction, or one :meth:`step` several (safe across processes and threads:
+    :mod:`bees_cli.record.held`).
 
     Args:
         path: the database file, e.g. ``data_dir() / "record.db"``; created when missing.
@@ -211,6 +181,8 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
         """How many times the file was found gone (moved aside or deleted while this object
         was in use) and started again empty: ``bees run`` then rebuilds its rows."""
         self._create()
+        # given the path, not self: no cycle, so a dropped record closes its connections
+        self._held = HeldConnections(path, functools.partial(_not_a_record, path))
 
     def _create(self) -> None:
         """Create (or upgrade) the file and its tables."""
@@ -222,21 +194,65 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             schema.upgrade(db, self.path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:
-        return BeesError(
-            f"{self.path} is not a Bees record ({error})",
-            hint=f"move it aside (mv {self.path} {self.path}.bad) and Bees starts an empty "
-            "one; the next `bees run` rebuilds the items whose runs the engine (temporal.db "
-            "beside it) still has")
+        return _not_a_record(self.path, error)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        if not self.read_only and not self.path.exists():
+        stepping = self._held.step
+        if stepping is not None:  # inside a step: its connection and its transaction
+            yield stepping
+            return
+        file = identity(self.path)
+        if file is None and not self.read_only:
             # moved aside or deleted while in use: start again with the tables, never a
             # bare file without them (``no such table``); ``bees run`` rebuilds the rows
             self._create()
             self.replaced += 1
-        with storage.opened(self.path, corrupt=self._corrupt) as db:
-            yield db
+            file = identity(self.path)
+        db = self._held.get(file)
+        with storage.mapped(self.path, corrupt=self._corrupt):
+            try:
+                yield db
+                if db.in_transaction:  # left open: rolled back, as closing a connection did
+                    db.execute("ROLLBACK")
+            except sqlite3.Error:
+                self._held.drop()  # closing rolls back; the next call opens a fresh one
+                raise
+            except BaseException:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._held.drop()
+                raise
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """Make the record's calls inside (on this thread) one transaction: ``BEGIN
+        IMMEDIATE`` (the write lock taken first, waiting for another writer up to
+        :data:`~bees_cli.record.storage.BUSY_TIMEOUT` s), one commit at the end, nothing
+        written when it raises. Nested, it joins the outer step.
+
+        Why: a step of the engine (a stage's pick, its start, its end) writes a fact and the
+        item's state; one commit makes them appear together and costs one write of the WAL.
+        Calls that open their own transaction or commit durably (slots, controls, intents)
+        are not made inside a step (SQLite refuses a nested ``BEGIN``).
+        """
+        if self._held.step is not None:
+            yield
+            return
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            self._held.step = db
+            try:
+                yield
+            finally:
+                self._held.step = None
+            db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every thread's connection (none in use); else closed when collected, or at exit."""
+        self._held.close()
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -385,7 +401,7 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                                    hint="give more of the id")
                 row = rows[0] if rows else None
             if row is None:
-                _refuse_team_item(db, wanted)
+                refuse_team_item(db, wanted)
         if row is None:
             raise NotFound(f"no work item {item_id!r} on this computer",
                            hint="`bees status` lists this computer's items")
@@ -400,6 +416,13 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             ).fetchall()
         return [Event(r["seq"], r["at"], r["kind"], r["stage"], r["round"], json.loads(r["data"]),
                       r["computer"]) for r in rows]
+
+def _not_a_record(path: Path, error: sqlite3.DatabaseError) -> BeesError:
+    return BeesError(
+        f"{path} is not a Bees record ({error})",
+        hint=f"move it aside (mv {path} {path}.bad) and Bees starts an empty one; the next "
+        "`bees run` rebuilds the items whose runs the engine (temporal.db beside it) still has")
+
 
 def item_journal(item_id: str) -> list[dict[str, Any]]:
     """Return the journal of item ``item_id`` in this computer's local record (see

@@ -61,20 +61,28 @@ def read_only(path: Path) -> bool:
     return not writable or disk_full(path.parent)
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
     """Open an autocommit connection to ``path``: read-only when :func:`read_only` says so.
+
+    Args:
+        path: the record file.
+        any_thread: the connection may be closed from another thread than the one that
+            opened it (a held connection, :mod:`bees_cli.record.held`); it is still used by
+            one thread at a time.
 
     Raises:
         sqlite3.DatabaseError: as SQLite raised it (:func:`opened` maps it).
     """
     if not read_only(path):
-        return sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
+        return sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None,
+                               check_same_thread=not any_thread)
     # without its -wal and -shm files SQLite would have to make them to read a WAL file;
     # then nothing is in a -wal to miss, and the file may be read as immutable
     wal_present = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
     options = "mode=ro" if wal_present else "mode=ro&immutable=1"
     return sqlite3.connect(f"{path.absolute().as_uri()}?{options}", uri=True,
-                           timeout=BUSY_TIMEOUT, isolation_level=None)
+                           timeout=BUSY_TIMEOUT, isolation_level=None,
+                           check_same_thread=not any_thread)
 
 
 def disk_error(path: Path, error: sqlite3.DatabaseError) -> DiskError | None:
@@ -90,10 +98,56 @@ def disk_error(path: Path, error: sqlite3.DatabaseError) -> DiskError | None:
     return DiskError(path, _DISK_WHY[SQLITE_FULL] if full else why, full=full)
 
 
+def open_connection(path: Path, *, corrupt: Callable[[sqlite3.DatabaseError], BeesError]
+                    | None = None, any_thread: bool = False) -> sqlite3.Connection:
+    """Open a connection to the record ``path`` with the record's settings: rows as
+    ``sqlite3.Row``, a busy timeout of :data:`BUSY_TIMEOUT` s, ``synchronous=NORMAL``.
+
+    Why NORMAL: in WAL mode a commit then survives a crash of Bees; only an OS crash or a
+    power cut may lose the last commits, which the engine writes again on replay. What must
+    survive a power cut (an intent, a held action's journal) is committed with
+    ``synchronous=FULL`` (:meth:`~bees_cli.record.connected.Connected._durable`).
+
+    Args:
+        path: the record file.
+        corrupt: what a file that is not a database becomes, or None to let it surface.
+        any_thread: see :func:`connect`.
+
+    Raises:
+        DiskError: the disk is read-only or full, or the file cannot be opened.
+        BeesError: ``corrupt``'s error.
+    """
+    with mapped(path, corrupt=corrupt):
+        db = connect(path, any_thread=any_thread)
+        try:
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            db.close()
+            raise
+    db.row_factory = sqlite3.Row
+    return db
+
+
+@contextmanager
+def mapped(path: Path, *, corrupt: Callable[[sqlite3.DatabaseError], BeesError] | None = None
+           ) -> Iterator[None]:
+    """Raise SQLite's errors about ``path`` inside as what they mean: a :class:`DiskError`
+    (read-only, full, cannot open, I/O error), ``corrupt``'s error for a file that is not a
+    database; any other error as it is."""
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        found = _mapped(path, error, corrupt)
+        if found is None:
+            raise
+        raise found from None
+
+
 @contextmanager
 def opened(path: Path, *, corrupt: Callable[[sqlite3.DatabaseError], BeesError] | None = None
            ) -> Iterator[sqlite3.Connection]:
-    """Open a short connection to the record ``path`` (rows as ``sqlite3.Row``), closed after.
+    """Open a short connection to the record ``path`` (:func:`open_connection`), closed after.
 
     Args:
         path: the record file.
@@ -104,22 +158,10 @@ def opened(path: Path, *, corrupt: Callable[[sqlite3.DatabaseError], BeesError] 
         DiskError: the disk is read-only or full, or the file cannot be opened.
         BeesError: ``corrupt``'s error.
     """
+    db = open_connection(path, corrupt=corrupt)
     try:
-        db = connect(path)
-    except sqlite3.DatabaseError as error:
-        raise _mapped(path, error, corrupt) or error from None
-    try:
-        db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
-        # WAL with NORMAL sync survives a crash of Bees; only an OS crash may lose the
-        # last writes, which the engine writes again on replay
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.row_factory = sqlite3.Row
-        yield db
-    except sqlite3.DatabaseError as error:
-        mapped = _mapped(path, error, corrupt)
-        if mapped is None:
-            raise
-        raise mapped from None
+        with mapped(path, corrupt=corrupt):
+            yield db
     finally:
         db.close()
 
