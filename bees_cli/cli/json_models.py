@@ -2,8 +2,9 @@
 
 The contract, for every command: stdout is one JSON object with ``version``
 (:data:`VERSION`); lists sit under a named key (``items``, ``approvals``…); an item's id is
-always ``item_id``; every time is RFC 3339 UTC with ``Z`` as :func:`bees_cli.utc.format_utc`
-writes it; data holds machine values, never display strings (the text view formats them).
+always ``item_id``; every time is RFC 3339 UTC to whole seconds with ``Z``
+(``2026-12-01T08:00:00Z``, :data:`~bees_cli.record.views.UtcTime`); data holds machine
+values, never display strings (the text view formats them).
 An error is ``{"version", "error": {"code", "message", "hint", …}}`` (:class:`ErrorOut`).
 The JSON Schemas generated from these models are in ``schemas/output/``
 (:mod:`bees_cli.cli.json_schemas`).
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bees_cli.record.fires import FireOutcome
+from bees_cli.record.states import Status
 from bees_cli.record.views import ItemShow, ItemView, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
@@ -70,13 +72,21 @@ def item_out(model: type[D], data: dict[str, Any]) -> D:
 class ErrorBody(Part):
     """An error: its stable ``code``, one-line ``message`` and ``hint`` (or null), and
     ``problems`` (an invalid workspace or checkpoint) or ``status`` (Bees Cloud's HTTP
-    status) when the error carries them."""
+    status) when the error carries them; ``timed_out`` (``item create --wait --timeout``)
+    carries the item: ``item_id``, ``item_status`` and ``stage`` as last seen."""
 
     code: str
     message: str
     hint: str | None
     problems: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
     status: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    item_id: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                description="The item waited for (``timed_out``).")
+    item_status: Status | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The item's status when the wait gave up (``timed_out``).")
+    stage: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                              description="The item's stage then (``timed_out``).")
 
 
 class ErrorOut(Out):

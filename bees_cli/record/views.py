@@ -8,23 +8,55 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+)
 
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
-from bees_cli.utc import format_utc, parse_utc
+from bees_cli.utc import display_utc, parse_utc
 
-UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""Every time of a ``--json`` document: RFC 3339 UTC to whole seconds, ``Z``."""
+
+TIME_KEYS = frozenset({"at", "asked_at", "decided_at", "ran_at", "interrupted_at", "started",
+                       "ended"})
+"""The time-valued keys of ``bees item show --json``'s untyped parts (its history, journal,
+approvals and pieces, as their writers stored them)."""
 
 
 def _utc(value: Any) -> Any:
-    """Return a time given as text in the one UTC format (other values are left to fail)."""
-    return format_utc(parse_utc(value)) if isinstance(value, str) else value
+    """Return a time given as text as ``--json`` writes it (other values are left to fail)."""
+    return display_utc(parse_utc(value)) if isinstance(value, str) else value
 
 
 UtcTime = Annotated[str, BeforeValidator(_utc), Field(pattern=UTC_PATTERN)]
-"""An instant as RFC 3339 UTC text with microseconds and ``Z`` (:mod:`bees_cli.utc`)."""
+"""An instant as ``--json`` prints it: RFC 3339 UTC to whole seconds with ``Z``
+(:func:`bees_cli.utc.display_utc`); stored times keep their microseconds."""
+
+
+def json_times(node: Any) -> Any:
+    """Return ``node`` (JSON data) with the value of every :data:`TIME_KEYS` key that is a
+    zoned time written as ``--json`` writes times (:data:`UtcTime`); other values as they are.
+    """
+    if isinstance(node, list):
+        return [json_times(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in TIME_KEYS and isinstance(value, str):
+            try:
+                value = display_utc(parse_utc(value))
+            except ValueError:
+                pass  # not a zoned time: left as its writer stored it
+        out[key] = json_times(value)
+    return out
 
 
 class ItemView(BaseModel):
@@ -87,13 +119,21 @@ class ItemShow(BaseModel):
     pieces: list[Piece] = Field(default_factory=list)
     """Work its agents handed to other agents (issue 14), in the order handed out."""
 
+    @field_validator("journal", "approvals", "pieces", mode="before")
+    @classmethod
+    def _times(cls, value: Any) -> Any:
+        """Write the times of the parts as their writers stored them as every ``--json`` time
+        is written (:func:`json_times`)."""
+        return json_times(value)
+
     @field_validator("history", mode="before")
     @classmethod
     def _typed(cls, value: Any) -> Any:
-        """Read each fact given as JSON with :func:`parse_event_json` (never fails on one)."""
+        """Read each fact given as JSON with :func:`parse_event_json` (never fails on one), its
+        times as every ``--json`` time (:func:`json_times`)."""
         if not isinstance(value, list):
             return value
-        return [parse_event_json(e) if isinstance(e, dict) else e for e in value]
+        return [parse_event_json(json_times(e)) if isinstance(e, dict) else e for e in value]
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> Self:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError
+from bees_cli.errors import WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
 from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView, TeamItemDetails
@@ -119,7 +119,7 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
         0 when it is done, 1 when it failed or waits for a person.
 
     Raises:
-        BeesError: ``timeout`` seconds passed first (exit 1, with the item's status).
+        WaitTimedOut: ``timeout`` seconds passed first (exit 1, with the item's state).
     """
     def worker_up() -> bool:
         return bees.worker_address() is not None
@@ -140,9 +140,8 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
             bees.say("waiting for bees run to start (Ctrl-C to stop)")
         told = True
         if deadline is not None and time.monotonic() >= deadline:
-            raise BeesError(f"timed out after {timeout:g} s waiting for {row.id} "
-                            f"(status: {row.status_text})",
-                            hint=f"see bees item show {row.id}")
+            raise WaitTimedOut(row.id, seconds=timeout or 0, status=str(row.status),
+                               stage=row.stage, status_text=row.status_text)
         await asyncio.sleep(poll)
 
 

@@ -22,6 +22,7 @@ from bees_cli.errors import (
     Refused,
     StateFileInvalid,
     UserError,
+    WaitTimedOut,
     WorkspaceInvalid,
 )
 from bees_cli.machine.computer import Computer
@@ -72,6 +73,8 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("item create", ("item", "create", "nope", "-w", WS), ExitCode.FAILURE),
     ("item create", ("item", "create", "draft-review", "--timeout", "5", "-w", WS),
      ExitCode.USAGE),
+    ("item create", ("item", "create", "draft-review", "--wait", "--timeout", "0", "-w", WS),
+     ExitCode.FAILURE),
     ("item show", ("item", "show", "01ZZZZZZ"), ExitCode.FAILURE),
     ("item accept", ("item", "accept", ITEM), ExitCode.REFUSED),
     ("item cancel", ("item", "cancel", ITEM), ExitCode.REFUSED),
@@ -145,8 +148,8 @@ def test_the_table_and_the_errors_agree() -> None:
     assert len(seen) > 20
     assert [exit_code_for(k) for k in (
         NotFound, Ambiguous, UserError, WorkspaceInvalid, StateFileInvalid, Refused,
-        CloudRefused, CloudUnreachable, DiskError, OSError, KeyError)] == [1, 2, 2, 2, 2, 3,
-                                                                        3, 1, 1, 1, 1]
+        CloudRefused, CloudUnreachable, DiskError, WaitTimedOut, OSError, KeyError)] == [
+            1, 2, 2, 2, 2, 3, 3, 1, 1, 1, 1, 1]
     assert {code for _kind, code, _why in EXIT_CODES} == set(ExitCode) - {ExitCode.OK}
 
 

@@ -29,7 +29,33 @@ from tests.handover.helpers import make_run, write
 
 OUTPUT_SCHEMAS = REPO / "schemas" / "output"
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
-UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+WAITING_FOR_RUN = "waiting: the engine is not running (bees run)"
+UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""Every time in a ``--json`` document: RFC 3339 UTC to whole seconds (issue 15, point 2)."""
+TIME_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+WALL_CLOCK_KEYS = frozenset({"local"})
+"""Keys whose value is a wall-clock time in a schedule's own zone (no offset), not an instant."""
+
+
+def time_fields(node: Any, path: str = "") -> dict[str, list[str]]:
+    """Return every time-valued field of a document: its path (``items[].since``) → values.
+
+    A field is time-valued when its text starts as a date and time do; wall-clock times
+    (:data:`WALL_CLOCK_KEYS`) are not instants and are left out."""
+    found: dict[str, list[str]] = {}
+    if isinstance(node, list):
+        for value in node:
+            for key, values in time_fields(value, f"{path}[]").items():
+                found.setdefault(key, []).extend(values)
+    elif isinstance(node, dict):
+        for name, value in node.items():
+            if name in WALL_CLOCK_KEYS:
+                continue
+            for key, values in time_fields(value, f"{path}.{name}".lstrip(".")).items():
+                found.setdefault(key, []).extend(values)
+    elif isinstance(node, str) and TIME_LIKE.match(node):
+        found[path] = [node]
+    return found
 
 
 def leaf_commands() -> dict[str, set[str]]:
@@ -57,6 +83,9 @@ def matches(command: str, doc: Any) -> str:
     """Return the schema file ``doc`` validates against (``error.json`` for an error), or
     fail naming every reason."""
     assert isinstance(doc, dict) and doc.get("version") == 1, doc
+    wrong = {path: values for path, values in time_fields(doc).items()
+             if not all(re.match(UTC_TIME, v) for v in values)}
+    assert wrong == {}, f"{command}: times not as YYYY-MM-DDTHH:MM:SSZ: {wrong}"
     names = ("error.json",) if sorted(doc) == ["error", "version"] else COMMAND_SCHEMAS[command]
     reasons = []
     for name in names:
@@ -112,12 +141,14 @@ def workspace(run_bees: InProcess, tmp_path: Path) -> Path:
 def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace: Path,
                                                   tmp_path: Path) -> None:
     seen: dict[str, set[str]] = {}
+    times: set[str] = set()
 
     def check(command: str, *argv: str, code: int = 0) -> Any:
         done: Ran = run_bees(*command.split(), *argv, "--json")
         assert (done.code, done.raised) == (code, None), (command, done.stdout, done.stderr)
         doc = done.json()
         seen.setdefault(command, set()).add(matches(command, doc))
+        times.update(f"{command}: {path}" for path in time_fields(doc))
         return doc
 
     ws = ("-w", str(workspace))
@@ -146,10 +177,12 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
         record.put_approval(item, {
             "id": request, "item_id": item, "stage": "Draft", "round": 1,
             "action": "mail.send", "kind": "send", "summary": "to maya", "input": "{}",
-            "status": "waiting", "asked_at": "2026-12-01T08:00:00Z"})
+            "status": "waiting", "asked_at": "2026-12-01T08:00:00.250000Z"})
     waiting = check("approvals")["approvals"]
     assert [(a["request_id"], a["item_id"], a["asked_at"]) for a in waiting] == [
-        (1, item, "2026-12-01T08:00:00.000000Z"), (2, item, "2026-12-01T08:00:00.000000Z")]
+        (1, item, "2026-12-01T08:00:00Z"), (2, item, "2026-12-01T08:00:00Z")]
+    assert [a["asked_at"] for a in check("item show", item)["approvals"]] == [
+        "2026-12-01T08:00:00Z", "2026-12-01T08:00:00Z"]
     approved = check("approve", item, "--action", "1")
     assert (approved["decision"], approved["queued"]) == ("approved", True)
     assert check("deny", item, "--action", "2", "--reason", "no")["decision"] == "denied"
@@ -185,6 +218,12 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
                       "delegate"}
+    # every time-valued field checked by `matches` (a time with microseconds fails it)
+    assert times == {
+        "status: items[].since", "status: items[].created", "item show: item.since",
+        "item show: item.created", "item show: history[].at", "approvals: approvals[].asked_at",
+        "item show: approvals[].asked_at", "approve: at", "deny: at",
+        "schedules: schedules[].next[]"}
 
 
 def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:
@@ -197,10 +236,10 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
 @pytest.mark.parametrize(("argv", "method", "result", "want"), [
     (("retry", ITEM), "retry",
      PersonDone(item=ITEM, stage="Draft", who="maya", at="2026-12-01T08:00:00Z"),
-     {"item_id": ITEM, "stage": "Draft", "who": "maya", "at": "2026-12-01T08:00:00.000000Z"}),
+     {"item_id": ITEM, "stage": "Draft", "who": "maya", "at": "2026-12-01T08:00:00Z"}),
     (("item", "accept", ITEM), "accept",
      PersonDone(item=ITEM, stage="Review", who="maya", at="2026-12-01T08:00:00.5+00:00"),
-     {"item_id": ITEM, "stage": "Review", "who": "maya", "at": "2026-12-01T08:00:00.500000Z"}),
+     {"item_id": ITEM, "stage": "Review", "who": "maya", "at": "2026-12-01T08:00:00Z"}),
     (("relinquish", ITEM), "relinquish",
      Relinquished(item=ITEM, stage="Draft", restart_stages={"main": "Draft"},
                   checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32, files=3,
@@ -226,7 +265,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
      {"item_id": ITEM, "process": "p", "title": "Week 2", "stage": "Draft",
       "status": "running", "computer": "maya-desktop", "person": "maya@example.com",
       "agent": "writer",
-      "since": "2026-12-01T08:00:00.000000Z", "team": True}),
+      "since": "2026-12-01T08:00:00Z", "team": True}),
 ], ids=["retry", "accept", "relinquish", "repair", "continue", "team-item-show"])
 def test_a_use_case_result_prints_as_its_schema_says(
         run_bees: InProcess, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...],
@@ -278,3 +317,25 @@ def test_a_usage_error_with_json_is_a_json_error_too(run_bees: InProcess,
                                                    "hint": hint}}
     matches(argv[0], done.json())
     assert run_bees(*(a for a in argv if a != "--json")).stderr.startswith("Usage: bees ")
+
+
+def test_item_create_wait_timeout_names_the_item_and_its_last_state(
+        run_bees: InProcess, workspace: Path) -> None:
+    """A timed-out ``--wait`` is the error ``timed_out`` (exit 1) carrying the item id and
+    the state last seen, in JSON and in text (with the hint ``bees item show ID``)."""
+    argv = ("item", "create", "draft-review", "-w", str(workspace), "--wait", "--timeout", "0")
+    done = run_bees(*argv, "--json")
+    assert (done.code, done.raised) == (1, None), done.stderr
+    doc = done.json()
+    assert matches("item create", doc) == "error.json"
+    item = doc["error"]["item_id"]
+    assert doc == {"version": 1, "error": {
+        "code": "timed_out", "item_id": item, "item_status": "pending", "stage": "Draft",
+        "message": f"timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
+        "hint": f"bees item show {item}"}}
+    text = run_bees(*argv)
+    assert (text.code, text.raised) == (1, None)
+    item = text.stdout.strip()
+    assert text.stderr.splitlines()[-2:] == [
+        f"error: timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
+        f"hint: bees item show {item}"]
