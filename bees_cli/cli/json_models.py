@@ -16,8 +16,9 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.record.fires import FireOutcome
 from bees_cli.record.states import Status
 from bees_cli.record.views import ItemShow, ItemView, UtcTime
@@ -329,6 +330,27 @@ class FireOut(Part):
     tries: int
 
 
+class Placement(Part):
+    """Where one computer placed a wall-clock time: the instant and its tz database."""
+
+    computer: str
+    machine_id: str
+    instant: UtcTime
+    tz_version: str | None
+
+
+class ZoneWarning(Part):
+    """``zone_rules_disagree``: computers of the person placed the wall-clock ``local_time``
+    of ``zone`` at different instants; it ran once, on ``holder``'s computer."""
+
+    code: Literal["zone_rules_disagree"] = "zone_rules_disagree"
+    local_time: str
+    """The wall-clock time in ``zone``, no offset (``2025-01-06T09:00``)."""
+    zone: str
+    holder: Placement
+    others: list[Placement]
+
+
 class ScheduleOut(Part):
     """One schedule: fires here or why not, its next instants, this computer's last fires."""
 
@@ -338,10 +360,12 @@ class ScheduleOut(Part):
     timezone: str
     enabled: bool
     fires_here: bool
-    why_not: str | None
+    why_not: Literal["disabled", "no_person", "not_owner"] | None
+    """Why it does not fire here: disabled, no person signed in here, or ``owner`` is
+    another person."""
     next: list[UtcTime]
     last: list[FireOut]
-    warnings: list[str]
+    warnings: list[ZoneWarning]
 
 
 class SchedulesOut(Out):
@@ -417,13 +441,33 @@ class DoctorCheck(Part):
     refused: list[RefusedChange] | None = _opt("The changes Bees Cloud refused.")
 
 
+class SkippedAgent(Part):
+    """An agent agent choice did not use, and why: ``not_declared``, ``disabled``,
+    ``under_review`` (it did the work under review) or ``addons_not_connected`` (``addons``:
+    its tools' add-ons not connected here; their checks say what they miss)."""
+
+    agent: str
+    why: Literal["not_declared", "disabled", "under_review", "addons_not_connected"]
+    addons: list[str]
+
+
+class CannotRun(Part):
+    """Why a process cannot run here now: ``folder_not_linked`` (``folder``, one it reads;
+    the check ``folder NAME`` says how it resolves) or ``no_agent`` (``skipped``: each agent
+    looked at, and why not)."""
+
+    code: Literal["folder_not_linked", "no_agent"]
+    folder: str | None
+    skipped: list[SkippedAgent]
+
+
 class ProcessCheck(Part):
     """Whether this computer could run a process's first stage now, and if not, why."""
 
     process: str
     stage: str
     can_run: bool
-    reasons: list[str]
+    reasons: list[CannotRun]
 
 
 class DoctorOut(Out):
@@ -498,12 +542,20 @@ class DelegateOut(Out):
 
     piece: str
     agent: str | None
-    pick_reason: str | None
+    pick_reason: PickTier | None
+    """Which tier of agent choice picked ``agent``: ``item``, ``stage``, ``default``,
+    ``by_name``, ``caller`` (the agent you named), ``none``."""
     status: str
     text: str
     files: list[str]
     folder: str
     saved: bool = False
+
+    @field_validator("pick_reason", mode="before")
+    @classmethod
+    def _tier(cls, value: Any) -> Any:
+        """Read the piece's stored reason (``named by the caller``…) as its tier."""
+        return pick_tier(value) if isinstance(value, str) else value
 
 
 class ContinueOut(Out):

@@ -6,6 +6,7 @@ by ``python -m bees_cli.cli.json_schemas`` (STYLE.md habit 6).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
 from pydantic import (
@@ -16,6 +17,7 @@ from pydantic import (
     field_validator,
 )
 
+from bees_cli.agents.selection import PickTier, pick_tier, pick_words
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
@@ -99,6 +101,19 @@ class ModelUsage(BaseModel):
     """Estimated from the agent's declared prices; None when it declares none."""
 
 
+class PieceView(Piece):
+    """A piece as ``--json`` shows it: its ``pick_reason`` is the tier of agent choice that
+    picked its agent (:data:`~bees_cli.agents.selection.PickTier`; the text view words it)."""
+
+    pick_reason: PickTier | None = None
+
+    @field_validator("pick_reason", mode="before")
+    @classmethod
+    def _tier(cls, value: Any) -> Any:
+        """Read a stored reason (``named by the caller``…) as its tier."""
+        return pick_tier(value) if isinstance(value, str) else value
+
+
 class ItemShow(BaseModel):
     """``bees item show --json``: the item, its typed history, its logs, journal, approvals."""
 
@@ -116,7 +131,7 @@ class ItemShow(BaseModel):
     """Every approval request, any status (the engine's ``ApprovalRequest`` as JSON)."""
     models: list[ModelUsage] = Field(default_factory=list)
     """Each model stage's model, turns, tokens in and out, and estimated cost."""
-    pieces: list[Piece] = Field(default_factory=list)
+    pieces: list[PieceView] = Field(default_factory=list)
     """Work its agents handed to other agents (issue 14), in the order handed out."""
 
     @field_validator("journal", "approvals", "pieces", mode="before")
@@ -154,7 +169,7 @@ class ItemShow(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def piece_tree(pieces: list[Piece]) -> list[str]:
+def piece_tree(pieces: Sequence[Piece]) -> list[str]:
     """Return the pieces as ``bees item show`` draws them: under their stage (and round), each
     piece under the piece that handed it out, with its agent, pick reason, status and what it
     used (tokens or exit code).
@@ -171,7 +186,7 @@ def piece_tree(pieces: list[Piece]) -> list[str]:
             for piece in (p for p in mine if p.parent == parent):
                 status = str(piece.status) + (f": {piece.reason}" if piece.reason else "")
                 lines.append(f"{'  ' * (depth + 1)}{piece.piece}  {piece.agent or piece.named}"
-                             f" ({piece.pick_reason or 'not picked yet'})  {status}  "
+                             f" ({pick_words(piece.pick_reason)})  {status}  "
                              f"{piece.usage()}")
                 draw(piece.piece, depth + 1)
 

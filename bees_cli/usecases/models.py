@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bees_cli.schedules.disagreements import ZoneDisagreement
+
+AgentWhy = Literal["not_declared", "disabled", "under_review", "addons_not_connected"]
+"""Why agent choice did not use an agent (:class:`SkippedAgent`)."""
+WhyNotHere = Literal["disabled", "no_person", "not_owner"]
+"""Why a schedule does not fire on this computer (``bees schedules`` words it)."""
 
 
 class Result(BaseModel):
@@ -144,13 +151,33 @@ class Check(OpenResult):
     detail: str
 
 
+class SkippedAgent(Result):
+    """An agent agent choice looked at and did not use: ``not_declared``, ``disabled``,
+    ``under_review`` (it did the work under review) or ``addons_not_connected`` (``addons``:
+    the add-ons of its tools not connected here)."""
+
+    agent: str
+    why: AgentWhy
+    addons: list[str] = []
+
+
+class CannotRun(Result):
+    """Why a process cannot run here now (DESIGN.md, Rules: eligibility), as machine values:
+    ``folder_not_linked`` (``folder``: one it reads; its check says how it resolves) or
+    ``no_agent`` (``skipped``: every agent looked at, and why not). ``bees doctor`` words it."""
+
+    code: Literal["folder_not_linked", "no_agent"]
+    folder: str | None = None
+    skipped: list[SkippedAgent] = []
+
+
 class ProcessCheck(Result):
     """Whether this computer could run a process's first stage now, and if not, why."""
 
     process: str
     stage: str
     can_run: bool
-    reasons: list[str]
+    reasons: list[CannotRun]
 
 
 class DoctorReport(Result):
@@ -174,9 +201,12 @@ class ScheduleRow(Result):
     timezone: str
     enabled: bool
     fires_here: bool
-    why_not: str | None
+    why_not: WhyNotHere | None
+    """Why it does not fire here: ``disabled``, ``no_person`` (none signed in here) or
+    ``not_owner`` (``owner`` is another person); ``bees schedules`` words it."""
     next: list[str]
     """The next fire instants (UTC, :func:`~bees_cli.utc.format_utc`)."""
     last: list[dict[str, Any]]
-    warnings: list[str] = []
-    """E.g. two of the person's computers placed one wall-clock time at two instants."""
+    warnings: list[ZoneDisagreement] = []
+    """Wall-clock times two of the person's computers placed at two instants (machine
+    values; :attr:`~bees_cli.schedules.disagreements.ZoneDisagreement.warning` words one)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ WAITING_FOR_RUN = "waiting: the engine is not running (bees run)"
 UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
 """Every time in a ``--json`` document: RFC 3339 UTC to whole seconds (issue 15, point 2)."""
 TIME_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
-WALL_CLOCK_KEYS = frozenset({"local"})
+WALL_CLOCK_KEYS = frozenset({"local", "local_time"})
 """Keys whose value is a wall-clock time in a schedule's own zone (no offset), not an instant."""
 
 
@@ -339,3 +340,82 @@ def test_item_create_wait_timeout_names_the_item_and_its_last_state(
     assert text.stderr.splitlines()[-2:] == [
         f"error: timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
         f"hint: bees item show {item}"]
+
+
+def test_doctor_gives_why_a_process_cannot_run_as_codes_and_words_them_in_text(
+        run_bees: InProcess, workspace: Path) -> None:
+    """Issue 15, point 2: ``processes[].reasons`` are machine values (a code and its values);
+    the text view words them."""
+    shutil.rmtree(workspace / "notes")
+    for agent in ("writer", "reviewer"):
+        path = workspace / "agents" / f"{agent}.yaml"
+        path.write_text(path.read_text().replace("enabled: true", "enabled: false"))
+    done = run_bees("doctor", "-w", str(workspace), "--json")
+    assert (done.code, done.raised) == (1, None), done.stderr
+    matches("doctor", done.json())
+    assert done.json()["processes"] == [{
+        "process": "draft-review", "stage": "Draft", "can_run": False, "reasons": [
+            {"code": "folder_not_linked", "folder": "notes", "skipped": []},
+            {"code": "no_agent", "folder": None, "skipped": [
+                {"agent": "writer", "why": "disabled", "addons": []},
+                {"agent": "reviewer", "why": "disabled", "addons": []}]}]}]
+    [notes] = [c for c in done.json()["checks"] if c["check"] == "folder notes"]
+    text = run_bees("doctor", "-w", str(workspace))
+    assert text.stdout.splitlines()[-1] == (
+        f"no    process draft-review: cannot run here now: folder notes: {notes['reason']}; "
+        "no enabled agent for Draft: writer disabled; reviewer disabled")
+
+
+@pytest.mark.parametrize(("person", "why_not", "words"), [
+    (None, "no_person", "no: no person signed in here (bees whoami --set-person EMAIL)"),
+    ("sam@example.com", "not_owner", "no: owned by maya@example.com"),
+])
+def test_schedules_say_why_not_here_as_a_code_and_the_text_words_it(
+        run_bees: InProcess, person: str | None, why_not: str, words: str) -> None:
+    if person is not None:
+        assert run_bees("whoami", "--set-person", person).code == 0
+    done = run_bees("schedules", "-w", str(EXAMPLE), "--json")
+    assert (done.code, matches("schedules", done.json())) == (0, "schedules.json")
+    [row] = done.json()["schedules"]
+    assert (row["fires_here"], row["why_not"], row["warnings"]) == (False, why_not, [])
+    assert f"  {words}  " in run_bees("schedules", "-w", str(EXAMPLE)).stdout
+
+
+def test_a_pick_reason_is_its_tier_in_json() -> None:
+    """``pick_reason`` in ``--json`` (item show's pieces, delegate) is the tier of agent
+    choice; the text view words it."""
+    from bees_cli.agents.selection import pick_tier, pick_words
+    from bees_cli.cli.json_models import DelegateOut
+
+    stored = ["named on the item", "stage agents of weekly-report.Draft", "workspace default",
+              "first enabled agent by name", "named by the caller",
+              "no enabled agent for a piece of Draft: beta disabled", None]
+    assert [pick_tier(r) for r in stored] == [
+        "item", "stage", "default", "by_name", "caller", "none", None]
+    assert [pick_words(pick_tier(r)) for r in stored] == [
+        "named on the item", "the stage's agents", "workspace default",
+        "first enabled agent by name", "named by the caller", "no enabled agent",
+        "not picked yet"]
+    out = DelegateOut(piece="r1-a1-p1", agent="beta", pick_reason="named by the caller",
+                      status="finished", text="ok", files=[], folder="/r")
+    assert out.to_json()["pick_reason"] == "caller"
+
+
+def test_item_show_gives_a_pieces_pick_reason_as_its_tier_and_its_times_to_seconds() -> None:
+    from bees_cli.cli.json_models import ItemShowOut
+    from bees_cli.record.pieces import Piece
+    from bees_cli.record.views import piece_tree
+
+    piece = Piece(item_id=ITEM, piece="r1-a1-p1", stage="Draft", seq=1, named="beta",
+                  agent="beta", pick_reason="named by the caller", task="t", ask_digest="d",
+                  workflow_id="w", folder="/r", started="2026-12-01T08:00:00.250000Z")
+    item = {"item_id": ITEM, "process": "p", "title": "t", "workspace": "/w", "run_folder": "/r",
+            "stage": "Draft", "status": "running", "reason": None, "wait": None,
+            "agent": "alpha", "since": "2026-12-01T08:00:00Z",
+            "created": "2026-12-01T08:00:00Z", "created_on": "laptop"}
+    shown = ItemShowOut.model_validate({
+        "item": item, "history": [], "logs": [], "engine_log": "/e", "journal": [],
+        "approvals": [], "pieces": [piece.model_dump(mode="json")]})
+    [out] = shown.to_json()["pieces"]
+    assert (out["pick_reason"], out["started"]) == ("caller", "2026-12-01T08:00:00Z")
+    assert piece_tree(shown.pieces)[1].startswith("    r1-a1-p1  beta (named by the caller)  ")
