@@ -197,22 +197,41 @@ class StatusItem(Part):
     """How many of its run's pieces wait or run (issue 14; 0 for a team row)."""
 
 
+class StatusWarningOut(Part):
+    """One warning of ``bees status`` as machine values (the text view words it):
+    ``bees_run_gone`` (``pid``), ``clock_skew`` (``skew_seconds``: Bees Cloud's clock minus
+    this one), ``changes_refused`` (``refused``: the server's code such as ``clock_ahead``
+    or ``not_owner``, the ``items``, ``offset_seconds`` or ``owner``), ``team_rows_stale``
+    (``last_sync``, null: never; ``error``: the last sync's error code)."""
+
+    code: Literal["bees_run_gone", "clock_skew", "changes_refused", "team_rows_stale"]
+    pid: int | None
+    skew_seconds: float | None
+    refused: str | None
+    items: list[str]
+    offset_seconds: float | None
+    owner: str | None
+    last_sync: UtcTime | None
+    error: str | None
+
+
 class StatusOut(Out):
     """``bees status``: the items (the 50 most relevant unless ``--all``), then the warnings
     (``bees run`` gone, clock skew…); ``more`` counts the items not listed."""
 
     items: list[StatusItem]
-    warnings: list[str]
+    warnings: list[StatusWarningOut]
     more: int = 0
 
 
 def status_out(view: StatusView) -> StatusOut:
     """Return ``bees status --json`` of the use case's view: each row without its display
-    text (:data:`DISPLAY_KEYS`), and the warnings as a list."""
+    text (:data:`DISPLAY_KEYS`), and the warnings as machine values."""
     items = [StatusItem.model_validate(
         {"team": False, **{k: v for k, v in row.items() if k not in DISPLAY_KEYS}})
         for row in view.rows]
-    return StatusOut(items=items, warnings=(view.warning or "").splitlines(), more=view.more)
+    return StatusOut(items=items, more=view.more, warnings=[
+        StatusWarningOut.model_validate(w.to_json()) for w in view.warnings])
 
 
 class ItemCreateOut(Out):

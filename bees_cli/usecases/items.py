@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.errors import WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
-from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView, TeamItemDetails
+from bees_cli.usecases.models import (
+    CreatedItem,
+    ItemDetails,
+    StatusView,
+    StatusWarning,
+    TeamItemDetails,
+)
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
@@ -210,8 +216,13 @@ async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
         # issue 12, point 8: a bees run killed with kill -9 is said to be gone
         worker = bees_run_state(bees.computer.data_dir)
         lines = [worker.text] if worker.stopped_without_cleanup else []
-        lines += status_warnings(bees.record.path, now or datetime.now(UTC))
-        return view.model_copy(update={"warning": "\n".join(lines) or None})
+        moment = now or datetime.now(UTC)
+        lines += status_warnings(bees.record.path, moment)
+        values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
+            if worker.stopped_without_cleanup else []
+        values += status_warning_values(bees.record.path, moment)
+        return view.model_copy(update={"warning": "\n".join(lines) or None,
+                                       "warnings": values})
 
     return await asyncio.to_thread(read)
 
@@ -225,6 +236,32 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
 
     skew, stale = skew_warning(record_path), stale_line(record_path, now)
     return ([skew] if skew else []) + refusal_lines(record_path) + ([stale] if stale else [])
+
+
+def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarning]:
+    """Return :func:`status_warnings` as machine values (``bees status --json``), in the same
+    order: the clock skew, each kind of refused change, old team rows."""
+    from bees_cli.record.sync import SKEW_WARN, SharedRecord
+    from bees_cli.record.sync_notes import STALE_AFTER
+    from bees_cli.utc import parse_utc
+
+    shared = SharedRecord(record_path)
+    found: list[StatusWarning] = []
+    if shared.skew is not None and abs(shared.skew) > SKEW_WARN:
+        found.append(StatusWarning(code="clock_skew", skew_seconds=round(shared.skew, 3)))
+    kinds: dict[tuple[str, float | None, str | None], list[str]] = {}
+    for refusal in shared.refused():
+        kinds.setdefault((refusal.code, refusal.offset_seconds, refusal.owner),
+                         []).append(refusal.item_id)
+    found += [StatusWarning(code="changes_refused", refused=code, items=items,
+                            offset_seconds=offset, owner=owner)
+              for (code, offset, owner), items in kinds.items()]
+    last, error = shared.meta("last_sync"), shared.meta("error")
+    if (last is not None or error is not None) and (
+            last is None or now - parse_utc(last) > STALE_AFTER):
+        found.append(StatusWarning(code="team_rows_stale", last_sync=last,
+                                   error=shared.meta("error_code") if error else None))
+    return found
 
 
 async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:

@@ -41,14 +41,34 @@ class CreatedItem(Result):
     started: bool
 
 
+class StatusWarning(Result):
+    """One thing ``bees status`` warns about, as machine values (``warning`` words them all):
+    ``bees_run_gone`` (``pid``: killed, it left its file), ``clock_skew`` (``skew_seconds``:
+    Bees Cloud's clock minus this one), ``changes_refused`` (``refused``: the server's
+    code, ``items``, ``offset_seconds`` or ``owner``), ``team_rows_stale`` (``last_sync``,
+    or None: never; ``error``: the last sync's error code, ``cloud_unreachable``…)."""
+
+    code: Literal["bees_run_gone", "clock_skew", "changes_refused", "team_rows_stale"]
+    pid: int | None = None
+    skew_seconds: float | None = None
+    refused: str | None = None
+    items: list[str] = []
+    offset_seconds: float | None = None
+    owner: str | None = None
+    last_sync: str | None = None
+    error: str | None = None
+
+
 class StatusView(Result):
-    """``bees status``: this computer's rows, then the team's; a clock-skew warning or None.
+    """``bees status``: this computer's rows, then the team's; the warnings as the text view
+    prints them (``warning``, one line each) and as machine values (``warnings``).
 
     Each row is the record row's JSON plus ``since_human`` (``"2m ago"``).
     """
 
     rows: list[dict[str, Any]]
     warning: str | None = None
+    warnings: list[StatusWarning] = []
     more: int = 0
     """Rows not listed (past the limit; ``--all`` lists them)."""
     held: dict[str, str] = Field(default_factory=dict)

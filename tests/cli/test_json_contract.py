@@ -419,3 +419,25 @@ def test_item_show_gives_a_pieces_pick_reason_as_its_tier_and_its_times_to_secon
     [out] = shown.to_json()["pieces"]
     assert (out["pick_reason"], out["started"]) == ("caller", "2026-12-01T08:00:00Z")
     assert piece_tree(shown.pieces)[1].startswith("    r1-a1-p1  beta (named by the caller)  ")
+
+
+def test_status_json_gives_its_warnings_as_codes_and_values(run_bees: InProcess) -> None:
+    """``bees status --json``'s ``warnings`` are machine values; the text view words them."""
+    from bees_cli.record.sync import SharedRecord
+
+    SharedRecord(Computer.load().record_path).set_meta(
+        skew="-412.000", last_sync="2025-01-06T09:00:00.250000Z",
+        error="cannot reach Bees Cloud at http://127.0.0.1:9", error_code="cloud_unreachable")
+    done = run_bees("status", "--json")
+    assert (done.code, matches("status", done.json())) == (0, "status.json")
+    none = {"pid": None, "skew_seconds": None, "refused": None, "items": [],
+            "offset_seconds": None, "owner": None, "last_sync": None, "error": None}
+    assert done.json()["warnings"] == [
+        {**none, "code": "clock_skew", "skew_seconds": -412.0},
+        {**none, "code": "team_rows_stale", "last_sync": "2025-01-06T09:00:00Z",
+         "error": "cloud_unreachable"}]
+    text = run_bees("status").stderr.splitlines()
+    assert text[0] == ("warning: this computer's clock is 412.0 s ahead of Bees Cloud's; the "
+                       "shared record trusts each computer's clock (fix the system clock)")
+    assert text[1].startswith("team rows as of ") and text[1].endswith(
+        " days ago: Bees Cloud unreachable")
