@@ -10,6 +10,7 @@
     │   └── WorkspaceInvalid       exit 2   the workspace has problems (carries every one)
     ├── Refused                    exit 3   not owner, key taken, checkpoint invalid, bad state
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
+    ├── WaitTimedOut               exit 1   ``--wait --timeout`` ran out (the item and its state)
     ├── DiskError                  exit 1   a file of this computer cannot be written
     ├── CloudError                 exit 1   talking to Bees Cloud failed
     │   ├── CloudUnreachable       exit 1   connection failed or timed out after retries
@@ -131,6 +132,34 @@ class EngineError(BeesError):
     """The local Temporal engine is missing, unreachable or failed (exit 1)."""
 
     code = "engine"
+
+
+class WaitTimedOut(BeesError):
+    """``bees item create --wait --timeout SECONDS`` ran out before the item ended or stopped
+    for a person (exit 1). ``--json`` carries the item and the last state seen.
+
+    Args:
+        item_id: the item waited for.
+        seconds: the timeout.
+        status: its status when the wait gave up (a ``Status`` value, e.g. ``waiting``).
+        stage: its stage then, or None.
+        status_text: the status as people read it (``waiting: the engine is not running``).
+    """
+
+    code = "timed_out"
+
+    def __init__(self, item_id: str, *, seconds: float, status: str, stage: str | None,
+                 status_text: str) -> None:
+        super().__init__(f"timed out after {seconds:g} s waiting for {item_id} "
+                         f"(status: {status_text})", hint=f"bees item show {item_id}")
+        self.item_id = item_id
+        self.status = status
+        self.stage = stage
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"code", "message", "hint", "item_id", "item_status", "stage"}``."""
+        return {**super().to_json(), "item_id": self.item_id, "item_status": self.status,
+                "stage": self.stage}
 
 
 class DiskError(BeesError):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.agents.selection import Pick, Skipped, choose_agent
+from bees_cli.agents.selection import REASON_CALLER, Pick, Skipped, choose_agent
 
 if TYPE_CHECKING:
     from bees_cli.agents.chat_wire import ToolDef
@@ -29,8 +29,6 @@ DEFAULT_MAX_DEPTH = 2
 """How deep pieces may nest unless ``bees.yaml`` says otherwise (``max_piece_depth``): a
 stage's agent hands out pieces of depth 1, whose agents may hand out pieces of depth 2."""
 
-REASON_CALLER = "named by the caller"
-"""The pick reason of the agent the caller asked for (the first tier of a piece's choice)."""
 
 WHY_IN_CHAIN = "already in the chain of callers"
 """Why an agent is skipped for a piece: it would hand work back to a caller (a cycle)."""

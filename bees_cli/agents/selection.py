@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from bees_cli.machine.connections import AddonConnection
 from bees_cli.workspace.models import Agent, Stage
@@ -25,6 +25,19 @@ from bees_cli.workspace.models import Agent, Stage
 REASON_ITEM = "named on the item"
 REASON_DEFAULT = "workspace default"
 REASON_BY_NAME = "first enabled agent by name"
+
+REASON_CALLER = "named by the caller"
+"""The pick reason of the agent a piece's caller asked for (the first tier of a piece's
+choice, :func:`bees_cli.agents.pieces.choose_piece_agent`)."""
+
+PickTier = Literal["item", "stage", "default", "by_name", "caller", "none"]
+"""Which tier of agent choice yielded the agent (``none``: no agent was usable): what
+``--json`` gives for a pick's reason, worded by :func:`pick_words`."""
+
+PICK_WORDS: dict[str, str] = {
+    "item": REASON_ITEM, "stage": "the stage's agents", "default": REASON_DEFAULT,
+    "by_name": REASON_BY_NAME, "caller": REASON_CALLER, "none": "no enabled agent"}
+"""How people read each :data:`PickTier`."""
 
 WHY_UNDECLARED = "not declared in the workspace"
 WHY_DISABLED = "disabled"
@@ -90,6 +103,28 @@ class Pick:
             reason=str(data["reason"]),
             skipped=tuple(Skipped.from_json(s) for s in data.get("skipped", ())),
         )
+
+
+def pick_tier(reason: str | None) -> PickTier | None:
+    """Return the :data:`PickTier` of a pick's stored ``reason`` (a tier given is returned
+    as it is; None stays None)."""
+    if reason is None:
+        return None
+    fixed: dict[str, PickTier] = {REASON_ITEM: "item", REASON_DEFAULT: "default",
+                                  REASON_BY_NAME: "by_name", REASON_CALLER: "caller",
+                                  "item": "item", "stage": "stage", "default": "default",
+                                  "by_name": "by_name", "caller": "caller", "none": "none"}
+    if reason in fixed:
+        return fixed[reason]
+    return "stage" if reason.startswith("stage agents of ") else "none"
+
+
+def pick_words(reason: str | None) -> str:
+    """Return a pick's reason as people read it: a :data:`PickTier` worded
+    (:data:`PICK_WORDS`), a stored reason as it is, None as ``not picked yet``."""
+    if reason is None:
+        return "not picked yet"
+    return PICK_WORDS.get(reason, reason)
 
 
 def tool_addons(agent: Agent) -> list[str]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from bees_cli.cli.options import JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.models import CannotRun, Check
 
 
 def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
@@ -34,7 +39,8 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
             if process.can_run:
                 typer.echo(f"ok    process {process.process}: could run here now")
             else:
-                why = "; ".join(process.reasons)
+                why = "; ".join(cannot_run_text(r, process.stage, report.checks)
+                                for r in process.reasons)
                 typer.echo(f"no    process {process.process}: cannot run here now: {why}")
     # an invalid workspace, or a -w that names none, is exit 2 as for any command (the
     # exit-code table); without -w and none found, doctor checks this computer only
@@ -42,6 +48,25 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
              if c.check == "workspace" and c.error is not None
              and (workspace is not None or c.error == "invalid_workspace")]
     raise typer.Exit(ExitCode.OK if report.ok else max(codes, default=ExitCode.FAILURE))
+
+
+AGENT_WHY = {"not_declared": "not declared in the workspace", "disabled": "disabled",
+             "under_review": "did the work under review"}
+"""How ``bees doctor`` words why agent choice did not use an agent (its add-ons apart)."""
+
+
+def cannot_run_text(reason: CannotRun, stage: str, checks: list[Check]) -> str:
+    """Return why a process cannot run here, as people read it: ``folder notes: not linked on
+    this computer (bees link notes PATH)`` (how the folder resolves, from its check) or ``no
+    enabled agent for Draft: writer disabled; mailer add-on mail not connected``."""
+    if reason.code == "folder_not_linked":
+        how = [getattr(c, "reason", None) for c in checks if c.check == f"folder {reason.folder}"]
+        return f"folder {reason.folder}: {how[0] if how and how[0] else 'not linked here'}"
+    whys = [f"{s.agent} " + (AGENT_WHY[s.why] if s.why in AGENT_WHY else ", ".join(
+        f"add-on {addon} not connected" for addon in s.addons) or "add-ons not connected")
+        for s in reason.skipped]
+    return f"no enabled agent for {stage}: " + ("; ".join(whys) or
+                                                 "the workspace declares no agents")
 
 
 def register(app: typer.Typer) -> None:

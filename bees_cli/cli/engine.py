@@ -86,7 +86,8 @@ def item_create(
     the item's row then.
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
-    bounds the wait (exit 1: timed out; without --wait it is a usage error, exit 2).
+    bounds the wait (exit 1: timed out, the error names the item and, with --json, carries
+    its ``item_id``, ``item_status`` and ``stage``; without --wait it is a usage error, exit 2).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """

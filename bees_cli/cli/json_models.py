@@ -2,8 +2,9 @@
 
 The contract, for every command: stdout is one JSON object with ``version``
 (:data:`VERSION`); lists sit under a named key (``items``, ``approvals``…); an item's id is
-always ``item_id``; every time is RFC 3339 UTC with ``Z`` as :func:`bees_cli.utc.format_utc`
-writes it; data holds machine values, never display strings (the text view formats them).
+always ``item_id``; every time is RFC 3339 UTC to whole seconds with ``Z``
+(``2026-12-01T08:00:00Z``, :data:`~bees_cli.record.views.UtcTime`); data holds machine
+values, never display strings (the text view formats them).
 An error is ``{"version", "error": {"code", "message", "hint", …}}`` (:class:`ErrorOut`).
 The JSON Schemas generated from these models are in ``schemas/output/``
 (:mod:`bees_cli.cli.json_schemas`).
@@ -15,9 +16,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.record.fires import FireOutcome
+from bees_cli.record.states import Status
 from bees_cli.record.views import ItemShow, ItemView, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
@@ -70,13 +73,21 @@ def item_out(model: type[D], data: dict[str, Any]) -> D:
 class ErrorBody(Part):
     """An error: its stable ``code``, one-line ``message`` and ``hint`` (or null), and
     ``problems`` (an invalid workspace or checkpoint) or ``status`` (Bees Cloud's HTTP
-    status) when the error carries them."""
+    status) when the error carries them; ``timed_out`` (``item create --wait --timeout``)
+    carries the item: ``item_id``, ``item_status`` and ``stage`` as last seen."""
 
     code: str
     message: str
     hint: str | None
     problems: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
     status: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    item_id: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                description="The item waited for (``timed_out``).")
+    item_status: Status | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The item's status when the wait gave up (``timed_out``).")
+    stage: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                              description="The item's stage then (``timed_out``).")
 
 
 class ErrorOut(Out):
@@ -186,22 +197,41 @@ class StatusItem(Part):
     """How many of its run's pieces wait or run (issue 14; 0 for a team row)."""
 
 
+class StatusWarningOut(Part):
+    """One warning of ``bees status`` as machine values (the text view words it):
+    ``bees_run_gone`` (``pid``), ``clock_skew`` (``skew_seconds``: Bees Cloud's clock minus
+    this one), ``changes_refused`` (``refused``: the server's code such as ``clock_ahead``
+    or ``not_owner``, the ``items``, ``offset_seconds`` or ``owner``), ``team_rows_stale``
+    (``last_sync``, null: never; ``error``: the last sync's error code)."""
+
+    code: Literal["bees_run_gone", "clock_skew", "changes_refused", "team_rows_stale"]
+    pid: int | None
+    skew_seconds: float | None
+    refused: str | None
+    items: list[str]
+    offset_seconds: float | None
+    owner: str | None
+    last_sync: UtcTime | None
+    error: str | None
+
+
 class StatusOut(Out):
     """``bees status``: the items (the 50 most relevant unless ``--all``), then the warnings
     (``bees run`` gone, clock skew…); ``more`` counts the items not listed."""
 
     items: list[StatusItem]
-    warnings: list[str]
+    warnings: list[StatusWarningOut]
     more: int = 0
 
 
 def status_out(view: StatusView) -> StatusOut:
     """Return ``bees status --json`` of the use case's view: each row without its display
-    text (:data:`DISPLAY_KEYS`), and the warnings as a list."""
+    text (:data:`DISPLAY_KEYS`), and the warnings as machine values."""
     items = [StatusItem.model_validate(
         {"team": False, **{k: v for k, v in row.items() if k not in DISPLAY_KEYS}})
         for row in view.rows]
-    return StatusOut(items=items, warnings=(view.warning or "").splitlines(), more=view.more)
+    return StatusOut(items=items, more=view.more, warnings=[
+        StatusWarningOut.model_validate(w.to_json()) for w in view.warnings])
 
 
 class ItemCreateOut(Out):
@@ -319,6 +349,27 @@ class FireOut(Part):
     tries: int
 
 
+class Placement(Part):
+    """Where one computer placed a wall-clock time: the instant and its tz database."""
+
+    computer: str
+    machine_id: str
+    instant: UtcTime
+    tz_version: str | None
+
+
+class ZoneWarning(Part):
+    """``zone_rules_disagree``: computers of the person placed the wall-clock ``local_time``
+    of ``zone`` at different instants; it ran once, on ``holder``'s computer."""
+
+    code: Literal["zone_rules_disagree"] = "zone_rules_disagree"
+    local_time: str
+    """The wall-clock time in ``zone``, no offset (``2025-01-06T09:00``)."""
+    zone: str
+    holder: Placement
+    others: list[Placement]
+
+
 class ScheduleOut(Part):
     """One schedule: fires here or why not, its next instants, this computer's last fires."""
 
@@ -328,10 +379,12 @@ class ScheduleOut(Part):
     timezone: str
     enabled: bool
     fires_here: bool
-    why_not: str | None
+    why_not: Literal["disabled", "no_person", "not_owner"] | None
+    """Why it does not fire here: disabled, no person signed in here, or ``owner`` is
+    another person."""
     next: list[UtcTime]
     last: list[FireOut]
-    warnings: list[str]
+    warnings: list[ZoneWarning]
 
 
 class SchedulesOut(Out):
@@ -407,13 +460,33 @@ class DoctorCheck(Part):
     refused: list[RefusedChange] | None = _opt("The changes Bees Cloud refused.")
 
 
+class SkippedAgent(Part):
+    """An agent agent choice did not use, and why: ``not_declared``, ``disabled``,
+    ``under_review`` (it did the work under review) or ``addons_not_connected`` (``addons``:
+    its tools' add-ons not connected here; their checks say what they miss)."""
+
+    agent: str
+    why: Literal["not_declared", "disabled", "under_review", "addons_not_connected"]
+    addons: list[str]
+
+
+class CannotRun(Part):
+    """Why a process cannot run here now: ``folder_not_linked`` (``folder``, one it reads;
+    the check ``folder NAME`` says how it resolves) or ``no_agent`` (``skipped``: each agent
+    looked at, and why not)."""
+
+    code: Literal["folder_not_linked", "no_agent"]
+    folder: str | None
+    skipped: list[SkippedAgent]
+
+
 class ProcessCheck(Part):
     """Whether this computer could run a process's first stage now, and if not, why."""
 
     process: str
     stage: str
     can_run: bool
-    reasons: list[str]
+    reasons: list[CannotRun]
 
 
 class DoctorOut(Out):
@@ -488,12 +561,20 @@ class DelegateOut(Out):
 
     piece: str
     agent: str | None
-    pick_reason: str | None
+    pick_reason: PickTier | None
+    """Which tier of agent choice picked ``agent``: ``item``, ``stage``, ``default``,
+    ``by_name``, ``caller`` (the agent you named), ``none``."""
     status: str
     text: str
     files: list[str]
     folder: str
     saved: bool = False
+
+    @field_validator("pick_reason", mode="before")
+    @classmethod
+    def _tier(cls, value: Any) -> Any:
+        """Read the piece's stored reason (``named by the caller``…) as its tier."""
+        return pick_tier(value) if isinstance(value, str) else value
 
 
 class ContinueOut(Out):

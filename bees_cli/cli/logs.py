@@ -19,6 +19,10 @@ DEBUG_ENV = "BEES_DEBUG"
 RUN_LOGGER = "bees"
 """The logger of ``bees run``'s own lines (printed without the logger's name)."""
 
+PACKAGE_LOGGER = "bees_cli"
+"""The parent of the package's module loggers (a fire, held keys, the shared record): under
+``bees run`` their INFO and above are lines of its own, without the module's name."""
+
 
 class OneLine(logging.Formatter):
     """``2026-12-01T08:15:00Z INFO engine started at 127.0.0.1:7233`` for ``bees run``'s own
@@ -29,7 +33,9 @@ class OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """Return the record as one line (UTC time, level, logger, message, exception)."""
         when = self.formatTime(record, "%Y-%m-%dT%H:%M:%SZ")
-        name = "" if record.name == RUN_LOGGER else f"{record.name}: "
+        own = record.name in (RUN_LOGGER, PACKAGE_LOGGER) or record.name.startswith(
+            f"{PACKAGE_LOGGER}.")
+        name = "" if own else f"{record.name}: "
         text = f"{when} {record.levelname} {name}{record.getMessage()}"
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
@@ -60,12 +66,15 @@ def engine_logs_in_one_line() -> None:
 
 def run_lines() -> Callable[[str], None]:
     """Return how ``bees run`` says its news: an ``INFO`` line on stderr per call, formatted
-    by :class:`OneLine` (issue 15, point 6)."""
+    by :class:`OneLine` (issue 15, point 6); the package's module loggers
+    (:data:`PACKAGE_LOGGER`) print the same way from INFO up."""
     logger = logging.getLogger(RUN_LOGGER)
-    if not logger.handlers:
-        logger.addHandler(_handler())
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+    for name in (RUN_LOGGER, PACKAGE_LOGGER):  # the package's news reads as bees run's own
+        own = logging.getLogger(name)
+        if not own.handlers:
+            own.addHandler(_handler())
+        own.setLevel(logging.INFO)
+        own.propagate = False
 
     def say(message: str) -> None:
         for line in message.splitlines() or [""]:

@@ -22,18 +22,22 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     from bees_cli.cli import json_models as out
     from bees_cli.cli.context import bees_here
 
-    rows = [r.to_json() for r in asyncio.run(bees_here().schedules(workspace))]
+    found = asyncio.run(bees_here().schedules(workspace))
+    rows = [r.to_json() for r in found]
     if as_json:
         out.emit(out.SchedulesOut(schedules=[out.ScheduleOut.model_validate(
             {**r, "last": [{k: v for k, v in f.items() if k not in ("schedule", "text")}
-                           for f in r["last"]]}) for r in rows]))
+                           for f in r["last"]],
+             "warnings": [{k: v for k, v in w.items() if k != "schedule_id"}
+                          for w in r["warnings"]]}) for r in rows]))
         return
     if not rows:
         say("no schedules in this workspace (add one under schedules/)")
         return
     print_table(
         [(r["schedule"], r["process"], r["owner"], "yes" if r["fires_here"] else
-          f"no: {r['why_not']}", "\n".join(in_zone(t, r["timezone"]) for t in r["next"]))
+          f"no: {why_not_text(r['why_not'], r['owner'])}",
+          "\n".join(in_zone(t, r["timezone"]) for t in r["next"]))
          for r in rows],
         headers=["schedule", "process", "owner", "fires here", "next (own zone)"],
     )
@@ -42,9 +46,17 @@ def schedules(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
             typer.echo(f"\nlast fires of {row['schedule']}")
             print_table([(f["local"].replace("T", " "), f["scheduled"], f["text"])
                          for f in row["last"]], headers=["time", "scheduled (UTC)", "outcome"])
-    for row in rows:
-        for warning in row["warnings"]:
-            say(f"warning: {row['schedule']}: {warning}")
+    for schedule in found:
+        for warning in schedule.warnings:
+            say(f"warning: {schedule.schedule}: {warning.warning}")
+
+
+def why_not_text(why_not: str, owner: str) -> str:
+    """Return why a schedule does not fire here, as people read it (the one wording of
+    ``bees schedules``' ``why_not``)."""
+    return {"disabled": "disabled",
+            "no_person": "no person signed in here (bees whoami --set-person EMAIL)",
+            "not_owner": f"owned by {owner}"}.get(why_not, why_not)
 
 
 def in_zone(moment: str, zone: str) -> str:

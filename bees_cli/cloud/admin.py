@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from bees_cli.errors import BeesError, UserError
+from bees_cli.errors import BeesError, CloudRefused, CloudUnauthorized, UserError
 
 if TYPE_CHECKING:
     from bees_cli.cloud.server.storage import Storage
@@ -247,11 +247,22 @@ def _admin_token(token_file: Path | None, token: str | None) -> str:
 
 
 def _call(target: Target, call: Any, *, retries: int = 2) -> Any:
+    """Make admin ``call`` on the running server of ``target``.
+
+    Raises:
+        CloudRefused: the server refused the admin token (``not_admin``, exit 3: a refusal,
+            not a failure; the server answers 401).
+        CloudError: the server could not be reached, or failed.
+    """
     from bees_cli.cloud.client import CloudClient
 
     assert target.server is not None and target.token is not None
-    with CloudClient(target.server, target.token, retries=retries) as client:
-        return client.call(call)
+    try:
+        with CloudClient(target.server, target.token, retries=retries) as client:
+            return client.call(call)
+    except CloudUnauthorized as error:
+        raise CloudRefused(error.message, hint=error.hint, code="not_admin",
+                           status=error.status or 401) from None
 
 
 def _on_database(target: Target, work: Callable[[Storage], T]) -> T:
@@ -269,7 +280,8 @@ def add_team(target: Target, name: str) -> bool:
     Raises:
         UserError: bad name, or database trouble.
         BeesError: no database at ``target.db``.
-        CloudError: the server could not be reached or refused (401: not the admin token).
+        CloudRefused: not the admin token (``not_admin``, exit 3).
+        CloudError: the server could not be reached or failed.
     """
     if target.server is None:
         return _on_database(target, lambda storage: storage.add_team(name))

@@ -142,7 +142,7 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
     if status == 401:
         raise CloudUnauthorized(
             message or "Bees Cloud rejected the token",
-            hint=hint or "sign in again with `bees login URL --token T`",
+            hint=hint or "sign in again with `bees login URL --with-token`",
         )
     if status in (403, 409):
         raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint, code=code,
@@ -178,7 +178,7 @@ def unreachable(base_url: str, error: Exception) -> CloudUnreachable:
     """Return the error for a server that could not be reached, naming ``base_url``."""
     return CloudUnreachable(
         f"cannot reach Bees Cloud at {base_url}: {type(error).__name__}: {error}".rstrip(": "),
-        hint="is the server up? check the URL with `bees login URL --token T`",
+        hint="is the server up? check the URL with `bees login URL --with-token`",
     )
 
 
@@ -234,7 +234,7 @@ def bad_base_url(base_url: str, problem: str) -> CloudUnreachable:
     """Return the error for a stored URL that is not valid (no request is sent)."""
     return CloudUnreachable(
         f"cannot reach Bees Cloud: the stored URL is not valid: {base_url} ({problem})",
-        hint="run `bees logout`, then `bees login URL --token T` with a valid URL",
+        hint="run `bees logout`, then `bees login URL --with-token` with a valid URL",
     )
 
 

@@ -124,7 +124,7 @@ def resolve_url(url: str | None, workspace: Path | None = None) -> str:
         if url is None:
             raise UserError(
                 "no URL given and no workspace cloud URL",
-                hint="pass it: bees login https://cloud.example.com --token T"
+                hint="pass it: bees login https://cloud.example.com --with-token"
                 " (or set `cloud:` in bees.yaml)",
             )
     return normalise_url(url)
@@ -210,7 +210,7 @@ def client(*, transport: httpx.BaseTransport | None = None, retries: int = 2) ->
 
     stored = effective_login()
     if stored is None:
-        raise UserError("not signed in to Bees Cloud", hint="run `bees login URL --token T`")
+        raise UserError("not signed in to Bees Cloud", hint="run `bees login URL --with-token`")
     return CloudClient(stored.url, stored.token, transport=transport, retries=retries)
 
 

@@ -183,7 +183,8 @@ class Registrar:
 
     async def reconcile(self) -> dict[str, list[str]]:
         """Create, update and delete Temporal Schedules so they match; return the schedule
-        names ``added``, ``updated`` and ``removed`` (Temporal ids for removed ones).
+        names ``added``, ``updated`` and ``removed``, as the workspace spells them (a removed
+        one's name read from its Temporal id, :func:`temporal_id`).
 
         Raises:
             WorkspaceInvalid: the workspace does not load (nothing is changed).
@@ -200,9 +201,9 @@ class Registrar:
         here = await asyncio.to_thread(self.computer)
         wanted = wanted_schedules(self._schedules, person=here.person,
                                   machine_id=here.machine_id, now=self.clock())
+        mine = f"{PREFIX}{here.machine_id[:12]}-"
         if self.registered is None:
             self.registered = {}
-            mine = f"{PREFIX}{here.machine_id[:12]}-"
             async for listed in await self.client.list_schedules():
                 if listed.id.startswith(mine):
                     self.registered[listed.id] = ""
@@ -232,7 +233,7 @@ class Registrar:
             except RPCError as error:  # already gone
                 log.info("schedule %s: delete: %s", ident, error)
             del self.registered[ident]
-            changes["removed"].append(ident)
+            changes["removed"].append(ident.removeprefix(mine))  # as the workspace spells it
         return changes
 
     async def recover(self, say: Callable[[str], None] | None = None) -> None:

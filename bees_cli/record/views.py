@@ -6,25 +6,59 @@ by ``python -m bees_cli.cli.json_schemas`` (STYLE.md habit 6).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+)
 
+from bees_cli.agents.selection import PickTier, pick_tier, pick_words
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
-from bees_cli.utc import format_utc, parse_utc
+from bees_cli.utc import display_utc, parse_utc
 
-UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""Every time of a ``--json`` document: RFC 3339 UTC to whole seconds, ``Z``."""
+
+TIME_KEYS = frozenset({"at", "asked_at", "decided_at", "ran_at", "interrupted_at", "started",
+                       "ended"})
+"""The time-valued keys of ``bees item show --json``'s untyped parts (its history, journal,
+approvals and pieces, as their writers stored them)."""
 
 
 def _utc(value: Any) -> Any:
-    """Return a time given as text in the one UTC format (other values are left to fail)."""
-    return format_utc(parse_utc(value)) if isinstance(value, str) else value
+    """Return a time given as text as ``--json`` writes it (other values are left to fail)."""
+    return display_utc(parse_utc(value)) if isinstance(value, str) else value
 
 
 UtcTime = Annotated[str, BeforeValidator(_utc), Field(pattern=UTC_PATTERN)]
-"""An instant as RFC 3339 UTC text with microseconds and ``Z`` (:mod:`bees_cli.utc`)."""
+"""An instant as ``--json`` prints it: RFC 3339 UTC to whole seconds with ``Z``
+(:func:`bees_cli.utc.display_utc`); stored times keep their microseconds."""
+
+
+def json_times(node: Any) -> Any:
+    """Return ``node`` (JSON data) with the value of every :data:`TIME_KEYS` key that is a
+    zoned time written as ``--json`` writes times (:data:`UtcTime`); other values as they are.
+    """
+    if isinstance(node, list):
+        return [json_times(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in TIME_KEYS and isinstance(value, str):
+            try:
+                value = display_utc(parse_utc(value))
+            except ValueError:
+                pass  # not a zoned time: left as its writer stored it
+        out[key] = json_times(value)
+    return out
 
 
 class ItemView(BaseModel):
@@ -67,6 +101,19 @@ class ModelUsage(BaseModel):
     """Estimated from the agent's declared prices; None when it declares none."""
 
 
+class PieceView(Piece):
+    """A piece as ``--json`` shows it: its ``pick_reason`` is the tier of agent choice that
+    picked its agent (:data:`~bees_cli.agents.selection.PickTier`; the text view words it)."""
+
+    pick_reason: PickTier | None = None
+
+    @field_validator("pick_reason", mode="before")
+    @classmethod
+    def _tier(cls, value: Any) -> Any:
+        """Read a stored reason (``named by the caller``…) as its tier."""
+        return pick_tier(value) if isinstance(value, str) else value
+
+
 class ItemShow(BaseModel):
     """``bees item show --json``: the item, its typed history, its logs, journal, approvals."""
 
@@ -84,16 +131,24 @@ class ItemShow(BaseModel):
     """Every approval request, any status (the engine's ``ApprovalRequest`` as JSON)."""
     models: list[ModelUsage] = Field(default_factory=list)
     """Each model stage's model, turns, tokens in and out, and estimated cost."""
-    pieces: list[Piece] = Field(default_factory=list)
+    pieces: list[PieceView] = Field(default_factory=list)
     """Work its agents handed to other agents (issue 14), in the order handed out."""
+
+    @field_validator("journal", "approvals", "pieces", mode="before")
+    @classmethod
+    def _times(cls, value: Any) -> Any:
+        """Write the times of the parts as their writers stored them as every ``--json`` time
+        is written (:func:`json_times`)."""
+        return json_times(value)
 
     @field_validator("history", mode="before")
     @classmethod
     def _typed(cls, value: Any) -> Any:
-        """Read each fact given as JSON with :func:`parse_event_json` (never fails on one)."""
+        """Read each fact given as JSON with :func:`parse_event_json` (never fails on one), its
+        times as every ``--json`` time (:func:`json_times`)."""
         if not isinstance(value, list):
             return value
-        return [parse_event_json(e) if isinstance(e, dict) else e for e in value]
+        return [parse_event_json(json_times(e)) if isinstance(e, dict) else e for e in value]
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> Self:
@@ -114,7 +169,7 @@ class ItemShow(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def piece_tree(pieces: list[Piece]) -> list[str]:
+def piece_tree(pieces: Sequence[Piece]) -> list[str]:
     """Return the pieces as ``bees item show`` draws them: under their stage (and round), each
     piece under the piece that handed it out, with its agent, pick reason, status and what it
     used (tokens or exit code).
@@ -131,7 +186,7 @@ def piece_tree(pieces: list[Piece]) -> list[str]:
             for piece in (p for p in mine if p.parent == parent):
                 status = str(piece.status) + (f": {piece.reason}" if piece.reason else "")
                 lines.append(f"{'  ' * (depth + 1)}{piece.piece}  {piece.agent or piece.named}"
-                             f" ({piece.pick_reason or 'not picked yet'})  {status}  "
+                             f" ({pick_words(piece.pick_reason)})  {status}  "
                              f"{piece.usage()}")
                 draw(piece.piece, depth + 1)
 

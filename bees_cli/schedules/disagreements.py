@@ -127,9 +127,10 @@ def remember(computer: Computer, answers: list[wire.KeyAnswer]) -> list[ZoneDisa
     return sorted(kept.values(), key=lambda d: (d.schedule_id, d.local_time, d.zone))
 
 
-def zone_warnings(computer: Computer) -> dict[str, list[str]]:
+def zone_warnings(computer: Computer) -> dict[str, list[ZoneDisagreement]]:
     """Return ``bees schedules``' warnings by schedule id: the disagreements Bees Cloud lists
-    for this person (one request, :data:`ASK_TIMEOUT` s) and those seen here before.
+    for this person (one request, :data:`ASK_TIMEOUT` s) and those seen here before, as
+    machine values (:attr:`ZoneDisagreement.warning` words one).
 
     Cloud trouble is not an error here: the disagreements seen before are still shown.
 
@@ -146,7 +147,7 @@ def zone_warnings(computer: Computer) -> dict[str, list[str]]:
                 known = remember(computer, api.key_disagreements(computer.machine_id))
         except CloudError:
             pass
-    warnings: dict[str, list[str]] = {}
+    warnings: dict[str, list[ZoneDisagreement]] = {}
     for found in known:
-        warnings.setdefault(found.schedule_id, []).append(found.warning)
+        warnings.setdefault(found.schedule_id, []).append(found)
     return warnings

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.schedules.times import Fire
     from bees_cli.workspace.loader import Workspace
+    from bees_cli.workspace.models import Schedule
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,22 @@ def _check(snapshot: ItemSnapshot, stage: str) -> Eligibility:
     from bees_cli.agents.eligibility import check_eligibility
 
     return check_eligibility(snapshot=snapshot, stage_name=stage, reviewed_by=None)
+
+
+def _say(schedule: Schedule, fire: Fire, row: FireRow) -> None:
+    """Log the INFO line ``bees run`` prints when a fire made its item here, or found its
+    key taken by another computer (issue 15, point 6): the schedule, the key's wall-clock
+    time in its zone, the process and the item (or the computer that holds the key).
+
+    Example: ``schedule monday-report 2025-01-06 09:00 (Europe/Paris) fired: process
+    weekly-report, item 01JH3QX5Z8KZ2W4M6N8P0R2T4V``.
+    """
+    when = f"{row.schedule_id} {fire.local:%Y-%m-%d %H:%M} ({schedule.timezone})"
+    if row.outcome is FireOutcome.RAN_HERE:
+        logger.info("schedule %s fired: process %s, item %s", when, schedule.process,
+                    row.detail)
+    elif row.outcome is FireOutcome.TAKEN:
+        logger.info("schedule %s: key taken by %s; not run here", when, row.detail)
 
 
 def _one_line(error: BaseException) -> str:
@@ -147,7 +164,8 @@ class FireService:
         return cloud_for(self.computer, retries=0, timeout=self.key_timeout)
 
     async def fire(self, schedule_id: str, scheduled: datetime) -> FireRow:
-        """Handle the fire of ``schedule_id`` scheduled at the aware instant ``scheduled``.
+        """Handle the fire of ``schedule_id`` scheduled at the aware instant ``scheduled``;
+        log one INFO line when it ran here or its key was taken (:func:`_say`).
 
         Returns:
             The fire's row (also stored); see the module docstring for the outcomes. A
@@ -157,10 +175,19 @@ class FireService:
             WorkspaceInvalid, NotFound: the workspace does not load or has no such schedule
                 (no row is written: there is no schedule to show it under).
         """
-        from bees_cli.schedules.times import fire_for, lateness
+        from bees_cli.schedules.times import fire_for
 
         workspace = await self._load(schedule_id)
         fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+        row = await self._fire(workspace, schedule_id, scheduled, fire)
+        _say(workspace.schedules[schedule_id], fire, row)
+        return row
+
+    async def _fire(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
+                    fire: Fire) -> FireRow:
+        """Handle the fire (:meth:`fire`) and return its row."""
+        from bees_cli.schedules.times import lateness
+
         now = self.clock()
         log = self.log
         held = await asyncio.to_thread(log.key, fire.key)

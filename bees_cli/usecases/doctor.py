@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
-from bees_cli.usecases.models import Check, DoctorReport, ProcessCheck, ScheduleRow
+from bees_cli.usecases.models import (
+    AgentWhy,
+    CannotRun,
+    Check,
+    DoctorReport,
+    ProcessCheck,
+    ScheduleRow,
+    SkippedAgent,
+    WhyNotHere,
+)
 from bees_cli.utc import format_utc
 
 if TYPE_CHECKING:
@@ -44,11 +53,11 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
 
     Each: ``schedule``, ``process``, ``owner``, ``timezone``, ``enabled``, ``fires_here``
     (owned by the person signed in here and enabled), ``why_not`` (when it does not fire
-    here), ``next`` (the next three instants, UTC as :func:`~bees_cli.utc.format_utc`
-    writes them; the text view shows them in the schedule's zone), ``last`` (this
-    computer's latest fires, newest first, each with ``text``: ``ran here (ITEM)``,
-    ``taken by COMPUTER``, ``skipped (late by N s)``…) and
-    ``warnings`` (a wall-clock time two of the person's computers placed at two instants:
+    here: ``disabled``, ``no_person``, ``not_owner``), ``next`` (the next three instants,
+    UTC as :func:`~bees_cli.utc.format_utc` writes them; the text view shows them in the
+    schedule's zone), ``last`` (this computer's latest fires, newest first, each with
+    ``text``: ``ran here (ITEM)``, ``taken by COMPUTER``, ``skipped (late by N s)``…) and
+    ``warnings`` (each wall-clock time two of the person's computers placed at two instants:
     :func:`bees_cli.schedules.disagreements.zone_warnings`, which asks Bees Cloud).
 
     Raises:
@@ -66,13 +75,13 @@ def schedules_rows(here: Computer, workspace_path: Path | None, *,
     rows = []
     for name, schedule in workspace.schedules.items():
         mine = here.person is not None and schedule.owner.lower() == here.person.lower()
-        why_not = None
+        why_not: WhyNotHere | None = None
         if not schedule.enabled:
             why_not = "disabled"
         elif here.person is None:
-            why_not = "no person signed in here (bees whoami --set-person EMAIL)"
+            why_not = "no_person"
         elif not mine:
-            why_not = f"owned by {schedule.owner}"
+            why_not = "not_owner"
         upcoming = fire_times(schedule, name, after=moment, count=NEXT_TIMES)
         rows.append(ScheduleRow(
             schedule=name, process=schedule.process, owner=schedule.owner,
@@ -276,14 +285,31 @@ def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]
 
 
 def _process_checks(workspace: Any) -> list[ProcessCheck]:
-    from bees_cli.agents.eligibility import check_eligibility
+    """Each process: could its first stage run here now, and if not, the machine reasons
+    (:class:`~bees_cli.usecases.models.CannotRun`: the folders not linked, then no agent)."""
+    from bees_cli.agents.eligibility import check_eligibility, connection_check, item_reads
+    from bees_cli.agents.selection import WHY_DISABLED, WHY_REVIEWED, WHY_UNDECLARED, tool_addons
     from bees_cli.agents.snapshot import make_snapshot
 
+    codes: dict[str, AgentWhy] = {WHY_UNDECLARED: "not_declared", WHY_DISABLED: "disabled",
+             WHY_REVIEWED: "under_review"}
     rows = []
     for name, process in workspace.processes.items():
         stage = process.stages[0].name
-        result = check_eligibility(snapshot=make_snapshot(workspace, name), stage_name=stage,
-                                   reviewed_by=None)
+        snapshot = make_snapshot(workspace, name)
+        result = check_eligibility(snapshot=snapshot, stage_name=stage, reviewed_by=None)
+        reasons = [CannotRun(code="folder_not_linked", folder=folder)
+                   for folder in item_reads(snapshot) if folder not in result.folders]
+        if result.pick is not None and result.pick.agent is None:
+            connected = connection_check(snapshot)
+            skipped = []
+            for passed in result.pick.skipped:
+                why: AgentWhy = codes.get(passed.why, "addons_not_connected")
+                agent = snapshot.agents.get(passed.agent)
+                addons = [] if why != "addons_not_connected" or agent is None else [
+                    addon for addon in tool_addons(agent) if not connected(addon).connected]
+                skipped.append(SkippedAgent(agent=passed.agent, why=why, addons=addons))
+            reasons.append(CannotRun(code="no_agent", skipped=skipped))
         rows.append(ProcessCheck(process=name, stage=stage, can_run=result.ok,
-                                 reasons=list(result.reasons)))
+                                 reasons=reasons))
     return rows

@@ -11,10 +11,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError
+from bees_cli.errors import WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
-from bees_cli.usecases.models import CreatedItem, ItemDetails, StatusView, TeamItemDetails
+from bees_cli.usecases.models import (
+    CreatedItem,
+    ItemDetails,
+    StatusView,
+    StatusWarning,
+    TeamItemDetails,
+)
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
@@ -119,7 +125,7 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
         0 when it is done, 1 when it failed or waits for a person.
 
     Raises:
-        BeesError: ``timeout`` seconds passed first (exit 1, with the item's status).
+        WaitTimedOut: ``timeout`` seconds passed first (exit 1, with the item's state).
     """
     def worker_up() -> bool:
         return bees.worker_address() is not None
@@ -140,9 +146,8 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
             bees.say("waiting for bees run to start (Ctrl-C to stop)")
         told = True
         if deadline is not None and time.monotonic() >= deadline:
-            raise BeesError(f"timed out after {timeout:g} s waiting for {row.id} "
-                            f"(status: {row.status_text})",
-                            hint=f"see bees item show {row.id}")
+            raise WaitTimedOut(row.id, seconds=timeout or 0, status=str(row.status),
+                               stage=row.stage, status_text=row.status_text)
         await asyncio.sleep(poll)
 
 
@@ -211,8 +216,13 @@ async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
         # issue 12, point 8: a bees run killed with kill -9 is said to be gone
         worker = bees_run_state(bees.computer.data_dir)
         lines = [worker.text] if worker.stopped_without_cleanup else []
-        lines += status_warnings(bees.record.path, now or datetime.now(UTC))
-        return view.model_copy(update={"warning": "\n".join(lines) or None})
+        moment = now or datetime.now(UTC)
+        lines += status_warnings(bees.record.path, moment)
+        values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
+            if worker.stopped_without_cleanup else []
+        values += status_warning_values(bees.record.path, moment)
+        return view.model_copy(update={"warning": "\n".join(lines) or None,
+                                       "warnings": values})
 
     return await asyncio.to_thread(read)
 
@@ -226,6 +236,32 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
 
     skew, stale = skew_warning(record_path), stale_line(record_path, now)
     return ([skew] if skew else []) + refusal_lines(record_path) + ([stale] if stale else [])
+
+
+def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarning]:
+    """Return :func:`status_warnings` as machine values (``bees status --json``), in the same
+    order: the clock skew, each kind of refused change, old team rows."""
+    from bees_cli.record.sync import SKEW_WARN, SharedRecord
+    from bees_cli.record.sync_notes import STALE_AFTER
+    from bees_cli.utc import parse_utc
+
+    shared = SharedRecord(record_path)
+    found: list[StatusWarning] = []
+    if shared.skew is not None and abs(shared.skew) > SKEW_WARN:
+        found.append(StatusWarning(code="clock_skew", skew_seconds=round(shared.skew, 3)))
+    kinds: dict[tuple[str, float | None, str | None], list[str]] = {}
+    for refusal in shared.refused():
+        kinds.setdefault((refusal.code, refusal.offset_seconds, refusal.owner),
+                         []).append(refusal.item_id)
+    found += [StatusWarning(code="changes_refused", refused=code, items=items,
+                            offset_seconds=offset, owner=owner)
+              for (code, offset, owner), items in kinds.items()]
+    last, error = shared.meta("last_sync"), shared.meta("error")
+    if (last is not None or error is not None) and (
+            last is None or now - parse_utc(last) > STALE_AFTER):
+        found.append(StatusWarning(code="team_rows_stale", last_sync=last,
+                                   error=shared.meta("error_code") if error else None))
+    return found
 
 
 async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:

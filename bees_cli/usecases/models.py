@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bees_cli.schedules.disagreements import ZoneDisagreement
+
+AgentWhy = Literal["not_declared", "disabled", "under_review", "addons_not_connected"]
+"""Why agent choice did not use an agent (:class:`SkippedAgent`)."""
+WhyNotHere = Literal["disabled", "no_person", "not_owner"]
+"""Why a schedule does not fire on this computer (``bees schedules`` words it)."""
 
 
 class Result(BaseModel):
@@ -34,14 +41,34 @@ class CreatedItem(Result):
     started: bool
 
 
+class StatusWarning(Result):
+    """One thing ``bees status`` warns about, as machine values (``warning`` words them all):
+    ``bees_run_gone`` (``pid``: killed, it left its file), ``clock_skew`` (``skew_seconds``:
+    Bees Cloud's clock minus this one), ``changes_refused`` (``refused``: the server's
+    code, ``items``, ``offset_seconds`` or ``owner``), ``team_rows_stale`` (``last_sync``,
+    or None: never; ``error``: the last sync's error code, ``cloud_unreachable``…)."""
+
+    code: Literal["bees_run_gone", "clock_skew", "changes_refused", "team_rows_stale"]
+    pid: int | None = None
+    skew_seconds: float | None = None
+    refused: str | None = None
+    items: list[str] = []
+    offset_seconds: float | None = None
+    owner: str | None = None
+    last_sync: str | None = None
+    error: str | None = None
+
+
 class StatusView(Result):
-    """``bees status``: this computer's rows, then the team's; a clock-skew warning or None.
+    """``bees status``: this computer's rows, then the team's; the warnings as the text view
+    prints them (``warning``, one line each) and as machine values (``warnings``).
 
     Each row is the record row's JSON plus ``since_human`` (``"2m ago"``).
     """
 
     rows: list[dict[str, Any]]
     warning: str | None = None
+    warnings: list[StatusWarning] = []
     more: int = 0
     """Rows not listed (past the limit; ``--all`` lists them)."""
     held: dict[str, str] = Field(default_factory=dict)
@@ -144,13 +171,33 @@ class Check(OpenResult):
     detail: str
 
 
+class SkippedAgent(Result):
+    """An agent agent choice looked at and did not use: ``not_declared``, ``disabled``,
+    ``under_review`` (it did the work under review) or ``addons_not_connected`` (``addons``:
+    the add-ons of its tools not connected here)."""
+
+    agent: str
+    why: AgentWhy
+    addons: list[str] = []
+
+
+class CannotRun(Result):
+    """Why a process cannot run here now (DESIGN.md, Rules: eligibility), as machine values:
+    ``folder_not_linked`` (``folder``: one it reads; its check says how it resolves) or
+    ``no_agent`` (``skipped``: every agent looked at, and why not). ``bees doctor`` words it."""
+
+    code: Literal["folder_not_linked", "no_agent"]
+    folder: str | None = None
+    skipped: list[SkippedAgent] = []
+
+
 class ProcessCheck(Result):
     """Whether this computer could run a process's first stage now, and if not, why."""
 
     process: str
     stage: str
     can_run: bool
-    reasons: list[str]
+    reasons: list[CannotRun]
 
 
 class DoctorReport(Result):
@@ -174,9 +221,12 @@ class ScheduleRow(Result):
     timezone: str
     enabled: bool
     fires_here: bool
-    why_not: str | None
+    why_not: WhyNotHere | None
+    """Why it does not fire here: ``disabled``, ``no_person`` (none signed in here) or
+    ``not_owner`` (``owner`` is another person); ``bees schedules`` words it."""
     next: list[str]
     """The next fire instants (UTC, :func:`~bees_cli.utc.format_utc`)."""
     last: list[dict[str, Any]]
-    warnings: list[str] = []
-    """E.g. two of the person's computers placed one wall-clock time at two instants."""
+    warnings: list[ZoneDisagreement] = []
+    """Wall-clock times two of the person's computers placed at two instants (machine
+    values; :attr:`~bees_cli.schedules.disagreements.ZoneDisagreement.warning` words one)."""

@@ -22,6 +22,7 @@ from bees_cli.errors import (
     Refused,
     StateFileInvalid,
     UserError,
+    WaitTimedOut,
     WorkspaceInvalid,
 )
 from bees_cli.machine.computer import Computer
@@ -72,6 +73,8 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("item create", ("item", "create", "nope", "-w", WS), ExitCode.FAILURE),
     ("item create", ("item", "create", "draft-review", "--timeout", "5", "-w", WS),
      ExitCode.USAGE),
+    ("item create", ("item", "create", "draft-review", "--wait", "--timeout", "0", "-w", WS),
+     ExitCode.FAILURE),
     ("item show", ("item", "show", "01ZZZZZZ"), ExitCode.FAILURE),
     ("item accept", ("item", "accept", ITEM), ExitCode.REFUSED),
     ("item cancel", ("item", "cancel", ITEM), ExitCode.REFUSED),
@@ -146,8 +149,8 @@ def test_the_table_and_the_errors_agree() -> None:
     assert len(seen) > 20
     assert [exit_code_for(k) for k in (
         NotFound, Ambiguous, UserError, WorkspaceInvalid, StateFileInvalid, Refused,
-        CloudRefused, CloudUnreachable, DiskError, OSError, KeyError)] == [1, 2, 2, 2, 2, 3,
-                                                                        3, 1, 1, 1, 1]
+        CloudRefused, CloudUnreachable, DiskError, WaitTimedOut, OSError, KeyError)] == [
+            1, 2, 2, 2, 2, 3, 3, 1, 1, 1, 1, 1]
     assert {code for _kind, code, _why in EXIT_CODES} == set(ExitCode) - {ExitCode.OK}
 
 
@@ -213,3 +216,34 @@ def test_doctor_on_an_invalid_workspace_agrees_with_validate(
     [check] = [c for c in doctor.json()["checks"] if c["check"] == "workspace"]
     assert (check["ok"], check["error"]) == (False, validated.json()["error"]["code"])
     assert validated.json()["error"]["code"] == "invalid_workspace"
+
+
+def test_a_wrong_admin_token_is_a_refusal(run_bees: InProcess,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server answers 401 to a token that is not its admin token: the admin command is
+    refused (exit 3, ``not_admin``), not a failure."""
+    from bees_cli.cloud.client import CloudClient
+    from bees_cli.errors import CloudUnauthorized
+
+    def refuse(self: CloudClient, call: object) -> object:
+        raise CloudUnauthorized("this call needs the server's admin token",
+                                hint="give --admin-token-file FILE")
+
+    monkeypatch.setattr(CloudClient, "call", refuse)
+    monkeypatch.setenv("BEES_ADMIN_TOKEN", "bees-admin.0123456789abcdef.nope")
+    argv = ("cloud", "team", "add", "acme", "--server", "http://127.0.0.1:1")
+    done = run_bees(*argv)
+    assert (done.code, done.raised, done.stderr) == (
+        ExitCode.REFUSED, None, "error: this call needs the server's admin token (not_admin)\n"
+        "hint: give --admin-token-file FILE\n")
+    as_json = run_bees(*argv, "--json")
+    assert (as_json.code, as_json.json()["error"]["code"]) == (ExitCode.REFUSED, "not_admin")
+
+
+def test_the_sign_in_hint_names_with_token(run_bees: InProcess) -> None:
+    """The hints name ``bees login URL --with-token`` (the token from stdin), never a token
+    on the command line."""
+    done = run_bees("cloud", "status")
+    assert (done.code, done.stderr) == (
+        ExitCode.USAGE, "error: not signed in to Bees Cloud\n"
+        "hint: run `bees login URL --with-token`\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,33 @@ from tests.handover.helpers import make_run, write
 
 OUTPUT_SCHEMAS = REPO / "schemas" / "output"
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
-UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$"
+WAITING_FOR_RUN = "waiting: the engine is not running (bees run)"
+UTC_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
+"""Every time in a ``--json`` document: RFC 3339 UTC to whole seconds (issue 15, point 2)."""
+TIME_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+WALL_CLOCK_KEYS = frozenset({"local", "local_time"})
+"""Keys whose value is a wall-clock time in a schedule's own zone (no offset), not an instant."""
+
+
+def time_fields(node: Any, path: str = "") -> dict[str, list[str]]:
+    """Return every time-valued field of a document: its path (``items[].since``) → values.
+
+    A field is time-valued when its text starts as a date and time do; wall-clock times
+    (:data:`WALL_CLOCK_KEYS`) are not instants and are left out."""
+    found: dict[str, list[str]] = {}
+    if isinstance(node, list):
+        for value in node:
+            for key, values in time_fields(value, f"{path}[]").items():
+                found.setdefault(key, []).extend(values)
+    elif isinstance(node, dict):
+        for name, value in node.items():
+            if name in WALL_CLOCK_KEYS:
+                continue
+            for key, values in time_fields(value, f"{path}.{name}".lstrip(".")).items():
+                found.setdefault(key, []).extend(values)
+    elif isinstance(node, str) and TIME_LIKE.match(node):
+        found[path] = [node]
+    return found
 
 
 def leaf_commands() -> dict[str, set[str]]:
@@ -57,6 +84,9 @@ def matches(command: str, doc: Any) -> str:
     """Return the schema file ``doc`` validates against (``error.json`` for an error), or
     fail naming every reason."""
     assert isinstance(doc, dict) and doc.get("version") == 1, doc
+    wrong = {path: values for path, values in time_fields(doc).items()
+             if not all(re.match(UTC_TIME, v) for v in values)}
+    assert wrong == {}, f"{command}: times not as YYYY-MM-DDTHH:MM:SSZ: {wrong}"
     names = ("error.json",) if sorted(doc) == ["error", "version"] else COMMAND_SCHEMAS[command]
     reasons = []
     for name in names:
@@ -112,12 +142,14 @@ def workspace(run_bees: InProcess, tmp_path: Path) -> Path:
 def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace: Path,
                                                   tmp_path: Path) -> None:
     seen: dict[str, set[str]] = {}
+    times: set[str] = set()
 
     def check(command: str, *argv: str, code: int = 0) -> Any:
         done: Ran = run_bees(*command.split(), *argv, "--json")
         assert (done.code, done.raised) == (code, None), (command, done.stdout, done.stderr)
         doc = done.json()
         seen.setdefault(command, set()).add(matches(command, doc))
+        times.update(f"{command}: {path}" for path in time_fields(doc))
         return doc
 
     ws = ("-w", str(workspace))
@@ -146,10 +178,12 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
         record.put_approval(item, {
             "id": request, "item_id": item, "stage": "Draft", "round": 1,
             "action": "mail.send", "kind": "send", "summary": "to maya", "input": "{}",
-            "status": "waiting", "asked_at": "2026-12-01T08:00:00Z"})
+            "status": "waiting", "asked_at": "2026-12-01T08:00:00.250000Z"})
     waiting = check("approvals")["approvals"]
     assert [(a["request_id"], a["item_id"], a["asked_at"]) for a in waiting] == [
-        (1, item, "2026-12-01T08:00:00.000000Z"), (2, item, "2026-12-01T08:00:00.000000Z")]
+        (1, item, "2026-12-01T08:00:00Z"), (2, item, "2026-12-01T08:00:00Z")]
+    assert [a["asked_at"] for a in check("item show", item)["approvals"]] == [
+        "2026-12-01T08:00:00Z", "2026-12-01T08:00:00Z"]
     approved = check("approve", item, "--action", "1")
     assert (approved["decision"], approved["queued"]) == ("approved", True)
     assert check("deny", item, "--action", "2", "--reason", "no")["decision"] == "denied"
@@ -186,6 +220,12 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
                       "delegate", "app"}
+    # every time-valued field checked by `matches` (a time with microseconds fails it)
+    assert times == {
+        "status: items[].since", "status: items[].created", "item show: item.since",
+        "item show: item.created", "item show: history[].at", "approvals: approvals[].asked_at",
+        "item show: approvals[].asked_at", "approve: at", "deny: at",
+        "schedules: schedules[].next[]"}
 
 
 def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:
@@ -198,10 +238,10 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
 @pytest.mark.parametrize(("argv", "method", "result", "want"), [
     (("retry", ITEM), "retry",
      PersonDone(item=ITEM, stage="Draft", who="maya", at="2026-12-01T08:00:00Z"),
-     {"item_id": ITEM, "stage": "Draft", "who": "maya", "at": "2026-12-01T08:00:00.000000Z"}),
+     {"item_id": ITEM, "stage": "Draft", "who": "maya", "at": "2026-12-01T08:00:00Z"}),
     (("item", "accept", ITEM), "accept",
      PersonDone(item=ITEM, stage="Review", who="maya", at="2026-12-01T08:00:00.5+00:00"),
-     {"item_id": ITEM, "stage": "Review", "who": "maya", "at": "2026-12-01T08:00:00.500000Z"}),
+     {"item_id": ITEM, "stage": "Review", "who": "maya", "at": "2026-12-01T08:00:00Z"}),
     (("relinquish", ITEM), "relinquish",
      Relinquished(item=ITEM, stage="Draft", restart_stages={"main": "Draft"},
                   checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32, files=3,
@@ -227,7 +267,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
      {"item_id": ITEM, "process": "p", "title": "Week 2", "stage": "Draft",
       "status": "running", "computer": "maya-desktop", "person": "maya@example.com",
       "agent": "writer",
-      "since": "2026-12-01T08:00:00.000000Z", "team": True}),
+      "since": "2026-12-01T08:00:00Z", "team": True}),
 ], ids=["retry", "accept", "relinquish", "repair", "continue", "team-item-show"])
 def test_a_use_case_result_prints_as_its_schema_says(
         run_bees: InProcess, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...],
@@ -279,3 +319,126 @@ def test_a_usage_error_with_json_is_a_json_error_too(run_bees: InProcess,
                                                    "hint": hint}}
     matches(argv[0], done.json())
     assert run_bees(*(a for a in argv if a != "--json")).stderr.startswith("Usage: bees ")
+
+
+def test_item_create_wait_timeout_names_the_item_and_its_last_state(
+        run_bees: InProcess, workspace: Path) -> None:
+    """A timed-out ``--wait`` is the error ``timed_out`` (exit 1) carrying the item id and
+    the state last seen, in JSON and in text (with the hint ``bees item show ID``)."""
+    argv = ("item", "create", "draft-review", "-w", str(workspace), "--wait", "--timeout", "0")
+    done = run_bees(*argv, "--json")
+    assert (done.code, done.raised) == (1, None), done.stderr
+    doc = done.json()
+    assert matches("item create", doc) == "error.json"
+    item = doc["error"]["item_id"]
+    assert doc == {"version": 1, "error": {
+        "code": "timed_out", "item_id": item, "item_status": "pending", "stage": "Draft",
+        "message": f"timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
+        "hint": f"bees item show {item}"}}
+    text = run_bees(*argv)
+    assert (text.code, text.raised) == (1, None)
+    item = text.stdout.strip()
+    assert text.stderr.splitlines()[-2:] == [
+        f"error: timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
+        f"hint: bees item show {item}"]
+
+
+def test_doctor_gives_why_a_process_cannot_run_as_codes_and_words_them_in_text(
+        run_bees: InProcess, workspace: Path) -> None:
+    """Issue 15, point 2: ``processes[].reasons`` are machine values (a code and its values);
+    the text view words them."""
+    shutil.rmtree(workspace / "notes")
+    for agent in ("writer", "reviewer"):
+        path = workspace / "agents" / f"{agent}.yaml"
+        path.write_text(path.read_text().replace("enabled: true", "enabled: false"))
+    done = run_bees("doctor", "-w", str(workspace), "--json")
+    assert (done.code, done.raised) == (1, None), done.stderr
+    matches("doctor", done.json())
+    assert done.json()["processes"] == [{
+        "process": "draft-review", "stage": "Draft", "can_run": False, "reasons": [
+            {"code": "folder_not_linked", "folder": "notes", "skipped": []},
+            {"code": "no_agent", "folder": None, "skipped": [
+                {"agent": "writer", "why": "disabled", "addons": []},
+                {"agent": "reviewer", "why": "disabled", "addons": []}]}]}]
+    [notes] = [c for c in done.json()["checks"] if c["check"] == "folder notes"]
+    text = run_bees("doctor", "-w", str(workspace))
+    assert text.stdout.splitlines()[-1] == (
+        f"no    process draft-review: cannot run here now: folder notes: {notes['reason']}; "
+        "no enabled agent for Draft: writer disabled; reviewer disabled")
+
+
+@pytest.mark.parametrize(("person", "why_not", "words"), [
+    (None, "no_person", "no: no person signed in here (bees whoami --set-person EMAIL)"),
+    ("sam@example.com", "not_owner", "no: owned by maya@example.com"),
+])
+def test_schedules_say_why_not_here_as_a_code_and_the_text_words_it(
+        run_bees: InProcess, person: str | None, why_not: str, words: str) -> None:
+    if person is not None:
+        assert run_bees("whoami", "--set-person", person).code == 0
+    done = run_bees("schedules", "-w", str(EXAMPLE), "--json")
+    assert (done.code, matches("schedules", done.json())) == (0, "schedules.json")
+    [row] = done.json()["schedules"]
+    assert (row["fires_here"], row["why_not"], row["warnings"]) == (False, why_not, [])
+    assert f"  {words}  " in run_bees("schedules", "-w", str(EXAMPLE)).stdout
+
+
+def test_a_pick_reason_is_its_tier_in_json() -> None:
+    """``pick_reason`` in ``--json`` (item show's pieces, delegate) is the tier of agent
+    choice; the text view words it."""
+    from bees_cli.agents.selection import pick_tier, pick_words
+    from bees_cli.cli.json_models import DelegateOut
+
+    stored = ["named on the item", "stage agents of weekly-report.Draft", "workspace default",
+              "first enabled agent by name", "named by the caller",
+              "no enabled agent for a piece of Draft: beta disabled", None]
+    assert [pick_tier(r) for r in stored] == [
+        "item", "stage", "default", "by_name", "caller", "none", None]
+    assert [pick_words(pick_tier(r)) for r in stored] == [
+        "named on the item", "the stage's agents", "workspace default",
+        "first enabled agent by name", "named by the caller", "no enabled agent",
+        "not picked yet"]
+    out = DelegateOut(piece="r1-a1-p1", agent="beta", pick_reason="named by the caller",
+                      status="finished", text="ok", files=[], folder="/r")
+    assert out.to_json()["pick_reason"] == "caller"
+
+
+def test_item_show_gives_a_pieces_pick_reason_as_its_tier_and_its_times_to_seconds() -> None:
+    from bees_cli.cli.json_models import ItemShowOut
+    from bees_cli.record.pieces import Piece
+    from bees_cli.record.views import piece_tree
+
+    piece = Piece(item_id=ITEM, piece="r1-a1-p1", stage="Draft", seq=1, named="beta",
+                  agent="beta", pick_reason="named by the caller", task="t", ask_digest="d",
+                  workflow_id="w", folder="/r", started="2026-12-01T08:00:00.250000Z")
+    item = {"item_id": ITEM, "process": "p", "title": "t", "workspace": "/w", "run_folder": "/r",
+            "stage": "Draft", "status": "running", "reason": None, "wait": None,
+            "agent": "alpha", "since": "2026-12-01T08:00:00Z",
+            "created": "2026-12-01T08:00:00Z", "created_on": "laptop"}
+    shown = ItemShowOut.model_validate({
+        "item": item, "history": [], "logs": [], "engine_log": "/e", "journal": [],
+        "approvals": [], "pieces": [piece.model_dump(mode="json")]})
+    [out] = shown.to_json()["pieces"]
+    assert (out["pick_reason"], out["started"]) == ("caller", "2026-12-01T08:00:00Z")
+    assert piece_tree(shown.pieces)[1].startswith("    r1-a1-p1  beta (named by the caller)  ")
+
+
+def test_status_json_gives_its_warnings_as_codes_and_values(run_bees: InProcess) -> None:
+    """``bees status --json``'s ``warnings`` are machine values; the text view words them."""
+    from bees_cli.record.sync import SharedRecord
+
+    SharedRecord(Computer.load().record_path).set_meta(
+        skew="-412.000", last_sync="2025-01-06T09:00:00.250000Z",
+        error="cannot reach Bees Cloud at http://127.0.0.1:9", error_code="cloud_unreachable")
+    done = run_bees("status", "--json")
+    assert (done.code, matches("status", done.json())) == (0, "status.json")
+    none = {"pid": None, "skew_seconds": None, "refused": None, "items": [],
+            "offset_seconds": None, "owner": None, "last_sync": None, "error": None}
+    assert done.json()["warnings"] == [
+        {**none, "code": "clock_skew", "skew_seconds": -412.0},
+        {**none, "code": "team_rows_stale", "last_sync": "2025-01-06T09:00:00Z",
+         "error": "cloud_unreachable"}]
+    text = run_bees("status").stderr.splitlines()
+    assert text[0] == ("warning: this computer's clock is 412.0 s ahead of Bees Cloud's; the "
+                       "shared record trusts each computer's clock (fix the system clock)")
+    assert text[1].startswith("team rows as of ") and text[1].endswith(
+        " days ago: Bees Cloud unreachable")

@@ -5,11 +5,25 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
-from bees_cli.cli.logs import RUN_LOGGER, OneLine, run_lines
+from bees_cli.cli.logs import PACKAGE_LOGGER, RUN_LOGGER, OneLine, run_lines
 from tests.conftest import run_lines as without_prefix
+
+
+@pytest.fixture(autouse=True)
+def own_loggers() -> Iterator[None]:
+    """Put bees run's loggers back as they were (run_lines configures them once)."""
+    kept = {name: (list(logging.getLogger(name).handlers), logging.getLogger(name).level,
+                   logging.getLogger(name).propagate) for name in (RUN_LOGGER, PACKAGE_LOGGER)}
+    yield
+    for name, (handlers, level, propagate) in kept.items():
+        logger = logging.getLogger(name)
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def test_a_failed_activity_is_one_line_with_the_error_not_its_traceback() -> None:
@@ -41,3 +55,21 @@ def test_bees_run_says_each_line_with_utc_time_and_level(
     ]
     say("stopped")
     assert without_prefix(capsys.readouterr().err) == ["stopped"]
+
+
+def test_the_packages_news_reads_like_bees_runs_own_lines(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``held keys: …`` (a module logger's warning) and a fire's INFO line are ``UTC LEVEL
+    message`` lines, like bees run's own, without the module's name."""
+    monkeypatch.setattr(time, "time", lambda: 1_764_576_900.25)  # 2025-12-01T08:15:00Z
+    for name in (RUN_LOGGER, PACKAGE_LOGGER):
+        logging.getLogger(name).handlers.clear()
+    run_lines()
+    fires = logging.getLogger("bees_cli.schedules.fires")
+    fires.warning("held keys: %s", "cannot reach Bees Cloud")
+    fires.info("schedule %s fired", "monday-report")
+    fires.debug("not shown")
+    assert capsys.readouterr().err.splitlines() == [
+        "2025-12-01T08:15:00Z WARNING held keys: cannot reach Bees Cloud",
+        "2025-12-01T08:15:00Z INFO schedule monday-report fired",
+    ]

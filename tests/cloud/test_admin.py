@@ -111,8 +111,8 @@ def test_the_cli_changes_the_named_server(
         0, f"revoked 1 token of maya@example.com in team {name} on server {server.url}\n")
     refused = bees("cloud", "team", "add", "x", "--server", server.url,
                    env={"BEES_ADMIN_TOKEN": "bees-admin.0123456789abcdef.nope"})
-    assert (refused.returncode, refused.stderr) == (
-        1, "error: this call needs the server's admin token\n"
+    assert (refused.returncode, refused.stderr) == (  # refused: exit 3
+        3, "error: this call needs the server's admin token (not_admin)\n"
         "hint: give --admin-token-file FILE (the file `bees cloud serve` wrote) or set"
         " BEES_ADMIN_TOKEN\n")
     assert not (bees_home / "data" / "cloud.db").exists()  # this computer's home untouched

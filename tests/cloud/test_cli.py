@@ -138,7 +138,7 @@ def test_a_stored_bad_url_is_an_error_not_a_traceback(bees: BeesRunner, bees_hom
     for url, problem in BAD_URLS:
         (state / "cloud.json").write_text(json.dumps({"url": url, "token": "t"}))
         message = f"cannot reach Bees Cloud: the stored URL is not valid: {url} ({problem})"
-        hint = "run `bees logout`, then `bees login URL --token T` with a valid URL"
+        hint = "run `bees logout`, then `bees login URL --with-token` with a valid URL"
         plain = bees("cloud", "status")
         assert (plain.returncode, plain.stdout, plain.stderr) == (
             1,
@@ -169,7 +169,7 @@ def test_status_hint_when_the_server_is_down_is_not_status_itself(
     done = bees("cloud", "status")
     assert done.returncode == 1
     assert done.stderr.endswith(
-        "hint: is the server up? check the URL with `bees login URL --token T`\n"
+        "hint: is the server up? check the URL with `bees login URL --with-token`\n"
     )
     assert "bees cloud status" not in done.stderr
 
@@ -220,7 +220,7 @@ def test_login_without_a_url_fails_before_asking_for_the_token(
         2,
         "",
         "error: no URL given and no workspace cloud URL\n"
-        "hint: pass it: bees login https://cloud.example.com --token T"
+        "hint: pass it: bees login https://cloud.example.com --with-token"
         " (or set `cloud:` in bees.yaml)\n",
     )
     outside = bees("login", cwd=tmp_path)

@@ -228,7 +228,7 @@ def test_unreachable_hint_does_not_point_at_status_itself() -> None:
     script = Script(httpx.ConnectError("refused"))
     with pytest.raises(CloudUnreachable) as caught:
         _client(script, [], retries=0).me()
-    assert caught.value.hint == "is the server up? check the URL with `bees login URL --token T`"
+    assert caught.value.hint == "is the server up? check the URL with `bees login URL --with-token`"
 
 
 def test_both_clients_offer_the_same_calls_with_the_same_parameters() -> None:

@@ -61,8 +61,8 @@ async def test_schedules_lists_next_times_and_every_fire_outcome(
     sam = bees("schedules", "--json", "-w", str(workspace),
                env={"BEES_HOME": str(tmp_path / "sam-home")})
     [other] = json.loads(sam.stdout)["schedules"]
-    assert (other["fires_here"], other["why_not"], other["last"]) == (
-        False, f"owned by {team.maya}", [])
+    assert (other["fires_here"], other["why_not"], other["owner"], other["last"]) == (
+        False, "not_owner", team.maya, [])  # the text view words it: owned by OWNER
 
 
 async def test_status_shows_team_items_mine_hides_them_and_warns_on_skew(
@@ -156,7 +156,7 @@ def test_doctor_reports_engine_cloud_clock_folders_and_processes(
     assert "path" not in notes and "detail" not in notes  # not linked; the text view words it
     assert report["processes"] == [
         {"process": "digest", "stage": "Write", "can_run": False,
-         "reasons": [f"folder notes: {notes['reason']}"]},
+         "reasons": [{"code": "folder_not_linked", "folder": "notes", "skipped": []}]},
         {"process": "weekly-report", "stage": "Draft", "can_run": True, "reasons": []},
     ]
     text = bees("doctor", "-w", str(workspace))

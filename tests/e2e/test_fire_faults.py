@@ -9,6 +9,7 @@ slow network would; a crash between the grant and the making is the item maker c
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -313,3 +314,22 @@ async def test_a_lost_report_is_sent_again_at_start(tmp_path: Path, team: Team) 
                          keys=lambda _client, _computer: cloud).recover() == []
     assert cloud.reports == [("monday-report", at, row.detail)]
     assert len(record_of(laptop).items()) == 1
+
+
+async def test_bees_run_says_a_fire_and_a_key_taken_in_one_info_line_each(
+        tmp_path: Path, team: Team, caplog: pytest.LogCaptureFixture) -> None:
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    at = mondays(workspace, 1)[0]
+    laptop = maya(tmp_path, team)
+    desktop = maya(tmp_path, team, "maya-desktop")
+    with caplog.at_level(logging.INFO, logger="bees_cli.schedules.fires"):
+        await service(laptop, workspace, at + timedelta(seconds=2)).fire("monday-report", at)
+        await service(desktop, workspace, at + timedelta(seconds=3)).fire("monday-report", at)
+    [item] = record_of(laptop).items()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.name == "bees_cli.schedules.fires"] == [
+        ("INFO", "schedule monday-report 2025-01-06 09:00 (Europe/Paris) fired: process "
+                 f"weekly-report, item {item.id}"),
+        ("INFO", "schedule monday-report 2025-01-06 09:00 (Europe/Paris): key taken by "
+                 "maya-laptop; not run here"),
+    ]

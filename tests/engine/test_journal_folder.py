@@ -19,6 +19,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.run_journal import journal_path, recall, write_end, write_intent
 from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.usecases.items import create_item
+from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
 from tests.engine.test_actions import addon_lines, ops_addon
@@ -86,7 +87,8 @@ def test_a_send_journaled_in_the_run_folder_is_not_sent_again_after_record_db_is
     # the restarted stage (its attempt depends on when the engine saw the worker go)
     assert again.startswith("run Send sender 1 ") and int(again.split()[-1]) > 1
     journal = json.loads(bees("item", "show", item_id, "--json").stdout)["journal"]
-    assert [(e["action"], e["at"]) for e in journal] == [("mail.send", ran_at)]
+    assert [(e["action"], e["at"]) for e in journal] == [
+        ("mail.send", display_utc(parse_utc(ran_at)))]  # --json: to whole seconds
 
 
 def test_the_run_folders_copy_keeps_the_first_success_and_the_latest_open_intent(
@@ -139,7 +141,7 @@ def test_an_intent_without_a_result_in_the_run_folder_is_held_after_record_db_is
     try:
         wait_for(lambda: rows(bees)[0]["status"] == "waiting for approval", timeout=120)
         (asked,) = json.loads(bees("approvals", "--json").stdout)["approvals"]
-        assert asked["interrupted_at"] == "2026-12-01T08:00:00.000000Z"  # bees_cli.utc
+        assert asked["interrupted_at"] == "2026-12-01T08:00:00Z"  # --json: whole seconds
     finally:
         run.send_signal(signal.SIGTERM)
         run.communicate(timeout=60)

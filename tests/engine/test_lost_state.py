@@ -14,7 +14,7 @@ import pytest
 from ulid import ULID
 
 from bees_cli.usecases.actions import action_key, digest_of
-from bees_cli.utc import format_utc, parse_utc
+from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import EXAMPLE, BeesRunner, run_lines
 from tests.engine.conftest import Space
 from tests.engine.test_cli import start_bees, wait_for
@@ -53,7 +53,7 @@ def test_a_deleted_record_is_rebuilt_from_the_engine_and_the_approval_then_works
     same = ("item_id", "process", "title", "workspace", "run_folder", "stage", "status",
             "reason", "wait", "agent")
     assert {k: after[k] for k in same} == {k: before[k] for k in same}
-    assert after["created"] == format_utc(ULID.from_str(item_id).datetime)
+    assert after["created"] == display_utc(ULID.from_str(item_id).datetime)
     assert timedelta(0) <= parse_utc(str(before["created"])) - parse_utc(
         str(after["created"])) < timedelta(seconds=1)
     assert json.loads(bees("approvals", "--json").stdout)["approvals"] == asked
@@ -122,7 +122,10 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
                            "key": action_key(item_id, "Send", digest_of(MAIL))}]
     journal = json.loads(bees("item", "show", item_id, "--json").stdout)["journal"]
     (ran,) = journal
-    assert space.lines() == [
+    lines = space.lines()
+    stored = lines[-1].partition("(it ran at ")[2].partition(")")[0]  # the journal's own time
+    assert lines == [
         "run Send sender 1 1", "mail.send 0 delivered 1 | ", "run Send sender 1 2",
         f"mail.send 0 delivered 1 | mail.send: answered from the journal (it ran at "
-        f"{ran['at']}); not run again"]
+        f"{stored}); not run again"]
+    assert display_utc(parse_utc(stored)) == ran["at"]  # --json: to whole seconds

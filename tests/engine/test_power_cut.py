@@ -17,7 +17,7 @@ import pytest
 
 from bees_cli.engine.server import pid_alive
 from bees_cli.usecases.actions import action_key, digest_of
-from bees_cli.utc import format_utc, parse_utc
+from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space
 from tests.engine.test_cli import engine_json, start_bees, wait_for
@@ -103,7 +103,7 @@ def test_an_interrupted_send_is_held_and_ran_finishes_without_a_second_delivery(
     at = cut.intent_at()
     waiting = json.loads(bees("approvals", "--json").stdout)["approvals"]
     assert [(w["item_id"], w["action"], w["kind"], w["interrupted_at"]) for w in waiting] == [
-        (cut.item_id, "mail.send", "send", format_utc(parse_utc(at)))]
+        (cut.item_id, "mail.send", "send", display_utc(parse_utc(at)))]
     assert "  mail.send  may already have run: " in bees("approvals").stdout
     plain = bees("approve", cut.item_id)
     assert plain.returncode == 2

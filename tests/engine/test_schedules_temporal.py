@@ -63,7 +63,7 @@ async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
     path.write_text(path.read_text().replace(maya, "sam@example.com"), encoding="utf-8")
     changes = await registrar.reconcile()
     assert changes == {"added": [], "updated": [],
-                       "removed": [temporal_id(laptop.machine_id, "monday-report")]}
+                       "removed": ["monday-report"]}  # its name, not its Temporal id
     with pytest.raises(RPCError):
         await handle.describe()
 

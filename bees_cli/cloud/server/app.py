@@ -260,7 +260,7 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
             raise refusals.Unauthorized(
                 "unauthorized",
                 "no bearer token",
-                hint="sign in with `bees login URL --token T`",
+                hint="sign in with `bees login URL --with-token`",
             )
         return token.strip()
 
