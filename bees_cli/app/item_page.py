@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bees_cli.agents.selection import pick_words
 from bees_cli.app.views import (
     Field_,
     HeldView,
@@ -100,7 +101,7 @@ def _tree(pieces: list[Piece]) -> list[PieceGroup]:
 
         def nodes(parent: str | None, mine: list[Piece] = mine) -> list[PieceNode]:
             return [PieceNode(name=p.piece, agent=p.agent or p.named,
-                              why=p.pick_reason or "not picked yet",
+                              why=pick_words(p.pick_reason),
                               status=str(p.status) + (f": {p.reason}" if p.reason else ""),
                               usage=p.usage(), task=p.task, children=nodes(p.piece))
                     for p in mine if p.parent == parent]
