@@ -8,7 +8,9 @@ temporary folder (about a minute; ``--venv PATH`` reuses one built with ``python
 && PATH/bin/pip install .``) and runs each command there as a fresh process, one warm-up
 each, then N rounds (default 15, at least 5) interleaved so machine noise hits all alike.
 Prints each command's median and spread (min–max) and its ratio to the floor (issue 16's
-goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). It measures; it asserts nothing.
+goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). ``--base-venv PATH`` (another non-editable
+environment, e.g. main's) adds its two commands to the same rounds, as ``base: …``, for
+before/after figures from one run. It measures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -53,13 +55,19 @@ def check_not_editable(bin_dir: Path) -> None:
                          "install; build one with `pip install .` or leave out --venv")
 
 
-def commands(bin_dir: Path) -> dict[str, list[str]]:
-    """Label -> argv of each measured command in the environment at ``bin_dir``."""
-    return {
+def commands(bin_dir: Path, base: Path | None = None) -> dict[str, list[str]]:
+    """Label -> argv of each measured command in the environment at ``bin_dir`` (and, as
+    ``base: …``, the two ``bees`` commands of the one at ``base``)."""
+    found = {
         FLOOR: [str(bin_dir / "python"), "-c", "pass"],
         "bees --help": [str(bin_dir / "bees"), "--help"],
         "bees validate examples/weekly-report": [str(bin_dir / "bees"), "validate", str(EXAMPLE)],
     }
+    if base is not None:
+        found["base: bees --help"] = [str(base / "bees"), "--help"]
+        found["base: bees validate examples/weekly-report"] = [
+            str(base / "bees"), "validate", str(EXAMPLE)]
+    return found
 
 
 def _time_once(argv: list[str], env: dict[str, str]) -> float:
@@ -95,7 +103,8 @@ def report(samples: dict[str, list[float]], rounds: int) -> None:
         if label != FLOOR:
             ratios = [t / f for t, f in zip(times, floor, strict=True)]
             line += (f"  {statistics.median(times) / statistics.median(floor):4.1f}× floor "
-                     f"(per round {min(ratios):.1f}–{max(ratios):.1f}; goal ≤ {GOALS[label]:.0f}×)")
+                     f"(per round {min(ratios):.1f}–{max(ratios):.1f}; "
+                     f"goal ≤ {GOALS[label.removeprefix('base: ')]:.0f}×)")
         print(line)
 
 
@@ -104,6 +113,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15, >= 5)")
     parser.add_argument("--venv", type=Path, help="a non-editable environment to reuse")
+    parser.add_argument("--base-venv", type=Path,
+                        help="another non-editable environment measured in the same rounds")
     args = parser.parse_args()
     if args.rounds < 5:
         parser.error("--rounds must be at least 5")
@@ -114,7 +125,10 @@ def main() -> int:
             print("building a non-editable environment (pip install .) ...", file=sys.stderr)
             bin_dir = build_venv(Path(tmp) / "venv")
         check_not_editable(bin_dir)
-        samples = measure(commands(bin_dir), args.rounds)
+        base = None if args.base_venv is None else args.base_venv / "bin"
+        if base is not None:
+            check_not_editable(base)
+        samples = measure(commands(bin_dir, base), args.rounds)
     report(samples, args.rounds)
     return 0
 

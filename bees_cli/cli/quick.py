@@ -127,17 +127,17 @@ def validate_workspace(directory: Path | None, workspace: Path | None, *, from_e
 def status(*, as_json: bool, mine: bool, show_all: bool, wide: bool) -> None:
     """The body of ``bees status`` (not ``--watch``): the warnings on stderr, then the table
     (or ``--json``'s document) and the footer of rows left out."""
-    import asyncio
-
     from bees_cli.cli.context import bees_here
     from bees_cli.cli.output import say
     from bees_cli.cli.status_view import more_line, status_lines
     from bees_cli.cli.table import Emphasis, colour_on, paint, table_width
     from bees_cli.record.listing import STATUS_LIMIT
+    from bees_cli.usecases.items import status_now
     from bees_cli.utc import utc_now
 
     limit = None if show_all else STATUS_LIMIT
-    view = asyncio.run(bees_here().status(mine=mine, limit=limit))
+    # the use case's blocking part, without an event loop: asyncio stays off this path
+    view = status_now(bees_here(), mine=mine, limit=limit)
     if view.warning:
         warm = colour_on(sys.stderr)
         say("\n".join(paint(line, Emphasis.WAITING, colour=warm)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 import time
@@ -88,6 +87,8 @@ async def create(bees: Bees, workspace_path: Path | None, process: str, *,
         UserError, WorkspaceInvalid, NotFound: see :func:`create_item`.
         EngineError: the engine answers but refused the start.
     """
+    import asyncio
+
     from bees_cli.usecases.run import start_pending
 
     created = await asyncio.to_thread(
@@ -121,6 +122,8 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
     Raises:
         BeesError: ``timeout`` seconds passed first (exit 1, with the item's status).
     """
+    import asyncio
+
     def worker_up() -> bool:
         return bees.worker_address() is not None
 
@@ -192,29 +195,39 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
 
 async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
                  now: datetime | None = None) -> StatusView:
-    """``bees status``: this computer's items, then (unless ``mine``) the team's from the
-    shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run is not
-    running (last seen pid N, stopped without cleanup)`` when it was killed, then those of
-    :func:`status_warnings`.
+    """``bees status``: :func:`status_now` in a worker thread (it reads files and SQLite).
 
     Args:
         limit: how many rows at most, this computer's most relevant first, then the team's
             latest changed (``more`` counts the others); None: every row.
         now: this computer's clock (UTC), for the age of the team rows; default: now.
     """
+    import asyncio
 
-    def read() -> StatusView:
-        from bees_cli.usecases.liveness import bees_run_state
+    return await asyncio.to_thread(status_now, bees, mine=mine, limit=limit, now=now)
 
-        view = local_status(bees.record, bees.computer.machine_id, limit=limit,
-                            team=not mine)
-        # issue 12, point 8: a bees run killed with kill -9 is said to be gone
-        worker = bees_run_state(bees.computer.data_dir)
-        lines = [worker.text] if worker.stopped_without_cleanup else []
-        lines += status_warnings(bees.record.path, now or datetime.now(UTC))
-        return view.model_copy(update={"warning": "\n".join(lines) or None})
 
-    return await asyncio.to_thread(read)
+def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
+               now: datetime | None = None) -> StatusView:
+    """``bees status``, blocking: this computer's items, then (unless ``mine``) the team's
+    from the shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run
+    is not running (last seen pid N, stopped without cleanup)`` when it was killed, then
+    those of :func:`status_warnings`. The CLI calls it without an event loop (issue 16,
+    point 4: ``asyncio`` is not imported on the path of ``bees status``).
+
+    Args:
+        limit: how many rows at most, this computer's most relevant first, then the team's
+            latest changed (``more`` counts the others); None: every row.
+        now: this computer's clock (UTC), for the age of the team rows; default: now.
+    """
+    from bees_cli.usecases.liveness import bees_run_state
+
+    view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine)
+    # issue 12, point 8: a bees run killed with kill -9 is said to be gone
+    worker = bees_run_state(bees.computer.data_dir)
+    lines = [worker.text] if worker.stopped_without_cleanup else []
+    lines += status_warnings(bees.record.path, now or datetime.now(UTC))
+    return view.model_copy(update={"warning": "\n".join(lines) or None})
 
 
 def status_warnings(record_path: Path, now: datetime) -> list[str]:
@@ -238,6 +251,8 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
         NotFound, Ambiguous: no such item here nor in the team, or the prefix matches
             several.
     """
+    import asyncio
+
     from bees_cli.record.local import OwnedElsewhere
 
     try:

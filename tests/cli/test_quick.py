@@ -44,8 +44,9 @@ def _both(args: list[str], env: dict[str, str],
 
 
 def _aged(text: str) -> str:
-    """``text`` with each age (``2s ago``) as ``Ns ago``: the two runs are seconds apart."""
-    return re.sub(r"\b\d+s ago\b", "Ns ago", text)
+    """``text`` with each age (``2s ago``) as ``Ns ago`` and runs of spaces and dashes as one:
+    the two runs are seconds apart (``9s`` and ``10s`` make columns of other widths)."""
+    return re.sub(r"([ -])\1+", r"\1", re.sub(r"\b\d+s ago\b", "Ns ago", text))
 
 
 LINES: list[tuple[list[str], dict[str, str]]] = [
