@@ -97,12 +97,22 @@ def fill(home: Path, count: int, python: str) -> Path:
     return path
 
 
-def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """Seconds of wall time for one run of ``argv``; raises if it fails."""
+CPU: dict[str, list[float]] = {}
+"""Label → seconds of CPU time (user + system) of each timed round, beside the wall times."""
+
+
+def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Seconds of wall time and of CPU time (user + system) of one run of ``argv``; raises
+    if it fails."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def measure(count: int, rounds: int, python: str,
@@ -134,7 +144,9 @@ def measure(count: int, rounds: int, python: str,
             _time_once(argv, env, home)
         for _ in range(rounds):
             for label, argv in commands.items():
-                samples[label].append(_time_once(argv, env, home))
+                wall, used = _time_once(argv, env, home)
+                samples[label].append(wall)
+                CPU.setdefault(label, []).append(used)
     return samples
 
 
@@ -151,16 +163,24 @@ def main() -> int:
     samples = measure(args.items, args.rounds, args.python, args.base)
     width = max(len(label) for label in samples)
     print(f"{args.items} items, {args.rounds} interleaved rounds, {args.python}")
-    print(f"{'command':<{width}}  median ms  (min–max)")
+    print(f"{'command':<{width}}  median ms  (min–max)   CPU ms (min–max)")
     medians = {}
     for label, times in samples.items():
         medians[label] = statistics.median(times)
+        cpu = CPU[label]
         print(f"{label:<{width}}  {medians[label] * 1000:9.1f}  "
-              f"({min(times) * 1000:.1f}–{max(times) * 1000:.1f})")
+              f"({min(times) * 1000:.1f}–{max(times) * 1000:.1f})  "
+              f"{statistics.median(cpu) * 1000:8.1f} ({min(cpu) * 1000:.1f}–"
+              f"{max(cpu) * 1000:.1f})")
     shown, every = f"floor: {SHOWN} rows", f"floor: all {args.items} rows"
     print(f"bees status / floor of the rows it prints: "
           f"{medians['bees status'] / medians[shown]:.2f}")
     print(f"bees status / floor of all rows: {medians['bees status'] / medians[every]:.2f}")
+    cpus = {label: statistics.median(times) for label, times in CPU.items()}
+    for label in ("bees status", "base: bees status"):
+        if label in cpus:
+            print(f"{label} / floor of the rows it prints, CPU time: "
+                  f"{cpus[label] / cpus[shown]:.2f}")
     for prefix in ("", "base: "):
         if f"{prefix}bees status" in medians and prefix:
             print(f"{prefix}bees status / floor of the rows it prints: "

@@ -235,10 +235,12 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
     Cloud, the changes it refused ("your changes are refused: this computer's clock is
     412 s ahead ..."), and old team rows ("team rows as of 3 min ago: Bees Cloud
     unreachable"; issue 11, points 4 and 5)."""
+    from bees_cli.record.sync import SharedRecord
     from bees_cli.record.sync_notes import refusal_lines, skew_warning, stale_line
 
-    skew, stale = skew_warning(record_path), stale_line(record_path, now)
-    return ([skew] if skew else []) + refusal_lines(record_path) + ([stale] if stale else [])
+    shared = SharedRecord(record_path)  # opened once for the three notes
+    skew, stale = skew_warning(shared), stale_line(shared, now)
+    return ([skew] if skew else []) + refusal_lines(shared) + ([stale] if stale else [])
 
 
 async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
