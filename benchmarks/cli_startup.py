@@ -7,8 +7,11 @@ interpreter imports, which inflates the floor). The script builds that environme
 temporary folder (about a minute; ``--venv PATH`` reuses one built with ``python -m venv PATH
 && PATH/bin/pip install .``) and runs each command there as a fresh process, one warm-up
 each, then N rounds (default 15, at least 5) interleaved so machine noise hits all alike.
-Prints each command's median and spread (min–max) and its ratio to the floor (issue 16's
-goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). It measures; it asserts nothing.
+Prints each command's median and spread (min–max) and its ratio to the floor, in wall time
+and in CPU time (user + system, which other load moves less; issue 16's
+goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). ``--base-venv PATH`` (another non-editable
+environment, e.g. main's) adds its two commands to the same rounds, as ``base: …``, for
+before/after figures from one run. It measures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -53,49 +56,67 @@ def check_not_editable(bin_dir: Path) -> None:
                          "install; build one with `pip install .` or leave out --venv")
 
 
-def commands(bin_dir: Path) -> dict[str, list[str]]:
-    """Label -> argv of each measured command in the environment at ``bin_dir``."""
-    return {
+def commands(bin_dir: Path, base: Path | None = None) -> dict[str, list[str]]:
+    """Label -> argv of each measured command in the environment at ``bin_dir`` (and, as
+    ``base: …``, the two ``bees`` commands of the one at ``base``)."""
+    found = {
         FLOOR: [str(bin_dir / "python"), "-c", "pass"],
         "bees --help": [str(bin_dir / "bees"), "--help"],
         "bees validate examples/weekly-report": [str(bin_dir / "bees"), "validate", str(EXAMPLE)],
     }
+    if base is not None:
+        found["base: bees --help"] = [str(base / "bees"), "--help"]
+        found["base: bees validate examples/weekly-report"] = [
+            str(base / "bees"), "validate", str(EXAMPLE)]
+    return found
 
 
-def _time_once(argv: list[str], env: dict[str, str]) -> float:
-    """Seconds of wall time for one run of ``argv``; raises if it fails."""
+def _time_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds of wall time and of CPU time (user + system) of one run of ``argv``; raises
+    if it fails."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=REPO, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    child = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def measure(argvs: dict[str, list[str]], rounds: int) -> dict[str, list[float]]:
-    """Return label -> seconds of each of ``rounds`` interleaved rounds (after one warm-up)."""
+def measure(argvs: dict[str, list[str]],
+            rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Return label -> seconds of wall time, and label -> seconds of CPU time, of each of
+    ``rounds`` interleaved rounds (after one warm-up)."""
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "BEES_HOME": home}
         env.pop("PYTHONPATH", None)
         samples: dict[str, list[float]] = {label: [] for label in argvs}
+        cpu: dict[str, list[float]] = {label: [] for label in argvs}
         for argv in argvs.values():
             _time_once(argv, env)
         for _ in range(rounds):
             for label, argv in argvs.items():
-                samples[label].append(_time_once(argv, env))
-    return samples
+                wall, used = _time_once(argv, env)
+                samples[label].append(wall)
+                cpu[label].append(used)
+    return samples, cpu
 
 
-def report(samples: dict[str, list[float]], rounds: int) -> None:
+def report(samples: dict[str, list[float]], rounds: int, what: str = "wall") -> None:
     """Print median (min–max) per command and its ratio to the floor (per-round spread)."""
     floor = samples[FLOOR]
     width = max(len(label) for label in samples)
-    print(f"{rounds} interleaved rounds, non-editable install; median (min–max)")
+    print(f"{what}: {rounds} interleaved rounds, non-editable install; median (min–max)")
     for label, times in samples.items():
         line = (f"{label:<{width}}  {statistics.median(times) * 1e3:6.1f} ms "
                 f"({min(times) * 1e3:.1f}–{max(times) * 1e3:.1f})")
         if label != FLOOR:
             ratios = [t / f for t, f in zip(times, floor, strict=True)]
             line += (f"  {statistics.median(times) / statistics.median(floor):4.1f}× floor "
-                     f"(per round {min(ratios):.1f}–{max(ratios):.1f}; goal ≤ {GOALS[label]:.0f}×)")
+                     f"(per round {min(ratios):.1f}–{max(ratios):.1f}; "
+                     f"goal ≤ {GOALS[label.removeprefix('base: ')]:.0f}×)")
         print(line)
 
 
@@ -104,6 +125,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15, >= 5)")
     parser.add_argument("--venv", type=Path, help="a non-editable environment to reuse")
+    parser.add_argument("--base-venv", type=Path,
+                        help="another non-editable environment measured in the same rounds")
     args = parser.parse_args()
     if args.rounds < 5:
         parser.error("--rounds must be at least 5")
@@ -114,8 +137,12 @@ def main() -> int:
             print("building a non-editable environment (pip install .) ...", file=sys.stderr)
             bin_dir = build_venv(Path(tmp) / "venv")
         check_not_editable(bin_dir)
-        samples = measure(commands(bin_dir), args.rounds)
+        base = None if args.base_venv is None else args.base_venv / "bin"
+        if base is not None:
+            check_not_editable(base)
+        samples, cpu = measure(commands(bin_dir, base), args.rounds)
     report(samples, args.rounds)
+    report(cpu, args.rounds, "CPU time (user + system; steadier on a loaded machine)")
     return 0
 
 

@@ -22,7 +22,8 @@ installed, not from the checkout. An editable install (``pip install -e``) finds
 setuptools' import hook, which adds to the start-up of bees but not of the floor: for the
 figures of a non-editable install, ``pip install --no-deps --target DIR .`` and run this
 with ``PYTHONPATH=DIR`` (or give ``--python`` of a venv with ``pip install .``). It
-measures; it asserts nothing.
+measures; it asserts nothing. ``--base PY`` adds another installation's ``bees status``
+(and ``--all``) to the same rounds, for before/after figures from one run.
 """
 
 from __future__ import annotations
@@ -96,16 +97,29 @@ def fill(home: Path, count: int, python: str) -> Path:
     return path
 
 
-def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """Seconds of wall time for one run of ``argv``; raises if it fails."""
+CPU: dict[str, list[float]] = {}
+"""Label → seconds of CPU time (user + system) of each timed round, beside the wall times."""
+
+
+def _time_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Seconds of wall time and of CPU time (user + system) of one run of ``argv``; raises
+    if it fails."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def measure(count: int, rounds: int, python: str) -> dict[str, list[float]]:
-    """Return label → seconds of each round (one warm-up run of each first)."""
+def measure(count: int, rounds: int, python: str,
+            base: str | None = None) -> dict[str, list[float]]:
+    """Return label → seconds of each round (one warm-up run of each first); with ``base``
+    (another installation's interpreter), its ``bees status`` and ``--all`` too, as
+    ``base: …``, in the same rounds."""
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
         record = fill(home, count, python)
@@ -118,15 +132,21 @@ def measure(count: int, rounds: int, python: str) -> dict[str, list[float]]:
             f"floor: {SHOWN} rows": [python, "-c", FLOOR, str(record), str(SHOWN)],
             f"floor: all {count} rows": [python, "-c", FLOOR, str(record), str(count)],
         }
-        if subprocess.run(commands["bees status --all"], env=env, capture_output=True
-                          ).returncode != 0:
-            del commands["bees status --all"]  # a Bees before --all prints every row anyway
+        if base is not None:
+            commands["base: bees status"] = [base, "-m", "bees_cli", "status"]
+            commands["base: bees status --all"] = [base, "-m", "bees_cli", "status", "--all"]
+        for label in ("bees status --all", "base: bees status --all"):
+            if label in commands and subprocess.run(commands[label], env=env,
+                                                    capture_output=True).returncode != 0:
+                del commands[label]  # a Bees before --all prints every row anyway
         samples: dict[str, list[float]] = {label: [] for label in commands}
         for argv in commands.values():
             _time_once(argv, env, home)
         for _ in range(rounds):
             for label, argv in commands.items():
-                samples[label].append(_time_once(argv, env, home))
+                wall, used = _time_once(argv, env, home)
+                samples[label].append(wall)
+                CPU.setdefault(label, []).append(used)
     return samples
 
 
@@ -137,23 +157,37 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter for bees and the floors (default: this one)")
+    parser.add_argument("--base", help="interpreter of another installation (e.g. main's) "
+                        "whose bees status runs in the same rounds, as base: ...")
     args = parser.parse_args()
-    samples = measure(args.items, args.rounds, args.python)
+    samples = measure(args.items, args.rounds, args.python, args.base)
     width = max(len(label) for label in samples)
     print(f"{args.items} items, {args.rounds} interleaved rounds, {args.python}")
-    print(f"{'command':<{width}}  median ms  (min–max)")
+    print(f"{'command':<{width}}  median ms  (min–max)   CPU ms (min–max)")
     medians = {}
     for label, times in samples.items():
         medians[label] = statistics.median(times)
+        cpu = CPU[label]
         print(f"{label:<{width}}  {medians[label] * 1000:9.1f}  "
-              f"({min(times) * 1000:.1f}–{max(times) * 1000:.1f})")
+              f"({min(times) * 1000:.1f}–{max(times) * 1000:.1f})  "
+              f"{statistics.median(cpu) * 1000:8.1f} ({min(cpu) * 1000:.1f}–"
+              f"{max(cpu) * 1000:.1f})")
     shown, every = f"floor: {SHOWN} rows", f"floor: all {args.items} rows"
     print(f"bees status / floor of the rows it prints: "
           f"{medians['bees status'] / medians[shown]:.2f}")
     print(f"bees status / floor of all rows: {medians['bees status'] / medians[every]:.2f}")
-    if "bees status --all" in medians:
-        print(f"bees status --all / floor of all rows: "
-              f"{medians['bees status --all'] / medians[every]:.2f}")
+    cpus = {label: statistics.median(times) for label, times in CPU.items()}
+    for label in ("bees status", "base: bees status"):
+        if label in cpus:
+            print(f"{label} / floor of the rows it prints, CPU time: "
+                  f"{cpus[label] / cpus[shown]:.2f}")
+    for prefix in ("", "base: "):
+        if f"{prefix}bees status" in medians and prefix:
+            print(f"{prefix}bees status / floor of the rows it prints: "
+                  f"{medians[f'{prefix}bees status'] / medians[shown]:.2f}")
+        if f"{prefix}bees status --all" in medians:
+            print(f"{prefix}bees status --all / floor of all rows: "
+                  f"{medians[f'{prefix}bees status --all'] / medians[every]:.2f}")
     return 0
 
 

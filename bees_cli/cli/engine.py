@@ -215,13 +215,7 @@ def status(
 
     Example: bees status --mine --json
     """
-    import asyncio
-
-    from bees_cli.cli import json_models as out
-    from bees_cli.cli.status_view import more_line, status_lines
-    from bees_cli.cli.table import Emphasis, colour_on, paint, table_width
-    from bees_cli.record.listing import STATUS_LIMIT
-    from bees_cli.utc import utc_now
+    from bees_cli.cli.quick import status as show
 
     if watch:
         if as_json:
@@ -229,24 +223,7 @@ def status(
                             hint="poll `bees status --json` instead")
         _watch(mine=mine, show_all=show_all, wide=wide)
         return
-    limit = None if show_all else STATUS_LIMIT
-    view = asyncio.run(bees_here().status(mine=mine, limit=limit))
-    if view.warning:
-        warm = colour_on(sys.stderr)
-        say("\n".join(paint(line, Emphasis.WAITING, colour=warm)
-                       for line in view.warning.splitlines()))
-    rows = view.rows
-    footer = more_line(view.more)
-    if as_json:
-        out.emit(out.status_out(view))
-    elif not rows:
-        say("no work items on this computer yet (bees item create PROCESS)")
-    else:
-        lines = status_lines(rows, view.held, now=utc_now(), width=table_width(), wide=wide,
-                             colour=colour_on())
-        sys.stdout.write("".join(f"{line}\n" for line in lines))
-    if footer:
-        say(footer)
+    show(as_json=as_json, mine=mine, show_all=show_all, wide=wide)
 
 
 def _watch(*, mine: bool, show_all: bool, wide: bool) -> None:

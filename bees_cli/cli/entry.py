@@ -1,4 +1,5 @@
-"""The ``bees`` console entry point: the root's ``--help`` and ``--version`` answered without
+"""The ``bees`` console entry point: the root's ``--help`` and ``--version``, and the usual lines
+of ``bees status`` and ``bees validate`` (:mod:`bees_cli.cli.quick`), answered without
 importing typer; anything else goes to the typer app (:mod:`bees_cli.cli.main`)."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import sys
 def run() -> None:
     """Run ``bees`` with ``sys.argv``: ``bees --help``/``-h`` prints the root's help and
     ``bees --version`` the version at the cost of a bare interpreter (issue 16, point 4:
-    ``--help`` within 3× ``python -c pass``); every other command line runs the typer app."""
+    ``--help`` within 3× ``python -c pass``), ``status`` and ``validate`` go through
+    :func:`bees_cli.cli.quick.run` when it takes their line; every other command line
+    runs the typer app."""
     args = sys.argv[1:]
     if args in (["--help"], ["-h"]):
         from bees_cli.cli.roothelp import render
@@ -21,6 +24,12 @@ def run() -> None:
 
         sys.stdout.write(f"bees {__version__}\n")
         return
+    if args and args[0] in ("status", "validate"):
+        from bees_cli.cli.quick import run as run_quick
+
+        code = run_quick(args)
+        if code is not None:
+            raise SystemExit(code)
     from bees_cli.cli.main import run as run_app
 
     run_app()

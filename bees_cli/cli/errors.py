@@ -13,16 +13,21 @@ Python traceback, except a bug under ``bees --debug`` (or ``BEES_DEBUG=1``, STYL
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
-from enum import IntEnum
 from typing import Any, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
-from bees_cli.cli.logs import DEBUG_ENV
+from bees_cli.cli.boundary import (
+    JSON_PARAM,
+    Bug,
+    ExitCode,
+    IoFailure,
+    as_bees_error,
+    debugging,
+)
 from bees_cli.errors import (
     Ambiguous,
     BeesError,
@@ -30,40 +35,14 @@ from bees_cli.errors import (
     NotFound,
     Refused,
     UserError,
-    disk_error_of,
-    os_path,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-JSON_PARAM = "as_json"
-"""The parameter name every command gives its ``--json`` option (``JsonOpt``)."""
-
 ENGINE_ATTR = "__bees_touches_engine__"
 
-
-class ExitCode(IntEnum):
-    """How a ``bees`` command ends, for scripts (the README's exit-code table)."""
-
-    OK = 0
-    FAILURE = 1
-    USAGE = 2
-    REFUSED = 3
-    INTERRUPTED = 130
-
-
-class IoFailure(BeesError):
-    """An I/O error on a named file that is not a full or read-only disk (exit 1): e.g.
-    ``BEES_HOME`` names a file, not a folder."""
-
-    code = "io"
-
-
-class Bug(BeesError):
-    """An exception Bees did not raise on purpose (exit 1): one line, its traceback only
-    under ``bees --debug``."""
-
-    code = "bug"
+__all__ = ["EXIT_CODES", "JSON_PARAM", "Bug", "ExitCode", "IoFailure", "as_bees_error",
+           "debugging", "error_boundary", "exit_code_for", "exit_code_of", "guard_all"]
 
 
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
@@ -107,31 +86,6 @@ def exit_code_of_code(code: str) -> ExitCode:
             return exit_code_for(kind)
         kinds.extend(kind.__subclasses__())
     return ExitCode.FAILURE
-
-
-def debugging() -> bool:
-    """True under ``bees --debug`` or ``BEES_DEBUG=1``: a bug keeps its traceback."""
-    return os.environ.get(DEBUG_ENV) == "1"
-
-
-def as_bees_error(raised: Exception) -> BeesError | None:
-    """Return the :class:`BeesError` the boundary renders for ``raised``, or None to let it
-    propagate (a bug under :func:`debugging`)."""
-    if isinstance(raised, BeesError):
-        return raised
-    if isinstance(raised, OSError):
-        disk = disk_error_of(raised)
-        if disk is not None:
-            return disk
-        if raised.filename is not None:
-            return IoFailure(f"cannot use {os_path(raised.filename)}: "
-                             f"{raised.strerror or raised}",
-                             hint="check that path (and BEES_HOME, if set)")
-    if debugging():
-        return None
-    first = (str(raised).splitlines() or [""])[0]
-    return Bug(f"unexpected {type(raised).__name__}: {first}",
-               hint="run it again with bees --debug to see the traceback, and report it")
 
 
 def touches_engine(fn: F) -> F:

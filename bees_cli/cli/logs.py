@@ -12,9 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 
-DEBUG_ENV = "BEES_DEBUG"
-"""Set to 1 (or run `bees --debug`) to keep tracebacks: the SDK's on the console, and a bug's
-(a bug report wants them)."""
+from bees_cli.cli.boundary import DEBUG_ENV
 
 RUN_LOGGER = "bees"
 """The logger of ``bees run``'s own lines (printed without the logger's name)."""

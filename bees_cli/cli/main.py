@@ -148,7 +148,7 @@ def root(
     if debug:
         import os
 
-        from bees_cli.cli.errors import DEBUG_ENV
+        from bees_cli.cli.boundary import DEBUG_ENV
 
         os.environ[DEBUG_ENV] = "1"
 

@@ -10,6 +10,7 @@ import typer
 
 from bees_cli.cli.complete import complete_items
 from bees_cli.cli.errors import ParseRefusal
+from bees_cli.cli.quick import WORKSPACE_ENV
 from bees_cli.errors import UserError
 
 WorkspaceOpt = Annotated[
@@ -17,7 +18,7 @@ WorkspaceOpt = Annotated[
     typer.Option(
         "--workspace",
         "-w",
-        envvar="BEES_WORKSPACE",
+        envvar=WORKSPACE_ENV,
         help="Workspace folder (default: the current folder or the nearest parent with bees.yaml).",
         show_default=False,
     ),

@@ -27,22 +27,11 @@ def validate(
 
     Example: bees validate examples/weekly-report
     """
-    from bees_cli.cli import json_models as out
-    from bees_cli.cli.output import say
-    from bees_cli.workspace.loader import load_workspace, workspace_argument
-    from bees_cli.workspace.summary import summary_json, summary_line
+    from bees_cli.cli.quick import validate_workspace
 
     source = ctx.get_parameter_source("workspace")  # typer's own click: compare by name
-    from_env = getattr(source, "name", None) == "ENVIRONMENT"
-    if directory is not None and from_env:
-        workspace = None  # BEES_WORKSPACE is a default: the DIR given here wins
-    loaded = load_workspace(workspace_argument(directory, workspace))
-    if as_json:
-        out.emit(out.ValidateOut.model_validate(summary_json(loaded)))
-        return
-    for warning in loaded.warnings:
-        say(warning.format())
-    typer.echo(summary_line(loaded))
+    validate_workspace(directory, workspace, as_json=as_json,
+                       from_env=getattr(source, "name", None) == "ENVIRONMENT")
 
 
 def init(

@@ -13,7 +13,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-import psutil
 from pydantic import BaseModel, ConfigDict
 
 START_TOLERANCE = 1.0
@@ -34,6 +33,8 @@ class ProcessMark(BaseModel):
 def mark_of(pid: int, *, zombie: bool = False) -> ProcessMark | None:
     """Return the mark of live process ``pid`` (now), or None when it is gone or (unless
     ``zombie``) a zombie: it ended and waits to be reaped."""
+    import psutil  # here: bees status reads worker.json first, and without it needs no psutil
+
     try:
         process = psutil.Process(pid)
         if not zombie and process.status() == psutil.STATUS_ZOMBIE:
@@ -59,6 +60,8 @@ def is_alive(mark: ProcessMark) -> bool:
 
 def _members(pgid: int) -> Iterator[int]:
     """Yield the pids of the live (non-zombie) processes of group ``pgid``."""
+    import psutil
+
     for process in psutil.process_iter(["status"]):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if (os.getpgid(process.pid) == pgid

@@ -40,7 +40,6 @@ optional fields: old servers and computers keep them as any other field).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -62,6 +61,8 @@ from bees_cli.record.storage import read_only
 from bees_cli.utc import display_utc, format_utc, from_us, parse_utc
 
 if TYPE_CHECKING:
+    import asyncio
+
     from bees_cli.cloud import wire
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.machine.computer import Computer
@@ -361,6 +362,8 @@ class Syncer:
             CloudError: the cloud could not be reached or refused (the round changes
                 nothing but what was already sent).
         """
+        import asyncio  # here: bees status reads this module without an event loop
+
         from bees_cli.cloud import wire
         from bees_cli.cloud.client import cloud_for
 
@@ -434,6 +437,8 @@ class Syncer:
     async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None) -> None:
         """Sync every :attr:`interval` seconds until ``stop`` is set; failures are noted
         (``sync_meta.error``, one line said when it changes) and never end the loop."""
+        import asyncio
+
         last_error: str | None = None
         while not stop.is_set():
             try:

@@ -29,12 +29,18 @@ def refusal_reason(refusal: Refusal) -> str:
     return refusal.message
 
 
-def refusal_lines(record_path: Path) -> list[str]:
+def _shared(record: Path | SharedRecord) -> SharedRecord:
+    """``record`` opened as a :class:`SharedRecord` (a caller asking several notes opens it
+    once: each opening checks the record's tables)."""
+    return record if isinstance(record, SharedRecord) else SharedRecord(record)
+
+
+def refusal_lines(record: Path | SharedRecord) -> list[str]:
     """Return one line per reason of the changes Bees Cloud refused and that wait to be
     sent: ``your changes are refused: this computer's clock is 412 s ahead (2 items;
     kept until they can be sent)``; empty when nothing is refused."""
     by_reason: dict[str, list[str]] = {}
-    for refusal in SharedRecord(record_path).refused():
+    for refusal in _shared(record).refused():
         by_reason.setdefault(refusal_reason(refusal), []).append(refusal.item_id)
     lines = []
     for reason, items in by_reason.items():
@@ -55,7 +61,7 @@ def age_text(seconds: float) -> str:
     return f"{seconds // 86400:.0f} days ago"
 
 
-def stale_line(record_path: Path, now: datetime) -> str | None:
+def stale_line(record: Path | SharedRecord, now: datetime) -> str | None:
     """Return ``team rows as of 3 min ago: Bees Cloud unreachable`` when the last sync is
     older than :data:`STALE_AFTER` (None when it is recent, or when this computer never
     synced and never tried).
@@ -63,7 +69,7 @@ def stale_line(record_path: Path, now: datetime) -> str | None:
     The reason: ``Bees Cloud unreachable`` when the last round could not reach it, the last
     error otherwise, else ``bees run is not syncing (is it up?)``.
     """
-    shared = SharedRecord(record_path)
+    shared = _shared(record)
     last, error, code = shared.meta("last_sync"), shared.meta("error"), shared.meta("error_code")
     if last is None and error is None:
         return None
@@ -80,9 +86,9 @@ def stale_line(record_path: Path, now: datetime) -> str | None:
     return f"team rows as of {age_text((now - parse_utc(last)).total_seconds())}: {why}"
 
 
-def skew_warning(record_path: Path) -> str | None:
+def skew_warning(record: Path | SharedRecord) -> str | None:
     """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
-    skew = SharedRecord(record_path).skew
+    skew = _shared(record).skew
     if skew is None or abs(skew) <= SKEW_WARN:
         return None
     side = "behind" if skew > 0 else "ahead of"

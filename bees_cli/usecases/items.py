@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 import time
@@ -94,6 +93,8 @@ async def create(bees: Bees, workspace_path: Path | None, process: str, *,
         UserError, WorkspaceInvalid, NotFound: see :func:`create_item`.
         EngineError: the engine answers but refused the start.
     """
+    import asyncio
+
     from bees_cli.usecases.run import start_pending
 
     created = await asyncio.to_thread(
@@ -127,6 +128,8 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
     Raises:
         WaitTimedOut: ``timeout`` seconds passed first (exit 1, with the item's state).
     """
+    import asyncio
+
     def worker_up() -> bool:
         return bees.worker_address() is not None
 
@@ -197,34 +200,43 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
 
 async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
                  now: datetime | None = None) -> StatusView:
-    """``bees status``: this computer's items, then (unless ``mine``) the team's from the
-    shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run is not
-    running (last seen pid N, stopped without cleanup)`` when it was killed, then those of
-    :func:`status_warnings`.
+    """``bees status``: :func:`status_now` in a worker thread (it reads files and SQLite).
 
     Args:
         limit: how many rows at most, this computer's most relevant first, then the team's
             latest changed (``more`` counts the others); None: every row.
         now: this computer's clock (UTC), for the age of the team rows; default: now.
     """
+    import asyncio
 
-    def read() -> StatusView:
-        from bees_cli.usecases.liveness import bees_run_state
+    return await asyncio.to_thread(status_now, bees, mine=mine, limit=limit, now=now)
 
-        view = local_status(bees.record, bees.computer.machine_id, limit=limit,
-                            team=not mine)
-        # issue 12, point 8: a bees run killed with kill -9 is said to be gone
-        worker = bees_run_state(bees.computer.data_dir)
-        lines = [worker.text] if worker.stopped_without_cleanup else []
-        moment = now or datetime.now(UTC)
-        lines += status_warnings(bees.record.path, moment)
-        values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
-            if worker.stopped_without_cleanup else []
-        values += status_warning_values(bees.record.path, moment)
-        return view.model_copy(update={"warning": "\n".join(lines) or None,
-                                       "warnings": values})
 
-    return await asyncio.to_thread(read)
+def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
+               now: datetime | None = None) -> StatusView:
+    """``bees status``, blocking: this computer's items, then (unless ``mine``) the team's
+    from the shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run
+    is not running (last seen pid N, stopped without cleanup)`` when it was killed, then
+    those of :func:`status_warnings`. The CLI calls it without an event loop (issue 16,
+    point 4: ``asyncio`` is not imported on the path of ``bees status``).
+
+    Args:
+        limit: how many rows at most, this computer's most relevant first, then the team's
+            latest changed (``more`` counts the others); None: every row.
+        now: this computer's clock (UTC), for the age of the team rows; default: now.
+    """
+    from bees_cli.usecases.liveness import bees_run_state
+
+    view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine)
+    # issue 12, point 8: a bees run killed with kill -9 is said to be gone
+    worker = bees_run_state(bees.computer.data_dir)
+    lines = [worker.text] if worker.stopped_without_cleanup else []
+    moment = now or datetime.now(UTC)
+    lines += status_warnings(bees.record.path, moment)
+    values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
+        if worker.stopped_without_cleanup else []
+    values += status_warning_values(bees.record.path, moment)
+    return view.model_copy(update={"warning": "\n".join(lines) or None, "warnings": values})
 
 
 def status_warnings(record_path: Path, now: datetime) -> list[str]:
@@ -232,10 +244,12 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
     Cloud, the changes it refused ("your changes are refused: this computer's clock is
     412 s ahead ..."), and old team rows ("team rows as of 3 min ago: Bees Cloud
     unreachable"; issue 11, points 4 and 5)."""
+    from bees_cli.record.sync import SharedRecord
     from bees_cli.record.sync_notes import refusal_lines, skew_warning, stale_line
 
-    skew, stale = skew_warning(record_path), stale_line(record_path, now)
-    return ([skew] if skew else []) + refusal_lines(record_path) + ([stale] if stale else [])
+    shared = SharedRecord(record_path)  # opened once for the three notes
+    skew, stale = skew_warning(shared), stale_line(shared, now)
+    return ([skew] if skew else []) + refusal_lines(shared) + ([stale] if stale else [])
 
 
 def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarning]:
@@ -274,6 +288,8 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
         NotFound, Ambiguous: no such item here nor in the team, or the prefix matches
             several.
     """
+    import asyncio
+
     from bees_cli.record.local import OwnedElsewhere
 
     try:

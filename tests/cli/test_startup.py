@@ -27,7 +27,7 @@ except SystemExit:
 print("MODULES=" + json.dumps(sorted(sys.modules)))
 """
 
-HEAVY = {"pydantic", "rich", "ruamel", "httpx", "temporalio", "fastapi", "sqlalchemy"}
+HEAVY = {"pydantic", "rich", "ruamel", "httpx", "temporalio", "fastapi", "sqlalchemy", "typer"}
 COMPLETE = "import sys; sys.argv = ['bees']; from bees_cli.cli.entry import run; run()"
 
 
@@ -66,14 +66,19 @@ def _loaded(args: list[str], bees_home: object) -> set[str]:
 
 @pytest.mark.parametrize(("args", "modules", "heavy"), [
     (["--help"], set(), set()),
-    ([], set(), set()),
+    ([], set(), {"typer"}),  # the usage screen is typer's
     (["--version"], set(), set()),
-    (["validate", str(EXAMPLE)], {"bees_cli.cli.workspace"}, {"pydantic", "ruamel"}),
+    # the usual lines of validate and status are parsed without typer (bees_cli.cli.quick)
+    (["validate", str(EXAMPLE)], set(), {"pydantic", "ruamel"}),
+    (["validate", "-w", str(EXAMPLE), "--json"], set(), {"pydantic", "ruamel"}),
+    (["status"], set(), {"pydantic"}),
+    (["status", "--mine", "--all", "--wide"], set(), {"pydantic"}),
     # typer 0.29 builds a pydantic TypeAdapter for each parameter it shows or parses
-    (["validate", "--help"], {"bees_cli.cli.workspace"}, {"pydantic"}),
-    (["item", "--help"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic"}),
-    (["checkpoint", "verify", "--help"], {"bees_cli.cli.checkpoint"}, {"pydantic"}),
-    (["status"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic"}),
+    (["validate", "--help"], {"bees_cli.cli.workspace"}, {"pydantic", "typer"}),
+    (["validate", str(EXAMPLE), "--nope"], {"bees_cli.cli.workspace"}, {"pydantic", "typer"}),
+    (["status", "-h"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic", "typer"}),
+    (["item", "--help"], {"bees_cli.cli.engine", "bees_cli.cli.control"}, {"pydantic", "typer"}),
+    (["checkpoint", "verify", "--help"], {"bees_cli.cli.checkpoint"}, {"pydantic", "typer"}),
 ])
 def test_only_the_asked_command_module_is_imported(args: list[str], modules: set[str],
                                                    heavy: set[str], bees_home: object) -> None:
