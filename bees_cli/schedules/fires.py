@@ -25,7 +25,12 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
    of ``bees run``) makes the items of held keys a crash left unmade. The item is then
    claimed, started and reported to Bees Cloud: "ran here (ITEM)".
 6. Fire times of a schedule that passed with no row (asleep, ``bees run`` down) get a
-   "missed" row at start (:meth:`FireService.recover`).
+   "missed" row at start (:meth:`FireService.recover`), before the worker handles any fire,
+   so a late delivery at start never hides them; a missed time delivered late keeps its
+   "missed" row.
+7. Only a schedule the workspace declares now, enabled and owned by the person signed in
+   here, fires: a fire the engine delivers for one removed, disabled or handed to another
+   person while ``bees run`` was down raises :class:`NotFiredHere` (no row, no item).
 
 With no Bees Cloud configured there is no key and no claim; the rest is the same path.
 Every fire leaves one row in the fires table (:mod:`bees_cli.record.fires`). Making the
@@ -77,6 +82,11 @@ nothing when the item id is already in the record (the engine passes one)."""
 KeysFor = Callable[["AsyncCloudClient", Computer], HeldKeys]
 
 _making: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+class NotFiredHere(BeesError):
+    """A fire of a schedule that must not fire on this computer now (removed, disabled, or
+    owned by another person): no row is written and nothing is made."""
 
 
 def _utcnow() -> datetime:
@@ -156,13 +166,24 @@ class FireService:
         Raises:
             WorkspaceInvalid, NotFound: the workspace does not load or has no such schedule
                 (no row is written: there is no schedule to show it under).
+            NotFiredHere: the schedule is disabled, or not the signed-in person's (no row).
         """
         from bees_cli.schedules.times import fire_for, lateness
 
         workspace = await self._load(schedule_id)
-        fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+        schedule = workspace.schedules[schedule_id]
+        person = self.computer.person
+        if not schedule.enabled:
+            raise NotFiredHere(f"schedule {schedule_id} is disabled: not fired")
+        if person is None or schedule.owner.lower() != person.lower():
+            raise NotFiredHere(f"schedule {schedule_id} belongs to {schedule.owner}: "
+                               "not fired here")
+        fire = fire_for(schedule, schedule_id, scheduled)
         now = self.clock()
         log = self.log
+        kept = await asyncio.to_thread(log.fire_row, schedule_id, scheduled)
+        if kept is not None and kept.outcome is FireOutcome.MISSED:
+            return kept  # noted missed at start: never caught up
         held = await asyncio.to_thread(log.key, fire.key)
         if held is not None and held.held is not None and parse_utc(held.scheduled) == scheduled:
             return await self._make(workspace, schedule_id, scheduled, fire, 0)
