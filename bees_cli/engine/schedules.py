@@ -180,6 +180,8 @@ class Registrar:
     registered: dict[str, str] | None = None
     started: bool = False
     """:meth:`start` did its first pass (``bees run`` sets it)."""
+    since: dict[str, datetime] = field(default_factory=dict)
+    """When each schedule registered here at start was made (:meth:`registered_since`)."""
     _stamp: tuple[Any, ...] | None = None
     _schedules: dict[str, Any] = field(default_factory=dict)
 
@@ -237,12 +239,26 @@ class Registrar:
             changes["removed"].append(ident)
         return changes
 
+    async def registered_since(self) -> dict[str, datetime]:
+        """Return when each of this computer's Temporal Schedules was made, by schedule name
+        (the engine's ``created_at``): a schedule with no fire row yet was due to fire here
+        from then on. Read before :meth:`reconcile` deletes or makes any."""
+        here = await asyncio.to_thread(self.computer)
+        mine = f"{PREFIX}{here.machine_id[:12]}-"
+        made: dict[str, datetime] = {}
+        async for listed in await self.client.list_schedules():
+            if listed.id.startswith(mine):
+                described = await self.client.get_schedule_handle(listed.id).describe()
+                made[listed.id[len(mine):]] = described.info.created_at
+        return made
+
     async def recover(self, say: Callable[[str], None] | None = None) -> None:
         """Once, at start: make the items of keys held here without one and note missed
-        fires (:meth:`bees_cli.schedules.fires.FireService.recover`); the items are left
-        ``pending`` for ``bees run`` to start."""
+        fires (:meth:`bees_cli.schedules.fires.FireService.recover`, since each schedule's
+        last row or, with none, since :attr:`since` says it was registered); the items are
+        left ``pending`` for ``bees run`` to start."""
         here = await asyncio.to_thread(self.computer)
-        rows = await fire_service(here, self.workspace, clock=self.clock).recover()
+        rows = await fire_service(here, self.workspace, clock=self.clock).recover(self.since)
         for row in rows:
             if say:
                 say(f"schedule {row.schedule_id} {row.local}: {row.text}")
@@ -257,6 +273,10 @@ class Registrar:
         Returns:
             True when both were done; False when they wait for :meth:`run`'s next pass.
         """
+        try:
+            self.since = await self.registered_since()
+        except Exception as error:  # noqa: BLE001 - missed rows then start at the last row
+            log.warning("schedules: cannot read when they were registered: %r", error)
         return await self._pass(say, None, recover=True) is None
 
     async def _pass(self, say: Callable[[str], None] | None, last_error: str | None, *,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -348,10 +348,13 @@ class FireService:
             return answer.granted, holder, attempt + 1, None
         return False, None, KEY_TRIES, trouble
 
-    async def recover(self) -> list[FireRow]:
+    async def recover(self, registered: Mapping[str, datetime] | None = None
+                      ) -> list[FireRow]:
         """At the start of ``bees run``: make the items of keys held here without one (from
         the local rows and, when Bees Cloud lists them, the cloud's), then note a "missed"
-        row for every fire time that passed with no row since each schedule's last row.
+        row for every fire time that passed with no row since each schedule's last row (or,
+        for a schedule without rows, since ``registered[name]``: when it was registered
+        here).
 
         Returns:
             The rows written, oldest first within each kind.
@@ -392,12 +395,15 @@ class FireService:
             scheduled = parse_utc(key.scheduled)
             fire = fire_for(workspace.schedules[key.schedule_id], key.schedule_id, scheduled)
             rows.append(await self._make(workspace, key.schedule_id, scheduled, fire, 0))
-        rows += await asyncio.to_thread(self.note_missed, workspace)
+        rows += await asyncio.to_thread(self.note_missed, workspace, registered)
         return rows
 
-    def note_missed(self, workspace: Workspace) -> list[FireRow]:
+    def note_missed(self, workspace: Workspace,
+                    registered: Mapping[str, datetime] | None = None) -> list[FireRow]:
         """Write a "missed" row for each fire time of this person's enabled schedules that
-        passed more than 60 s ago with no row, since the schedule's last row (blocking).
+        passed more than 60 s ago with no row, since the schedule's last row, or since it
+        was registered here (``registered``, by schedule name) when it has no row yet: it
+        was due to fire here and nothing handled it (blocking).
 
         Returns:
             The missed rows, by schedule name then time.
@@ -413,7 +419,7 @@ class FireService:
         for name, schedule in sorted(workspace.schedules.items()):
             if not schedule.enabled or schedule.owner.lower() != person.lower():
                 continue
-            last = log.last_scheduled(name)
+            last = log.last_scheduled(name) or (registered or {}).get(name)
             if last is None:
                 continue
             for fire in fire_times(schedule, name, after=last, count=MISSED_LOOKBACK):

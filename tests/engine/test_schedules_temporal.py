@@ -152,3 +152,37 @@ async def test_at_start_removed_schedules_go_and_missed_times_are_noted_before_a
                     f"schedule monday-report 2025-01-13T09:00: {missed}"]
     assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
         ("2025-01-13T09:00", missed), ("2025-01-06T09:00", first.text)]
+
+
+async def test_a_schedule_that_never_fired_here_is_missed_from_when_it_was_registered(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """Registered by one ``bees run``, which stopped before its first time; the next starts
+    three days later: each of the three daily times is noted missed (it had no row to
+    count from before)."""
+    from bees_cli.engine.background import prepare_schedules
+    from tests.e2e.conftest import FixedClock
+
+    maya = "maya@example.com"
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    (workspace / "schedules" / "monday-report.yaml").unlink()
+    (workspace / "schedules" / "daily-digest.yaml").write_text(
+        f"process: weekly-report\nowner: {maya}\ncron: '0 7 * * *'\ntimezone: UTC\n",
+        encoding="utf-8")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    queue = f"bees-test-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    assert (await Registrar(client, workspace, queue, computer=lambda: laptop).reconcile()
+            )["added"] == ["daily-digest"]
+    handle = client.get_schedule_handle(temporal_id(laptop.machine_id, "daily-digest"))
+    made = (await handle.describe()).info.created_at
+    first = made.replace(hour=7, minute=0, second=0, microsecond=0)
+    if first <= made:
+        first += timedelta(days=1)
+    said: list[str] = []
+    await prepare_schedules(client, queue, workspace, said.append, computer=laptop,
+                            clock=FixedClock(made + timedelta(days=3)))
+    missed = "missed (this computer was asleep or bees run was down)"
+    locals_ = [(first + timedelta(days=n)).strftime("%Y-%m-%dT%H:%M") for n in range(3)]
+    assert said == [f"schedule daily-digest {at}: {missed}" for at in locals_]
+    assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
+        (at, missed) for at in reversed(locals_)]
