@@ -160,6 +160,7 @@ async def prepare_schedules(client: object, task_queue: str, workspace_path: Pat
 
 
 async def start_background(say: Say, *, computer: Computer, schedules: Registrar | None,
+                           news: list[str] | None = None,
                            sync_every: float | None = None) -> Background:
     """Start the sync loop (when a Bees Cloud is configured) and keep the schedule
     registrar going (when :func:`prepare_schedules` made one); say what runs.
@@ -168,6 +169,8 @@ async def start_background(say: Say, *, computer: Computer, schedules: Registrar
         say: where to say one-line news.
         computer: this computer.
         schedules: the registrar :func:`prepare_schedules` returned, or None.
+        news: what :func:`prepare_schedules` had to say, said here after the sync line
+            (``bees run`` says its worker's line first).
         sync_every: seconds between sync rounds (default 15).
     """
     from bees_cli.record.sync import SYNC_EVERY
@@ -182,6 +185,8 @@ async def start_background(say: Say, *, computer: Computer, schedules: Registrar
         say(f"shared record: syncing every {syncer.interval:g} s")
     else:
         say("no Bees Cloud configured: no schedule keys, owners or shared record")
+    for line in news or ():
+        say(line)
     if schedules is not None:
         registrar = schedules
         background.tasks.append(asyncio.create_task(supervise(

@@ -321,7 +321,8 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             loop.add_signal_handler(signum, stop.set)
         # schedules first: a fire the engine delivers at start must find the removed
         # schedules gone and the missed times noted (DESIGN.md, Schedules)
-        schedules = await prepare_schedules(client, queue, workspace_path, say,
+        early: list[str] = []  # said after the worker's line, as before
+        schedules = await prepare_schedules(client, queue, workspace_path, early.append,
                                             computer=computer)
         worker_task = asyncio.create_task(worker.run())
         # -- issue 12, point 7: what the record or the engine lost is rebuilt or marked --
@@ -331,7 +332,8 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         # -- end of issue 12, point 7 --
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
-        background = await start_background(say, computer=computer, schedules=schedules)
+        background = await start_background(say, computer=computer, schedules=schedules,
+                                            news=early)
         gone: str | None = None
         told: str | None = None
         checked = idle_since = loop.time()
