@@ -28,12 +28,17 @@ def relinquish(
         "--repair", help="On the computer that relinquished the item: verify its run folder "
         "and re-send the release with that folder's checkpoint digest (when `bees continue` "
         "says the checkpoint and the release disagree). Needs no `bees run`.")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", metavar="SECONDS", min=0, help="While Bees Cloud cannot be reached, wait "
+        "at most SECONDS for it before anything stops (exit 1, nothing changed). Default: "
+        "wait until it answers or Ctrl-C.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
     written into the run folder, and Bees Cloud learns that the item is free. Needs
-    `bees run` up. Exit 3 when refused (another computer owns it, or the run folder breaks
-    a limit: the item then goes on running, untouched).
+    `bees run` up. While Bees Cloud is unreachable it waits, saying so, and changes nothing
+    until the cloud answers. Exit 3 when refused (another computer owns it, or the run
+    folder breaks a limit: the item then goes on running, untouched).
 
     Example: bees relinquish 01JH3QX5Z8
     """
@@ -53,7 +58,7 @@ def relinquish(
                 f"({change}; {where})")
             typer.echo(fixed.checkpoint_sha256)
         exit_hard(0)
-    done = asyncio.run(bees_here().relinquish(item))
+    done = asyncio.run(bees_here().relinquish(item, timeout=timeout))
     if as_json:
         out.emit(out.item_out(out.RelinquishOut, done.to_json()))
     else:

@@ -13,11 +13,15 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import Syncer
+
+if TYPE_CHECKING:
+    from bees_cli.engine.schedules import Registrar
 
 Say = Callable[[str], None]
 
@@ -111,11 +115,13 @@ async def supervise(name: str, loop: Callable[[], Awaitable[None]], stop: asynci
             pass
 
 
-async def start_background(client: object, task_queue: str, workspace_path: Path | None,
-                           say: Say, *, computer: Computer,
-                           sync_every: float | None = None) -> Background:
-    """Start the sync loop (when a Bees Cloud is configured) and the schedule registrar
-    (when a workspace is found); say what runs and what does not.
+async def prepare_schedules(client: object, task_queue: str, workspace_path: Path | None,
+                            say: Say, *, computer: Computer,
+                            clock: Callable[[], datetime] | None = None) -> Registrar | None:
+    """At the start of ``bees run``, before its worker handles any fire: register the
+    workspace's schedules (removing the ones it no longer declares for this person) and
+    note the fires missed while ``bees run`` was down (:meth:`Registrar.start`; DESIGN.md,
+    Schedules and "Every fire leaves an outcome row").
 
     Args:
         client: the Temporal client.
@@ -124,12 +130,50 @@ async def start_background(client: object, task_queue: str, workspace_path: Path
         say: where to say one-line news.
         computer: this computer (re-read from its home on each registrar pass: the
             signed-in person may change while ``bees run`` is up).
-        sync_every: seconds between sync rounds (default 15).
+        clock: this computer's UTC clock (tests inject one); default the real one.
+
+    Returns:
+        The registrar to keep running (:func:`start_background`), or None when no
+        workspace is found (said).
     """
     from bees_cli.engine.schedules import Registrar
     from bees_cli.errors import BeesError
-    from bees_cli.record.sync import SYNC_EVERY
     from bees_cli.workspace.loader import find_workspace
+
+    try:
+        root = await asyncio.to_thread(find_workspace, workspace_path)
+    except BeesError:
+        say("no workspace here: schedules are not registered (bees run -w WORKSPACE)")
+        return None
+    if computer.person is None:
+        say("no person signed in here: schedules are not registered "
+            "(bees whoami --set-person EMAIL)")
+
+    def here() -> Computer:
+        return Computer.load(computer.home) if computer.state is not None else computer
+
+    registrar = Registrar(client, root, task_queue, computer=here)  # type: ignore[arg-type]
+    if clock is not None:
+        registrar.clock = clock
+    registrar.started = await registrar.start(say)
+    return registrar
+
+
+async def start_background(say: Say, *, computer: Computer, schedules: Registrar | None,
+                           news: list[str] | None = None,
+                           sync_every: float | None = None) -> Background:
+    """Start the sync loop (when a Bees Cloud is configured) and keep the schedule
+    registrar going (when :func:`prepare_schedules` made one); say what runs.
+
+    Args:
+        say: where to say one-line news.
+        computer: this computer.
+        schedules: the registrar :func:`prepare_schedules` returned, or None.
+        news: what :func:`prepare_schedules` had to say, said here after the sync line
+            (``bees run`` says its worker's line first).
+        sync_every: seconds between sync rounds (default 15).
+    """
+    from bees_cli.record.sync import SYNC_EVERY
 
     background = Background()
     stop = background.stop_event
@@ -141,19 +185,11 @@ async def start_background(client: object, task_queue: str, workspace_path: Path
         say(f"shared record: syncing every {syncer.interval:g} s")
     else:
         say("no Bees Cloud configured: no schedule keys, owners or shared record")
-    try:
-        root = await asyncio.to_thread(find_workspace, workspace_path)
-    except BeesError:
-        say("no workspace here: schedules are not registered (bees run -w WORKSPACE)")
-        return background
-    if computer.person is None:
-        say("no person signed in here: schedules are not registered "
-            "(bees whoami --set-person EMAIL)")
-
-    def here() -> Computer:
-        return Computer.load(computer.home) if computer.state is not None else computer
-
-    registrar = Registrar(client, root, task_queue, computer=here)  # type: ignore[arg-type]
-    background.tasks.append(asyncio.create_task(supervise(
-        "schedules", lambda: registrar.run(stop, say), stop, say)))
+    for line in news or ():
+        say(line)
+    if schedules is not None:
+        registrar = schedules
+        background.tasks.append(asyncio.create_task(supervise(
+            "schedules", lambda: registrar.run(stop, say, started=registrar.started), stop,
+            say)))
     return background

@@ -178,6 +178,10 @@ class Registrar:
     computer: Callable[[], Computer]
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     registered: dict[str, str] | None = None
+    started: bool = False
+    """:meth:`start` did its first pass (``bees run`` sets it)."""
+    since: dict[str, datetime] = field(default_factory=dict)
+    """When each schedule registered here at start was made (:meth:`registered_since`)."""
     _stamp: tuple[Any, ...] | None = None
     _schedules: dict[str, Any] = field(default_factory=dict)
 
@@ -236,47 +240,90 @@ class Registrar:
             changes["removed"].append(ident.removeprefix(mine))  # as the workspace spells it
         return changes
 
+    async def registered_since(self) -> dict[str, datetime]:
+        """Return when each of this computer's Temporal Schedules was made, by schedule name
+        (the engine's ``created_at``): a schedule with no fire row yet was due to fire here
+        from then on. Read before :meth:`reconcile` deletes or makes any."""
+        here = await asyncio.to_thread(self.computer)
+        mine = f"{PREFIX}{here.machine_id[:12]}-"
+        made: dict[str, datetime] = {}
+        async for listed in await self.client.list_schedules():
+            if listed.id.startswith(mine):
+                described = await self.client.get_schedule_handle(listed.id).describe()
+                made[listed.id[len(mine):]] = described.info.created_at
+        return made
+
     async def recover(self, say: Callable[[str], None] | None = None) -> None:
         """Once, at start: make the items of keys held here without one and note missed
-        fires (:meth:`bees_cli.schedules.fires.FireService.recover`); the items are left
-        ``pending`` for ``bees run`` to start."""
+        fires (:meth:`bees_cli.schedules.fires.FireService.recover`, since each schedule's
+        last row or, with none, since :attr:`since` says it was registered); the items are
+        left ``pending`` for ``bees run`` to start."""
         here = await asyncio.to_thread(self.computer)
-        rows = await fire_service(here, self.workspace, clock=self.clock).recover()
+        rows = await fire_service(here, self.workspace, clock=self.clock).recover(self.since)
         for row in rows:
             if say:
                 say(f"schedule {row.schedule_id} {row.local}: {row.text}")
 
+    async def start(self, say: Callable[[str], None] | None = None) -> bool:
+        """The first pass, at the start of ``bees run`` and before its worker handles any
+        fire: :meth:`reconcile` (a schedule removed, disabled or given to another person
+        while ``bees run`` was down is deleted from the engine), then :meth:`recover`
+        (held keys made, fire times passed while down noted "missed"). A failure is said
+        and logged, never raised.
+
+        Returns:
+            True when both were done; False when they wait for :meth:`run`'s next pass.
+        """
+        try:
+            self.since = await self.registered_since()
+        except Exception as error:  # noqa: BLE001 - missed rows then start at the last row
+            log.warning("schedules: cannot read when they were registered: %r", error)
+        return await self._pass(say, None, recover=True) is None
+
+    async def _pass(self, say: Callable[[str], None] | None, last_error: str | None, *,
+                    recover: bool) -> str | None:
+        """One reconcile (then :meth:`recover` when ``recover``); return the error text said
+        (said again only when it differs from ``last_error``), or None when it went well."""
+        try:
+            changes = await self.reconcile()
+            for kind in ("added", "updated", "removed"):
+                if changes[kind] and say and kind != "updated":
+                    say(f"schedules {kind}: {', '.join(changes[kind])}")
+            if recover:
+                await self.recover(say)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the loop must survive anything
+            text = getattr(error, "message", None) or repr(error)
+            if text != last_error and say:
+                say(f"schedules: cannot register: {text}")
+            # a Bees error is news; anything else is a bug: keep its traceback
+            log.warning("schedules: cannot register: %s", text,
+                        exc_info=not isinstance(error, BeesError))
+            return str(text)
+        return None
+
     async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None,
-                  every: float = POLL_EVERY) -> None:
+                  every: float = POLL_EVERY, *, started: bool = False) -> None:
         """Reconcile every ``every`` seconds until ``stop``; failures are said once and never
         end the loop (an invalid workspace keeps the last registered schedules). The first
-        successful pass is followed by :meth:`recover`."""
+        successful pass is followed by :meth:`recover` unless ``started`` (:meth:`start`
+        did both already)."""
         last_error: str | None = None
-        recovered = False
+        recovered = started
+        if started:
+            await self._wait(stop, every)
         while not stop.is_set():
-            try:
-                changes = await self.reconcile()
-                for kind in ("added", "updated", "removed"):
-                    if changes[kind] and say and kind != "updated":
-                        say(f"schedules {kind}: {', '.join(changes[kind])}")
-                if not recovered:
-                    await self.recover(say)
-                    recovered = True
-                last_error = None
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - the loop must survive anything
-                text = getattr(error, "message", None) or repr(error)
-                if text != last_error and say:
-                    say(f"schedules: cannot register: {text}")
-                # a Bees error is news; anything else is a bug: keep its traceback
-                log.warning("schedules: cannot register: %s", text,
-                            exc_info=not isinstance(error, BeesError))
-                last_error = text
-            try:
-                await asyncio.wait_for(stop.wait(), every)
-            except TimeoutError:
-                pass
+            last_error = await self._pass(say, last_error, recover=not recovered)
+            recovered = recovered or last_error is None
+            await self._wait(stop, every)
+
+    @staticmethod
+    async def _wait(stop: asyncio.Event, every: float) -> None:
+        try:
+            await asyncio.wait_for(stop.wait(), every)
+        except TimeoutError:
+            pass
 
 
 class FireActivities:
@@ -299,13 +346,18 @@ class FireActivities:
     @activity.defn(name=FIRE_ACTIVITY)
     async def fire_schedule(self, request: FireRequest) -> FireResult:
         """Handle one fire (:meth:`bees_cli.schedules.fires.FireService.fire`); a workspace
-        that does not load or lacks the schedule is a ``failed`` result of one line."""
+        that does not load or lacks the schedule is a ``failed`` result of one line; a
+        schedule that must not fire here now (disabled, another person's) is ``not_fired``."""
+        from bees_cli.schedules.fires import NotFiredHere
+
         here = await asyncio.to_thread(self.computer)
         workspace = Path(request.workspace)
         service = (self.make(here, workspace, self.start) if self.make
                    else fire_service(here, workspace, start=self.start))
         try:
             row = await service.fire(request.schedule_id, parse_utc(request.scheduled))
+        except NotFiredHere as error:
+            return FireResult(outcome="not_fired", text=error.message, detail=error.message)
         except BeesError as error:
             return FireResult(outcome="failed", text=f"failed ({error.message})",
                               detail=error.message)

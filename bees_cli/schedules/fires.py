@@ -25,7 +25,12 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
    of ``bees run``) makes the items of held keys a crash left unmade. The item is then
    claimed, started and reported to Bees Cloud: "ran here (ITEM)".
 6. Fire times of a schedule that passed with no row (asleep, ``bees run`` down) get a
-   "missed" row at start (:meth:`FireService.recover`).
+   "missed" row at start (:meth:`FireService.recover`), before the worker handles any fire,
+   so a late delivery at start never hides them; a missed time delivered late keeps its
+   "missed" row.
+7. Only a schedule the workspace declares now, enabled and owned by the person signed in
+   here, fires: a fire the engine delivers for one removed, disabled or handed to another
+   person while ``bees run`` was down raises :class:`NotFiredHere` (no row, no item).
 
 With no Bees Cloud configured there is no key and no claim; the rest is the same path.
 Every fire leaves one row in the fires table (:mod:`bees_cli.record.fires`). Making the
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +83,11 @@ nothing when the item id is already in the record (the engine passes one)."""
 KeysFor = Callable[["AsyncCloudClient", Computer], HeldKeys]
 
 _making: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+class NotFiredHere(BeesError):
+    """A fire of a schedule that must not fire on this computer now (removed, disabled, or
+    owned by another person): no row is written and nothing is made."""
 
 
 def _utcnow() -> datetime:
@@ -174,13 +184,21 @@ class FireService:
         Raises:
             WorkspaceInvalid, NotFound: the workspace does not load or has no such schedule
                 (no row is written: there is no schedule to show it under).
+            NotFiredHere: the schedule is disabled, or not the signed-in person's (no row).
         """
         from bees_cli.schedules.times import fire_for
 
         workspace = await self._load(schedule_id)
-        fire = fire_for(workspace.schedules[schedule_id], schedule_id, scheduled)
+        schedule = workspace.schedules[schedule_id]
+        person = self.computer.person
+        if not schedule.enabled:
+            raise NotFiredHere(f"schedule {schedule_id} is disabled: not fired")
+        if person is None or schedule.owner.lower() != person.lower():
+            raise NotFiredHere(f"schedule {schedule_id} belongs to {schedule.owner}: "
+                               "not fired here")
+        fire = fire_for(schedule, schedule_id, scheduled)
         row = await self._fire(workspace, schedule_id, scheduled, fire)
-        _say(workspace.schedules[schedule_id], fire, row)
+        _say(schedule, fire, row)
         return row
 
     async def _fire(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
@@ -190,6 +208,9 @@ class FireService:
 
         now = self.clock()
         log = self.log
+        kept = await asyncio.to_thread(log.fire_row, schedule_id, scheduled)
+        if kept is not None and kept.outcome is FireOutcome.MISSED:
+            return kept  # noted missed at start: never caught up
         held = await asyncio.to_thread(log.key, fire.key)
         if held is not None and held.held is not None and parse_utc(held.scheduled) == scheduled:
             return await self._make(workspace, schedule_id, scheduled, fire, 0)
@@ -354,10 +375,13 @@ class FireService:
             return answer.granted, holder, attempt + 1, None
         return False, None, KEY_TRIES, trouble
 
-    async def recover(self) -> list[FireRow]:
+    async def recover(self, registered: Mapping[str, datetime] | None = None
+                      ) -> list[FireRow]:
         """At the start of ``bees run``: make the items of keys held here without one (from
         the local rows and, when Bees Cloud lists them, the cloud's), then note a "missed"
-        row for every fire time that passed with no row since each schedule's last row.
+        row for every fire time that passed with no row since each schedule's last row (or,
+        for a schedule without rows, since ``registered[name]``: when it was registered
+        here).
 
         Returns:
             The rows written, oldest first within each kind.
@@ -398,12 +422,15 @@ class FireService:
             scheduled = parse_utc(key.scheduled)
             fire = fire_for(workspace.schedules[key.schedule_id], key.schedule_id, scheduled)
             rows.append(await self._make(workspace, key.schedule_id, scheduled, fire, 0))
-        rows += await asyncio.to_thread(self.note_missed, workspace)
+        rows += await asyncio.to_thread(self.note_missed, workspace, registered)
         return rows
 
-    def note_missed(self, workspace: Workspace) -> list[FireRow]:
+    def note_missed(self, workspace: Workspace,
+                    registered: Mapping[str, datetime] | None = None) -> list[FireRow]:
         """Write a "missed" row for each fire time of this person's enabled schedules that
-        passed more than 60 s ago with no row, since the schedule's last row (blocking).
+        passed more than 60 s ago with no row, since the schedule's last row, or since it
+        was registered here (``registered``, by schedule name) when it has no row yet: it
+        was due to fire here and nothing handled it (blocking).
 
         Returns:
             The missed rows, by schedule name then time.
@@ -419,7 +446,7 @@ class FireService:
         for name, schedule in sorted(workspace.schedules.items()):
             if not schedule.enabled or schedule.owner.lower() != person.lower():
                 continue
-            last = log.last_scheduled(name)
+            last = log.last_scheduled(name) or (registered or {}).get(name)
             if last is None:
                 continue
             for fire in fire_times(schedule, name, after=last, count=MISSED_LOOKBACK):

@@ -210,11 +210,11 @@ class Bees:
 
         return await run_delegate(self, agent, task, data, env=env)
 
-    async def relinquish(self, item_id: str) -> Relinquished:
+    async def relinquish(self, item_id: str, *, timeout: float | None = None) -> Relinquished:
         """``bees relinquish``: see :func:`bees_cli.usecases.handover.relinquish`."""
         from bees_cli.usecases.handover import relinquish
 
-        return await relinquish(self, item_id)
+        return await relinquish(self, item_id, timeout=timeout)
 
     async def repair_release(self, item_id: str) -> Repaired:
         """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover.repair_release`."""

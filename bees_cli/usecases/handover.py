@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import Ambiguous, EngineError, NotFound, Refused
+from bees_cli.errors import Ambiguous, CloudUnreachable, EngineError, NotFound, Refused
 from bees_cli.handover.continue_ import Continued, Say
 
 if TYPE_CHECKING:
@@ -35,13 +37,72 @@ def _still_releasing(bees: Bees, item_id: str) -> None:
                                "it free once Bees Cloud answers")
 
 
-async def relinquish(bees: Bees, item_id: str) -> Relinquished:
+OWNER_RETRY_FIRST = 1.0
+"""Seconds before the second look at the item's owner while Bees Cloud is unreachable;
+doubled after each (1, 2, 4, 8), at most :data:`OWNER_RETRY_MAX`."""
+OWNER_RETRY_MAX = 15.0
+"""Most seconds between two looks at the owner: the release's own retry cadence (README,
+"Cloud down")."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+async def owned_here(bees: Bees, item_id: str, *, timeout: float | None = None,
+                     sleep: Sleep = asyncio.sleep, clock: Callable[[], float] = time.monotonic,
+                     first: float = OWNER_RETRY_FIRST) -> Any:
+    """Return the item's row once Bees Cloud confirms this computer owns it
+    (:func:`~bees_cli.handover.relinquish.relinquishable`), waiting while the cloud is
+    unreachable: relinquishing must tell Bees Cloud (DESIGN.md, Handover), so the command
+    waits for it, as the release step does, instead of failing at once. Each wait is said
+    (``bees.say``); nothing has changed while it waits, so Ctrl-C leaves the item running.
+
+    Args:
+        bees: this computer's Bees.
+        item_id: the item (or a unique prefix).
+        timeout: most seconds to wait for the cloud (None: until it answers or Ctrl-C).
+        sleep: how to wait between looks (tests pass a fast one).
+        clock: a monotonic clock in seconds.
+        first: seconds before the second look; doubled each time up to
+            :data:`OWNER_RETRY_MAX`.
+
+    Raises:
+        CloudUnreachable: still unreachable after ``timeout`` seconds (nothing changed).
+        Refused, NotFound, CloudError: as :func:`relinquishable` (the cloud answered).
+    """
+    from bees_cli.handover.relinquish import relinquishable
+
+    started = clock()
+    delay = first
+    while True:
+        try:
+            return await asyncio.to_thread(relinquishable, bees.computer, item_id)
+        except CloudUnreachable as error:
+            waited = clock() - started
+            left = None if timeout is None else timeout - waited
+            if left is not None and left <= 0:
+                raise CloudUnreachable(
+                    f"item {item_id} was not relinquished: Bees Cloud unreachable for "
+                    f"{waited:.0f} s ({error.message}); nothing changed, it runs on here",
+                    hint=f"bees relinquish {item_id} again once Bees Cloud answers") from None
+            pause = delay if left is None else min(delay, left)
+            bees.say(f"relinquish {item_id}: waiting for Bees Cloud (unreachable: "
+                     f"{error.message}); trying again in {pause:.1f} s; nothing has changed "
+                     "yet (Ctrl-C stops)")
+            await sleep(pause)
+            delay = min(delay * 2, OWNER_RETRY_MAX)
+
+
+async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None) -> Relinquished:
     """Relinquish item ``item_id`` on this computer (DESIGN.md, Handover): the run stops
     with all its pieces, writes its checkpoint and tells Bees Cloud the item is free.
 
     Everything that can refuse is checked before the stage stops (:func:`check_fits`: the
     run folder against the post's limits; the owner in Bees Cloud; the item's state): a
-    refused relinquish leaves the item running exactly as it was.
+    refused relinquish leaves the item running exactly as it was. While Bees Cloud cannot
+    be reached for the owner check it waits (:func:`owned_here`; ``timeout`` seconds at
+    most, None: until it answers or Ctrl-C), changing nothing; once the stage stopped, a
+    release that cannot reach the cloud waits in the run (``waiting: relinquishing``) and
+    the item shows free only once Bees Cloud took the release.
 
     Raises:
         Refused: another computer owns the item (exit 3, naming it); it is free, done,
@@ -53,15 +114,17 @@ async def relinquish(bees: Bees, item_id: str) -> Relinquished:
         NotFound: no such item here (and none in Bees Cloud).
         EngineError: ``bees run`` is not up on this computer; or the handover still
             waits for Bees Cloud after ``RELINQUISH_TIMEOUT`` (it goes on by itself).
-        CloudError: the cloud cannot be reached (nothing changed).
+        CloudUnreachable: the cloud was not reached in ``timeout`` seconds (nothing
+            changed).
+        CloudError: the cloud answered with an error (nothing changed).
     """
     from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
     from bees_cli.engine.models import PersonInput
-    from bees_cli.handover.relinquish import RELINQUISH_TIMEOUT, Relinquished, relinquishable
+    from bees_cli.handover.relinquish import RELINQUISH_TIMEOUT, Relinquished
     from bees_cli.record.local import now_utc
     from bees_cli.usecases.control import NOT_UP, start_hint
 
-    row = await asyncio.to_thread(relinquishable, bees.computer, item_id)
+    row = await owned_here(bees, item_id, timeout=timeout)
     await asyncio.to_thread(check_fits, bees, row)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:

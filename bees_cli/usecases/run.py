@@ -258,7 +258,7 @@ async def _closing(engine: EngineGateway, record: LocalRecord, queue: str) -> li
 
 async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
                       heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
-    from bees_cli.engine.background import start_background
+    from bees_cli.engine.background import prepare_schedules, start_background
     from bees_cli.engine.client import EngineGateway, connect
     from bees_cli.engine.models import task_queue
     from bees_cli.engine.server import (
@@ -319,6 +319,11 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        # schedules first: a fire the engine delivers at start must find the removed
+        # schedules gone and the missed times noted (DESIGN.md, Schedules)
+        early: list[str] = []  # said after the worker's line, as before
+        schedules = await prepare_schedules(client, queue, workspace_path, early.append,
+                                            computer=computer)
         worker_task = asyncio.create_task(worker.run())
         # -- issue 12, point 7: what the record or the engine lost is rebuilt or marked --
         from bees_cli.usecases.recover import recover_state
@@ -327,8 +332,8 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         # -- end of issue 12, point 7 --
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
-        background = await start_background(client, queue, workspace_path, say,
-                                            computer=computer)
+        background = await start_background(say, computer=computer, schedules=schedules,
+                                            news=early)
         gone: str | None = None
         told: str | None = None
         checked = idle_since = loop.time()

@@ -9,8 +9,10 @@ so a test that calls once too often fails on the client's error, not by hanging.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,16 +27,25 @@ from starlette.routing import Route
 from tests.servers import uvicorn_in_thread
 
 EXHAUSTED = "script exhausted"
+HOLD_LIMIT = 120.0
+"""Most seconds a held answer waits for its event (a test that forgets it still ends)."""
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One scripted answer: a status, a JSON body (or raw text) and headers."""
+    """One scripted answer: a status, a JSON body (or raw text) and headers; with ``hold``,
+    the server keeps the request waiting until the event is set (at most
+    :data:`HOLD_LIMIT` s), as a model that thinks for a long time."""
 
     status: int = 200
     body: Any = None
     text: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    hold: threading.Event | None = None
+
+    def held(self, until: threading.Event) -> Answer:
+        """This answer, given only once ``until`` is set."""
+        return Answer(self.status, self.body, self.text, dict(self.headers), until)
 
     @classmethod
     def reply(cls, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5,
@@ -116,6 +127,8 @@ class ScriptedModel:
         if not self.script:
             return JSONResponse({"error": {"message": EXHAUSTED}}, status_code=500)
         answer = self.script.popleft()
+        if answer.hold is not None:
+            await asyncio.to_thread(answer.hold.wait, HOLD_LIMIT)
         if answer.text is not None:
             return Response(answer.text, status_code=answer.status, headers=answer.headers,
                             media_type="application/json")

@@ -104,3 +104,85 @@ async def test_the_registrar_makes_a_held_key_item_when_bees_run_starts_again(
     assert item.status == "pending"  # bees run's next pass starts it
     assert said == ["schedules added: monday-report",
                     f"schedule monday-report 2025-01-06T09:00: ran here ({item.id})"]
+
+
+async def test_at_start_removed_schedules_go_and_missed_times_are_noted_before_any_fire(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """Issue 15's trial: a schedule disabled while ``bees run`` was down fired once at the
+    next start, and the times missed while down had no row. ``prepare_schedules`` runs
+    before the worker: when it returns the engine no longer has the disabled schedule and
+    the missed Monday has its row, so the Monday the engine delivers at start cannot hide it."""
+    from datetime import UTC, datetime
+
+    from bees_cli.engine.background import prepare_schedules
+    from bees_cli.engine.schedules import fire_service
+    from tests.e2e.conftest import FixedClock
+
+    maya = "maya@example.com"
+    nine = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)  # Monday 9:00 Paris
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    digest = workspace / "schedules" / "daily-digest.yaml"
+    digest.write_text(f"process: weekly-report\nowner: {maya}\ncron: '0 7 * * *'\n"
+                      "timezone: UTC\n", encoding="utf-8")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    queue = f"bees-test-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    before = Registrar(client, workspace, queue, computer=lambda: laptop,
+                       clock=FixedClock(nine - timedelta(days=1)))
+    assert (await before.reconcile())["added"] == ["daily-digest", "monday-report"]
+    first = await fire_service(laptop, workspace, clock=FixedClock(nine)).fire(
+        "monday-report", nine)
+    assert first.outcome == "ran_here"
+
+    # bees run is down: the digest is disabled, two Mondays pass; it starts 20 s after the
+    # third, which the engine delivers (on time) once the worker runs
+    digest.write_text(digest.read_text(encoding="utf-8") + "enabled: false\n",
+                      encoding="utf-8")
+    said: list[str] = []
+    start = nine + timedelta(days=14, seconds=20)
+    registrar = await prepare_schedules(client, queue, workspace, said.append,
+                                        computer=laptop, clock=FixedClock(start))
+    assert registrar is not None and registrar.started
+    gone = temporal_id(laptop.machine_id, "daily-digest")
+    with pytest.raises(RPCError):
+        await client.get_schedule_handle(gone).describe()
+    await client.get_schedule_handle(temporal_id(laptop.machine_id, "monday-report")).describe()
+    missed = "missed (this computer was asleep or bees run was down)"
+    assert said == [f"schedules removed: {gone}",
+                    f"schedule monday-report 2025-01-13T09:00: {missed}"]
+    assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
+        ("2025-01-13T09:00", missed), ("2025-01-06T09:00", first.text)]
+
+
+async def test_a_schedule_that_never_fired_here_is_missed_from_when_it_was_registered(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """Registered by one ``bees run``, which stopped before its first time; the next starts
+    three days later: each of the three daily times is noted missed (it had no row to
+    count from before)."""
+    from bees_cli.engine.background import prepare_schedules
+    from tests.e2e.conftest import FixedClock
+
+    maya = "maya@example.com"
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    (workspace / "schedules" / "monday-report.yaml").unlink()
+    (workspace / "schedules" / "daily-digest.yaml").write_text(
+        f"process: weekly-report\nowner: {maya}\ncron: '0 7 * * *'\ntimezone: UTC\n",
+        encoding="utf-8")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    queue = f"bees-test-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    assert (await Registrar(client, workspace, queue, computer=lambda: laptop).reconcile()
+            )["added"] == ["daily-digest"]
+    handle = client.get_schedule_handle(temporal_id(laptop.machine_id, "daily-digest"))
+    made = (await handle.describe()).info.created_at
+    first = made.replace(hour=7, minute=0, second=0, microsecond=0)
+    if first <= made:
+        first += timedelta(days=1)
+    said: list[str] = []
+    await prepare_schedules(client, queue, workspace, said.append, computer=laptop,
+                            clock=FixedClock(made + timedelta(days=3)))
+    missed = "missed (this computer was asleep or bees run was down)"
+    locals_ = [(first + timedelta(days=n)).strftime("%Y-%m-%dT%H:%M") for n in range(3)]
+    assert said == [f"schedule daily-digest {at}: {missed}" for at in locals_]
+    assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
+        (at, missed) for at in reversed(locals_)]
