@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.models import AWAIT_ELIGIBLE_ACTIVITY, RUN_ACTIVITY, task_queue
+from bees_cli.engine.models import AWAIT_ELIGIBLE_ACTIVITY, CHECK_ACTIVITY, RUN_ACTIVITY, task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.engine.workflow_policies import RELINQUISH_BETWEEN_STEPS
 from bees_cli.machine.computer import Computer
@@ -74,9 +74,11 @@ async def test_relinquish_as_the_stage_finishes_stops_before_the_next_stage(
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED not in types
     assert [e.activity_task_scheduled_event_attributes.input.payloads[0].data.count(b'"Draft"')
             > 0 for e in scheduled(history, RUN_ACTIVITY)] == [True]
-    assert len(scheduled(history, AWAIT_ELIGIBLE_ACTIVITY)) == 1  # Review never checked
     markers = [str(e.marker_recorded_event_attributes.details) for e in history.events
                if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    # Draft's check ran once, as a local activity (patch eligible-locally); Review never checked
+    assert len(scheduled(history, AWAIT_ELIGIBLE_ACTIVITY)) == 0
+    assert sum(CHECK_ACTIVITY in m for m in markers) == 1, markers
     assert sum(RELINQUISH_BETWEEN_STEPS in m for m in markers) == 1, markers
     assert lines(space) == ["run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft",
                             "end Draft"]
