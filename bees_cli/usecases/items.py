@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import WaitTimedOut
+from bees_cli.errors import NotFound, WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
 from bees_cli.usecases.models import (
@@ -295,13 +295,30 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
     try:
         return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
     except OwnedElsewhere as elsewhere:
-        return await asyncio.to_thread(_team_details, bees.record.path, elsewhere.item_id)
+        held = await asyncio.to_thread(_team_details, bees.record.path, elsewhere.item_id)
+        if held is None:  # the row went between the two reads: the refusal stands
+            raise
+        return held
+    except NotFound:
+        # a team item no computer holds (relinquished: free) is still the team's to show
+        found = await asyncio.to_thread(_team_details, bees.record.path, item_id)
+        if found is None:
+            raise
+        return found
 
 
-def _team_details(record_path: Path, item_id: str) -> TeamItemDetails:
+def _team_details(record_path: Path, wanted: str) -> TeamItemDetails | None:
+    """Return the team row whose id is ``wanted`` (or that a prefix of at least 6 characters
+    names alone) as :class:`TeamItemDetails`; None when there is no such single row."""
     from bees_cli.record.sync import team_rows
 
-    row = next(r for r in team_rows(record_path, set()) if r["id"] == item_id)
+    wanted = wanted.upper()  # ids are ULIDs; a prefix may be typed in lower case
+    rows = [r for r in team_rows(record_path, set())
+            if r["id"] == wanted or (len(wanted) >= 6 and r["id"].startswith(wanted))]
+    exact = [r for r in rows if r["id"] == wanted]
+    if len(exact or rows) != 1:
+        return None
+    row = (exact or rows)[0]
     return TeamItemDetails.model_validate(
         {key: row[key] for key in TeamItemDetails.model_fields if key in row})
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.client import AsyncCloudClient
-from bees_cli.errors import Refused
+from bees_cli.errors import NotFound, Refused
 from bees_cli.record.fires import ClaimStatus, FireLog
 from bees_cli.record.local import OwnedElsewhere
 from bees_cli.record.sync import Refusal, SharedRecord, Syncer
@@ -251,6 +251,21 @@ async def test_a_team_item_resolves_by_prefix_and_shows_where_it_runs(
     assert refused.value.message == (
         f"item {ITEM} is owned by maya-laptop ({team.maya}): only that computer can "
         "relinquish it")
+
+
+async def test_a_free_team_item_no_computer_holds_still_shows(tmp_path: Path, team: Team) -> None:
+    url, token = team.cloud.url, team.tokens[team.maya]
+    laptop = make_computer(tmp_path, "maya-laptop", team.maya, url=url, token=token)
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=url, token=token)
+    add_item(laptop, status="free")  # relinquished on the laptop: no computer runs it
+    await Syncer(laptop).sync_once()
+    await Syncer(desktop).sync_once()
+    shown = await Bees(desktop).item_details(ITEM[:8].lower())
+    assert isinstance(shown, TeamItemDetails)
+    assert (shown.id, shown.title, shown.stage, shown.status) == (ITEM, "Week 2", "Draft",
+                                                                   "free")
+    with pytest.raises(NotFound):
+        await Bees(desktop).item_details("01ZZZZZZZZ")
 
 
 async def test_a_change_for_an_item_owned_elsewhere_is_kept_unless_it_waits_for_that_owner(
