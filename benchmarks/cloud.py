@@ -8,8 +8,9 @@ throwaway cluster started with ``.ci/postgres.sh`` when server binaries are inst
   ``wrk`` (a C load generator, so the client does not eat the server's CPU) with
   ``--clients`` connections and a Lua script that makes unique item ids: claims/s, and the
   server's CPU ms per claim (utime + stime of its process);
-* SQLite floor (a): a bare ASGI app on uvicorn, no framework, doing the same
-  ``INSERT … ON CONFLICT`` with the same pragmas (benchmarks/cloud_floors.py), same load;
+* floor (a): a bare ASGI app on uvicorn, no framework, doing the same
+  ``INSERT … ON CONFLICT`` (SQLite: with the same pragmas, in a worker thread; PostgreSQL:
+  on an async psycopg connection, autocommit) (benchmarks/cloud_floors.py), same load;
 * SQLite floor (b) / PostgreSQL floor (c): bare inserts of the same shape by ``--clients``
   threads through the same driver, into a separate file or table (not the server's);
 * an idle pull (nothing new after the cursor) with 10 and with 100,000 items in the
@@ -153,6 +154,8 @@ def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[s
         insert = cloud_floors.sqlite_inserter(str(folder / "floor-threads.db"))
     else:
         dsn = db.replace("postgresql+psycopg://", "postgresql://")
+        floor = [sys.executable, str(Path(cloud_floors.__file__)), "serve", dsn]
+        procs.append(start(floor, folder, "floor-asgi", dict(os.environ, PYTHONPATH=str(REPO))))
         insert = cloud_floors.postgres_inserter(dsn)
     rows: dict[str, list[dict[str, float]]] = {"base": [], "api": [], "asgi": [], "threads": []}
     try:
