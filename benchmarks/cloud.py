@@ -8,12 +8,16 @@ throwaway cluster started with ``.ci/postgres.sh`` when server binaries are inst
   ``wrk`` (a C load generator, so the client does not eat the server's CPU) with
   ``--clients`` connections and a Lua script that makes unique item ids: claims/s, and the
   server's CPU ms per claim (utime + stime of its process);
-* SQLite floor (a): a bare ASGI app on uvicorn, no framework, doing the same
-  ``INSERT … ON CONFLICT`` with the same pragmas (benchmarks/cloud_floors.py), same load;
+* floor (a): a bare ASGI app on uvicorn, no framework, doing the same
+  ``INSERT … ON CONFLICT`` (SQLite: with the same pragmas, in a worker thread; PostgreSQL:
+  on an async psycopg connection, autocommit) (benchmarks/cloud_floors.py), same load;
 * SQLite floor (b) / PostgreSQL floor (c): bare inserts of the same shape by ``--clients``
   threads through the same driver, into a separate file or table (not the server's);
 * an idle pull (nothing new after the cursor) with 10 and with 100,000 items in the
   team's record: bytes of the answer body and median time (ms) (``--skip-pull``: none).
+
+``--base-path DIR`` loads a second server (``PYTHONPATH=DIR``, e.g. an older commit's
+``git archive``) in the same rounds, so before and after share each round's load.
 
 Usage: ``.venv/bin/python benchmarks/cloud.py [--rounds 5] [--seconds 4] [--json]``
 (needs ``wrk``: ``apt-get install wrk``). Numbers are printed, never asserted.
@@ -139,6 +143,10 @@ def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[s
         env["PYTHONPATH"] = args.server_path
     server = [sys.executable, "-m", "bees_cli", "cloud", "serve", "--db", db, "--port", "0"]
     procs = [start(server, folder, f"server-{name}", env)]
+    base = None
+    if args.base_path:
+        base_env = dict(env, PYTHONPATH=args.base_path, BEES_HOME=str(folder / "home-base"))
+        base = start(server, folder, f"base-{name}", base_env)
     floor_db = str(folder / f"floor-{name}.db")
     if name == "sqlite":
         floor = [sys.executable, str(Path(cloud_floors.__file__)), "serve", floor_db]
@@ -146,10 +154,17 @@ def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[s
         insert = cloud_floors.sqlite_inserter(str(folder / "floor-threads.db"))
     else:
         dsn = db.replace("postgresql+psycopg://", "postgresql://")
+        floor = [sys.executable, str(Path(cloud_floors.__file__)), "serve", dsn]
+        procs.append(start(floor, folder, "floor-asgi", dict(os.environ, PYTHONPATH=str(REPO))))
         insert = cloud_floors.postgres_inserter(dsn)
-    rows: dict[str, list[dict[str, float]]] = {"api": [], "asgi": [], "threads": []}
+    rows: dict[str, list[dict[str, float]]] = {"base": [], "api": [], "asgi": [], "threads": []}
     try:
         for n in range(args.rounds):
+            if base is not None:
+                (base_proc, base_url) = base
+                rows["base"].append(
+                    wrk(base_url, "/v1/owners/claim", token, f"b{n}", base_proc.pid, args)
+                )
             (api_proc, api_url) = procs[0]
             rows["api"].append(wrk(api_url, "/v1/owners/claim", token, f"a{n}", api_proc.pid, args))
             if len(procs) > 1:
@@ -159,21 +174,23 @@ def claims(name: str, db: str, folder: Path, args: argparse.Namespace) -> dict[s
                 cloud_floors.thread_inserts(insert, args.clients, args.seconds, f"t{n}")
             )
     finally:
-        for proc, _url in procs:
+        for proc, _url in [*procs, *([base] if base else [])]:
             proc.terminate()
             proc.wait(10)
     storage = Storage(db, migrate=False)
     held = len(storage.list_owners(token))
     storage.close()
-    claimed = sum(int(r["requests"]) for r in rows["api"])
+    claimed = sum(int(r["requests"]) for r in rows["api"] + rows["base"])
     result: dict[str, Any] = {"database": name, "rounds": rows, "owner_rows": (held, claimed)}
-    for side in ("api", "asgi", "threads"):
+    for side in ("base", "api", "asgi", "threads"):
         if rows[side]:
             result[side] = {key: summary([r[key] for r in rows[side]]) for key in rows[side][0]}
     for side in ("asgi", "threads"):
-        if rows[side]:
-            ratios = [a["per_s"] / f["per_s"] for a, f in zip(rows["api"], rows[side], strict=True)]
-            result[f"ratio_{side}"] = summary(ratios)
+        for api in ("api", "base"):
+            if rows[side] and rows[api]:
+                pairs = zip(rows[api], rows[side], strict=True)
+                ratios = [a["per_s"] / f["per_s"] for a, f in pairs]
+                result[f"ratio_{side}" if api == "api" else f"ratio_base_{side}"] = summary(ratios)
     return result
 
 
@@ -281,6 +298,11 @@ def main() -> None:
     parser.add_argument(
         "--server-path", help="PYTHONPATH for the Bees server (e.g. an older checkout)"
     )
+    parser.add_argument(
+        "--base-path",
+        help="also load a second server from this PYTHONPATH (e.g. an older checkout's"
+        " `git archive`) in the same rounds, before the first: before and after in one run",
+    )
     args = parser.parse_args()
     results = []
     if not args.skip_sqlite:
@@ -306,7 +328,12 @@ def main() -> None:
         f"{args.clients} connections, {args.rounds} interleaved rounds of {args.seconds} s;"
         f" median (min–max); cores: {os.cpu_count()}"
     )
-    names = {"api": "API claims", "asgi": "(a) bare ASGI", "threads": "bare inserts"}
+    names = {
+        "base": "API, base",
+        "api": "API claims",
+        "asgi": "(a) bare ASGI",
+        "threads": "bare inserts",
+    }
     for r in results:
         for side, label in names.items():
             if side not in r:
@@ -320,6 +347,9 @@ def main() -> None:
         held, claimed = r["owner_rows"]
         print(f"{'':<10} owner rows made by the API claims: {held} of {claimed} (distinct ids)")
         for side in ("asgi", "threads"):
+            if f"ratio_base_{side}" in r:
+                ratio = show(r[f"ratio_base_{side}"], 2)
+                print(f"{'':<10} ratio API, base / {names[side]}: {ratio}")
             if f"ratio_{side}" in r:
                 print(f"{'':<10} ratio API / {names[side]}: {show(r[f'ratio_{side}'], 2)}")
         for size in ("10", "100000"):

@@ -9,7 +9,9 @@ the server's table:
   writer at a time, as the server's write lock; ``psycopg``, one connection per thread);
 * :func:`asgi_app`: a bare ASGI app (no framework) doing the same insert per request on the
   server's pragmas, its database call in a worker thread as the server does; run with
-  ``python benchmarks/cloud_floors.py serve FILE`` (uvicorn, default protocol and loop).
+  ``python benchmarks/cloud_floors.py serve FILE`` (uvicorn, default protocol and loop);
+* :func:`asgi_postgres_app`: the same on PostgreSQL (``serve postgresql://…``), its insert
+  on an async psycopg connection on the event loop, as the server's claims on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -148,6 +150,51 @@ def asgi_app(path: str) -> Any:
     return app
 
 
+def asgi_postgres_app(dsn: str, connections: int = 16) -> Any:
+    """Return the bare ASGI floor app over PostgreSQL ``dsn``: per request, the same
+    autocommit insert on one of ``connections`` async psycopg connections (no pool library,
+    no framework, no thread), on the event loop as the server's claims are."""
+    import asyncio
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(SHAPE.format(id="BIGSERIAL"))
+        conn.execute(HELD)
+    sql = INSERT.format(p="%s")
+    idle: asyncio.Queue[Any] = asyncio.Queue()
+    answer = json.dumps({"status": "owner"}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                kind = message["type"].rsplit(".", 1)[-1]
+                if kind == "startup":
+                    for _ in range(connections):
+                        idle.put_nowait(await psycopg.AsyncConnection.connect(dsn, autocommit=True))
+                await send({"type": f"lifespan.{kind}.complete"})
+                if kind == "shutdown":
+                    return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        claim = json.loads(body)
+        conn = await idle.get()
+        try:
+            row = (7, claim["item_id"], claim["machine_id"], "c", time.time_ns() // 1000)
+            await conn.execute(sql, row, prepare=True)
+        finally:
+            idle.put_nowait(conn)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    return app
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
     import socket
 
@@ -158,6 +205,6 @@ if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
-    uvicorn.Server(
-        uvicorn.Config(asgi_app(sys.argv[2]), log_level="warning", access_log=False)
-    ).run(sockets=[sock])
+    target = sys.argv[2]
+    floor = asgi_postgres_app(target) if target.startswith("postgresql") else asgi_app(target)
+    uvicorn.Server(uvicorn.Config(floor, log_level="warning", access_log=False)).run(sockets=[sock])

@@ -201,6 +201,8 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         yield
+        if storage.async_claims is not None:
+            await storage.async_claims.close()
 
     app = FastAPI(
         lifespan=lifespan,

@@ -13,7 +13,7 @@ also keeps documenting both routes in its OpenAPI.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -27,15 +27,19 @@ from bees_cli.cloud.server.storage import Storage
 
 JSON_TYPES = frozenset({b"application/json", b"application/json; charset=utf-8"})
 """Content types taken here; FastAPI decides about any other."""
+JSON_HEADER = (b"content-type", b"application/json")
+"""The content type of every answer (Starlette's for ``media_type="application/json"``)."""
 
 
 class ClaimRoute(BaseModel):
-    """One claim route: its body model, its storage call, and whether the answer leaves
-    out the optional fields it did not set (see ``app._json``)."""
+    """One claim route: its body model, its storage call, whether the answer leaves out
+    the optional fields it did not set (see ``app._json``), and the storage's call on the
+    event loop, if any (None from it: take the thread path)."""
 
     model: type[BaseModel]
     call: Callable[[str, Any], BaseModel]
     only_set: bool
+    on_loop: Callable[[str, Any], Awaitable[BaseModel | None]] | None = None
 
 
 def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -64,7 +68,10 @@ class ClaimRoutes:
         self.handlers: dict[Any, Any] = app.exception_handlers
         self.routes = {
             "/v1/owners/claim": ClaimRoute(
-                model=wire.OwnerClaim, call=storage.claim_owner, only_set=False
+                model=wire.OwnerClaim,
+                call=storage.claim_owner,
+                only_set=False,
+                on_loop=storage.async_claims.claim if storage.async_claims else None,
             ),
             "/v1/keys/claim": ClaimRoute(
                 model=wire.KeyClaim, call=storage.claim_key, only_set=True
@@ -101,13 +108,18 @@ class ClaimRoutes:
             await self.app(scope, _replay(body, receive), send)
             return
         try:
-            answer = await anyio.to_thread.run_sync(route.call, token, claim)
+            answer = None if route.on_loop is None else await route.on_loop(token, claim)
+            if answer is None:
+                answer = await anyio.to_thread.run_sync(route.call, token, claim)
         except Exception as error:
             response = await self._refusal(scope, error)
-        else:
-            content = answer.model_dump_json(exclude_unset=route.only_set)
-            response = Response(content=content, media_type="application/json")
-        await response(scope, receive, send)
+            await response(scope, receive, send)
+            return
+        # The answer Response(content, media_type="application/json") sends, without it.
+        content = answer.model_dump_json(exclude_unset=route.only_set).encode()
+        headers = [(b"content-length", b"%d" % len(content)), JSON_HEADER]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
 
     async def _refusal(self, scope: Any, error: Exception) -> Response:
         """The app's answer to ``error``: its handler for the nearest class of the error."""

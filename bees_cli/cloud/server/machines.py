@@ -99,3 +99,9 @@ class Machines:
             (who.team_id, machine_id), lambda: conn.execute(MACHINE_PERSON, params).scalar()
         )
         return None if person_id is None else bool(person_id == who.person_id)
+
+    def kept(self, who: Principal, machine_id: str) -> bool | None:
+        """Return whether ``machine_id`` belongs to ``who`` when this process read its binding
+        within the last :data:`AUTH_CACHE_SECONDS`, else None (nothing is read or bound)."""
+        person_id = self._kept.peek((who.team_id, machine_id))
+        return None if person_id is None else bool(person_id == who.person_id)

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
-from bees_cli.cloud.server.people import People, Who
+from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import owners, people
 from bees_cli.utc import format_utc, from_us
@@ -97,6 +97,22 @@ def owner_of(row: Any, email: str | None = None) -> wire.Owner:
     )
 
 
+def claim_answer(who: Principal, claim: wire.OwnerClaim, won: Any, latest: Any) -> wire.OwnerAnswer:
+    """Return the answer to ``claim``: ``owner`` with the row it inserted (``won``), else
+    ``owner`` or ``taken`` with the unreleased ``latest`` row of the item.
+
+    Raises:
+        Conflict: ``busy`` when neither row is there (the item changed hands
+            :data:`CLAIM_LOOKS` times during the claim).
+    """
+    if won is not None:
+        return wire.OwnerAnswer(status="owner", owner=owner_of(won, who.email))
+    if latest is None:
+        raise Conflict("busy", "the item changed hands too often; try again")
+    mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
+    return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
+
+
 class Owners:
     """The owners of one database (DESIGN.md "Owners").
 
@@ -157,12 +173,7 @@ class Owners:
                     break
                 latest = None  # held and released again meanwhile: look once more
         # The answer is built after the commit (the write lock is free again).
-        if won is not None:
-            return wire.OwnerAnswer(status="owner", owner=owner_of(won, who.email))
-        if latest is None:
-            raise Conflict("busy", "the item changed hands too often; try again")
-        mine = latest.machine_id == claim.machine_id and latest.person_id == who.person_id
-        return wire.OwnerAnswer(status="owner" if mine else "taken", owner=owner_of(latest))
+        return claim_answer(who, claim, won, latest)
 
     def get(self, who: Who, item_id: str) -> wire.Owner:
         """Return the latest owner row of ``item_id`` in the asker's team.

@@ -93,6 +93,14 @@ class Kept(Generic[K, V]):
                 self._values[key] = (now + self.seconds, value)
         return value
 
+    def peek(self, key: K) -> V | None:
+        """Return the value kept for ``key`` if it is still within its bound, else None
+        (nothing is read)."""
+        kept = self._values.get(key)
+        if kept is not None and self.monotonic() < kept[0]:
+            return kept[1]
+        return None
+
     def clear(self) -> None:
         """Forget every value."""
         with self._lock:
@@ -240,6 +248,11 @@ class People:
                 hint="ask your team admin for a new token (`bees cloud person add`)",
             )
         return found
+
+    def kept(self, token: str) -> Principal | None:
+        """Return the person of ``token`` when this process found it within the last
+        :data:`AUTH_CACHE_SECONDS`, else None (unknown here: ask :meth:`principal`)."""
+        return self._kept.peek(_hash_secret(token))
 
     def me(self, who: Who) -> wire.Me:
         """Return who ``who`` is, the team, and the server clock (UTC).

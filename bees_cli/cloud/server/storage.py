@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Clock, Database, default_sqlite_url
@@ -35,6 +36,9 @@ from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.records import Records
 from bees_cli.cloud.server.tables import metadata
 from bees_cli.utc import utc_now
+
+if TYPE_CHECKING:
+    from bees_cli.cloud.server.async_claims import AsyncClaims
 
 __all__ = ["Principal", "Storage", "default_sqlite_url", "metadata"]
 
@@ -82,6 +86,12 @@ class Storage:
         self.keys = Keys(self.db, self.people, self.machines)
         self.owners = Owners(self.db, self.people, self.machines)
         self.records = Records(self.db, self.people, self.machines)
+        self.async_claims: AsyncClaims | None = None
+        """Owner claims on the event loop (PostgreSQL only; :mod:`.async_claims`)."""
+        if self.dialect == "postgresql":
+            from bees_cli.cloud.server.async_claims import AsyncClaims
+
+            self.async_claims = AsyncClaims(self.owners)
 
     def close(self) -> None:
         """Close every pooled connection."""
