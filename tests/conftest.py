@@ -18,6 +18,14 @@ INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs")
 so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud)."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Drop ``COLUMNS`` and ``LINES`` from this process's environment: pytest-xdist sets them
+    (80 and 24) in its workers, and a ``bees`` table piped to a test is cut to ``COLUMNS``
+    (:func:`bees_cli.cli.table.table_width`); a test that wants a width sets it itself."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test under an integration folder ``integration`` (see INTEGRATION_FOLDERS)."""
     tests = Path(__file__).resolve().parent

@@ -117,6 +117,13 @@ def record(bees_home: Path) -> LocalRecord:
     return open_record()
 
 
+def status_on(home: Path, item_id: str) -> str:
+    """Return the item's status on computer ``home`` as ``bees status --json`` prints it
+    (``"waiting for approval"``), read from its local record in this process: a test that
+    waits on ``bees run`` looks often, and a ``bees`` subprocess per look would take a core."""
+    return str(LocalRecord(home / "data" / "record.db").item(item_id).status)
+
+
 async def until(record: LocalRecord, item_id: str, check: Callable[[ItemRow], bool],
                 timeout: float = 30.0) -> ItemRow:
     """Wait until the item's record row satisfies ``check``; return it (fails after ``timeout``)."""

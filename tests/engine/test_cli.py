@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.engine.server import pid_alive
 from tests.conftest import EXAMPLE, BeesRunner, run_lines
-from tests.engine.conftest import DRAFT_REVIEW_DONE, Space
+from tests.engine.conftest import DRAFT_REVIEW_DONE, Space, status_on
 
 WORK_REVIEW = DRAFT_REVIEW_DONE
 
@@ -193,8 +193,7 @@ def test_kill_9_after_a_gated_send_does_not_send_twice(
     first = start_bees(bees_home, "run")
     server_pid = None
     try:
-        wait_for(lambda: json.loads(bees("status", "--json").stdout)["items"][0]["status"]
-                 == "waiting for approval")
+        wait_for(lambda: status_on(bees_home, item_id) == "waiting for approval")
         server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
         approved = bees("approve", item_id, "--action", "1")
         assert approved.returncode == 0, approved.stderr

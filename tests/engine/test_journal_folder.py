@@ -21,7 +21,7 @@ from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.usecases.items import create_item
 from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner, run_lines
-from tests.engine.conftest import Space
+from tests.engine.conftest import Space, status_on
 from tests.engine.test_actions import addon_lines, ops_addon
 from tests.engine.test_cli import start_bees, wait_for
 from tests.engine.test_rules import HERE, SEND, action_agent, here
@@ -139,7 +139,7 @@ def test_an_intent_without_a_result_in_the_run_folder_is_held_after_record_db_is
 
     run = start_bees(bees_home, "run")
     try:
-        wait_for(lambda: rows(bees)[0]["status"] == "waiting for approval", timeout=120)
+        wait_for(lambda: status_on(bees_home, item_id) == "waiting for approval", timeout=120)
         (asked,) = json.loads(bees("approvals", "--json").stdout)["approvals"]
         assert asked["interrupted_at"] == "2026-12-01T08:00:00Z"  # --json: whole seconds
     finally:

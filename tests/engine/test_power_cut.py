@@ -19,7 +19,7 @@ from bees_cli.engine.server import pid_alive
 from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner
-from tests.engine.conftest import Space
+from tests.engine.conftest import Space, status_on
 from tests.engine.test_cli import engine_json, start_bees, wait_for
 from tests.engine.test_rules import HERE, SEND, action_agent
 
@@ -70,7 +70,7 @@ class Cut:
         wait_for(lambda: self.status() == "waiting for approval", timeout=180)
 
     def status(self) -> str:
-        return str(json.loads(self.bees("status", "--json").stdout)["items"][0]["status"])
+        return status_on(self.home, self.item_id)
 
     def intent_at(self) -> str:
         db = sqlite3.connect(self.home / "data" / "record.db")
