@@ -115,7 +115,8 @@ def weekly_report(root: Path, gates: Path, *, shared: bool = False) -> Path:
     (root / "outbox").mkdir(exist_ok=True)
     for agent in (root / "agents").glob("*.yaml"):
         text = agent.read_text(encoding="utf-8")
-        text = text.replace('command: ["${BEES_PYTHON}", ', f'command: ["${{BEES_PYTHON}}", "{GATE}", ')
+        text = text.replace('command: ["${BEES_PYTHON}", ',
+                            f'command: ["${{BEES_PYTHON}}", "{GATE}", ')
         agent.write_text(text + f'  env:\n    BEES_GATE: "{gates}"\n', encoding="utf-8")
     if shared:
         with open(root / "bees.yaml", "a", encoding="utf-8") as handle:
