@@ -17,12 +17,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import httpx
 import pytest
@@ -56,7 +57,8 @@ WIDE = {"width": 1100, "height": 720}
 """The desktop window the tests (and the screenshots) use."""
 
 LIVE = 20_000
-"""Milliseconds a live page gets to show a change (polling every second, a stage's start)."""
+"""Milliseconds a live page gets to show a change (polling every second, a stage's start),
+and an action to find its element."""
 
 
 def write_screenshots() -> bool:
@@ -71,8 +73,9 @@ async def browser() -> AsyncIterator[Browser]:
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.async_api import async_playwright
+    from playwright.async_api import async_playwright, expect
 
+    expect.set_options(timeout=LIVE)
     async with async_playwright() as driver:
         chromium = await driver.chromium.launch(executable_path=str(CHROMIUM),
                                                 args=CHROMIUM_ARGS, headless=True)
@@ -222,6 +225,9 @@ class Machine:
             process.kill()
             process.wait(5)
             pytest.fail(f"bees app printed no URL: {(self.home / 'app.log').read_text()}")
+        # the rest of stdout goes to stdout.log, so a full pipe never blocks the app
+        threading.Thread(target=_drain, args=(process.stdout, self.home / "stdout.log"),
+                         daemon=True).start()
         first = json.loads(line)
         match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?secret=[^&\s]+", first["url"])
         assert match and int(match.group(1)) == first["port"] and first["version"] == 1, line
@@ -257,6 +263,13 @@ def machines() -> Iterator[Callable[..., Machine]]:
     yield make
     codes = {port: code for machine in made for port, code in machine.stop().items()}
     assert set(codes.values()) <= {0}, f"bees app exit codes by port: {codes}"
+
+
+def _drain(stream: IO[str], path: Path) -> None:
+    """Copy what is left of ``stream`` into the file ``path`` until it closes."""
+    with open(path, "a", encoding="utf-8") as out:
+        for line in stream:
+            out.write(line)
 
 
 async def wait_for(check: Callable[[], object], what: str, timeout: float = 60) -> None:
