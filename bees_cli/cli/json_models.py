@@ -539,6 +539,14 @@ class CloudStatusOut(Out):
     error: ErrorBody | None
 
 
+class AppOut(Out):
+    """``bees app``: its first line, the URL that lets a browser in (it holds the session's
+    secret) and the port it listens on (127.0.0.1)."""
+
+    url: str
+    port: int
+
+
 class PersonAddOut(Out):
     """``bees cloud person add``: the new bearer token (shown this once only), and the server
     URL or the database URL it was added on (the other is None)."""

@@ -46,6 +46,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "delegate.json": m.DelegateOut,
     "cloud-team-add.json": m.TeamAddOut,
     "cloud-person-revoke.json": m.PersonRevokeOut,
+    "app.json": m.AppOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -78,6 +79,7 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "delegate": ("delegate.json",),
     "cloud team add": ("cloud-team-add.json",),
     "cloud person revoke": ("cloud-person-revoke.json",),
+    "app": ("app.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``."""

@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "handover",
     "model",
     "completion",
+    "app",
 ]
 
 

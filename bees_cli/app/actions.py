@@ -1,0 +1,135 @@
+"""The Bees app's actions: ``POST /items/ITEM_ID/<verb>``, each the same use case as its CLI
+command (issue 17, point 3), answered by 303 back to the item page with a note.
+
+approve → ``bees approve``, deny → ``bees deny --reason``, retry → ``bees retry``, accept →
+``bees item accept``, cancel → ``bees item cancel``, relinquish → ``bees relinquish``,
+continue → ``bees continue``. A refusal (any :class:`~bees_cli.errors.BeesError`) is shown
+in the use case's words, with its hint and, for a checkpoint that failed verification, each
+file's problem.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from bees_cli.app.pages import item_id_of
+from bees_cli.app.render import AppState, state_of
+from bees_cli.app.security import checked_form
+from bees_cli.app.views import VERBS, Verb
+from bees_cli.errors import BeesError, UserError
+
+NOTES_KEPT = 200
+"""Notes kept for the pages POSTs redirect to (the oldest go first)."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """What a POST did, shown once on the item page it redirects to.
+
+    Attributes:
+        verb: the action.
+        ok: True: done (``[role="status"]``); False: refused (``[role="alert"]``).
+        message: the use case's words (or what was done).
+        hint: the refusal's hint, or None.
+        problems: a checkpoint's problems, one line each (``PATH: message``).
+    """
+
+    verb: Verb
+    ok: bool
+    message: str
+    hint: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def _request_id(form: FormData) -> int | None:
+    text = form.get("request")
+    if not isinstance(text, str) or not text:
+        return None
+    if not text.isdigit():
+        raise UserError(f"request {text}: not a request number")
+    return int(text)
+
+
+async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> str:
+    """Call ``verb``'s use case on ``item_id`` and return what was done, in words (as the
+    CLI says it).
+
+    Raises:
+        BeesError: the use case's refusal or failure (shown in words on the item page).
+    """
+    bees = app.bees
+    if verb in ("approve", "deny"):
+        reason: str | None = None
+        if verb == "deny":
+            reason = str(form.get("reason") or "").strip()
+            if not reason:
+                raise UserError("a denial needs a reason: the agent is told",
+                                hint="write why in the reason box, then press Deny")
+        done = await bees.decide(item_id, approve=verb == "approve",
+                                 request_id=_request_id(form), reason=reason)
+        word = "approved" if verb == "approve" else "denied"
+        if done.queued:
+            return f"{word} by {done.who}; bees run delivers it when it starts"
+        ids = ", ".join(str(i) for i in done.decided or [])
+        return f"request {ids} {word} by {done.who}"
+    if verb == "retry":
+        person = await bees.retry(item_id)
+        return f"{person.stage} starts again (asked by {person.who})"
+    if verb == "accept":
+        person = await bees.accept(item_id)
+        return f"the work under review at {person.stage} is accepted (by {person.who})"
+    if verb == "cancel":
+        cancel = await bees.cancel(item_id)
+        if not cancel.requested:
+            return "cancelled"
+        return "cancel requested; cancelled" if cancel.cancelled else (
+            "cancel requested; still stopping")
+    if verb == "relinquish":
+        from bees_cli.handover.relinquish import main_restart
+
+        gone = await bees.relinquish(item_id)
+        where = "Bees Cloud told" if gone.released else "no Bees Cloud: digest kept here"
+        return (f"relinquished at {gone.stage or '-'}; free, restarts at "
+                f"{main_restart(gone.restart_stages)} ({where}); checkpoint "
+                f"{gone.checkpoint_sha256}")
+    came = await bees.continue_item(item_id, workspace_path=app.workspace)
+    state = "started" if came.started else "waiting for bees run"
+    return (f"claimed here; {came.stage} restarts from the top ({state}); run folder "
+            f"{came.run_folder}")
+
+
+def keep(app: AppState, note: Note) -> str:
+    """Keep ``note`` for the page the POST redirects to; return its token."""
+    token = secrets.token_urlsafe(12)
+    app.notes[token] = note
+    while len(app.notes) > NOTES_KEPT:
+        app.notes.pop(next(iter(app.notes)))
+    return token
+
+
+async def act(request: Request) -> Response:
+    """``POST /items/ITEM_ID/<verb>``: check the form's csrf, call the verb's use case, and
+    answer 303 to the item page with the note of what happened.
+
+    Raises:
+        HTTPException: 403 without the right csrf; 404 for an unknown verb or item id.
+    """
+    app = state_of(request)
+    verb = str(request.path_params["verb"])
+    form = await checked_form(request, app.guard)
+    if verb not in VERBS:
+        raise HTTPException(404, f"{verb}: not an action")
+    action: Verb = verb  # type: ignore[assignment]
+    item_id = item_id_of(request)
+    try:
+        note = Note(action, True, await perform(app, action, item_id, form))
+    except BeesError as error:
+        problems = [p.format() for p in getattr(error, "problems", None) or []]
+        note = Note(action, False, error.message, error.hint, problems)
+    return RedirectResponse(f"/items/{item_id}?note={keep(app, note)}", status_code=303)

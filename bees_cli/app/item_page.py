@@ -1,0 +1,164 @@
+"""The item page's view model: status, stage, where, the story, the held action, the buttons,
+the pieces as a tree, the logs and what each model stage used (issue 17, point 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bees_cli.app.views import Field_, HeldView, Verb, detail, held_view, offered
+from bees_cli.record.pieces import Piece
+from bees_cli.record.states import Status, status_text
+from bees_cli.record.views import ItemShow, ModelUsage
+from bees_cli.usecases.models import ItemDetails, TeamItemDetails
+from bees_cli.utc import display_utc, parse_utc
+
+OUTPUT_FILES = 20
+"""A waiting finish shows at most this many of the stage's output files..."""
+
+OUTPUT_BYTES = 64 * 1024
+"""...and of each at most this many bytes (the rest: ``bees item show``'s run folder)."""
+
+
+@dataclass(frozen=True)
+class StoryEvent:
+    """One ``<li data-event="KIND">`` of the story: when, and the fact as ``bees item show``
+    renders it."""
+
+    kind: str
+    at: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PieceNode:
+    """A piece with the pieces it handed out (``<ul>`` nested)."""
+
+    name: str
+    agent: str
+    why: str
+    status: str
+    usage: str
+    task: str
+    children: list[PieceNode] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PieceGroup:
+    """The pieces of one stage round."""
+
+    stage: str
+    round: int
+    pieces: list[PieceNode]
+
+
+@dataclass(frozen=True)
+class LogLink:
+    """One log or transcript file, shown at ``/items/ITEM_ID/logs/INDEX``."""
+
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class ItemPage:
+    """``/items/ITEM_ID``: everything the page and its live part show."""
+
+    item_id: str
+    title: str
+    process: str
+    stage: str
+    status: str
+    detail: str
+    """What the status text says beside the word (``exit 1``), or ``""``."""
+    agent: str
+    where: str
+    since: str
+    runs_elsewhere: str | None
+    """The computer that runs it when it is not this one (answer it there)."""
+    story: list[StoryEvent]
+    held: list[HeldView]
+    verbs: tuple[Verb, ...]
+    pieces: list[PieceGroup]
+    logs: list[LogLink]
+    models: list[ModelUsage]
+    run_folder: str | None
+
+
+def _tree(pieces: list[Piece]) -> list[PieceGroup]:
+    groups: list[PieceGroup] = []
+    for stage, round_ in dict.fromkeys((p.stage, p.round) for p in pieces):
+        mine = [p for p in pieces if (p.stage, p.round) == (stage, round_)]
+
+        def nodes(parent: str | None, mine: list[Piece] = mine) -> list[PieceNode]:
+            return [PieceNode(name=p.piece, agent=p.agent or p.named,
+                              why=p.pick_reason or "not picked yet",
+                              status=str(p.status) + (f": {p.reason}" if p.reason else ""),
+                              usage=p.usage(), task=p.task, children=nodes(p.piece))
+                    for p in mine if p.parent == parent]
+
+        groups.append(PieceGroup(stage=stage, round=round_, pieces=nodes(None)))
+    return groups
+
+
+def stage_output(summary: str) -> list[Field_]:
+    """Return a waiting finish's output files (name, text) from its summary
+    (``output DIR``): the first :data:`OUTPUT_FILES` files, each cut at
+    :data:`OUTPUT_BYTES`."""
+    if not summary.startswith("output "):
+        return []
+    folder = Path(summary.removeprefix("output "))
+    if not folder.is_dir():
+        return []
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+    shown: list[Field_] = []
+    for path in files[:OUTPUT_FILES]:
+        with path.open("rb") as handle:
+            data = handle.read(OUTPUT_BYTES + 1)
+        text = data[:OUTPUT_BYTES].decode("utf-8", errors="replace")
+        if len(data) > OUTPUT_BYTES:
+            text += "\n… (cut; the whole file is in the run folder)"
+        shown.append(Field_(str(path.relative_to(folder)), text))
+    return shown
+
+
+def _when(text: str) -> str:
+    try:
+        return display_utc(parse_utc(text))
+    except ValueError:
+        return text
+
+
+def item_page(details: ItemDetails | TeamItemDetails, *, here: str) -> ItemPage:
+    """Return the item page of ``bees item show``'s result (:meth:`Bees.item_details`).
+
+    Args:
+        details: this computer's item, or a team item another computer runs.
+        here: this computer's name.
+    """
+    if isinstance(details, TeamItemDetails):
+        status = details.status or "-"
+        runs_here = False
+        return ItemPage(
+            item_id=details.id, title=details.title or "-", process=details.process or "-",
+            stage=details.stage or "-", status=status, detail="",
+            agent=details.agent or "-", where=details.computer, since=details.since,
+            runs_elsewhere=details.computer, story=[], held=[],
+            verbs=offered(status, runs_here=runs_here, held=False), pieces=[], logs=[],
+            models=[], run_folder=None)
+    show = ItemShow.of(details.to_json())
+    row = show.item
+    story = [StoryEvent(kind=e.kind, at=_when(e.at), text=e.render()) for e in show.events()]
+    waiting = [r for r in show.approvals if r.get("status") == "waiting"]
+    held = [held_view(r, stage_output(str(r.get("summary") or ""))
+                      if r.get("action") is None else None) for r in waiting]
+    status = str(row.status)
+    return ItemPage(
+        item_id=row.item_id, title=row.title, process=row.process, stage=row.stage or "-",
+        status=status, detail=detail(status, status_text(row.status, row.reason)),
+        agent=row.agent or "-", where="-" if row.status == Status.FREE else here,
+        since=f"{_when(row.since)} ({details.since_human})", runs_elsewhere=None,
+        story=story, held=held, verbs=offered(status, runs_here=True, held=bool(held)),
+        pieces=_tree(list(show.pieces)),
+        logs=[LogLink(i, Path(p).name) for i, p in enumerate(show.logs)],
+        models=list(show.models), run_folder=row.run_folder)

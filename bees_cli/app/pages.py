@@ -1,0 +1,102 @@
+"""The Bees app's reading pages: an item (and its live part and logs), schedules, doctor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from bees_cli.app.item_page import item_page
+from bees_cli.app.render import error_page, live_part, page, part_response, state_of
+from bees_cli.errors import BeesError
+
+LOG_BYTES = 1024 * 1024
+"""A log page shows at most the last this many bytes of its file."""
+
+
+def item_id_of(request: Request) -> str:
+    """Return the path's item id once it is one (or a prefix of one).
+
+    Raises:
+        HTTPException: 404 when it is not an item id.
+    """
+    from bees_cli.ids import check_item_id
+
+    text = str(request.path_params["item_id"])
+    try:
+        return check_item_id(text, prefix=True)
+    except BeesError as error:
+        raise HTTPException(404, error.message) from None
+
+
+async def _item_context(request: Request) -> dict[str, Any]:
+    app = state_of(request)
+    details = await app.bees.item_details(item_id_of(request))
+    return {"item": item_page(details, here=app.bees.computer.computer)}
+
+
+async def item(request: Request) -> Response:
+    """``GET /items/ITEM_ID``: the item page (a POST's refusal or news from ``?note=``)."""
+    try:
+        context = await _item_context(request)
+    except BeesError as error:
+        return error_page(request, error)
+    note = state_of(request).notes.get(request.query_params.get("note", ""))
+    found = context["item"]
+    live = live_part(request, "_item_live.html", context,
+                     url=f"/items/{found.item_id}/live")
+    return page(request, "item.html", {**context, "live": live, "note": note})
+
+
+async def item_live(request: Request) -> Response:
+    """``GET /items/ITEM_ID/live``: the item page's live part (polled)."""
+    context = await _item_context(request)
+    return part_response(request, "_item_live.html", context,
+                         url=f"/items/{context['item'].item_id}/live")
+
+
+async def log(request: Request) -> Response:
+    """``GET /items/ITEM_ID/logs/INDEX``: one of the item's log or transcript files (as
+    ``bees item show`` lists them), as plain text; at most its last :data:`LOG_BYTES`."""
+    app = state_of(request)
+    try:
+        details = await app.bees.item_details(item_id_of(request))
+    except BeesError as error:
+        return error_page(request, error)
+    logs: list[str] = getattr(details, "logs", [])
+    index = int(request.path_params["index"])
+    if not 0 <= index < len(logs):
+        raise HTTPException(404, "no such log")
+    path = Path(logs[index])
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            handle.seek(max(0, size - LOG_BYTES))
+            data = handle.read()
+    except OSError as error:
+        raise HTTPException(404, f"{path.name}: {error.strerror or error}") from None
+    head = f"({path.name}: the last {LOG_BYTES:,} bytes)\n" if size > LOG_BYTES else ""
+    return PlainTextResponse(head + data.decode("utf-8", errors="replace"))
+
+
+async def schedules(request: Request) -> Response:
+    """``GET /schedules``: what ``bees schedules`` says."""
+    app = state_of(request)
+    try:
+        rows = await app.bees.schedules(app.workspace)
+    except BeesError as error:
+        return error_page(request, error)
+    return page(request, "schedules.html", {"schedules": rows})
+
+
+async def doctor(request: Request) -> Response:
+    """``GET /doctor``: what ``bees doctor`` says about this computer."""
+    app = state_of(request)
+    try:
+        report = await app.bees.doctor(app.workspace)
+    except BeesError as error:
+        return error_page(request, error)
+    return page(request, "doctor.html", {"report": report})

@@ -1,0 +1,119 @@
+"""The Bees app's rendering: its state, the templates, pages, live parts and error pages.
+
+Pages are server-rendered Jinja2 templates and read without JavaScript; the vendored htmx
+polls each page's live part every second (:data:`POLL`) and swaps it only when it changed
+(the server answers 204 when the part's version, a digest of its markup, is the one the page
+has).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import jinja2
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.templating import Jinja2Templates
+
+from bees_cli.app.security import CSRF_FIELD, Guard
+from bees_cli.errors import BeesError, NotFound, Refused, UserError
+from bees_cli.usecases.bees import Bees
+
+POLL = "every 1s"
+"""How often the pages' live parts ask for news (htmx ``hx-trigger``)."""
+
+
+
+@dataclass
+class AppState:
+    """What every handler reads: the application, the guard, the workspace, the templates,
+    and the notes (refusals, confirmations) kept for the page a POST redirects to."""
+
+    bees: Bees
+    guard: Guard
+    workspace: Path | None
+    templates: Jinja2Templates
+    notes: dict[str, Any]
+
+
+def state_of(request: Request) -> AppState:
+    """Return the :class:`AppState` of the app serving ``request``."""
+    return cast(AppState, request.app.state.bees_app)
+
+
+def templates() -> Jinja2Templates:
+    """Return the app's templates (``bees_cli/app/templates``, autoescaped)."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("bees_cli.app", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    return Jinja2Templates(env=env)
+
+
+def version_of(markup: str) -> str:
+    """Return the version of a live part: the first 16 hex digits of its markup's SHA-256."""
+    return hashlib.sha256(markup.encode()).hexdigest()[:16]
+
+
+def render_part(request: Request, name: str, context: dict[str, Any]) -> str:
+    """Return template ``name`` rendered with ``context`` (and the csrf token)."""
+    app = state_of(request)
+    return app.templates.env.get_template(name).render(
+        request=request, csrf=app.guard.csrf, csrf_field=CSRF_FIELD, **context)
+
+
+def _wrap(inner: str, *, url: str, element: str, element_id: str) -> Markup:
+    return Markup(
+        '<{el} id="{id}" hx-get="{url}" hx-trigger="{poll}" hx-swap="outerHTML" '
+        "hx-vals='{{\"v\": \"{v}\"}}'>{inner}</{el}>").format(
+            el=Markup(element), id=element_id, url=url, poll=POLL, v=version_of(inner),
+            inner=Markup(inner))
+
+
+def live_part(request: Request, name: str, context: dict[str, Any], *, url: str,
+              element: str = "div", element_id: str = "live") -> Markup:
+    """Return the live part ``name`` wrapped in the element htmx polls at ``url``.
+
+    The wrapper carries the part's version (``hx-vals``); polled with that version, the
+    server answers 204 and htmx leaves the part (and the focus in it) alone.
+    """
+    return _wrap(render_part(request, name, context), url=url, element=element,
+                 element_id=element_id)
+
+
+def part_response(request: Request, name: str, context: dict[str, Any], *, url: str,
+                  element: str = "div", element_id: str = "live") -> Response:
+    """Answer a poll: 204 when the part is the version the page has, else the new part."""
+    inner = render_part(request, name, context)
+    if request.query_params.get("v") == version_of(inner):
+        return Response(status_code=204)
+    return HTMLResponse(str(_wrap(inner, url=url, element=element, element_id=element_id)))
+
+
+def page(request: Request, name: str, context: dict[str, Any], *,
+         status_code: int = 200) -> Response:
+    """Render the whole page ``name``."""
+    app = state_of(request)
+    return app.templates.TemplateResponse(
+        request, name, {"csrf": app.guard.csrf, "csrf_field": CSRF_FIELD,
+                        "computer": app.bees.computer.computer, **context},
+        status_code=status_code)
+
+
+def status_of(error: BeesError) -> int:
+    """Return the HTTP status a page answers with when its use case raised ``error``."""
+    if isinstance(error, NotFound):
+        return 404
+    if isinstance(error, Refused):
+        return 409
+    if isinstance(error, UserError):
+        return 400
+    return 503
+
+
+def error_page(request: Request, error: BeesError) -> Response:
+    """Render a use case's error as the page, its message and hint in an alert."""
+    return page(request, "error.html", {"error": error}, status_code=status_of(error))

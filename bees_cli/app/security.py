@@ -1,0 +1,167 @@
+"""The Bees app's guard: the Host check (421), the secret that becomes a cookie (403), CSRF.
+
+Issue 17, point 1 (APP_CONTRACT.md, Security): the app listens on loopback only, yet another
+local user or a web page in the same browser must not act through it. So every request
+passes, in this order:
+
+1. ``Host`` is ``127.0.0.1:PORT`` or ``localhost:PORT`` (no DNS rebinding), else **421**;
+2. a valid ``bees_app_session`` cookie, or the right ``?secret=`` (which sets that cookie
+   and answers 303 to the same path without it), else **403**;
+3. each POST carries the form field ``csrf`` equal to the session's token, else **403**
+   (checked by :func:`checked_form`, the one way a handler reads a POST's form).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+COOKIE = "bees_app_session"
+"""The session cookie's name (HttpOnly, SameSite=Strict, Path=/)."""
+
+CSRF_FIELD = "csrf"
+"""The form field every POST carries (``<input type="hidden" name="csrf">``)."""
+
+SECRET_PARAM = "secret"
+"""The query parameter of the first URL (``/?secret=SECRET``)."""
+
+HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; "
+     b"form-action 'self'; base-uri 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"cache-control", b"no-store"),
+)
+"""Sent with every answer: no framing, no referrer (the first URL holds the secret), no
+caching, and only this origin's scripts and styles."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The secrets of one ``bees app`` process and the port it answers on.
+
+    Args:
+        port: the TCP port the app listens on (the ``Host`` it accepts names it).
+        secret: the secret of the first URL (random, 32 bytes, URL-safe).
+        session: the cookie's value once the secret was shown (random, another one).
+        csrf: the token every POST carries (random, a third one).
+    """
+
+    port: int
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+
+    def host_ok(self, host: str | None) -> bool:
+        """True when ``host`` (the ``Host`` header) names this app on loopback."""
+        return host in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
+
+    def secret_ok(self, given: str | None) -> bool:
+        """True when ``given`` is the first URL's secret (compared in constant time)."""
+        return given is not None and hmac.compare_digest(given.encode(), self.secret.encode())
+
+    def session_ok(self, given: str | None) -> bool:
+        """True when ``given`` is the session cookie's value (constant time)."""
+        return given is not None and hmac.compare_digest(given.encode(), self.session.encode())
+
+    def csrf_ok(self, given: str | None) -> bool:
+        """True when ``given`` is the session's CSRF token (constant time)."""
+        return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
+
+    def url(self) -> str:
+        """Return the first URL: ``http://127.0.0.1:PORT/?secret=SECRET``."""
+        return f"http://127.0.0.1:{self.port}/?{SECRET_PARAM}={self.secret}"
+
+
+class GuardMiddleware:
+    """ASGI middleware applying :class:`Guard`'s Host and secret/cookie rules to every
+    HTTP request before any route (static files included) sees it."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer 421 or 403 itself, 303 for the secret, else pass on with the headers."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        answer = self._answer(scope)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *HEADERS]
+            await send(message)
+
+        if answer is not None:
+            await answer(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def _answer(self, scope: Scope) -> Response | None:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self.guard.host_ok(headers.get("host")):
+            return PlainTextResponse("421 Misdirected Request: this app answers only to "
+                                     f"127.0.0.1:{self.guard.port}", status_code=421)
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                          keep_blank_values=True)
+        given = dict(query).get(SECRET_PARAM)
+        if given is not None and scope["method"] == "GET" and self.guard.secret_ok(given):
+            path = scope["path"]
+            rest = urlencode([(k, v) for k, v in query if k != SECRET_PARAM])
+            target = "/items" if path == "/" else path + (f"?{rest}" if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(COOKIE, self.guard.session, httponly=True, samesite="strict",
+                                path="/")
+            return response
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is no session
+            cookie = SimpleCookie()
+        morsel = cookie.get(COOKIE)
+        if not self.guard.session_ok(None if morsel is None else morsel.value):
+            return PlainTextResponse("403 Forbidden: open the URL bees app printed (it holds "
+                                     "the secret)", status_code=403)
+        return None
+
+
+FORM_BYTES = 256 * 1024
+"""The largest form a POST may carry (a denial's reason is its longest field)."""
+
+
+async def checked_form(request: Request, guard: Guard) -> FormData:
+    """Return the POST's form (``application/x-www-form-urlencoded``, as the app's forms
+    send it) once its ``csrf`` field is the session's token.
+
+    Why parsed here: Starlette's ``request.form()`` needs python-multipart, and the app's
+    forms are never multipart.
+
+    Raises:
+        HTTPException: 403 when the field is missing or wrong; 413 past :data:`FORM_BYTES`.
+    """
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > FORM_BYTES:
+            raise HTTPException(413, "413 Content Too Large: the form is too large")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    pairs: list[tuple[str, str | UploadFile]] = []
+    if kind == "application/x-www-form-urlencoded":
+        pairs += parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+    form = FormData(pairs)
+    token = form.get(CSRF_FIELD)
+    if not isinstance(token, str) or not guard.csrf_ok(token):
+        raise HTTPException(403, "403 Forbidden: the form's csrf token is missing or wrong "
+                            "(reload the page)")
+    return form

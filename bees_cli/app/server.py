@@ -1,0 +1,102 @@
+"""The Bees app: a Starlette application over one computer's :class:`Bees` (issue 17).
+
+:func:`create_app` builds it from explicit dependencies (no global state, STYLE habit 17):
+the :class:`~bees_cli.usecases.bees.Bees` object the CLI builds, the :class:`Guard` holding
+the secrets and the port, and the workspace ``bees app -w`` named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast, get_args
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from bees_cli.app import actions, pages
+from bees_cli.app.render import (
+    AppState,
+    error_page,
+    live_part,
+    page,
+    part_response,
+    state_of,
+    templates,
+)
+from bees_cli.app.security import Guard, GuardMiddleware
+from bees_cli.app.views import SHOWS, Show, item_list
+from bees_cli.errors import BeesError
+from bees_cli.usecases.bees import Bees
+
+# -- the item list -----------------------------------------------------------------------
+
+
+def _show(request: Request) -> Show:
+    show = request.query_params.get("show", "all")
+    if show not in get_args(Show):
+        raise HTTPException(400, f"show={show}: one of {', '.join(SHOWS)}")
+    return cast(Show, show)
+
+
+async def _items_context(request: Request) -> dict[str, Any]:
+    app = state_of(request)
+    show = _show(request)
+    view = await app.bees.status(mine=show == "mine")
+    return {"list": item_list(view, show, here=app.bees.computer.computer)}
+
+
+async def home(request: Request) -> Response:
+    """``GET /``: to the item list."""
+    return RedirectResponse("/items", status_code=303)
+
+
+async def items(request: Request) -> Response:
+    """``GET /items?show=all|mine|waiting|failed``: this computer's and the team's items."""
+    try:
+        context = await _items_context(request)
+    except BeesError as error:
+        return error_page(request, error)
+    show = context["list"].show
+    rows = live_part(request, "_rows.html", context, url=f"/items/rows?show={show}",
+                     element="tbody", element_id="rows")
+    return page(request, "items.html", {**context, "rows": rows, "shows": SHOWS})
+
+
+async def item_rows(request: Request) -> Response:
+    """``GET /items/rows``: the item list's rows (polled)."""
+    context = await _items_context(request)
+    show = context["list"].show
+    return part_response(request, "_rows.html", context, url=f"/items/rows?show={show}",
+                         element="tbody", element_id="rows")
+
+
+def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> Starlette:
+    """Return the Bees app over ``bees``, guarded by ``guard``.
+
+    Args:
+        bees: this computer's application (its record, cloud clients and engine).
+        guard: the secrets and the port (the ``Host`` the app answers to).
+        workspace: the workspace ``bees app -w`` named (``bees schedules``, ``bees doctor``
+            and ``bees continue`` use it), or None: theirs by default.
+    """
+    routes = [
+        Route("/", home),
+        Route("/items", items),
+        Route("/items/rows", item_rows),
+        Route("/items/{item_id}", pages.item),
+        Route("/items/{item_id}/live", pages.item_live),
+        Route("/items/{item_id}/logs/{index:int}", pages.log),
+        Route("/items/{item_id}/{verb}", actions.act, methods=["POST"]),
+        Route("/schedules", pages.schedules),
+        Route("/doctor", pages.doctor),
+        Mount("/static", StaticFiles(packages=[("bees_cli.app", "static")]), name="static"),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)])
+    app.state.bees_app = AppState(bees=bees, guard=guard, workspace=workspace,
+                                  templates=templates(), notes={})
+    return app

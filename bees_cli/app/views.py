@@ -1,0 +1,207 @@
+"""The Bees app's view models: typed, display-ready shapes of the use cases' results.
+
+Each builder is a pure function from a use case's result (:mod:`bees_cli.usecases.models`)
+to a frozen dataclass the templates read, so tests assert exact values without a browser.
+No rule lives here: what an item may do is the use cases' to refuse; these only choose which
+buttons are worth offering (issue 17, point 3).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bees_cli.record.states import Status
+from bees_cli.usecases.models import StatusView
+
+Show = Literal["all", "mine", "waiting", "failed"]
+"""The item list's filters: every item, this computer's, waiting for a person, failed."""
+
+SHOWS: tuple[Show, ...] = ("all", "mine", "waiting", "failed")
+
+Verb = Literal["approve", "deny", "retry", "accept", "cancel", "relinquish", "continue"]
+"""A person's action on an item page: each is ``POST /items/ITEM_ID/<verb>``."""
+
+VERBS: tuple[Verb, ...] = ("approve", "deny", "retry", "accept", "cancel", "relinquish",
+                           "continue")
+
+WAITING_FOR_ME = frozenset({Status.WAITING_FOR_APPROVAL, Status.WAITING_FOR_PERSON})
+"""Statuses in which an item waits for a person's answer (the ``waiting`` filter)."""
+
+FAILED = frozenset({Status.FAILED, Status.LOST})
+"""Statuses of an item that stopped on an error (the ``failed`` filter)."""
+
+OFFERED: dict[str, tuple[Verb, ...]] = {
+    Status.PENDING: ("cancel",),
+    Status.STARTING: ("cancel", "relinquish"),
+    Status.WAITING: ("cancel", "relinquish"),
+    Status.RUNNING: ("cancel", "relinquish"),
+    Status.WAITING_FOR_APPROVAL: ("approve", "deny", "cancel", "relinquish"),
+    Status.FAILED: ("retry", "cancel", "relinquish"),
+    Status.LOST: ("retry", "cancel"),
+    Status.WAITING_FOR_PERSON: ("retry", "accept", "cancel", "relinquish"),
+    Status.FREE: ("continue",),
+}
+"""The buttons an item of this computer offers, by status (done and cancelled: none)."""
+
+
+@dataclass(frozen=True)
+class ItemRowView:
+    """One row of ``/items``: ``<tr data-item-id>`` with its six cells."""
+
+    item_id: str
+    title: str
+    process: str
+    stage: str
+    status: str
+    """The status word (``running``, ``waiting for approval``...)."""
+    detail: str
+    """What ``bees status`` says beside the word (``exit 1``, ``mail.send``), or ``""``."""
+    agent: str
+    where: str
+    """The computer that runs it (``-`` when free: nobody runs it)."""
+    since: str
+    team: bool
+    """A team row from the shared record (another computer runs it)."""
+
+
+@dataclass(frozen=True)
+class ItemList:
+    """``/items``: the rows under the filter, and the warnings ``bees status`` gives."""
+
+    show: Show
+    rows: list[ItemRowView]
+    warnings: list[str]
+    more: int
+
+
+def _where(row: dict[str, Any], here: str) -> str:
+    if row.get("team"):
+        return str(row.get("computer") or "-")
+    return "-" if row.get("status") == Status.FREE else here
+
+
+def detail(status: str, text: str) -> str:
+    """Return what ``text`` (a status as :func:`~bees_cli.record.states.status_text` words
+    it) says beside the status word: ``failed: exit 1`` → ``exit 1``; ``""`` when nothing."""
+    if text == status:
+        return ""
+    return text.removeprefix(f"{status}: ")
+
+
+def item_list(view: StatusView, show: Show, *, here: str) -> ItemList:
+    """Return ``/items`` of ``bees status``'s result under filter ``show``.
+
+    Args:
+        view: the result of :meth:`~bees_cli.usecases.bees.Bees.status` (``mine`` already
+            applied by the caller for ``show="mine"``).
+        show: the filter.
+        here: this computer's name (the ``where`` of its own items).
+    """
+    rows: list[ItemRowView] = []
+    for row in view.rows:
+        status = str(row.get("status") or "")
+        if show == "waiting" and status not in WAITING_FOR_ME:
+            continue
+        if show == "failed" and status not in FAILED:
+            continue
+        text = str(row.get("status_text") or status)
+        held = view.held.get(str(row["id"]))
+        if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and held:
+            text = f"{status}: {held}"
+        rows.append(ItemRowView(
+            item_id=str(row["id"]), title=str(row.get("title") or "-"),
+            process=str(row.get("process") or "-"), stage=str(row.get("stage") or "-"),
+            status=status or "-", detail="" if row.get("team") else detail(status, text),
+            agent=str(row.get("agent") or "-"),
+            where=_where(row, here),
+            since=str(row.get("since_human") or row.get("since") or "-"),
+            team=bool(row.get("team"))))
+    warnings = view.warning.splitlines() if view.warning else []
+    return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)
+
+
+@dataclass(frozen=True)
+class Field_:
+    """One key/value of a held action's input (``<dt>``/``<dd>``)."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class HeldView:
+    """What waits for a person's approval: a held action with its input shown readably (a
+    mail's ``to``, ``subject``, ``body``), or the stage's finish with its output."""
+
+    request: int
+    stage: str
+    action: str | None
+    """``mail.send``; None for the stage's finish."""
+    summary: str
+    mail: dict[str, str] | None
+    """A mail's ``to``, ``subject`` and ``body`` (each as text), or None."""
+    fields: list[Field_] = field(default_factory=list)
+    """Any other action's input, key by key."""
+    raw: str = ""
+    """The input as given, when it is not a JSON object."""
+    interrupted_at: str | None = None
+    """An action that may already have run (interrupted at this time)."""
+    output: list[Field_] = field(default_factory=list)
+    """A waiting finish: the stage's output files (name, text)."""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+MAIL_KEYS = ("to", "subject", "body")
+
+
+def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> HeldView:
+    """Return the view of one waiting approval request (the engine's ``ApprovalRequest`` as
+    JSON, from ``bees item show``'s ``approvals``).
+
+    A JSON object input with ``to``, ``subject`` or ``body`` is a mail (the other keys are
+    listed after it); any other object is listed key by key; other input is shown as is.
+    """
+    raw = str(request.get("input") or "")
+    mail: dict[str, str] | None = None
+    fields: list[Field_] = []
+    shown = ""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        data, shown = None, raw
+    if isinstance(data, dict):
+        if any(key in data for key in MAIL_KEYS):
+            mail = {key: _text(data.get(key, "")) for key in MAIL_KEYS}
+        fields = [Field_(str(k), _text(v)) for k, v in data.items()
+                  if mail is None or k not in MAIL_KEYS]
+    elif data is not None:
+        shown = _text(data)
+    return HeldView(request=int(request["id"]), stage=str(request.get("stage") or "-"),
+                    action=request.get("action"), summary=str(request.get("summary") or ""),
+                    mail=mail, fields=fields, raw=shown,
+                    interrupted_at=request.get("interrupted_at"), output=output or [])
+
+
+def offered(status: str, *, runs_here: bool, held: bool) -> tuple[Verb, ...]:
+    """Return the buttons worth offering for an item in ``status``.
+
+    Args:
+        runs_here: this computer holds the item (a team item run elsewhere offers none but
+            ``continue`` when it is free).
+        held: an approval request waits (approve and deny need one).
+    """
+    if not runs_here:
+        return ("continue",) if status == Status.FREE else ()
+    verbs = OFFERED.get(status, ())
+    if not held:
+        verbs = tuple(v for v in verbs if v not in ("approve", "deny"))
+    return verbs

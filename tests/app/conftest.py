@@ -1,0 +1,66 @@
+"""Fixtures of the Bees app's tests: one computer's :class:`Bees`, the app over it, and a
+client that speaks to it as a browser on 127.0.0.1 would (Starlette's TestClient)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.exceptions import StarletteDeprecationWarning
+
+with warnings.catch_warnings():  # Starlette 1 asks for httpx2; httpx is what Bees has
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
+
+from bees_cli.app.security import Guard
+from bees_cli.app.server import create_app
+from bees_cli.machine.computer import Computer
+from bees_cli.usecases import Bees
+
+PORT = 8765
+"""The port the guard names (the TestClient never opens a socket)."""
+
+ORIGIN = f"http://127.0.0.1:{PORT}"
+
+
+@pytest.fixture
+def computer(bees_home: Path) -> Computer:
+    """This test's computer (a fresh ``BEES_HOME``)."""
+    return Computer.load(bees_home)
+
+
+@pytest.fixture
+def guard() -> Guard:
+    """The app's secrets, for port :data:`PORT`."""
+    return Guard(port=PORT)
+
+
+@pytest.fixture
+def bees(computer: Computer) -> Bees:
+    """The application over this test's computer (no engine: none runs)."""
+    return Bees(computer)
+
+
+@pytest.fixture
+def anonymous(bees: Bees, guard: Guard, tmp_path: Path) -> Iterator[TestClient]:
+    """A client that has not shown the secret (no cookie)."""
+    app = create_app(bees, guard, workspace=tmp_path / "ws")
+    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as client:
+        yield client
+
+
+@pytest.fixture
+def client(anonymous: TestClient, guard: Guard) -> TestClient:
+    """A client that opened the first URL: it holds the session cookie."""
+    assert anonymous.get(f"/?secret={guard.secret}").status_code == 303
+    return anonymous
+
+
+def version(html: str) -> str:
+    """Return the live part's version in ``html`` (its ``hx-vals``)."""
+    found = re.search(r"hx-vals='\{\"v\": \"([0-9a-f]{16})\"\}'", html)
+    assert found is not None, html
+    return found.group(1)

@@ -1,0 +1,70 @@
+"""``bees app`` as a process (APP_CONTRACT.md, The command): its first stdout line, the
+loopback socket, and exit 0 on SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import jsonschema
+import pytest
+
+from tests.conftest import REPO
+
+START = 30.0
+"""Seconds a loaded machine may take to start ``bees app`` and print its URL."""
+
+
+def start(bees_home: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "BEES_HOME": str(bees_home)}
+    return subprocess.Popen([sys.executable, "-m", "bees_cli", "app", "--no-open", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_json_line_then_serves_until_a_signal_and_exits_0(bees_home: Path,
+                                                          sig: signal.Signals) -> None:
+    app = start(bees_home, "--json")
+    try:
+        assert app.stdout is not None
+        line = app.stdout.readline()
+        doc = json.loads(line)
+        assert sorted(doc) == ["port", "url", "version"]
+        assert doc["version"] == 1
+        port = doc["port"]
+        assert doc["url"].startswith(f"http://127.0.0.1:{port}/?secret=")
+        assert line == json.dumps(doc) + "\n"
+        schema = json.loads((REPO / "schemas" / "output" / "app.json").read_text("utf-8"))
+        jsonschema.validate(doc, schema)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as web:
+            assert web.get("/items").status_code == 403
+            entered = web.get(doc["url"])
+            assert (entered.status_code, entered.headers["location"]) == (303, "/items")
+            assert web.get("/items").status_code == 200
+        app.send_signal(sig)
+        assert app.wait(timeout=START) == 0
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+
+
+def test_text_line_names_the_url(bees_home: Path) -> None:
+    app = start(bees_home, "--port", "0")
+    try:
+        assert app.stdout is not None
+        line = app.stdout.readline()
+        assert line.startswith("Bees app: http://127.0.0.1:")
+        assert "/?secret=" in line
+        app.send_signal(signal.SIGTERM)
+        assert app.wait(timeout=START) == 0
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()

@@ -1,0 +1,156 @@
+"""The app's pages rendered from the use cases' results (APP_CONTRACT.md, Pages and
+selectors): the item list and its live rows, an item page with its story and held action,
+a team item run elsewhere, schedules and doctor."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from bees_cli.machine.computer import Computer
+from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status
+from tests.app.conftest import version
+
+ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
+OTHER = "01JH3QX5Z8KZ2W4M6N8P0R2T4W"
+MAIL = {"to": "sam@example.com", "subject": "Weekly report", "body": "Hi Sam,\n\nAll <green>."}
+
+
+def add(record: LocalRecord, item_id: str, tmp_path: Path, *, status: Status,
+        stage: str = "Draft", reason: str | None = None, agent: str | None = None) -> None:
+    record.add_item(id=item_id, process="weekly-report", title=f"Week {item_id[-1]}",
+                    workspace=str(tmp_path / "ws"), run_folder=str(tmp_path / item_id),
+                    input="", stage=stage)
+    record.set_state(item_id, status=status, stage=stage, reason=reason, agent=agent)
+
+
+def cells(html: str, item_id: str) -> dict[str, str]:
+    row = re.search(rf'<tr data-item-id="{item_id}".*?</tr>', html, re.S)
+    assert row is not None, html
+    return dict(re.findall(r'<td data-field="(\w+)">(.*?)</td>', row.group(0), re.S))
+
+
+def test_the_list_has_one_row_per_item_with_the_contract_cells(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    add(record, OTHER, tmp_path, status=Status.FAILED, reason="exit 1")
+    html = client.get("/items").text
+    assert cells(html, ITEM) == {"process": "weekly-report", "stage": "Draft",
+                                 "status": "running", "agent": "writer",
+                                 "where": computer.computer, "since": "0s ago"}
+    assert cells(html, OTHER)["status"] == "failed"
+    assert f'<a href="/items/{ITEM}">Week V</a>' in html
+    assert "exit 1" in html
+
+
+def test_the_filters_keep_their_rows(client: TestClient, computer: Computer,
+                                     tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.WAITING_FOR_APPROVAL, reason="mail.send")
+    add(record, OTHER, tmp_path, status=Status.FAILED, reason="exit 1")
+    ids = {show: re.findall(r'data-item-id="(\w+)"', client.get(f"/items?show={show}").text)
+           for show in ("all", "mine", "waiting", "failed")}
+    assert ids == {"all": [ITEM, OTHER], "mine": [ITEM, OTHER], "waiting": [ITEM],
+                   "failed": [OTHER]}
+    assert client.get("/items?show=nope").status_code == 400
+
+
+def test_the_rows_poll_every_second_and_answer_204_while_unchanged(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    page = client.get("/items?show=all").text
+    assert ('<tbody id="rows" hx-get="/items/rows?show=all" hx-trigger="every 1s" '
+            'hx-swap="outerHTML"') in page
+    seen = version(page)
+    assert client.get(f"/items/rows?show=all&v={seen}").status_code == 204
+    record.set_state(ITEM, status=Status.WAITING_FOR_APPROVAL, stage="Send",
+                     reason="mail.send")
+    news = client.get(f"/items/rows?show=all&v={seen}")
+    assert news.status_code == 200
+    assert news.text.startswith('<tbody id="rows"')
+    assert cells(news.text, ITEM)["stage"] == "Send"
+    assert version(news.text) != seen
+
+
+def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.WAITING_FOR_APPROVAL, stage="Send",
+        reason="mail.send", agent="sender")
+    record.add_event(ITEM, key="p1", kind="pick", stage="Send", round=1,
+                     data={"pick": {"agent": "sender", "reason": "first eligible"}})
+    record.add_event(ITEM, key="a1", kind="approval_asked", stage="Send", round=1,
+                     data={"request": 1, "action": "mail.send", "summary": "to sam"})
+    record.put_approval(ITEM, {"id": 1, "item_id": ITEM, "stage": "Send", "round": 1,
+                               "action": "mail.send", "kind": "send", "summary": "to sam",
+                               "input": json.dumps(MAIL), "status": "waiting",
+                               "asked_at": "2026-12-01T10:00:00.000000Z"})
+    html = client.get(f"/items/{ITEM}").text
+    assert '<span data-testid="item-status" class="status-waiting-for-approval">waiting for ' \
+           'approval</span>' in html
+    assert '<dd data-testid="item-stage">Send</dd>' in html
+    assert f'<dd data-testid="item-where">{computer.computer}</dd>' in html
+    assert re.findall(r'<li data-event="(\w+)">', html) == ["created", "pick",
+                                                                 "approval_asked"]
+    assert "Send round 1: picked sender: first eligible" in html
+    assert '<dd data-field="to">sam@example.com</dd>' in html
+    assert '<dd data-field="subject">Weekly report</dd>' in html
+    assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
+    buttons = re.findall(r'<button type="submit" data-testid="(\w+)"', html)
+    assert buttons == ["approve", "deny", "relinquish", "cancel"]
+    assert html.count('<input type="hidden" name="csrf"') == 4
+    assert '<textarea id="deny-reason" name="reason"' in html
+    assert 'data-testid="runs-elsewhere"' not in html
+
+
+def test_the_item_page_part_polls_and_answers_204_while_unchanged(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    page = client.get(f"/items/{ITEM}").text
+    assert f'<div id="live" hx-get="/items/{ITEM}/live" hx-trigger="every 1s"' in page
+    seen = version(page)
+    assert client.get(f"/items/{ITEM}/live?v={seen}").status_code == 204
+    record.set_state(ITEM, status=Status.DONE, stage="done")
+    news = client.get(f"/items/{ITEM}/live?v={seen}").text
+    assert '<span data-testid="item-status" class="status-done">done</span>' in news
+    assert 'data-testid="actions"' not in news
+
+
+def test_buttons_follow_the_status(client: TestClient, computer: Computer,
+                                  tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.FAILED, reason="exit 1")
+    html = client.get(f"/items/{ITEM}").text
+    assert re.findall(r'data-testid="(\w+)">', html.split('data-testid="actions"')[1]) == [
+        "retry", "relinquish", "cancel"]
+    record.set_state(ITEM, status=Status.FREE, reason="restarts at Draft")
+    html = client.get(f"/items/{ITEM}").text
+    assert re.findall(r'<button type="submit" data-testid="(\w+)"', html) == ["continue"]
+    assert '<dd data-testid="item-where">-</dd>' in html
+
+
+def test_an_unknown_item_is_404_in_words(client: TestClient) -> None:
+    answer = client.get(f"/items/{ITEM}")
+    assert answer.status_code == 404
+    assert 'role="alert"' in answer.text
+    assert client.get("/items/not-an-id!").status_code == 404
+
+
+def test_doctor_and_schedules_say_what_the_commands_say(client: TestClient,
+                                                         tmp_path: Path) -> None:
+    doctor = client.get("/doctor")
+    assert doctor.status_code == 200
+    assert '<section data-testid="doctor" data-ok="false">' in doctor.text
+    assert '<li data-check="workspace" class="bad">' in doctor.text
+    schedules = client.get("/schedules")
+    assert schedules.status_code == 400  # no workspace at -w: the command's words
+    assert f"<p>{tmp_path / 'ws'}: no such folder</p>" in schedules.text
+    assert "hint: check the path, or create a workspace with `bees init DIR`" in (
+        schedules.text)

@@ -1,0 +1,95 @@
+"""The app's guard (issue 17, point 1; APP_CONTRACT.md, Security): 421 for a foreign Host,
+403 without the secret or its cookie, the secret sets the cookie, 403 without the csrf."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from bees_cli.app.security import COOKIE, Guard
+from tests.app.conftest import PORT
+
+ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
+
+
+@pytest.mark.parametrize("path", ["/", "/items", "/items/rows", f"/items/{ITEM}",
+                                  "/schedules", "/doctor", "/static/htmx.min.js"])
+def test_every_route_answers_403_without_the_secret_or_its_cookie(
+        anonymous: TestClient, path: str) -> None:
+    answer = anonymous.get(path)
+    assert answer.status_code == 403
+    assert answer.text == ("403 Forbidden: open the URL bees app printed (it holds the "
+                           "secret)")
+
+
+def test_a_wrong_secret_is_403_and_sets_no_cookie(anonymous: TestClient) -> None:
+    answer = anonymous.get("/?secret=not-it")
+    assert answer.status_code == 403
+    assert "set-cookie" not in answer.headers
+
+
+def test_the_secret_sets_the_session_cookie_and_redirects_to_the_items(
+        anonymous: TestClient, guard: Guard) -> None:
+    answer = anonymous.get(f"/?secret={guard.secret}")
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/items"
+    assert answer.headers["set-cookie"] == (
+        f"{COOKIE}={guard.session}; HttpOnly; Path=/; SameSite=strict")
+    assert anonymous.get("/items").status_code == 200
+
+
+def test_the_secret_on_another_page_keeps_that_page_and_its_query(
+        anonymous: TestClient, guard: Guard) -> None:
+    answer = anonymous.get(f"/items?show=failed&secret={guard.secret}")
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/items?show=failed"
+
+
+def test_a_forged_cookie_is_403(anonymous: TestClient) -> None:
+    anonymous.cookies.set(COOKIE, "forged")
+    assert anonymous.get("/items").status_code == 403
+
+
+@pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1",
+                                  f"127.0.0.1:{PORT + 1}", f"[::1]:{PORT}",
+                                  f"localhost.evil.example:{PORT}"])
+def test_a_foreign_host_is_421_before_the_secret_is_looked_at(
+        anonymous: TestClient, guard: Guard, host: str) -> None:
+    answer = anonymous.get(f"/?secret={guard.secret}", headers={"host": host})
+    assert answer.status_code == 421
+    assert "set-cookie" not in answer.headers
+
+
+def test_a_foreign_host_is_421_even_with_the_cookie(client: TestClient) -> None:
+    assert client.get("/items", headers={"host": f"localhost:{PORT}"}).status_code == 200
+    assert client.get("/items", headers={"host": "attacker.test"}).status_code == 421
+
+
+def test_a_post_without_or_with_a_wrong_csrf_is_403(client: TestClient, guard: Guard) -> None:
+    for form in ({}, {"csrf": ""}, {"csrf": "wrong"}, {"csrf": guard.session}):
+        answer = client.post(f"/items/{ITEM}/retry", data=form)
+        assert answer.status_code == 403, form
+    answer = client.post(f"/items/{ITEM}/retry", data={"csrf": guard.csrf})
+    assert answer.status_code == 303
+
+
+def test_a_post_without_the_cookie_is_403_even_with_the_csrf(
+        anonymous: TestClient, guard: Guard) -> None:
+    assert anonymous.post(f"/items/{ITEM}/retry", data={"csrf": guard.csrf}).status_code == 403
+
+
+def test_a_get_never_acts(client: TestClient) -> None:
+    assert client.get(f"/items/{ITEM}/retry").status_code == 405
+
+
+def test_every_answer_forbids_framing_and_referrers(client: TestClient) -> None:
+    headers = client.get("/items").headers
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+
+
+def test_each_process_has_its_own_secrets() -> None:
+    one, two = Guard(port=1), Guard(port=1)
+    assert len({one.secret, one.session, one.csrf, two.secret, two.session, two.csrf}) == 6
+    assert one.url() == f"http://127.0.0.1:1/?secret={one.secret}"
