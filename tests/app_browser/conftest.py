@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -280,9 +280,10 @@ async def wait_for(check: Callable[[], object], what: str, timeout: float = 60) 
         await asyncio.sleep(0.1)
 
 
-def signed_in(app: App) -> httpx.Client:
+@contextmanager
+def signed_in(app: App) -> Iterator[httpx.Client]:
     """An httpx client that opened the app's first URL (so it holds the session cookie)."""
-    client = httpx.Client(base_url=app.base, follow_redirects=False, timeout=10)
-    first = client.get(app.url.removeprefix(app.base))
-    assert (first.status_code, first.headers.get("location")) == (303, "/items"), first.text
-    return client
+    with httpx.Client(base_url=app.base, follow_redirects=False, timeout=10) as client:
+        first = client.get(app.url.removeprefix(app.base))
+        assert (first.status_code, first.headers.get("location")) == (303, "/items"), first.text
+        yield client
