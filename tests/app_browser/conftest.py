@@ -144,6 +144,11 @@ class App:
         """``http://127.0.0.1:PORT``."""
         return f"http://127.0.0.1:{self.port}"
 
+    def item_page(self, item: str) -> re.Pattern[str]:
+        """The URL of ``item``'s page, as the app links it or answers a POST with (303 back,
+        perhaps with a ``?note=`` naming what the action did)."""
+        return re.compile("^" + re.escape(f"{self.base}/items/{item}") + r"(\?note=[\w-]+)?$")
+
     def stop(self) -> int:
         """Stop the app with SIGTERM; return its exit code."""
         if self.process.poll() is None:

@@ -110,7 +110,7 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
         await expect(state).to_have_text("running")
         await expect(page.locator('button[data-testid="continue"]')).to_have_count(0)
         await page.locator('button[data-testid="relinquish"]').click()
-        await expect(page).to_have_url(f"{pair.laptop_app.base}/items/{item}")
+        await expect(page).to_have_url(pair.laptop_app.item_page(item))
         await expect(state).to_have_text("free")
         await expect(page.locator('button[data-testid="relinquish"]')).to_have_count(0)
         await expect(page.locator('[data-testid="story"] li[data-event="relinquished"]')
@@ -121,7 +121,7 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
     async with open_page(browser, pair.desktop_app.url) as page:
         await page.goto(f"{pair.desktop_app.base}/items/{item}")
         await page.locator('button[data-testid="continue"]').click()
-        await expect(page).to_have_url(f"{pair.desktop_app.base}/items/{item}")
+        await expect(page).to_have_url(pair.desktop_app.item_page(item))
         await expect(page.locator('[role="alert"]')).to_have_count(0)
         state = page.locator('[data-testid="item-status"]')
         await expect(state).to_have_text("running")

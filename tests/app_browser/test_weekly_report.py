@@ -105,7 +105,7 @@ async def test_the_report_moves_to_send_on_screen_and_the_keyboard_approves_the_
         await page.set_viewport_size(WIDE)
 
         await row.locator(f'a[href="/items/{item}"]').first.click()
-        await expect(page).to_have_url(f"{laptop.app.base}/items/{item}")
+        await expect(page).to_have_url(laptop.app.item_page(item))
         approval = page.locator('[data-testid="approval"]')
         await expect(approval.locator('[data-field="to"]')).to_have_text("team@example.com")
         await expect(approval.locator('[data-field="subject"]')).to_have_text("Week 48 report")
@@ -121,7 +121,7 @@ async def test_the_report_moves_to_send_on_screen_and_the_keyboard_approves_the_
         await tab_to(page, "approve")
         assert await page.evaluate("document.activeElement.matches(':focus-visible')") is True
         await page.keyboard.press("Enter")
-        await expect(page).to_have_url(f"{laptop.app.base}/items/{item}")
+        await expect(page).to_have_url(laptop.app.item_page(item))
         await expect(page.locator('[data-testid="item-status"]')).to_have_text("done")
         await expect(page.locator('[data-testid="item-stage"]')).to_have_text("Done")
         await expect(page.locator('button[data-testid="approve"]')).to_have_count(0)
@@ -146,7 +146,7 @@ async def test_deny_with_a_reason_shows_the_reason_in_the_story(
         await row.locator(f'a[href="/items/{item}"]').first.click()
         await page.locator('textarea[name="reason"]').fill(reason)
         await page.locator('button[data-testid="deny"]').click()
-        await expect(page).to_have_url(f"{laptop.app.base}/items/{item}")
+        await expect(page).to_have_url(laptop.app.item_page(item))
         story = page.locator('[data-testid="story"]')
         denied = story.locator('li[data-event="denied"]')
         await expect(denied).to_contain_text(f"denied by {MAYA}")
