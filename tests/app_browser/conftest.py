@@ -56,7 +56,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 WIDE = {"width": 1100, "height": 720}
 """The desktop window the tests (and the screenshots) use."""
 
-LIVE = 20_000
+LIVE = 30_000
 """Milliseconds a live page gets to show a change (polling every second, a stage's start),
 and an action to find its element."""
 
@@ -224,7 +224,7 @@ class Machine:
             text=True)
         log.close()
         assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 30)
+        ready, _, _ = select.select([process.stdout], [], [], 60)
         line = process.stdout.readline() if ready else ""
         if not line:
             process.kill()
