@@ -63,7 +63,7 @@ async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> st
     Raises:
         BeesError: the use case's refusal or failure (shown in words on the item page).
     """
-    bees = app.bees
+    bees = app.acting()
     if verb in ("approve", "deny"):
         reason: str | None = None
         if verb == "deny":
@@ -71,8 +71,10 @@ async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> st
             if not reason:
                 raise UserError("a denial needs a reason: the agent is told",
                                 hint="write why in the reason box, then press Deny")
+        answer = form.get("answer") if verb == "approve" else None
         done = await bees.decide(item_id, approve=verb == "approve",
-                                 request_id=_request_id(form), reason=reason)
+                                 request_id=_request_id(form), reason=reason,
+                                 answer=answer if answer in ("ran", "again") else None)
         word = "approved" if verb == "approve" else "denied"
         if done.queued:
             return f"{word} by {done.who}; bees run delivers it when it starts"

@@ -6,7 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bees_cli.app.views import Field_, HeldView, Verb, detail, held_view, offered
+from bees_cli.app.views import (
+    Field_,
+    HeldView,
+    Verb,
+    detail,
+    held_view,
+    offered,
+    since_text,
+)
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, status_text
 from bees_cli.record.views import ItemShow, ModelUsage
@@ -142,7 +150,7 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str) -> ItemPage:
         return ItemPage(
             item_id=details.id, title=details.title or "-", process=details.process or "-",
             stage=details.stage or "-", status=status, detail="",
-            agent=details.agent or "-", where=details.computer, since=details.since,
+            agent=details.agent or "-", where=details.computer, since=since_text(details.since),
             runs_elsewhere=details.computer, story=[], held=[],
             verbs=offered(status, runs_here=runs_here, held=False), pieces=[], logs=[],
             models=[], run_folder=None)
@@ -153,11 +161,14 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str) -> ItemPage:
     held = [held_view(r, stage_output(str(r.get("summary") or ""))
                       if r.get("action") is None else None) for r in waiting]
     status = str(row.status)
+    said = detail(status, status_text(row.status, row.reason))
+    if held and row.status == Status.WAITING_FOR_APPROVAL:  # what waits; its input is below
+        said = ", ".join(h.action or f"finish {h.stage}" for h in held)
     return ItemPage(
         item_id=row.item_id, title=row.title, process=row.process, stage=row.stage or "-",
-        status=status, detail=detail(status, status_text(row.status, row.reason)),
+        status=status, detail=said,
         agent=row.agent or "-", where="-" if row.status == Status.FREE else here,
-        since=f"{_when(row.since)} ({details.since_human})", runs_elsewhere=None,
+        since=since_text(row.since), runs_elsewhere=None,
         story=story, held=held, verbs=offered(status, runs_here=True, held=bool(held)),
         pieces=_tree(list(show.pieces)),
         logs=[LogLink(i, Path(p).name) for i, p in enumerate(show.logs)],

@@ -40,11 +40,11 @@ async def _item_context(request: Request) -> dict[str, Any]:
 
 async def item(request: Request) -> Response:
     """``GET /items/ITEM_ID``: the item page (a POST's refusal or news from ``?note=``)."""
+    note = state_of(request).notes.get(request.query_params.get("note", ""))
     try:
         context = await _item_context(request)
     except BeesError as error:
-        return error_page(request, error)
-    note = state_of(request).notes.get(request.query_params.get("note", ""))
+        return error_page(request, error, note=note)
     found = context["item"]
     live = live_part(request, "_item_live.html", context,
                      url=f"/items/{found.item_id}/live")

@@ -38,6 +38,20 @@ class AppState:
     workspace: Path | None
     templates: Jinja2Templates
     notes: dict[str, Any]
+    engine_pinned: bool = False
+    """``bees`` came with its engine (a test, an embedding): actions use it as it is."""
+
+    def acting(self) -> Bees:
+        """Return the application an action runs on: ``bees`` itself when its engine was
+        given, else a new one over the same computer, which connects to the engine this
+        computer runs now.
+
+        Why: ``bees run`` starts its engine on a new port each time, and the app outlives
+        it; a gateway kept from an earlier ``bees run`` would talk to nobody.
+        """
+        if self.engine_pinned:
+            return self.bees
+        return Bees(self.bees.computer, say=self.bees.say)
 
 
 def state_of(request: Request) -> AppState:
@@ -114,6 +128,8 @@ def status_of(error: BeesError) -> int:
     return 503
 
 
-def error_page(request: Request, error: BeesError) -> Response:
-    """Render a use case's error as the page, its message and hint in an alert."""
-    return page(request, "error.html", {"error": error}, status_code=status_of(error))
+def error_page(request: Request, error: BeesError, *, note: Any = None) -> Response:
+    """Render a use case's error as the page, its message and hint in an alert (after the
+    note of the POST that led here, if any)."""
+    return page(request, "error.html", {"error": error, "note": note},
+                status_code=status_of(error))

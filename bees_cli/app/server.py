@@ -98,5 +98,6 @@ def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> St
     ]
     app = Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)])
     app.state.bees_app = AppState(bees=bees, guard=guard, workspace=workspace,
-                                  templates=templates(), notes={})
+                                  templates=templates(), notes={},
+                                  engine_pinned=bees.has_engine)
     return app

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import StatusView
+from bees_cli.utc import display_utc, parse_utc, utc_now
 
 Show = Literal["all", "mine", "waiting", "failed"]
 """The item list's filters: every item, this computer's, waiting for a person, failed."""
@@ -76,6 +78,23 @@ class ItemList:
     more: int
 
 
+def since_text(text: str, now: datetime | None = None) -> str:
+    """Return when ``text`` (UTC) was, for a live part: ``2026-12-01T10:00:00Z (3m ago)``,
+    ``(just now)`` under a minute.
+
+    Why coarse: a live part is swapped only when its markup changes, and a swap moves the
+    keyboard's focus; an age in seconds would change it every second.
+    """
+    from bees_cli.record.local import human_since
+
+    try:
+        moment = parse_utc(text)
+    except ValueError:
+        return text
+    age = human_since(text, now or utc_now())
+    return f"{display_utc(moment)} ({'just now' if age.endswith('s ago') else age})"
+
+
 def _where(row: dict[str, Any], here: str) -> str:
     if row.get("team"):
         return str(row.get("computer") or "-")
@@ -90,7 +109,8 @@ def detail(status: str, text: str) -> str:
     return text.removeprefix(f"{status}: ")
 
 
-def item_list(view: StatusView, show: Show, *, here: str) -> ItemList:
+def item_list(view: StatusView, show: Show, *, here: str,
+              now: datetime | None = None) -> ItemList:
     """Return ``/items`` of ``bees status``'s result under filter ``show``.
 
     Args:
@@ -98,6 +118,7 @@ def item_list(view: StatusView, show: Show, *, here: str) -> ItemList:
             applied by the caller for ``show="mine"``).
         show: the filter.
         here: this computer's name (the ``where`` of its own items).
+        now: the clock ages are counted from (default: now).
     """
     rows: list[ItemRowView] = []
     for row in view.rows:
@@ -116,7 +137,7 @@ def item_list(view: StatusView, show: Show, *, here: str) -> ItemList:
             status=status or "-", detail="" if row.get("team") else detail(status, text),
             agent=str(row.get("agent") or "-"),
             where=_where(row, here),
-            since=str(row.get("since_human") or row.get("since") or "-"),
+            since=since_text(str(row.get("since") or "-"), now),
             team=bool(row.get("team"))))
     warnings = view.warning.splitlines() if view.warning else []
     return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)

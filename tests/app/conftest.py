@@ -64,3 +64,8 @@ def version(html: str) -> str:
     found = re.search(r"hx-vals='\{\"v\": \"([0-9a-f]{16})\"\}'", html)
     assert found is not None, html
     return found.group(1)
+
+
+def buttons(html: str) -> list[str]:
+    """Return the ``data-testid`` of each action button in ``html``, in order."""
+    return re.findall(r'<button type="submit" id="do-\w+" data-testid="(\w+)"', html)

@@ -8,12 +8,15 @@ import json
 import re
 from pathlib import Path
 
-from starlette.testclient import TestClient
-
+from bees_cli.app.security import Guard
+from bees_cli.app.server import create_app
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status
-from tests.app.conftest import version
+from bees_cli.usecases import Bees
+from bees_cli.utc import display_utc, parse_utc
+from tests.app.conftest import ORIGIN, TestClient, buttons, version
+from tests.conftest import EXAMPLE
 
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
 OTHER = "01JH3QX5Z8KZ2W4M6N8P0R2T4W"
@@ -40,11 +43,12 @@ def test_the_list_has_one_row_per_item_with_the_contract_cells(
     add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
     add(record, OTHER, tmp_path, status=Status.FAILED, reason="exit 1")
     html = client.get("/items").text
+    since = f"{display_utc(parse_utc(record.item(ITEM).since))} (just now)"
     assert cells(html, ITEM) == {"process": "weekly-report", "stage": "Draft",
                                  "status": "running", "agent": "writer",
-                                 "where": computer.computer, "since": "0s ago"}
+                                 "where": computer.computer, "since": since}
     assert cells(html, OTHER)["status"] == "failed"
-    assert f'<a href="/items/{ITEM}">Week V</a>' in html
+    assert f'<a id="open-{ITEM}" href="/items/{ITEM}">Week V</a>' in html
     assert "exit 1" in html
 
 
@@ -102,8 +106,7 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
     assert '<dd data-field="to">sam@example.com</dd>' in html
     assert '<dd data-field="subject">Weekly report</dd>' in html
     assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
-    buttons = re.findall(r'<button type="submit" data-testid="(\w+)"', html)
-    assert buttons == ["approve", "deny", "relinquish", "cancel"]
+    assert buttons(html) == ["approve", "deny", "relinquish", "cancel"]
     assert html.count('<input type="hidden" name="csrf"') == 4
     assert '<textarea id="deny-reason" name="reason"' in html
     assert 'data-testid="runs-elsewhere"' not in html
@@ -132,7 +135,7 @@ def test_buttons_follow_the_status(client: TestClient, computer: Computer,
         "retry", "relinquish", "cancel"]
     record.set_state(ITEM, status=Status.FREE, reason="restarts at Draft")
     html = client.get(f"/items/{ITEM}").text
-    assert re.findall(r'<button type="submit" data-testid="(\w+)"', html) == ["continue"]
+    assert buttons(html) == ["continue"]
     assert '<dd data-testid="item-where">-</dd>' in html
 
 
@@ -154,3 +157,48 @@ def test_doctor_and_schedules_say_what_the_commands_say(client: TestClient,
     assert f"<p>{tmp_path / 'ws'}: no such folder</p>" in schedules.text
     assert "hint: check the path, or create a workspace with `bees init DIR`" in (
         schedules.text)
+
+
+def test_a_log_is_shown_as_text_by_its_index_never_by_a_path(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    logs = tmp_path / ITEM / "logs"
+    logs.mkdir(parents=True)
+    (logs / "Draft-r1-a1.stdout").write_text("wrote report.md\n")
+    page = client.get(f"/items/{ITEM}").text
+    assert f'<a id="log-0" href="/items/{ITEM}/logs/0">Draft-r1-a1.stdout</a>' in page
+    shown = client.get(f"/items/{ITEM}/logs/0")
+    assert (shown.status_code, shown.text) == (200, "wrote report.md\n")
+    assert shown.headers["content-type"] == "text/plain; charset=utf-8"
+    assert client.get(f"/items/{ITEM}/logs/1").status_code == 404
+    assert client.get(f"/items/{ITEM}/logs/..%2F..%2Fetc").status_code == 404
+
+
+def test_an_action_that_may_have_run_asks_ran_or_again(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.WAITING_FOR_APPROVAL, stage="Send",
+        reason="mail.send")
+    record.put_approval(ITEM, {"id": 1, "item_id": ITEM, "stage": "Send", "round": 1,
+                               "action": "mail.send", "kind": "send", "summary": "to sam",
+                               "input": json.dumps(MAIL), "status": "waiting",
+                               "asked_at": "2026-12-01T10:00:00.000000Z",
+                               "interrupted_at": "2026-12-01T10:01:00.000000Z"})
+    html = client.get(f"/items/{ITEM}").text
+    radios = r'<input type="radio" id="answer-\w+" name="answer" value="(\w+)"'
+    assert re.findall(radios, html) == ["ran", "again"]
+
+
+def test_schedules_list_each_schedule_of_the_workspace(bees: Bees, guard: Guard) -> None:
+    app = create_app(bees, guard, workspace=EXAMPLE)
+    with TestClient(app, base_url=ORIGIN, follow_redirects=False) as web:
+        web.get(f"/?secret={guard.secret}")
+        html = web.get("/schedules").text
+    row = re.search(r'<tr data-schedule="monday-report">.*?</tr>', html, re.S)
+    assert row is not None, html
+    cells = dict(re.findall(r'<t[dh][^>]* data-field="(\w+)">(.*?)</t[dh]>', row.group(0),
+                            re.S))
+    assert cells["process"] == "weekly-report"
+    assert cells["last"] == "-" and cells["outcome"] == "-"
+    assert cells["fires_here"].startswith("no")

@@ -1,0 +1,131 @@
+"""The app's view models, pure functions of the use cases' results (issue 17, point 2):
+ages, a held action's input, a waiting finish's output, the item page's parts."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bees_cli.app.item_page import OUTPUT_BYTES, item_page, stage_output
+from bees_cli.app.views import Field_, held_view, offered, since_text
+from bees_cli.usecases.models import ItemDetails
+
+NOW = datetime(2026, 12, 1, 10, 5, 30, tzinfo=UTC)
+ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
+
+
+def test_an_age_is_coarse_so_a_live_part_changes_at_most_once_a_minute() -> None:
+    assert since_text("2026-12-01T10:05:01.000000Z", NOW) == "2026-12-01T10:05:01Z (just now)"
+    assert since_text("2026-12-01T10:02:00.000000Z", NOW) == "2026-12-01T10:02:00Z (3m ago)"
+    assert since_text("2026-11-29T10:05:30Z", NOW) == "2026-11-29T10:05:30Z (2d ago)"
+    assert since_text("not a time", NOW) == "not a time"
+
+
+def request(input_text: str, **more: object) -> dict[str, object]:
+    return {"id": 2, "item_id": ITEM, "stage": "Send", "round": 1, "action": "chat.post",
+            "kind": "post", "summary": "s", "input": input_text, "status": "waiting",
+            "asked_at": "2026-12-01T10:00:00Z", **more}
+
+
+def test_a_mail_shows_to_subject_body_and_other_keys_after() -> None:
+    held = held_view(request(json.dumps({"to": ["a@x.org", "b@x.org"], "subject": "Hi",
+                                         "body": "Text", "cc": "c@x.org"})))
+    assert held.mail == {"to": "a@x.org, b@x.org", "subject": "Hi", "body": "Text"}
+    assert held.fields == [Field_("cc", "c@x.org")]
+    assert (held.request, held.action, held.raw) == (2, "chat.post", "")
+
+
+def test_other_input_is_key_by_key_or_as_it_is() -> None:
+    held = held_view(request(json.dumps({"channel": "#team", "n": 3, "tags": {"a": 1}})))
+    assert held.mail is None
+    assert held.fields == [Field_("channel", "#team"), Field_("n", "3"),
+                           Field_("tags", '{\n  "a": 1\n}')]
+    assert held_view(request("plain words")).raw == "plain words"
+    assert held_view(request("[1, 2]")).raw == "[\n  1,\n  2\n]"
+    interrupted = held_view(request("{}", interrupted_at="2026-12-01T10:01:00Z"))
+    assert interrupted.interrupted_at == "2026-12-01T10:01:00Z"
+
+
+def test_a_waiting_finish_shows_its_output_files_cut_at_the_limit(tmp_path: Path) -> None:
+    out = tmp_path / "Send"
+    (out / "sub").mkdir(parents=True)
+    (out / "report.md").write_text("# Report\n")
+    (out / "sub" / "big.txt").write_text("x" * (OUTPUT_BYTES + 10))
+    shown = stage_output(f"output {out}")
+    assert [f.key for f in shown] == ["report.md", "sub/big.txt"]
+    assert shown[0].value == "# Report\n"
+    assert shown[1].value == "x" * OUTPUT_BYTES + "\n… (cut; the whole file is in the run folder)"
+    assert stage_output("to sam") == []
+    assert stage_output(f"output {tmp_path / 'gone'}") == []
+
+
+def test_buttons_offered() -> None:
+    assert offered("waiting for approval", runs_here=True, held=True) == (
+        "approve", "deny", "cancel", "relinquish")
+    assert offered("waiting for approval", runs_here=True, held=False) == (
+        "cancel", "relinquish")
+    assert offered("waiting for a person", runs_here=True, held=False) == (
+        "retry", "accept", "cancel", "relinquish")
+    assert offered("done", runs_here=True, held=False) == ()
+    assert offered("waiting for approval", runs_here=False, held=True) == ()
+    assert offered("free", runs_here=False, held=False) == ("continue",)
+
+
+def details(**more: object) -> ItemDetails:
+    item = {"id": ITEM, "item_id": ITEM, "process": "weekly-report", "title": "Week 1",
+            "workspace": "/ws", "run_folder": "/runs/x", "stage": "Review",
+            "status": "waiting for approval", "status_text": "waiting for approval: x",
+            "reason": "x", "wait": None, "agent": "reviewer",
+            "since": "2026-12-01T10:00:00.000000Z", "created": "2026-12-01T09:00:00.000000Z",
+            "created_on": "maya-laptop"}
+    data: dict[str, object] = {
+        "item": item, "since_human": "5m ago", "history": [], "logs": [], "engine_log": "/e",
+        "journal": [], "approvals": [], **more}
+    return ItemDetails.model_validate(data)
+
+
+def test_the_story_pieces_and_models_of_an_item() -> None:
+    history = [
+        {"kind": "stage_finished", "at": "2026-12-01T09:10:00Z", "stage": "Review",
+         "round": 1, "verdict": "changes", "comments": ["cite the numbers", "shorter"],
+         "output_dir": "/runs/x/Review"},
+        {"kind": "stage_started", "at": "2026-12-01T09:11:00Z", "stage": "Draft", "round": 2,
+         "agent": "writer", "attempt": 1, "comments": ["cite the numbers", "shorter"]},
+    ]
+    pieces = [
+        {"item_id": ITEM, "piece": "r1-a1-p1", "stage": "Draft", "seq": 1, "named": "alpha",
+         "agent": "alpha", "pick_reason": "named by the caller", "task": "count notes",
+         "ask_digest": "d", "status": "finished", "exit_code": 0, "workflow_id": "w1",
+         "folder": "/f1"},
+        {"item_id": ITEM, "piece": "r1-a1-p2", "stage": "Draft", "seq": 2, "named": "beta",
+         "parent": "r1-a1-p1", "depth": 2, "task": "sum", "ask_digest": "e",
+         "prompt_tokens": 120, "completion_tokens": 40, "status": "running",
+         "workflow_id": "w2", "folder": "/f2"},
+    ]
+    models = [{"stage": "Draft", "model": "smol", "turns": 3, "tokens_in": 900,
+               "tokens_out": 120, "seconds": 4.5, "cost": None}]
+    approvals = [request(json.dumps({"to": "sam@x.org", "subject": "S", "body": "B"}),
+                         action="mail.send", stage="Review")]
+    page = item_page(details(history=history, pieces=pieces, models=models,
+                             approvals=approvals,
+                             logs=["/runs/x/.bees/logs/Draft-r1-a1.stdout"]),
+                     here="maya-laptop")
+    assert [(e.kind, e.text) for e in page.story] == [
+        ("stage_finished", "Review round 1: finished, verdict changes, comments: cite the "
+         "numbers | shorter; output /runs/x/Review"),
+        ("stage_started", "Draft round 2: started writer (attempt 1), with review comments: "
+         "cite the numbers | shorter")]
+    [group] = page.pieces
+    assert (group.stage, group.round) == ("Draft", 1)
+    [top] = group.pieces
+    assert (top.name, top.agent, top.why, top.status, top.usage) == (
+        "r1-a1-p1", "alpha", "named by the caller", "finished", "exit 0")
+    [child] = top.children
+    assert (child.name, child.agent, child.why, child.usage) == (
+        "r1-a1-p2", "beta", "not picked yet", "in 120 / out 40 tokens")
+    assert [(m.model, m.tokens_in, m.tokens_out) for m in page.models] == [("smol", 900, 120)]
+    assert [(log.index, log.name) for log in page.logs] == [(0, "Draft-r1-a1.stdout")]
+    assert (page.status, page.detail, page.where) == (
+        "waiting for approval", "mail.send", "maya-laptop")
+    assert page.verbs == ("approve", "deny", "cancel", "relinquish")
