@@ -9,6 +9,8 @@ gates.
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ class Pair:
     laptop_app: App
     desktop_app: App
     gates: Path
+    shared: Path
+    """The directory both computers link as the folder ``shared`` (the run folders)."""
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -63,7 +67,8 @@ async def pair(dev_env: WorkflowEnvironment, cloud: Cloud,
             await machine.run(workspace, address)
             started.append((machine, workspace, machine.app(workspace)))
         (laptop, laptop_ws, laptop_app), (desktop, desktop_ws, desktop_app) = started
-        yield Pair(laptop, desktop, laptop_ws, desktop_ws, laptop_app, desktop_app, gates)
+        yield Pair(laptop, desktop, laptop_ws, desktop_ws, laptop_app, desktop_app, gates,
+                   shared)
     finally:
         for gate in gates.iterdir():
             gate.unlink()
@@ -120,8 +125,20 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
     await pair.laptop.sync()
     await pair.desktop.sync()
 
+    # a file changed since the checkpoint: Continue is refused, file by file
+    run_folder = pair.shared / item
+    checkpoint = json.loads((run_folder / "checkpoint.json").read_text(encoding="utf-8"))
+    changed = checkpoint["files"][0]["path"]
+    kept = (run_folder / changed).read_bytes()
+    (run_folder / changed).write_bytes(kept + b"changed after the checkpoint\n")
     async with open_page(browser, pair.desktop_app.url) as page:
         await page.goto(f"{pair.desktop_app.base}/items/{item}")
+        await page.locator('button[data-testid="continue"]').click()
+        refusal = page.locator('[role="alert"][data-testid="refusal"]')
+        await expect(refusal.locator('[data-testid="verification"] li')).to_have_text(
+            [re.compile("^" + re.escape(f"{changed}: content changed (sha256 "))])
+        (run_folder / changed).write_bytes(kept)
+
         await page.locator('button[data-testid="continue"]').click()
         await expect(page).to_have_url(pair.desktop_app.item_page(item))
         await expect(page.locator('[role="alert"]')).to_have_count(0)
