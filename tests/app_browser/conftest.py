@@ -85,9 +85,11 @@ async def browser() -> AsyncIterator[Browser]:
 
 @asynccontextmanager
 async def open_page(browser: Browser, url: str, *, width: int = WIDE["width"],
-                    height: int = WIDE["height"]) -> AsyncIterator[Page]:
-    """Open ``url`` (an app's first URL, with its secret) in a fresh context; close it after."""
-    context = await browser.new_context(viewport={"width": width, "height": height})
+                    height: int = WIDE["height"], script: bool = True) -> AsyncIterator[Page]:
+    """Open ``url`` (an app's first URL, with its secret) in a fresh context (JavaScript off
+    when not ``script``); close it after."""
+    context = await browser.new_context(viewport={"width": width, "height": height},
+                                        java_script_enabled=script)
     context.set_default_timeout(LIVE)
     try:
         page = await context.new_page()

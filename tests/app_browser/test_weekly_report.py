@@ -1,7 +1,8 @@
 """One computer, in Chromium: the weekly report (command agents, no model) moves Draft ->
 Review -> Send on the list without a reload; the Send approval shows the mail; the keyboard
-alone approves it and the item finishes; Deny's reason shows in the story; the list fits a
-phone's width. The run writes the docs' screenshots when told (``BEES_WRITE_SCREENSHOTS=1``).
+alone approves it and the item finishes; Deny's reason shows in the story (with JavaScript
+off too); the list fits a phone's width. The run writes the docs' screenshots when told
+(``BEES_WRITE_SCREENSHOTS=1``).
 """
 
 from __future__ import annotations
@@ -156,3 +157,11 @@ async def test_deny_with_a_reason_shows_the_reason_in_the_story(
         await expect(denied).to_contain_text(reason)
         await expect(page.locator('button[data-testid="approve"]')).to_have_count(0)
         assert sorted((laptop.workspace / "outbox").glob(f"{item}-*.eml")) == []
+
+    # without JavaScript the pages still read: the list, and the story with the reason
+    async with open_page(browser, laptop.app.url, script=False) as page:
+        await expect(page.locator(f'tr[data-item-id="{item}"] [data-field="stage"]')
+                     ).to_have_text("Send")
+        await page.goto(f"{laptop.app.base}/items/{item}")
+        await expect(page.locator('[data-testid="story"] li[data-event="denied"]')
+                     ).to_contain_text(reason)
