@@ -9,8 +9,8 @@ gates.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -130,13 +130,14 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
     checkpoint = json.loads((run_folder / "checkpoint.json").read_text(encoding="utf-8"))
     changed = checkpoint["files"][0]["path"]
     kept = (run_folder / changed).read_bytes()
-    (run_folder / changed).write_bytes(kept + b"changed after the checkpoint\n")
+    (run_folder / changed).write_bytes(kept.upper())
+    digests = hashlib.sha256(kept.upper()).hexdigest(), hashlib.sha256(kept).hexdigest()
     async with open_page(browser, pair.desktop_app.url) as page:
         await page.goto(f"{pair.desktop_app.base}/items/{item}")
         await page.locator('button[data-testid="continue"]').click()
         refusal = page.locator('[role="alert"][data-testid="refusal"]')
         await expect(refusal.locator('[data-testid="verification"] li')).to_have_text(
-            [re.compile("^" + re.escape(f"{changed}: content changed (sha256 "))])
+            [f"{changed}: content changed (sha256 {digests[0]} expected {digests[1]})"])
         (run_folder / changed).write_bytes(kept)
 
         await page.locator('button[data-testid="continue"]').click()
