@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 from temporalio.testing import WorkflowEnvironment
 
 from tests.app_browser.conftest import (
@@ -56,10 +56,12 @@ async def laptop(dev_env: WorkflowEnvironment,
     assert set(codes.values()) == {0}, codes
 
 
-async def screenshot(page: Page, name: str, height: int) -> None:
-    """Take a screenshot of the page's top ``height`` pixels (CSS); into docs/screenshots/NAME
-    when this run writes them."""
-    clip = {"x": 0, "y": 0, "width": WIDE["width"], "height": height}
+async def screenshot(page: Page, name: str, down_to: Locator) -> None:
+    """Take a screenshot of the page down to the bottom of ``down_to``; into
+    docs/screenshots/NAME when this run writes them."""
+    box = await down_to.bounding_box()
+    assert box is not None, f"{down_to} is not shown"
+    clip = {"x": 0, "y": 0, "width": WIDE["width"], "height": box["y"] + box["height"] + 16}
     shot = await page.screenshot(full_page=True, clip=clip)  # type: ignore[arg-type]
     assert shot.startswith(b"\x89PNG")
     if write_screenshots():
@@ -117,7 +119,7 @@ async def test_the_report_moves_to_send_on_screen_and_the_keyboard_approves_the_
         await expect(page.locator('[data-testid="item-status"]')).to_have_text(
             "waiting for approval")
         await expect(page.locator('[data-testid="item-where"]')).to_have_text("maya-laptop")
-        await screenshot(page, "app-approval.png", 1060)
+        await screenshot(page, "app-approval.png", page.locator('[data-testid="actions"]'))
 
         # the keyboard alone: Tab reaches Approve (focus visible), Enter presses it
         await page.locator("body").focus()
@@ -146,7 +148,7 @@ async def test_deny_with_a_reason_shows_the_reason_in_the_story(
         row = page.locator(f'tr[data-item-id="{item}"]')
         await expect(row.locator('[data-field="status"]')).to_have_text(
             "waiting for approval")
-        await screenshot(page, "app-items.png", 320)
+        await screenshot(page, "app-items.png", page.locator('table[data-testid="items"]'))
         await row.locator(f'a[href="/items/{item}"]').first.click()
         await page.locator('textarea[name="reason"]').fill(reason)
         await page.locator('button[data-testid="deny"]').click()
