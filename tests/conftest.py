@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs")
+INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
 """Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
 so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud)."""
 
