@@ -105,8 +105,6 @@ async def test_the_laptop_says_where_the_desktops_item_runs_and_offers_no_approv
         await expect(page.locator('[data-testid="runs-elsewhere"]')).to_have_count(0)
 
 
-@pytest.mark.xfail(strict=True, reason="appcore 6d55eaf: a free team item's page is 'no work item "
-                   "on this computer', so no Continue button (APP_NOTES.md, 13:40)")
 async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
         browser: Browser, pair: Pair) -> None:
     (pair.gates / "Draft").touch()
