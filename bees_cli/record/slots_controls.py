@@ -139,6 +139,19 @@ class SlotsAndControls(Connected):
             db.execute("COMMIT")
         return [(r["seq"], r["item_id"], r["name"], json.loads(r["payload"])) for r in rows]
 
+    def queued_payloads(self, name: str, item_id: str | None = None) -> list[dict[str, Any]]:
+        """Return the payloads (with ``item_id`` added) of the decisions named ``name`` that
+        still wait for ``bees run`` to deliver them, of item ``item_id`` or of every item,
+        oldest first."""
+        query = "SELECT item_id, payload FROM controls WHERE state = 'queued' AND name = ?"
+        args: tuple[Any, ...] = (name,)
+        if item_id is not None:
+            query += " AND item_id = ?"
+            args += (item_id,)
+        with self._connect() as db:
+            rows = db.execute(query + " ORDER BY seq", args).fetchall()
+        return [{**json.loads(r["payload"]), "item_id": r["item_id"]} for r in rows]
+
     def queued_controls(self) -> int:
         """Return how many decisions wait for ``bees run`` to deliver them."""
         with self._connect() as db:

@@ -21,12 +21,36 @@ DECIDE_TIMEOUT = 30.0
 """Seconds to wait for ``bees run`` to answer a decision."""
 
 
+def queued_answers(record: LocalRecord, item_id: str | None = None) -> list[dict[str, object]]:
+    """Return the decisions (approve or deny) a person gave while ``bees run`` was down, that
+    it has not delivered yet, of item ``item_id`` or of every item: each the
+    :class:`~bees_cli.engine.models.DecideInput` fields plus ``item_id`` and ``said``
+    (``approved``, ``approved: it ran``, ``approved: run it again`` or ``denied``)."""
+    from bees_cli.engine.models import DECIDE_UPDATE
+
+    return [{**payload, "said": _answer_text(payload)}
+            for payload in record.queued_payloads(DECIDE_UPDATE, item_id)]
+
+
+def answered(request: dict[str, object], queued: list[dict[str, object]]) -> bool:
+    """Return whether ``request`` (an approval request of the record) is answered by one of
+    the ``queued`` decisions (:func:`queued_answers`): one for its item that names it, or
+    that names no request (it answers all)."""
+    return any(q.get("item_id") == request.get("item_id")
+               and q.get("request_id") in (None, request.get("id")) for q in queued)
+
+
 def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
-    """Return what waits for approval in ``record`` (see :func:`waiting_approvals`)."""
+    """Return what waits for approval in ``record`` (see :func:`waiting_approvals`); a
+    request a person already answered while ``bees run`` was down waits for ``bees run``,
+    not for a person, and is left out."""
     from bees_cli.engine.models import ApprovalRequest
 
     out = []
+    queued = queued_answers(record)
     for data in record.approvals(status="waiting"):
+        if answered(data, queued):
+            continue
         row = record.item(data["item_id"])
         request = ApprovalRequest.model_validate(data)
         out.append(ApprovalRow.model_validate(

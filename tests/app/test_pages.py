@@ -112,6 +112,28 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
     assert 'data-testid="runs-elsewhere"' not in html
 
 
+def test_a_decision_queued_while_bees_run_is_down_is_not_offered_again(
+        client: TestClient, computer: Computer, bees: Bees, tmp_path: Path) -> None:
+    import asyncio
+
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.WAITING_FOR_APPROVAL, stage="Send",
+        reason="mail.send", agent="sender")
+    record.put_approval(ITEM, {"id": 1, "item_id": ITEM, "stage": "Send", "round": 1,
+                               "action": "mail.send", "kind": "send", "summary": "to sam",
+                               "input": json.dumps(MAIL), "status": "waiting",
+                               "asked_at": "2026-12-01T10:00:00.000000Z"})
+    assert [a.item_id for a in asyncio.run(bees.approvals())] == [ITEM]
+    # answered in the shell while bees run is down: queued for bees run to deliver
+    done = asyncio.run(bees.decide(ITEM, approve=True))
+    assert (done.queued, done.decided) == (True, None)
+    html = client.get(f"/items/{ITEM}").text
+    assert buttons(html) == ["relinquish", "cancel"]
+    assert 'data-testid="approval"' not in html
+    assert f"approved by {done.who}: bees run delivers it when it starts" in html
+    assert asyncio.run(bees.approvals()) == []
+
+
 def test_the_item_page_part_polls_and_answers_204_while_unchanged(
         client: TestClient, computer: Computer, tmp_path: Path) -> None:
     record = LocalRecord(computer.record_path)

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from playwright.async_api import Browser, expect
 
-from tests.app_browser.conftest import Machine, signed_in, weekly_report
+from tests.app_browser.conftest import Machine, open_page, signed_in, weekly_report
 
 ITEM = "01KB0000000000000000000000"
 """An item id no computer knows: the refusals come before any look-up."""
@@ -51,3 +52,18 @@ def test_the_app_refuses_requests_without_the_secret_a_foreign_host_or_the_csrf_
         assert client.post(f"/items/{ITEM}/approve", data={"csrf": "wrong"}).status_code == 403
         assert client.post(f"/items/{ITEM}/deny", data={"reason": "no"}).status_code == 403
 
+
+
+async def test_a_page_says_so_when_the_app_stops_answering(
+        tmp_path: Path, machines: Callable[..., Machine], browser: Browser) -> None:
+    workspace = weekly_report(tmp_path / "ws", tmp_path / "gates")
+    laptop = machines(tmp_path / "laptop", "maya-laptop", "maya@example.com")
+    app = laptop.app(workspace)
+    async with open_page(browser, app.url) as page:
+        offline = page.locator("#offline")
+        await expect(page.locator("h1")).to_have_text("Items")
+        await expect(offline).to_be_hidden()
+        assert app.stop() == 0
+        # the list's next poll (every second) cannot reach the app: the page says so
+        await expect(offline).to_be_visible()
+        await expect(offline).to_contain_text("cannot reach bees app")
