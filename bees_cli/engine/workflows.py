@@ -1,7 +1,8 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
 Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
-(:mod:`~bees_cli.engine.workflow_gate`) and the engine's models (passed through the sandbox,
+(:mod:`~bees_cli.engine.workflow_gate`), its waits before a stage
+(:mod:`~bees_cli.engine.workflow_waits`) and the engine's models (passed through the sandbox,
 never the workspace's YAML models); no I/O, no clock but the workflow's.
 """
 
@@ -18,14 +19,12 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
-from bees_cli.engine.stage_check import eligible_locally
 from bees_cli.engine.workflow_gate import (
     FAILED,
     RUNNING,
     SHORT,
     STOPPED,
     WAITING,
-    ApprovalGate,
     refuse,
 )
 from bees_cli.engine.workflow_policies import (
@@ -33,7 +32,6 @@ from bees_cli.engine.workflow_policies import (
     ELIGIBLE_LOCALLY,
     HANDOVER_RETRY,
     HANDOVER_WAITS_FOR_CLOUD,
-    RECHECK,
     RELINQUISH_BETWEEN_STEPS,
     RELINQUISH_KEEPS_STATE,
     STAGE_HEARTBEAT_TIMEOUT,
@@ -41,6 +39,7 @@ from bees_cli.engine.workflow_policies import (
     STAGE_TIMEOUT,
     WAITS_BY_RETRY,
 )
+from bees_cli.engine.workflow_waits import StageWaits
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.handover_models import (
@@ -52,17 +51,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import (
         ACCEPT_UPDATE,
-        AWAIT_ELIGIBLE_ACTIVITY,
-        AWAIT_SLOT_ACTIVITY,
-        CHECK_ACTIVITY,
         RELEASE_ACTIVITY,
         RETRY_UPDATE,
         RUN_ACTIVITY,
-        SLOT_ACTIVITY,
         WORKFLOW_NAME,
         ApprovalRequest,
         CheckInput,
-        CheckOutput,
         ItemInput,
         ItemState,
         JournalEntry,
@@ -70,8 +64,6 @@ with workflow.unsafe.imports_passed_through():
         RecordInput,
         ReleaseInput,
         ReviewRounds,
-        SlotInput,
-        SlotOutput,
         StageInput,
         StageOutput,
     )
@@ -82,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow(Delegation, ApprovalGate):
+class ItemWorkflow(Delegation, StageWaits):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
@@ -447,66 +439,6 @@ class ItemWorkflow(Delegation, ApprovalGate):
         if self._relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
 
-    async def _eligible(self, check: CheckInput) -> CheckOutput:
-        """Check eligibility until the stage can start here, re-checking every 15 s
-        (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
-
-        Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
-        wait adds no events however long it lasts; older runs keep their timer loop. Since
-        :data:`ELIGIBLE_LOCALLY` the first check is a local activity (:func:`eligible_locally`).
-        """
-        if self._eligible_locally and self._waits_by_retry:
-            return await eligible_locally(check)
-        if self._waits_by_retry:
-            return await workflow.execute_activity(
-                AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
-                start_to_close_timeout=SHORT, retry_policy=RECHECK)
-        found = await self._check(check)
-        while not found.ok:
-            await workflow.sleep(RECHECK_EVERY)
-            found = await self._check(check)
-        return found
-
-    def _capped(self, agent: str) -> bool:
-        return self._snapshot.agents[agent].max_concurrent_runs is not None
-
-    async def _take_slot(self, stage: str, agent: str, round_: int) -> str | None:
-        """Take a slot of ``agent`` when it is capped; return None, or after 10 minutes of
-        waiting (re-checking every 15 s) the reason the stage fails."""
-        cap = self._snapshot.agents[agent].max_concurrent_runs
-        if cap is None:
-            return None
-        if self._waits_by_retry:
-            # one activity retried every 15 s; it writes each new reason to the local record
-            # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
-            self._state = WAITING
-            slot: SlotOutput = await workflow.execute_activity(
-                AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
-                                               cap=cap, round=round_),
-                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
-            return None if slot.granted else f"{slot.reason} for 10 minutes"
-        started = workflow.now()
-        said: str | None = None
-        while True:
-            slot = await workflow.execute_activity(
-                SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
-                result_type=SlotOutput, start_to_close_timeout=SHORT)
-            if slot.granted:
-                return None
-            if workflow.now() - started >= BUSY_LIMIT:
-                await workflow.execute_activity(
-                    RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
-                    start_to_close_timeout=SHORT)
-                return f"{slot.reason} for 10 minutes"
-            self._state = WAITING
-            if slot.reason != said:  # one fact per distinct reason, not one per re-check
-                said = slot.reason
-                await self._record(RecordInput(
-                    item_id=self._id, status=WAITING, stage=stage, reason=slot.reason,
-                    agent=agent, round=round_, key=self._fact(f"{stage}:{round_}:busy"),
-                    kind="busy", data={"reason": slot.reason, "position": slot.position}))
-            await workflow.sleep(RECHECK_EVERY)
-
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
                     data: dict[str, int] | None = None) -> None:
         self._person = None  # a request counts from the moment the stage failed
@@ -516,10 +448,6 @@ class ItemWorkflow(Delegation, ApprovalGate):
             item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
             data={"reason": reason, **(data or {})}))
-
-    async def _check(self, check: CheckInput) -> CheckOutput:
-        return await workflow.execute_activity(
-            CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which.
