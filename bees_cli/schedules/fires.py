@@ -121,6 +121,18 @@ def _one_line(error: BaseException) -> str:
     return str(text).strip().splitlines()[0] if str(text).strip() else type(error).__name__
 
 
+def _add_row(log: FireLog, schedule_id: str, scheduled: datetime, fire: Fire,
+             handled: datetime, outcome: FireOutcome, detail: str | None,
+             tries: int = 0) -> FireRow:
+    """Write the row of fire ``fire`` of ``schedule_id`` at ``scheduled`` (its wall-clock
+    time in the schedule's zone, no offset) and return it (blocking)."""
+    from bees_cli.schedules.times import KEY_TIME_FORMAT
+
+    return log.add_fire(schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
+                        local=fire.local.strftime(KEY_TIME_FORMAT), handled=handled,
+                        outcome=outcome, detail=detail, tries=tries)
+
+
 @dataclass
 class FireService:
     """Handles the fires of one computer.
@@ -251,10 +263,8 @@ class FireService:
 
     async def _row(self, schedule_id: str, scheduled: datetime, fire: Fire,
                    outcome: FireOutcome, detail: str | None, tries: int = 0) -> FireRow:
-        return await asyncio.to_thread(
-            self.log.add_fire, schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
-            local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=self.clock(),
-            outcome=outcome, detail=detail, tries=tries)
+        return await asyncio.to_thread(_add_row, self.log, schedule_id, scheduled, fire,
+                                       self.clock(), outcome, detail, tries)
 
     async def _make(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
                     fire: Fire, tries: int) -> FireRow:
@@ -398,10 +408,8 @@ class FireService:
                 if not is_late(fire.utc, now):
                     break
                 if log.fire_row(name, fire.utc) is None:
-                    rows.append(log.add_fire(
-                        schedule_id=name, key=fire.key, scheduled=fire.utc,
-                        local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=now,
-                        outcome=FireOutcome.MISSED, detail=None))
+                    rows.append(_add_row(log, name, fire.utc, fire, now, FireOutcome.MISSED,
+                                         None))
         return rows
 
 
