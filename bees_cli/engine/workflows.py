@@ -2,8 +2,9 @@
 
 Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
 (:mod:`~bees_cli.engine.workflow_gate`), its waits before a stage
-(:mod:`~bees_cli.engine.workflow_waits`) and the engine's models (passed through the sandbox,
-never the workspace's YAML models); no I/O, no clock but the workflow's.
+(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`)
+and the engine's models (passed through the sandbox, never the workspace's YAML models); no
+I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bees_cli.engine.workflow_gate import (
     WAITING,
     refuse,
 )
+from bees_cli.engine.workflow_memory import RunMemory
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
@@ -63,7 +65,6 @@ with workflow.unsafe.imports_passed_through():
         PersonInput,
         RecordInput,
         ReleaseInput,
-        ReviewRounds,
         StageInput,
         StageOutput,
     )
@@ -74,7 +75,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow(Delegation, StageWaits):
+class ItemWorkflow(Delegation, RunMemory, StageWaits):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
@@ -263,56 +264,6 @@ class ItemWorkflow(Delegation, StageWaits):
         if stage.kind == "review" and stage.reviews:
             return stage.reviews
         return stage.name
-
-    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
-        """Return the plan's memory at the start of a run at ``start`` (None: the first),
-        with the rounds and review count the input carries from the earlier runs (a
-        handover; none for a first run)."""
-        carried = item.reviews or ReviewRounds()
-        return ItemState(stage=start or item.snapshot.process.stages[0].name,
-                         attempts=dict(item.attempts), outputs=dict(item.previous),
-                         rounds=dict(carried.rounds), comments=list(carried.comments),
-                         change_requests={stage: [list(c) for c in asked] for stage, asked
-                                          in carried.change_requests.items()})
-
-    def _handed_reviews(self, memo: ItemState) -> ReviewRounds:
-        """Return the rounds and review count a handover carries to the next run.
-
-        The current stage's round did not finish: it is not counted, so the next run starts
-        it again under the same number. An item stopped at the review limit (its review round
-        finished) is handed over as after a person's retry: that review's count starts again
-        and the next run redoes the work under review with the last comments.
-        """
-        rounds = dict(memo.rounds)
-        stage = self._stage
-        if stage is not None and stage in rounds and self._state != STOPPED:
-            if self._round_of == stage:
-                rounds[stage] = self._round - 1
-            elif memo.again:  # its round will start again: not counted either
-                rounds[stage] -= 1
-        asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
-        if self._state == STOPPED and stage in asked:
-            asked[stage] = []
-        return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
-
-    def _restore(self, item: ItemInput) -> ItemState:
-        """Return the plan's memory: the state a run continued as new carries, else fresh."""
-        if item.state is None:
-            self._journal = list(item.journal)
-            return self._fresh(item, item.start_stage)
-        state = item.state
-        self._journal = list(state.journal)
-        self._requests = list(state.requests)
-        self._approved = {(stage, round_) for stage, round_ in state.approved}
-        self._facts = state.facts
-        return state
-
-    def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
-        """Return the input of the next run: this one's, with the plan's memory."""
-        state = memo.model_copy(update={
-            "requests": list(self._requests), "approved": sorted(self._approved),
-            "journal": list(self._journal), "facts": self._facts})
-        return item.model_copy(update={"state": state})
 
     async def _plan(self, item: ItemInput, memo: ItemState) -> str:
         stages = item.snapshot.process.stages
