@@ -1,8 +1,10 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
 Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
-(:mod:`~bees_cli.engine.workflow_gate`) and the engine's models (passed through the sandbox,
-never the workspace's YAML models); no I/O, no clock but the workflow's.
+(:mod:`~bees_cli.engine.workflow_gate`), its waits before a stage
+(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`)
+and the engine's models (passed through the sandbox, never the workspace's YAML models); no
+I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
@@ -18,22 +20,20 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
-from bees_cli.engine.stage_check import eligible_locally
 from bees_cli.engine.workflow_gate import (
     FAILED,
     RUNNING,
     SHORT,
     STOPPED,
     WAITING,
-    ApprovalGate,
     refuse,
 )
+from bees_cli.engine.workflow_memory import RunMemory
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
     HANDOVER_RETRY,
     HANDOVER_WAITS_FOR_CLOUD,
-    RECHECK,
     RELINQUISH_BETWEEN_STEPS,
     RELINQUISH_KEEPS_STATE,
     STAGE_HEARTBEAT_TIMEOUT,
@@ -41,6 +41,7 @@ from bees_cli.engine.workflow_policies import (
     STAGE_TIMEOUT,
     WAITS_BY_RETRY,
 )
+from bees_cli.engine.workflow_waits import StageWaits
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.handover_models import (
@@ -52,26 +53,18 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import (
         ACCEPT_UPDATE,
-        AWAIT_ELIGIBLE_ACTIVITY,
-        AWAIT_SLOT_ACTIVITY,
-        CHECK_ACTIVITY,
         RELEASE_ACTIVITY,
         RETRY_UPDATE,
         RUN_ACTIVITY,
-        SLOT_ACTIVITY,
         WORKFLOW_NAME,
         ApprovalRequest,
         CheckInput,
-        CheckOutput,
         ItemInput,
         ItemState,
         JournalEntry,
         PersonInput,
         RecordInput,
         ReleaseInput,
-        ReviewRounds,
-        SlotInput,
-        SlotOutput,
         StageInput,
         StageOutput,
     )
@@ -82,7 +75,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow(Delegation, ApprovalGate):
+class ItemWorkflow(Delegation, RunMemory, StageWaits):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
@@ -272,56 +265,6 @@ class ItemWorkflow(Delegation, ApprovalGate):
             return stage.reviews
         return stage.name
 
-    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
-        """Return the plan's memory at the start of a run at ``start`` (None: the first),
-        with the rounds and review count the input carries from the earlier runs (a
-        handover; none for a first run)."""
-        carried = item.reviews or ReviewRounds()
-        return ItemState(stage=start or item.snapshot.process.stages[0].name,
-                         attempts=dict(item.attempts), outputs=dict(item.previous),
-                         rounds=dict(carried.rounds), comments=list(carried.comments),
-                         change_requests={stage: [list(c) for c in asked] for stage, asked
-                                          in carried.change_requests.items()})
-
-    def _handed_reviews(self, memo: ItemState) -> ReviewRounds:
-        """Return the rounds and review count a handover carries to the next run.
-
-        The current stage's round did not finish: it is not counted, so the next run starts
-        it again under the same number. An item stopped at the review limit (its review round
-        finished) is handed over as after a person's retry: that review's count starts again
-        and the next run redoes the work under review with the last comments.
-        """
-        rounds = dict(memo.rounds)
-        stage = self._stage
-        if stage is not None and stage in rounds and self._state != STOPPED:
-            if self._round_of == stage:
-                rounds[stage] = self._round - 1
-            elif memo.again:  # its round will start again: not counted either
-                rounds[stage] -= 1
-        asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
-        if self._state == STOPPED and stage in asked:
-            asked[stage] = []
-        return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
-
-    def _restore(self, item: ItemInput) -> ItemState:
-        """Return the plan's memory: the state a run continued as new carries, else fresh."""
-        if item.state is None:
-            self._journal = list(item.journal)
-            return self._fresh(item, item.start_stage)
-        state = item.state
-        self._journal = list(state.journal)
-        self._requests = list(state.requests)
-        self._approved = {(stage, round_) for stage, round_ in state.approved}
-        self._facts = state.facts
-        return state
-
-    def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
-        """Return the input of the next run: this one's, with the plan's memory."""
-        state = memo.model_copy(update={
-            "requests": list(self._requests), "approved": sorted(self._approved),
-            "journal": list(self._journal), "facts": self._facts})
-        return item.model_copy(update={"state": state})
-
     async def _plan(self, item: ItemInput, memo: ItemState) -> str:
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
@@ -447,66 +390,6 @@ class ItemWorkflow(Delegation, ApprovalGate):
         if self._relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
 
-    async def _eligible(self, check: CheckInput) -> CheckOutput:
-        """Check eligibility until the stage can start here, re-checking every 15 s
-        (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
-
-        Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
-        wait adds no events however long it lasts; older runs keep their timer loop. Since
-        :data:`ELIGIBLE_LOCALLY` the first check is a local activity (:func:`eligible_locally`).
-        """
-        if self._eligible_locally and self._waits_by_retry:
-            return await eligible_locally(check)
-        if self._waits_by_retry:
-            return await workflow.execute_activity(
-                AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
-                start_to_close_timeout=SHORT, retry_policy=RECHECK)
-        found = await self._check(check)
-        while not found.ok:
-            await workflow.sleep(RECHECK_EVERY)
-            found = await self._check(check)
-        return found
-
-    def _capped(self, agent: str) -> bool:
-        return self._snapshot.agents[agent].max_concurrent_runs is not None
-
-    async def _take_slot(self, stage: str, agent: str, round_: int) -> str | None:
-        """Take a slot of ``agent`` when it is capped; return None, or after 10 minutes of
-        waiting (re-checking every 15 s) the reason the stage fails."""
-        cap = self._snapshot.agents[agent].max_concurrent_runs
-        if cap is None:
-            return None
-        if self._waits_by_retry:
-            # one activity retried every 15 s; it writes each new reason to the local record
-            # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
-            self._state = WAITING
-            slot: SlotOutput = await workflow.execute_activity(
-                AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
-                                               cap=cap, round=round_),
-                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
-            return None if slot.granted else f"{slot.reason} for 10 minutes"
-        started = workflow.now()
-        said: str | None = None
-        while True:
-            slot = await workflow.execute_activity(
-                SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
-                result_type=SlotOutput, start_to_close_timeout=SHORT)
-            if slot.granted:
-                return None
-            if workflow.now() - started >= BUSY_LIMIT:
-                await workflow.execute_activity(
-                    RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
-                    start_to_close_timeout=SHORT)
-                return f"{slot.reason} for 10 minutes"
-            self._state = WAITING
-            if slot.reason != said:  # one fact per distinct reason, not one per re-check
-                said = slot.reason
-                await self._record(RecordInput(
-                    item_id=self._id, status=WAITING, stage=stage, reason=slot.reason,
-                    agent=agent, round=round_, key=self._fact(f"{stage}:{round_}:busy"),
-                    kind="busy", data={"reason": slot.reason, "position": slot.position}))
-            await workflow.sleep(RECHECK_EVERY)
-
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
                     data: dict[str, int] | None = None) -> None:
         self._person = None  # a request counts from the moment the stage failed
@@ -516,10 +399,6 @@ class ItemWorkflow(Delegation, ApprovalGate):
             item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
             data={"reason": reason, **(data or {})}))
-
-    async def _check(self, check: CheckInput) -> CheckOutput:
-        return await workflow.execute_activity(
-            CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which.

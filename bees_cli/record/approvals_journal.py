@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bees_cli.record import storage
 from bees_cli.record.connected import Connected
 
 
@@ -110,8 +111,7 @@ class ApprovalsAndJournal(Connected):
         """End intent ``seq`` (``how``: ``result``, ``ran`` or ``again``) and journal
         ``entry`` (see :meth:`add_journal`) with it, in one durable transaction."""
         with self._durable() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with storage.immediate(db):
                 if entry is not None:
                     db.execute(
                         "INSERT OR IGNORE INTO journal (item_id, stage, action, digest,"
@@ -119,7 +119,3 @@ class ApprovalsAndJournal(Connected):
                         (item_id, entry["stage"], entry["action"], entry["digest"],
                          int(entry["exit_code"]), entry["at"], json.dumps(entry)))
                 db.execute("UPDATE intents SET ended = ? WHERE seq = ?", (how, seq))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise

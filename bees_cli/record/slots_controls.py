@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bees_cli.record import storage
 from bees_cli.record.connected import Connected, now_utc
 from bees_cli.record.states import SLOT_KEEPING_STATUSES
 
@@ -30,8 +31,7 @@ class SlotsAndControls(Connected):
             not granted), and the asker's 1-based place among the waiters (0 when granted).
         """
         with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with storage.immediate(db):
                 db.execute(
                     "INSERT OR IGNORE INTO slots (agent, item_id, stage, requested)"
                     " VALUES (?, ?, ?, ?)", (agent, item_id, stage, now_utc()))
@@ -42,18 +42,12 @@ class SlotsAndControls(Connected):
                 holders = [r["item_id"] for r in rows if r["granted"]]
                 waiters = [r for r in rows if not r["granted"]]
                 if mine["granted"]:
-                    db.execute("COMMIT")
                     return True, [], 0
                 position = 1 + [r["seq"] for r in waiters].index(mine["seq"])
                 if len(holders) < cap and position == 1:
                     db.execute("UPDATE slots SET granted = 1 WHERE seq = ?", (mine["seq"],))
-                    db.execute("COMMIT")
                     return True, [], 0
-                db.execute("COMMIT")
                 return False, holders, position
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
 
     def release_slot(self, item_id: str, stage: str | None = None) -> int:
         """Give back the item's slot or queue place (of ``stage``, or all); return how many."""

@@ -176,3 +176,20 @@ def _mapped(path: Path, error: sqlite3.DatabaseError,
     if corrupt is not None and type(error) is sqlite3.DatabaseError:
         return corrupt(error)
     return None
+
+
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction of ``db``: committed at its end
+    (also on a ``return`` inside it), rolled back when it (or the commit) raises.
+
+    Raises:
+        BaseException: whatever the block or the commit raised, after the rollback.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise

@@ -170,10 +170,11 @@ def import_story(record: LocalRecord, item_id: str, story: Story, *, machine_id:
         rows.append((item_id, key, event.at, event.kind, event.stage, event.round,
                      json.dumps(data), None if mine else event.machine_id,
                      None if mine else event.computer))
+    from bees_cli.record import storage
+
     created_on = None if story.created_on == computer else story.created_on
     with record._connect() as db:
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with storage.immediate(db):
             added = 0
             for values in rows:
                 added += db.execute(
@@ -181,8 +182,4 @@ def import_story(record: LocalRecord, item_id: str, story: Story, *, machine_id:
                     " origin, computer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values).rowcount
             db.execute("UPDATE items SET created = ?, created_on = ? WHERE id = ?",
                        (story.created, created_on, item_id))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
     return added

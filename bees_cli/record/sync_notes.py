@@ -20,13 +20,20 @@ STALE_AFTER: timedelta = 2 * rules.SYNC_EVERY
 
 
 def refusal_reason(refusal: Refusal) -> str:
-    """Return why one change was refused, for a person: ``this computer's clock is 412 s
-    ahead``, ``owned by maya-desktop``, or the server's message."""
-    if refusal.code == "clock_ahead" and refusal.offset_seconds is not None:
-        return f"this computer's clock is {refusal.offset_seconds:.0f} s ahead"
-    if refusal.code == "not_owner" and refusal.owner:
-        return f"owned by {refusal.owner}"
-    return refusal.message
+    """Return why one change was refused, for a person (:func:`reason_words`)."""
+    return reason_words(refusal.code, refusal.offset_seconds, refusal.owner, refusal.message)
+
+
+def reason_words(code: str, offset_seconds: float | None, owner: str | None,
+                 message: str) -> str:
+    """Return why a change was refused, for a person: ``this computer's clock is 412 s
+    ahead`` (``clock_ahead``), ``owned by maya-desktop`` (``not_owner``), or the server's
+    ``message``."""
+    if code == "clock_ahead" and offset_seconds is not None:
+        return f"this computer's clock is {offset_seconds:.0f} s ahead"
+    if code == "not_owner" and owner:
+        return f"owned by {owner}"
+    return message
 
 
 def _shared(record: Path | SharedRecord) -> SharedRecord:
@@ -42,12 +49,14 @@ def refusal_lines(record: Path | SharedRecord) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for refusal in _shared(record).refused():
         by_reason.setdefault(refusal_reason(refusal), []).append(refusal.item_id)
-    lines = []
-    for reason, items in by_reason.items():
-        which = items[0] if len(items) == 1 else f"{len(items)} items"
-        lines.append(f"your changes are refused: {reason} ({which}; kept until they can "
-                     "be sent)")
-    return lines
+    return [refused_words(reason, items) for reason, items in by_reason.items()]
+
+
+def refused_words(reason: str, items: list[str]) -> str:
+    """Return the line of the changes of ``items`` refused for ``reason``: ``your changes
+    are refused: REASON (ITEM, or N items; kept until they can be sent)``."""
+    which = items[0] if len(items) == 1 else f"{len(items)} items"
+    return f"your changes are refused: {reason} ({which}; kept until they can be sent)"
 
 
 def age_text(seconds: float) -> str:
@@ -64,17 +73,27 @@ def age_text(seconds: float) -> str:
 def stale_line(record: Path | SharedRecord, now: datetime) -> str | None:
     """Return ``team rows as of 3 min ago: Bees Cloud unreachable`` when the last sync is
     older than :data:`STALE_AFTER` (None when it is recent, or when this computer never
-    synced and never tried).
-
-    The reason: ``Bees Cloud unreachable`` when the last round could not reach it, the last
-    error otherwise, else ``bees run is not syncing (is it up?)``.
-    """
+    synced and never tried; :func:`is_stale`, :func:`stale_words`)."""
     shared = _shared(record)
     last, error, code = shared.meta("last_sync"), shared.meta("error"), shared.meta("error_code")
-    if last is None and error is None:
-        return None
-    if last is not None and now - parse_utc(last) <= STALE_AFTER:
-        return None
+    return stale_words(last, error, code, now) if is_stale(last, error, now) else None
+
+
+def is_stale(last: str | None, error: str | None, now: datetime) -> bool:
+    """Return whether the team rows are old: the last sync (``last``, UTC text; None:
+    never) is older than :data:`STALE_AFTER`, or never came though a sync was tried
+    (``error``: the last sync's error)."""
+    return (last is not None or error is not None) and (
+        last is None or now - parse_utc(last) > STALE_AFTER)
+
+
+def stale_words(last: str | None, error: str | None, code: str | None, now: datetime) -> str:
+    """Return the line of old team rows: ``team rows as of 3 min ago: WHY`` (``team rows not
+    synced yet: WHY`` when ``last`` is None).
+
+    WHY: ``Bees Cloud unreachable`` when the last round could not reach it (``code``), the
+    last ``error`` otherwise, else ``bees run is not syncing (is it up?)``.
+    """
     if code == "cloud_unreachable":
         why = "Bees Cloud unreachable"
     elif error:
@@ -89,8 +108,17 @@ def stale_line(record: Path | SharedRecord, now: datetime) -> str | None:
 def skew_warning(record: Path | SharedRecord) -> str | None:
     """Return a warning line when the last measured skew is over :data:`SKEW_WARN` s."""
     skew = _shared(record).skew
-    if skew is None or abs(skew) <= SKEW_WARN:
-        return None
+    return skew_words(skew) if skew is not None and skews(skew) else None
+
+
+def skews(skew: float) -> bool:
+    """Return whether a measured skew (Bees Cloud's clock minus this one, seconds) is over
+    :data:`SKEW_WARN` s: ``bees status`` warns."""
+    return abs(skew) > SKEW_WARN
+
+
+def skew_words(skew: float) -> str:
+    """Return the warning line of a skew of ``skew`` s (Bees Cloud's clock minus this one)."""
     side = "behind" if skew > 0 else "ahead of"
     return (f"warning: this computer's clock is {abs(skew):.1f} s {side} Bees Cloud's;"
             " the shared record trusts each computer's clock (fix the system clock)")

@@ -10,14 +10,14 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
    instant of a repeated hour finds its key already handled ("already fired here").
 3. The first stage must be eligible here (enabled agent, connected add-ons, linked
    folders); else "not eligible (reasons)" and nothing is asked.
-4. The schedule key is asked of Bees Cloud, :data:`~bees_cli.rules.KEY_TRIES` requests that
-   leave the computer (the client's own retries are off), each allowed :data:`KEY_TIMEOUT`
-   s so a slow but working cloud answers; no answer to any ends in "gave up (cloud
-   unreachable after 5 tries)". A key another computer holds ends in "taken by COMPUTER".
-   The claim names the fire's wall-clock time and zone too, so a computer whose zone rules
-   place that time at another instant is answered "taken by COMPUTER (zone rules
-   disagree)" and the disagreement is kept for ``bees schedules``
-   (:mod:`bees_cli.schedules.disagreements`).
+4. The schedule key is asked of Bees Cloud (:func:`~bees_cli.schedules.key_claim.ask_key`),
+   :data:`~bees_cli.rules.KEY_TRIES` requests that leave the computer (the client's own
+   retries are off), each allowed :data:`KEY_TIMEOUT` s so a slow but working cloud
+   answers; no answer to any ends in "gave up (cloud unreachable after 5 tries)". A key
+   another computer holds ends in "taken by COMPUTER". The claim names the fire's
+   wall-clock time and zone too, so a computer whose zone rules place that time at another
+   instant is answered "taken by COMPUTER (zone rules disagree)" and the disagreement is
+   kept for ``bees schedules`` (:mod:`bees_cli.schedules.disagreements`).
 5. A key this machine holds (granted, granted again on a retry, or no cloud to ask) is
    noted in the local row of the key, which then names its one item before it is made;
    the item is made exactly once however late: a retried fire, a duplicate delivery or a
@@ -47,11 +47,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnauthorized, NotFound
+from bees_cli.errors import BeesError, CloudError, NotFound
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog, FireOutcome, FireRow
 from bees_cli.record.local import LocalRecord
-from bees_cli.rules import KEY_TRIES, is_late
+from bees_cli.rules import is_late
+from bees_cli.schedules.key_claim import Sleep, ask_key
 from bees_cli.schedules.keys import CloudKeys, HeldKeys
 from bees_cli.utc import parse_utc
 
@@ -74,7 +75,6 @@ MISSED_LOOKBACK = 500
 """Most fire times of one schedule looked at for "missed" rows at start."""
 
 Clock = Callable[[], datetime]
-Sleep = Callable[[float], Awaitable[None]]
 Starter = Callable[[str], Awaitable[object]]
 Checker = Callable[["ItemSnapshot", str], "Eligibility"]
 Maker = Callable[["Workspace", str, "ItemSnapshot", str, str], None]
@@ -119,6 +119,18 @@ def _say(schedule: Schedule, fire: Fire, row: FireRow) -> None:
 def _one_line(error: BaseException) -> str:
     text = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
     return str(text).strip().splitlines()[0] if str(text).strip() else type(error).__name__
+
+
+def _add_row(log: FireLog, schedule_id: str, scheduled: datetime, fire: Fire,
+             handled: datetime, outcome: FireOutcome, detail: str | None,
+             tries: int = 0) -> FireRow:
+    """Write the row of fire ``fire`` of ``schedule_id`` at ``scheduled`` (its wall-clock
+    time in the schedule's zone, no offset) and return it (blocking)."""
+    from bees_cli.schedules.times import KEY_TIME_FORMAT
+
+    return log.add_fire(schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
+                        local=fire.local.strftime(KEY_TIME_FORMAT), handled=handled,
+                        outcome=outcome, detail=detail, tries=tries)
 
 
 @dataclass
@@ -234,8 +246,10 @@ class FireService:
         client = self._client()
         if client is not None:
             try:
-                granted, holder, tries, trouble = await self._ask_key(
-                    client, schedule_id, scheduled, fire, workspace.schedules[schedule_id].timezone)
+                granted, holder, tries, trouble = await ask_key(
+                    client, self.computer, schedule_id, scheduled, fire,
+                    workspace.schedules[schedule_id].timezone, sleep=self.sleep,
+                    backoff=self.key_backoff)
             finally:
                 await client.aclose()
             if trouble is not None:
@@ -249,10 +263,8 @@ class FireService:
 
     async def _row(self, schedule_id: str, scheduled: datetime, fire: Fire,
                    outcome: FireOutcome, detail: str | None, tries: int = 0) -> FireRow:
-        return await asyncio.to_thread(
-            self.log.add_fire, schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
-            local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=self.clock(),
-            outcome=outcome, detail=detail, tries=tries)
+        return await asyncio.to_thread(_add_row, self.log, schedule_id, scheduled, fire,
+                                       self.clock(), outcome, detail, tries)
 
     async def _make(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
                     fire: Fire, tries: int) -> FireRow:
@@ -317,63 +329,6 @@ class FireService:
                 await client.aclose()
         if outcome.may_start and self.start is not None:
             await self.start(item_id)
-
-    async def _ask_key(self, client: AsyncCloudClient, schedule_id: str, scheduled: datetime,
-                       fire: Fire, zone: str) -> tuple[bool, str | None, int, str | None]:
-        """Ask for the schedule key, :data:`KEY_TRIES` requests at most.
-
-        The claim carries the fire's wall-clock time, the schedule's zone and this
-        computer's tz database version, so Bees Cloud keys the wall-clock time once even
-        when computers place it at different instants; a disagreement the answer carries
-        is kept for ``bees schedules`` (:mod:`bees_cli.schedules.disagreements`).
-
-        Returns:
-            ``(granted, holder computer, tries, trouble)``; ``trouble`` is the give-up
-            detail (``cloud unreachable after 5 tries``…) when no answer came. The holder
-            of a key placed at another instant is ``COMPUTER (zone rules disagree)``.
-        """
-        from bees_cli.cloud import wire
-        from bees_cli.schedules import zones
-        from bees_cli.schedules.disagreements import ZoneDisagreement, remember
-        from bees_cli.schedules.times import KEY_TIME_FORMAT
-
-        claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
-                              machine_id=self.computer.machine_id,
-                              computer_name=self.computer.computer,
-                              local_time=fire.local.strftime(KEY_TIME_FORMAT), zone=zone,
-                              tz_version=_tz_version(zones.tz_database().version))
-        trouble = f"cloud unreachable after {KEY_TRIES} tries"
-        for attempt in range(KEY_TRIES):
-            if attempt:
-                await self.sleep(min(self.key_backoff * 2 ** (attempt - 1), 8.0))
-            try:
-                answer = await client.claim_key(claim)
-            except CloudUnauthorized:
-                return False, None, attempt + 1, "cloud refused the sign-in"
-            except CloudRefused as error:
-                return False, None, attempt + 1, f"cloud refused: {error.text}"
-            except CloudError as error:
-                if error.status == 422 and claim.local_time is not None:
-                    # a Bees Cloud older than wall-clock keys refuses the new fields: ask as
-                    # it knows (keyed by the instant only); the request counted as a try
-                    claim = wire.KeyClaim(schedule_id=claim.schedule_id,
-                                          scheduled_time=claim.scheduled_time,
-                                          machine_id=claim.machine_id,
-                                          computer_name=claim.computer_name)
-                    continue
-                if error.code != "cloud_unreachable":
-                    trouble = f"cloud error after {KEY_TRIES} tries: {error.message}"
-                continue
-            holder = answer.computer_name
-            if ZoneDisagreement.of(answer) is not None:
-                try:
-                    await asyncio.to_thread(remember, self.computer, [answer])
-                except BeesError as error:  # the fire goes on; bees schedules asks the cloud
-                    logger.warning("zone disagreement not kept: %s", error.message)
-                if not answer.granted and answer.scheduled_time != scheduled:
-                    holder += " (zone rules disagree)"
-            return answer.granted, holder, attempt + 1, None
-        return False, None, KEY_TRIES, trouble
 
     async def recover(self, registered: Mapping[str, datetime] | None = None
                       ) -> list[FireRow]:
@@ -453,20 +408,9 @@ class FireService:
                 if not is_late(fire.utc, now):
                     break
                 if log.fire_row(name, fire.utc) is None:
-                    rows.append(log.add_fire(
-                        schedule_id=name, key=fire.key, scheduled=fire.utc,
-                        local=fire.local.strftime("%Y-%m-%dT%H:%M"), handled=now,
-                        outcome=FireOutcome.MISSED, detail=None))
+                    rows.append(_add_row(log, name, fire.utc, fire, now, FireOutcome.MISSED,
+                                         None))
         return rows
-
-
-def _tz_version(version: str | None) -> str | None:
-    """``version`` when Bees Cloud accepts it as a tz version (``2025b``), else None."""
-    import re
-
-    from bees_cli.cloud.checks import TZ_VERSION_PATTERN
-
-    return version if version is not None and re.match(TZ_VERSION_PATTERN, version) else None
 
 
 def fire_snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:

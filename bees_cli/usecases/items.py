@@ -230,12 +230,11 @@ def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
     view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine)
     # issue 12, point 8: a bees run killed with kill -9 is said to be gone
     worker = bees_run_state(bees.computer.data_dir)
-    lines = [worker.text] if worker.stopped_without_cleanup else []
     moment = now or datetime.now(UTC)
-    lines += status_warnings(bees.record.path, moment)
     values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
         if worker.stopped_without_cleanup else []
     values += status_warning_values(bees.record.path, moment)
+    lines = warning_lines(values, moment)
     return view.model_copy(update={"warning": "\n".join(lines) or None, "warnings": values})
 
 
@@ -243,39 +242,68 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
     """Return what ``bees status`` warns about, one line each: the clock skew against Bees
     Cloud, the changes it refused ("your changes are refused: this computer's clock is
     412 s ahead ..."), and old team rows ("team rows as of 3 min ago: Bees Cloud
-    unreachable"; issue 11, points 4 and 5)."""
-    from bees_cli.record.sync import SharedRecord
-    from bees_cli.record.sync_notes import refusal_lines, skew_warning, stale_line
-
-    shared = SharedRecord(record_path)  # opened once for the three notes
-    skew, stale = skew_warning(shared), stale_line(shared, now)
-    return ([skew] if skew else []) + refusal_lines(shared) + ([stale] if stale else [])
+    unreachable"; issue 11, points 4 and 5): :func:`status_warning_values`, worded."""
+    return warning_lines(status_warning_values(record_path, now), now)
 
 
 def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarning]:
-    """Return :func:`status_warnings` as machine values (``bees status --json``), in the same
-    order: the clock skew, each kind of refused change, old team rows."""
-    from bees_cli.record.sync import SKEW_WARN, SharedRecord
-    from bees_cli.record.sync_notes import STALE_AFTER
-    from bees_cli.utc import parse_utc
+    """Return what ``bees status`` warns about as machine values (``bees status --json``;
+    :func:`warning_lines` words them), the shared record opened once: the clock skew, each
+    kind of refused change, old team rows."""
+    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.sync_notes import is_stale, skews
 
     shared = SharedRecord(record_path)
     found: list[StatusWarning] = []
-    if shared.skew is not None and abs(shared.skew) > SKEW_WARN:
-        found.append(StatusWarning(code="clock_skew", skew_seconds=round(shared.skew, 3)))
-    kinds: dict[tuple[str, float | None, str | None], list[str]] = {}
+    skew = shared.skew
+    if skew is not None and skews(skew):
+        found.append(StatusWarning(code="clock_skew", skew_seconds=round(skew, 3)))
+    kinds: dict[tuple[str, float | None, str | None], list[tuple[str, str]]] = {}
     for refusal in shared.refused():
         kinds.setdefault((refusal.code, refusal.offset_seconds, refusal.owner),
-                         []).append(refusal.item_id)
-    found += [StatusWarning(code="changes_refused", refused=code, items=items,
-                            offset_seconds=offset, owner=owner)
-              for (code, offset, owner), items in kinds.items()]
+                         []).append((refusal.item_id, refusal.message))
+    found += [StatusWarning(code="changes_refused", refused=code,
+                            items=[item for item, _ in refused], offset_seconds=offset,
+                            owner=owner, messages=[message for _, message in refused])
+              for (code, offset, owner), refused in kinds.items()]
     last, error = shared.meta("last_sync"), shared.meta("error")
-    if (last is not None or error is not None) and (
-            last is None or now - parse_utc(last) > STALE_AFTER):
+    if is_stale(last, error, now):
         found.append(StatusWarning(code="team_rows_stale", last_sync=last,
-                                   error=shared.meta("error_code") if error else None))
+                                   error=shared.meta("error_code") if error else None,
+                                   error_text=error))
     return found
+
+
+def warning_lines(values: list[StatusWarning], now: datetime) -> list[str]:
+    """Return the text view's lines of ``bees status``'s warnings: each value worded
+    (:mod:`bees_cli.record.sync_notes`), the refused changes one line per reason where the
+    first of them stands.
+
+    Args:
+        values: :func:`status_warning_values` (after ``bees_run_gone``, when it is).
+        now: this computer's clock (UTC), for the age of the team rows.
+    """
+    from bees_cli.record.sync_notes import reason_words, refused_words, skew_words, stale_words
+    from bees_cli.usecases.liveness import gone_words
+
+    by_reason: dict[str, list[str]] = {}
+    lines: list[str | None] = []
+    for value in values:
+        if value.code == "bees_run_gone":
+            lines.append(gone_words(value.pid))
+        elif value.code == "clock_skew" and value.skew_seconds is not None:
+            lines.append(skew_words(value.skew_seconds))
+        elif value.code == "changes_refused" and value.refused is not None:
+            if not by_reason:
+                lines.append(None)  # where the refused changes' lines stand
+            for item, message in zip(value.items, value.messages, strict=True):
+                reason = reason_words(value.refused, value.offset_seconds, value.owner, message)
+                by_reason.setdefault(reason, []).append(item)
+        elif value.code == "team_rows_stale":
+            lines.append(stale_words(value.last_sync, value.error_text, value.error, now))
+    refused = [refused_words(reason, items) for reason, items in by_reason.items()]
+    return [word for line in lines
+            for word in ([line] if line is not None else refused)]
 
 
 async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:

@@ -51,9 +51,14 @@ class BeesRunState(Result):
         if self.running:
             return f"bees run is running (pid {self.pid})"
         if self.stopped_without_cleanup:
-            return (f"bees run is not running (last seen pid {self.pid}, stopped without "
-                    "cleanup)")
+            return gone_words(self.pid)
         return "bees run is not running"
+
+
+def gone_words(pid: int | None) -> str:
+    """Return ``bees run is not running (last seen pid 4242, stopped without cleanup)``:
+    killed, it left its file (issue 12, point 8)."""
+    return f"bees run is not running (last seen pid {pid}, stopped without cleanup)"
 
 
 def worker_file(data: Path) -> Path:

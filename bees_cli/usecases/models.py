@@ -57,6 +57,11 @@ class StatusWarning(Result):
     owner: str | None = None
     last_sync: str | None = None
     error: str | None = None
+    messages: list[str] = Field(default=[], exclude=True)
+    """The server's message of each of ``items`` (the text view's reason for a code without
+    words of its own); not in ``--json``."""
+    error_text: str | None = Field(default=None, exclude=True)
+    """The last sync's error message (the text view's reason); not in ``--json``."""
 
 
 class StatusView(Result):

@@ -1,0 +1,146 @@
+"""What each command prints with ``--json``: one typed model per output (issue 15, point 2).
+
+The contract, for every command: stdout is one JSON object with ``version``
+(:data:`VERSION`); lists sit under a named key (``items``, ``approvals``…); an item's id is
+always ``item_id``; every time is RFC 3339 UTC to whole seconds with ``Z``
+(``2026-12-01T08:00:00Z``, :data:`~bees_cli.record.views.UtcTime`); data holds machine
+values, never display strings (the text view formats them).
+An error is ``{"version", "error": {"code", "message", "hint", …}}`` (:class:`ErrorOut`).
+The JSON Schemas generated from these models are in ``schemas/output/``
+(:mod:`bees_cli.cli.json_schemas`).
+
+The models live in one module per command group; this package names them all, so
+``from bees_cli.cli import json_models as out`` reaches every one.
+"""
+
+from bees_cli.cli.json_models.approvals import (
+    ApprovalOut,
+    ApprovalsOut,
+    DecisionOut,
+    approval_out,
+)
+from bees_cli.cli.json_models.base import (
+    DISPLAY_KEYS,
+    VERSION,
+    ErrorBody,
+    ErrorOut,
+    Out,
+    Part,
+    emit,
+    item_out,
+)
+from bees_cli.cli.json_models.cloud import (
+    AppOut,
+    CloudStatusOut,
+    PersonAddOut,
+    PersonRevokeOut,
+    TeamAddOut,
+)
+from bees_cli.cli.json_models.doctor import (
+    CannotRun,
+    DoctorCheck,
+    DoctorOut,
+    LostItem,
+    ProcessCheck,
+    RefusedChange,
+    SkippedAgent,
+    doctor_out,
+)
+from bees_cli.cli.json_models.handover import (
+    CheckpointProblem,
+    ContinueOut,
+    RelinquishOut,
+    RepairOut,
+    VerifyOut,
+)
+from bees_cli.cli.json_models.items import (
+    CancelOut,
+    DelegateOut,
+    ItemCreateOut,
+    ItemShowOut,
+    PersonDoneOut,
+    StatusItem,
+    StatusOut,
+    StatusWarningOut,
+    TeamItemShow,
+    status_out,
+)
+from bees_cli.cli.json_models.machine import (
+    AddonConnection,
+    AddonsOut,
+    FolderLink,
+    InitOut,
+    LinkOut,
+    LinksOut,
+    SchemasWriteOut,
+    UnlinkOut,
+    ValidateOut,
+    WhoamiOut,
+)
+from bees_cli.cli.json_models.schedules import (
+    FireOut,
+    Placement,
+    ScheduleOut,
+    SchedulesOut,
+    ZoneWarning,
+)
+from bees_cli.record.views import ItemView  # ``item create --wait``'s ``final``
+
+__all__ = [
+    "ItemView",
+    "VERSION",
+    "DISPLAY_KEYS",
+    "Out",
+    "Part",
+    "emit",
+    "item_out",
+    "ErrorBody",
+    "ErrorOut",
+    "WhoamiOut",
+    "LinkOut",
+    "UnlinkOut",
+    "FolderLink",
+    "LinksOut",
+    "AddonConnection",
+    "AddonsOut",
+    "InitOut",
+    "ValidateOut",
+    "SchemasWriteOut",
+    "StatusItem",
+    "StatusWarningOut",
+    "StatusOut",
+    "status_out",
+    "ItemCreateOut",
+    "TeamItemShow",
+    "ItemShowOut",
+    "PersonDoneOut",
+    "CancelOut",
+    "DelegateOut",
+    "ApprovalOut",
+    "approval_out",
+    "ApprovalsOut",
+    "DecisionOut",
+    "FireOut",
+    "Placement",
+    "ZoneWarning",
+    "ScheduleOut",
+    "SchedulesOut",
+    "LostItem",
+    "RefusedChange",
+    "DoctorCheck",
+    "SkippedAgent",
+    "CannotRun",
+    "ProcessCheck",
+    "DoctorOut",
+    "doctor_out",
+    "RelinquishOut",
+    "RepairOut",
+    "ContinueOut",
+    "CheckpointProblem",
+    "VerifyOut",
+    "TeamAddOut",
+    "PersonRevokeOut",
+    "CloudStatusOut",
+    "AppOut",
+    "PersonAddOut",
+]

@@ -1,0 +1,59 @@
+"""``--json`` documents of Bees Cloud and the app: ``bees cloud status/team/person``, app."""
+
+from __future__ import annotations
+
+from bees_cli.cli.json_models.base import ErrorBody, Out
+from bees_cli.record.views import UtcTime
+
+
+class TeamAddOut(Out):
+    """``bees cloud team add``: the team, whether this call created it (False: it existed),
+    and the server URL or the database URL it was added on (the other is None)."""
+
+    team: str
+    created: bool
+    server: str | None = None
+    database: str | None = None
+
+
+class PersonRevokeOut(Out):
+    """``bees cloud person revoke``: how many tokens of the person were revoked, and the
+    server URL or the database URL it was done on (the other is None)."""
+
+    email: str
+    team: str
+    revoked: int
+    server: str | None = None
+    database: str | None = None
+
+
+class CloudStatusOut(Out):
+    """``bees cloud status``: reachable, who, the server's clock; ``error`` when it failed."""
+
+    url: str
+    reachable: bool
+    person: str | None
+    team: str | None
+    server_time: UtcTime | None
+    skew_seconds: float | None
+    round_trip_seconds: float | None
+    error: ErrorBody | None
+
+
+class AppOut(Out):
+    """``bees app``: its first line, the URL that lets a browser in (it holds the session's
+    secret) and the port it listens on (127.0.0.1)."""
+
+    url: str
+    port: int
+
+
+class PersonAddOut(Out):
+    """``bees cloud person add``: the new bearer token (shown this once only), and the server
+    URL or the database URL it was added on (the other is None)."""
+
+    email: str
+    team: str
+    token: str
+    server: str | None = None
+    database: str | None = None

@@ -1,0 +1,63 @@
+"""``--json`` documents of handover: ``bees relinquish`` (and ``--repair``), continue, verify."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from bees_cli.cli.json_models.base import Out, Part
+
+
+class RelinquishOut(Out):
+    """``bees relinquish``: the stopped stage, where each piece restarts (the item is free
+    and restarts at ``restart_stages["main"]``), the checkpoint."""
+
+    item_id: str
+    stage: str | None
+    restart_stages: dict[str, str]
+    checkpoint: str
+    checkpoint_sha256: str
+    files: int
+    total_bytes: int
+    released: bool
+
+
+class RepairOut(Out):
+    """``bees relinquish --repair``: the digest released now and the one held before."""
+
+    item_id: str
+    checkpoint: str
+    checkpoint_sha256: str
+    before: str | None
+    restart_stages: dict[str, str]
+    released: bool
+    changed: bool
+
+
+class ContinueOut(Out):
+    """``bees continue``: the claimed item, its run folder and the stage it restarts at."""
+
+    item_id: str
+    run_folder: str
+    stage: str
+    checkpoint_sha256: str
+    journal: int
+    run: int
+    started: bool
+
+
+class CheckpointProblem(Part):
+    """One reason a checkpoint is invalid."""
+
+    code: str
+    path: str | None
+    message: str
+
+
+class VerifyOut(Out):
+    """``bees checkpoint verify`` of a valid checkpoint (an invalid one is the error
+    ``checkpoint_invalid`` with its ``problems``, exit 3)."""
+
+    ok: Literal[True]
+    sha256: str
+    files: int
+    total_bytes: int

@@ -1,0 +1,80 @@
+"""``--json`` documents of this computer and its workspace: whoami, links, add-ons, init…"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from bees_cli.cli.json_models.base import Out, Part
+
+
+class WhoamiOut(Out):
+    """``bees whoami``."""
+
+    machine_id: str
+    computer: str
+    person: str | None
+
+
+class LinkOut(Out):
+    """``bees link``: the folder and the absolute directory it now resolves to."""
+
+    folder: str
+    path: str
+
+
+class UnlinkOut(Out):
+    """``bees unlink``: the folder whose link of this computer was removed."""
+
+    folder: str
+
+
+class FolderLink(Part):
+    """One declared folder: where it resolves here, whether linked, and why."""
+
+    folder: str
+    path: str | None
+    linked: bool
+    reason: str
+
+
+class LinksOut(Out):
+    """``bees links``."""
+
+    folders: list[FolderLink]
+
+
+class AddonConnection(Part):
+    """One add-on: connected here, or the environment it misses."""
+
+    addon: str
+    connected: bool
+    missing: list[str]
+
+
+class AddonsOut(Out):
+    """``bees addons``."""
+
+    addons: list[AddonConnection]
+
+
+class InitOut(Out):
+    """``bees init``: the workspace folder and every file written."""
+
+    workspace: str
+    files: list[str]
+
+
+class ValidateOut(Out):
+    """``bees validate`` of a valid workspace (an invalid one is an error, exit 2)."""
+
+    ok: Literal[True]
+    workspace: str
+    name: str
+    counts: dict[str, int]
+    warnings: list[dict[str, Any]]
+
+
+class SchemasWriteOut(Out):
+    """``bees schemas write``: every schema file written."""
+
+    files: list[str]

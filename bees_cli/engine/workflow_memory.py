@@ -1,0 +1,85 @@
+"""The memory of an item's run: fresh at a start, restored after continue-as-new, carried on.
+
+Part of :class:`~bees_cli.engine.workflows.ItemWorkflow` (its base class), deterministic like
+it: no workflow commands, only the engine's models (passed through).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from bees_cli.engine.workflow_gate import STOPPED
+
+with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.models import (
+        ApprovalRequest,
+        ItemInput,
+        ItemState,
+        JournalEntry,
+        ReviewRounds,
+    )
+
+
+class RunMemory:
+    """The plan's memory (:class:`ItemState`): a run's start (the rounds and review counts a
+    handover carries), what a handover carries on, and what a continue-as-new carries
+    (DESIGN.md, Rules: handover; reviews)."""
+
+    _state: str
+    _stage: str | None
+    _round: int
+    _round_of: str | None
+    _requests: list[ApprovalRequest]
+    _journal: list[JournalEntry]
+    _approved: set[tuple[str, int]]
+    _facts: int
+
+    def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
+        """Return the plan's memory at the start of a run at ``start`` (None: the first),
+        with the rounds and review count the input carries from the earlier runs (a
+        handover; none for a first run)."""
+        carried = item.reviews or ReviewRounds()
+        return ItemState(stage=start or item.snapshot.process.stages[0].name,
+                         attempts=dict(item.attempts), outputs=dict(item.previous),
+                         rounds=dict(carried.rounds), comments=list(carried.comments),
+                         change_requests={stage: [list(c) for c in asked] for stage, asked
+                                          in carried.change_requests.items()})
+
+    def _handed_reviews(self, memo: ItemState) -> ReviewRounds:
+        """Return the rounds and review count a handover carries to the next run.
+
+        The current stage's round did not finish: it is not counted, so the next run starts
+        it again under the same number. An item stopped at the review limit (its review round
+        finished) is handed over as after a person's retry: that review's count starts again
+        and the next run redoes the work under review with the last comments.
+        """
+        rounds = dict(memo.rounds)
+        stage = self._stage
+        if stage is not None and stage in rounds and self._state != STOPPED:
+            if self._round_of == stage:
+                rounds[stage] = self._round - 1
+            elif memo.again:  # its round will start again: not counted either
+                rounds[stage] -= 1
+        asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
+        if self._state == STOPPED and stage in asked:
+            asked[stage] = []
+        return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
+
+    def _restore(self, item: ItemInput) -> ItemState:
+        """Return the plan's memory: the state a run continued as new carries, else fresh."""
+        if item.state is None:
+            self._journal = list(item.journal)
+            return self._fresh(item, item.start_stage)
+        state = item.state
+        self._journal = list(state.journal)
+        self._requests = list(state.requests)
+        self._approved = {(stage, round_) for stage, round_ in state.approved}
+        self._facts = state.facts
+        return state
+
+    def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
+        """Return the input of the next run: this one's, with the plan's memory."""
+        state = memo.model_copy(update={
+            "requests": list(self._requests), "approved": sorted(self._approved),
+            "journal": list(self._journal), "facts": self._facts})
+        return item.model_copy(update={"state": state})

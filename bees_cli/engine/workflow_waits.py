@@ -1,0 +1,103 @@
+"""The waits before a stage of an item's run: eligibility here, then a capped agent's slot.
+
+Part of :class:`~bees_cli.engine.workflows.ItemWorkflow` (its base class), deterministic like
+it: imports only ``temporalio``, its approval gate and the engine's models (passed through).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from bees_cli.engine.stage_check import eligible_locally
+from bees_cli.engine.workflow_gate import SHORT, WAITING, ApprovalGate
+from bees_cli.engine.workflow_policies import RECHECK
+
+with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.models import (
+        AWAIT_ELIGIBLE_ACTIVITY,
+        AWAIT_SLOT_ACTIVITY,
+        CHECK_ACTIVITY,
+        RELEASE_ACTIVITY,
+        SLOT_ACTIVITY,
+        CheckInput,
+        CheckOutput,
+        RecordInput,
+        ReleaseInput,
+        SlotInput,
+        SlotOutput,
+    )
+    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
+
+
+class StageWaits(ApprovalGate):
+    """Before each stage: check eligibility and choose the agent, waiting and re-checking
+    every 15 s while the check fails; take a slot of a capped agent (re-checking every 15 s,
+    failed after 10 minutes). Since ``WAITS_BY_RETRY`` both waits are one activity retried
+    every 15 s (DESIGN.md, Rules: eligibility, busy agent)."""
+
+    _waits_by_retry: bool
+    _eligible_locally: bool
+
+    async def _eligible(self, check: CheckInput) -> CheckOutput:
+        """Check eligibility until the stage can start here, re-checking every 15 s
+        (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
+
+        Patched runs wait inside one activity retried every :data:`RECHECK_EVERY`, so the
+        wait adds no events however long it lasts; older runs keep their timer loop. Since
+        :data:`ELIGIBLE_LOCALLY` the first check is a local activity (:func:`eligible_locally`).
+        """
+        if self._eligible_locally and self._waits_by_retry:
+            return await eligible_locally(check)
+        if self._waits_by_retry:
+            return await workflow.execute_activity(
+                AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
+                start_to_close_timeout=SHORT, retry_policy=RECHECK)
+        found = await self._check(check)
+        while not found.ok:
+            await workflow.sleep(RECHECK_EVERY)
+            found = await self._check(check)
+        return found
+
+    def _capped(self, agent: str) -> bool:
+        return self._snapshot.agents[agent].max_concurrent_runs is not None
+
+    async def _take_slot(self, stage: str, agent: str, round_: int) -> str | None:
+        """Take a slot of ``agent`` when it is capped; return None, or after 10 minutes of
+        waiting (re-checking every 15 s) the reason the stage fails."""
+        cap = self._snapshot.agents[agent].max_concurrent_runs
+        if cap is None:
+            return None
+        if self._waits_by_retry:
+            # one activity retried every 15 s; it writes each new reason to the local record
+            # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
+            self._state = WAITING
+            slot: SlotOutput = await workflow.execute_activity(
+                AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
+                                               cap=cap, round=round_),
+                result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
+            return None if slot.granted else f"{slot.reason} for 10 minutes"
+        started = workflow.now()
+        said: str | None = None
+        while True:
+            slot = await workflow.execute_activity(
+                SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent, cap=cap),
+                result_type=SlotOutput, start_to_close_timeout=SHORT)
+            if slot.granted:
+                return None
+            if workflow.now() - started >= BUSY_LIMIT:
+                await workflow.execute_activity(
+                    RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
+                    start_to_close_timeout=SHORT)
+                return f"{slot.reason} for 10 minutes"
+            self._state = WAITING
+            if slot.reason != said:  # one fact per distinct reason, not one per re-check
+                said = slot.reason
+                await self._record(RecordInput(
+                    item_id=self._id, status=WAITING, stage=stage, reason=slot.reason,
+                    agent=agent, round=round_, key=self._fact(f"{stage}:{round_}:busy"),
+                    kind="busy", data={"reason": slot.reason, "position": slot.position}))
+            await workflow.sleep(RECHECK_EVERY)
+
+    async def _check(self, check: CheckInput) -> CheckOutput:
+        return await workflow.execute_activity(
+            CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
