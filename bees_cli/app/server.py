@@ -7,6 +7,7 @@ the secrets and the port, and the workspace ``bees app -w`` named.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -47,7 +48,9 @@ async def _items_context(request: Request) -> dict[str, Any]:
     app = state_of(request)
     show = _show(request)
     view = await app.bees.status(mine=show == "mine")
-    return {"list": item_list(view, show, here=app.bees.computer.computer)}
+    running = await asyncio.to_thread(app.bees.bees_run_running)
+    return {"list": item_list(view, show, here=app.bees.computer.computer,
+                              bees_run=running)}
 
 
 async def home(request: Request) -> Response:

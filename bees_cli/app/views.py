@@ -103,13 +103,22 @@ def _where(row: dict[str, Any], here: str) -> str:
 
 def detail(status: str, text: str) -> str:
     """Return what ``text`` (a status as :func:`~bees_cli.record.states.status_text` words
-    it) says beside the status word: ``failed: exit 1`` → ``exit 1``; ``""`` when nothing."""
+    it) says beside the status word: ``failed: exit 1`` → ``exit 1``, ``free, restarts at
+    Draft`` → ``restarts at Draft``; ``""`` when nothing."""
     if text == status:
         return ""
-    return text.removeprefix(f"{status}: ")
+    for joint in (": ", ", "):
+        if text.startswith(status + joint):
+            return text[len(status + joint):]
+    return text
 
 
-def item_list(view: StatusView, show: Show, *, here: str,
+BEES_RUN_DOWN = ("bees run is not running on this computer: its items do not move and "
+                 "decisions wait until it starts (`bees run`)")
+"""The list's note when this computer's ``bees run`` is not running."""
+
+
+def item_list(view: StatusView, show: Show, *, here: str, bees_run: bool = True,
               now: datetime | None = None) -> ItemList:
     """Return ``/items`` of ``bees status``'s result under filter ``show``.
 
@@ -140,6 +149,8 @@ def item_list(view: StatusView, show: Show, *, here: str,
             since=since_text(str(row.get("since") or "-"), now),
             team=bool(row.get("team"))))
     warnings = view.warning.splitlines() if view.warning else []
+    if not bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):
+        warnings.insert(0, BEES_RUN_DOWN)
     return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)
 
 

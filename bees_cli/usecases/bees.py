@@ -86,6 +86,12 @@ class Bees:
 
         return running_worker(self.computer.data_dir, wait=STARTING_WAIT)
 
+    def bees_run_running(self) -> bool:
+        """Return whether this computer's ``bees run`` is alive now (no wait)."""
+        from bees_cli.usecases.liveness import bees_run_state
+
+        return bees_run_state(self.computer.data_dir).running
+
     def engine_address(self) -> str | None:
         """Return the address of the engine this computer runs now (``bees run``'s, else the
         embedded server's), or None."""

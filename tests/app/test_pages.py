@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from bees_cli.app.security import Guard
 from bees_cli.app.server import create_app
 from bees_cli.machine.computer import Computer
@@ -224,3 +226,13 @@ def test_schedules_list_each_schedule_of_the_workspace(bees: Bees, guard: Guard)
     assert cells["process"] == "weekly-report"
     assert cells["last"] == "-" and cells["outcome"] == "-"
     assert cells["fires_here"].startswith("no")
+
+
+def test_the_list_says_when_bees_run_is_not_running(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.app.views import BEES_RUN_DOWN
+
+    shown = f'<p class="warning" role="status">{BEES_RUN_DOWN}</p>'
+    assert client.get("/items").text.count(shown) == 1
+    monkeypatch.setattr(Bees, "bees_run_running", lambda self: True)
+    assert "bees run is not running" not in client.get("/items").text

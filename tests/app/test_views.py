@@ -129,3 +129,12 @@ def test_the_story_pieces_and_models_of_an_item() -> None:
     assert (page.status, page.detail, page.where) == (
         "waiting for approval", "mail.send", "maya-laptop")
     assert page.verbs == ("approve", "deny", "cancel", "relinquish")
+
+
+def test_the_detail_beside_a_status_word_does_not_repeat_it() -> None:
+    from bees_cli.app.views import detail
+
+    assert detail("failed", "failed: exit 1") == "exit 1"
+    assert detail("free", "free, restarts at Send") == "restarts at Send"
+    assert detail("done", "done") == ""
+    assert detail("running", "Draft, running on maya-laptop") == "Draft, running on maya-laptop"
