@@ -47,6 +47,7 @@ from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
 from bees_cli.handover.relinquish import main_restart
 from bees_cli.machine.computer import Computer
+from bees_cli.record.states import Status
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
@@ -328,7 +329,9 @@ def _refuse_unless_free(here: Computer, item_id: str) -> None:
     if runs:
         raise Refused(f"item {row.id} was already continued here (run {runs[-1]})",
                       hint=f"bees item show {row.id} shows it")
-    raise Refused(f"item {row.id} runs here already (status: {row.status_text}): only a "
+    ended = row.status in (Status.DONE, Status.CANCELLED)
+    where = "ended here" if ended else "runs here already"
+    raise Refused(f"item {row.id} {where} (status: {row.status_text}): only a "
                   "relinquished item can be continued",
                   hint=f"bees item show {row.id} shows it")
 

@@ -271,7 +271,7 @@ class Resumed(EventBase):
     kind: Literal["resumed"] = "resumed"
 
     def render(self) -> str:
-        return self.where() + "running again after approval"
+        return self.where() + "running again: every request answered"
 
 
 class ActionRan(EventBase):

@@ -65,6 +65,16 @@ def test_an_item_that_runs_here_and_was_never_relinquished_says_so(
         f"hint: bees item show {ITEM} shows it"]
 
 
+def test_an_item_that_ended_here_says_it_ended(bees: BeesRunner) -> None:
+    _record().set_state(ITEM, status=Status.CANCELLED, stage="Draft")
+    done = bees("continue", ITEM, "--digest", DIGEST)
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.splitlines() == [
+        f"error: item {ITEM} ended here (status: cancelled): only a relinquished item "
+        "can be continued",
+        f"hint: bees item show {ITEM} shows it"]
+
+
 @pytest.mark.parametrize(("argv", "what"), [
     (("item", "cancel"), "cancel"), (("retry",), "retry"), (("item", "accept"), "accept")])
 def test_a_request_to_a_relinquished_item_is_refused_where_it_is_free(

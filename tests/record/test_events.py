@@ -65,7 +65,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
                            "Send round 1: request 2 closed: the item was cancelled"),
     "approval_relinquished": ({"request": 2, "action": None}, "Send", 1,
                               "Send round 1: request 2 closed: the item was relinquished"),
-    "resumed": ({}, "Send", None, "Send: running again after approval"),
+    "resumed": ({}, "Send", None, "Send: running again: every request answered"),
     "action_ran": ({"action": "mail.send", "action_kind": "send", "digest": SHA, "attempt": 1,
                     "exit_code": 0, "request": 3}, "Send", 1,
                    "Send round 1: ran mail.send (attempt 1), exit 0, input sha256 abababababab"),
