@@ -37,6 +37,11 @@ def app(
 
     from bees_cli.app.serve import serve
 
+    if workspace is not None:  # a wrong -w is said now, not on the first page that needs it
+        from bees_cli.workspace.loader import load_workspace
+
+        load_workspace(workspace)
+
     def announce(guard: Guard) -> None:
         import json
         import sys

@@ -68,3 +68,12 @@ def test_text_line_names_the_url(bees_home: Path) -> None:
         if app.poll() is None:
             app.kill()
             app.wait()
+
+
+def test_a_workspace_that_does_not_load_is_refused_before_serving(bees_home: Path,
+                                                                 tmp_path: Path) -> None:
+    app = start(bees_home, "-w", str(tmp_path / "nowhere"))
+    out, err = app.communicate(timeout=60)
+    assert (app.returncode, out) == (2, "")
+    assert err.splitlines() == [f"error: {tmp_path / 'nowhere'}: no such folder",
+                                "hint: check the path, or create a workspace with `bees init DIR`"]
