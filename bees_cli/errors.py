@@ -128,6 +128,13 @@ class Refused(BeesError):
     code = "refused"
 
 
+class ActionInterrupted(BeesError):
+    """An add-on action was killed by a signal while it ran (exit 1): it may have taken
+    effect, so its intent stays open and a person decides (DESIGN.md, under faults)."""
+
+    code = "action_interrupted"
+
+
 class EngineError(BeesError):
     """The local Temporal engine is missing, unreachable or failed (exit 1)."""
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from bees_cli.errors import Refused, UserError
+from bees_cli.errors import ActionInterrupted, Refused, UserError
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
 from bees_cli.utc import format_utc, utc_now
@@ -329,6 +329,14 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
             await asyncio.to_thread(_folder_end, record, call, "result", None)
         raise UserError(f"cannot start {argv[0]} for {call.name}: "
                         f"{error.strerror or error}") from None
+    if seq is not None and done.returncode < 0:
+        # killed by a signal while it ran: it may have taken effect, so its intent stays open
+        # and a person decides (DESIGN.md, under faults: an intent without a result)
+        raise ActionInterrupted(
+            f"{call.name} was killed by signal {-done.returncode} while it ran: it may "
+            "already have run, so it is not run again by itself",
+            hint=f"the stage's next attempt holds it for a person: bees approve "
+                 f"{call.item_id} --ran (it ran) or --again (run it once more)")
     stdout = done.stdout.decode("utf-8", "replace")
     entry = JournalEntry(
         stage=call.stage, round=call.round, attempt=call.attempt, action=call.name,
