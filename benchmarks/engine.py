@@ -184,6 +184,10 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
             ratios = [stage / floor for stage, floor in zip(bees[way], base, strict=True)]
             print(f"{'ratio Bees stage / bare activity' + tag(way) + ':':{width}}"
                   f"{spread(ratios, 1, 'x')}")
+        if len(ways) == 2:  # the two ways in the same round, against each other
+            paired = [one / two for one, two in zip(bees[ways[0]], bees[ways[1]], strict=True)]
+            print(f"{f'ratio {ways[0]} / {ways[1]}, same round:':{width}}"
+                  f"{spread(paired, 1, 'x')}")
 
 
 if __name__ == "__main__":
