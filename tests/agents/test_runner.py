@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
+from bees_cli.agents import spawn
 from bees_cli.agents.groups import (
     StageGroup,
     group_file,
@@ -413,8 +414,10 @@ async def test_the_program_dies_with_its_worker_and_the_next_start_stops_its_hel
         tmp_path: Path, way: str) -> None:
     request = make_request(tmp_path, SPAWNER)
     groups = tmp_path / "stages"
+    env = {k: v for k, v in os.environ.items()  # names sh passes on: setpriv is used
+           if k not in spawn.SHELL_OWNED and spawn.SHELL_NAME.match(k)}
     worker = subprocess.Popen([sys.executable, "-c", DIES_WITH,
-                               json.dumps(request.to_json()), str(groups), way])
+                               json.dumps(request.to_json()), str(groups), way], env=env)
     try:
         pids = await wait_for_pids(tmp_path / "run" / "Draft")
         worker.kill()  # kill -9 of the worker: no cleanup of its own
