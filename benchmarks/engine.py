@@ -8,6 +8,11 @@ environment). The per-stage overhead and the bare activity are measured in inter
 wall time and in this process's CPU time (the worker and the client; steadier than wall time
 on a loaded machine; the dev server's CPU is not counted).
 
+With ``--spawn both``, each round runs the Bees items twice, once starting each stage's
+program through ``setpriv`` (vfork, :mod:`bees_cli.agents.spawn`) and once with the
+``preexec_fn`` (CPython forks the worker; the way before, and the fallback where ``setpriv``
+is missing), and reports both against the same bare rounds.
+
 The ``bees_cli`` package imported is byte-compiled first, as ``pip install`` leaves it: with
 ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__``, the workflow sandbox compiles the
 workflow modules from source for every item's run, a cost an installed Bees does not pay.
@@ -80,7 +85,21 @@ def spread(values: list[float], scale: float = 1.0, unit: str = "") -> str:
             f"{max(values) * scale:.1f}{unit})")
 
 
-async def main(items: int, sequential: int, rounds: int) -> None:
+def use_spawn(way: str) -> None:
+    """Make stages start their programs ``way``: ``setpriv``, ``preexec_fn`` or ``default``
+    (whatever :mod:`bees_cli.agents.spawn` finds here)."""
+    from bees_cli.agents import runner, spawn
+
+    if way == "preexec_fn":
+        runner.fast_launch = lambda *_: None  # the fallback: the runner's preexec_fn
+    else:
+        runner.fast_launch = spawn.fast_launch
+        if way == "setpriv":
+            assert spawn.fast_launch(["true"], Path.cwd(), dict(os.environ)) is not None, \
+                "setpriv or /bin/sh missing, the chain fails, or a name sh cannot pass on"
+
+
+async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> None:
     """Run the measures and print them."""
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
@@ -132,31 +151,43 @@ async def main(items: int, sequential: int, rounds: int) -> None:
             await bees_items(1, one_by_one=True)  # warm up
             await bare(1)
             many = (await bees_items(items, one_by_one=False))[0] if items else 0.0
-            stages: list[float] = []
+            stages: dict[str, list[float]] = {way: [] for way in ways}
             bares: list[float] = []
-            stage_cpu: list[float] = []
+            stage_cpu: dict[str, list[float]] = {way: [] for way in ways}
             bare_cpu: list[float] = []
-            for _ in range(rounds):  # interleaved: both sides see the same load
-                wall, cpu = await bees_items(sequential, one_by_one=True)
-                stages.append(wall / (sequential * 3))
-                stage_cpu.append(cpu / (sequential * 3))
+            for index in range(rounds):  # interleaved: both sides see the same load
+                for way in ways if index % 2 == 0 else ways[::-1]:
+                    use_spawn(way)
+                    wall, cpu = await bees_items(sequential, one_by_one=True)
+                    stages[way].append(wall / (sequential * 3))
+                    stage_cpu[way].append(cpu / (sequential * 3))
                 wall, cpu = await bare(sequential)
                 bares.append(wall / (sequential * 3))
                 bare_cpu.append(cpu / (sequential * 3))
     finally:
         await env.shutdown()
-    ratios = [stage / base for stage, base in zip(stages, bares, strict=True)]
+    def tag(way: str) -> str:
+        return "" if way == "default" else f" ({way})"
+
+    width = max(len(f"ratio Bees stage / bare activity{tag(way)}: ") for way in ways)
     if items:
         print(f"items/s (3 stages, {items} items at once): {items / many:.2f}")
     print(f"median (min-max) over {rounds} interleaved rounds of {sequential} items each:")
-    print(f"Bees per stage:                    {spread(stages, 1000, ' ms')}")
-    print(f"bare Temporal activity round trip: {spread(bares, 1000, ' ms')}")
-    print(f"ratio Bees stage / bare activity:  {spread(ratios, 1, 'x')}")
-    cpu_ratios = [stage / base for stage, base in zip(stage_cpu, bare_cpu, strict=True)]
-    print("CPU of this process (worker and client; not the dev server), per stage:")
-    print(f"Bees per stage:                    {spread(stage_cpu, 1000, ' ms')}")
-    print(f"bare Temporal activity round trip: {spread(bare_cpu, 1000, ' ms')}")
-    print(f"ratio Bees stage / bare activity:  {spread(cpu_ratios, 1, 'x')}")
+    for title, bees, base in (("wall time", stages, bares),
+                              ("CPU of this process (worker and client; not the dev server)",
+                               stage_cpu, bare_cpu)):
+        print(f"{title}, per stage:")
+        for way in ways:
+            print(f"{'Bees per stage' + tag(way) + ':':{width}}{spread(bees[way], 1000, ' ms')}")
+        print(f"{'bare Temporal activity round trip:':{width}}{spread(base, 1000, ' ms')}")
+        for way in ways:
+            ratios = [stage / floor for stage, floor in zip(bees[way], base, strict=True)]
+            print(f"{'ratio Bees stage / bare activity' + tag(way) + ':':{width}}"
+                  f"{spread(ratios, 1, 'x')}")
+        if len(ways) == 2:  # the two ways in the same round, against each other
+            paired = [one / two for one, two in zip(bees[ways[0]], bees[ways[1]], strict=True)]
+            print(f"{f'ratio {ways[0]} / {ways[1]}, same round:':{width}}"
+                  f"{spread(paired, 1, 'x')}")
 
 
 if __name__ == "__main__":
@@ -165,10 +196,15 @@ if __name__ == "__main__":
     parser.add_argument("--sequential", type=int, default=3,
                         help="items run one after another in each round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--spawn", choices=["default", "setpriv", "preexec_fn", "both"],
+                        default="default", help="how stages start their programs (both: "
+                        "setpriv and preexec_fn in each round)")
     options = parser.parse_args()
     byte_compile()
     with tempfile.TemporaryDirectory() as home:
         os.environ["BEES_HOME"] = home
-        asyncio.run(main(options.items, options.sequential, options.rounds))
+        asyncio.run(main(options.items, options.sequential, options.rounds,
+                         ["setpriv", "preexec_fn"] if options.spawn == "both"
+                         else [options.spawn]))
     sys.stdout.flush()
     os._exit(0)

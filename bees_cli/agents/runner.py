@@ -39,6 +39,7 @@ from bees_cli.agents.groups import (
     record_group,
     signal_group,
 )
+from bees_cli.agents.spawn import fast_launch
 from bees_cli.files import write_atomic
 from bees_cli.machine.processes import group_alive
 
@@ -309,7 +310,10 @@ async def run_command_stage(
     rounds so a writer can revise its work; a stale ``verdict.json`` is removed before a
     review stage runs), in a new session (its own process group), stdin from
     ``/dev/null``, stdout and stderr straight into the log files. On Linux the program
-    dies with this process (``PR_SET_PDEATHSIG``, :func:`~bees_cli.agents.groups.die_with_parent`).
+    dies with this process (``PR_SET_PDEATHSIG``): set through ``setpriv`` without a fork
+    of this process where it can be (:func:`~bees_cli.agents.spawn.fast_launch`; the
+    environment goes in the process environment, never on a command line), else by
+    :func:`~bees_cli.agents.groups.die_with_parent`.
     With ``groups``, its process group is recorded there while it runs, and a group a
     killed worker left for this stage is stopped first
     (:func:`~bees_cli.agents.groups.kill_leftover`).
@@ -366,10 +370,17 @@ async def run_command_stage(
         return result(False, "the agent's command is empty", None)
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, preexec_fn=die_with_parent(),
-            )
+            launch = fast_launch(argv, folder, env)
+            if launch is not None:  # vfork: no preexec_fn (see bees_cli.agents.spawn)
+                proc = await asyncio.create_subprocess_exec(
+                    *launch.argv, cwd=folder, env=launch.env, stdin=subprocess.DEVNULL,
+                    stdout=out, stderr=err, start_new_session=True,
+                )
+            else:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                    stderr=err, start_new_session=True, preexec_fn=die_with_parent(),
+                )
         except FileNotFoundError:
             return result(False, f"cannot start {argv[0]}: not found", None)
         except PermissionError:

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
+from bees_cli.agents import spawn
 from bees_cli.agents.groups import (
     StageGroup,
     group_file,
@@ -396,19 +397,27 @@ def test_stop_leftovers_stops_the_helpers_of_a_dead_leader(tmp_path: Path) -> No
 DIES_WITH = """
 import asyncio, json, sys
 from pathlib import Path
+from bees_cli.agents import spawn
 from bees_cli.agents.runner import StageRequest, run_command_stage
+if sys.argv[3] == "preexec_fn":  # as where setpriv is not on PATH
+    spawn._chain = lambda: None
+else:
+    assert spawn._chain() is not None
 request = StageRequest.from_json(json.loads(sys.argv[1]))
 asyncio.run(run_command_stage(request, heartbeat=lambda: None, groups=Path(sys.argv[2])))
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.parametrize("way", ["setpriv", "preexec_fn"])
 async def test_the_program_dies_with_its_worker_and_the_next_start_stops_its_helpers(
-        tmp_path: Path) -> None:
+        tmp_path: Path, way: str) -> None:
     request = make_request(tmp_path, SPAWNER)
     groups = tmp_path / "stages"
+    env = {k: v for k, v in os.environ.items()  # names sh passes on: setpriv is used
+           if k not in spawn.SHELL_OWNED and spawn.SHELL_NAME.match(k)}
     worker = subprocess.Popen([sys.executable, "-c", DIES_WITH,
-                               json.dumps(request.to_json()), str(groups)])
+                               json.dumps(request.to_json()), str(groups), way], env=env)
     try:
         pids = await wait_for_pids(tmp_path / "run" / "Draft")
         worker.kill()  # kill -9 of the worker: no cleanup of its own
