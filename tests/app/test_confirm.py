@@ -11,6 +11,7 @@ import pytest
 
 from bees_cli.app.actions import CONFIRMED
 from bees_cli.app.security import Guard
+from bees_cli.app.views import Verb
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status
@@ -36,7 +37,7 @@ def running(computer: Computer, tmp_path: Path) -> LocalRecord:
 @pytest.mark.parametrize("verb", ["cancel", "relinquish"])
 def test_the_button_leads_to_a_confirmation_and_only_its_post_acts(
         client: TestClient, guard: Guard, computer: Computer, running: LocalRecord,
-        monkeypatch: pytest.MonkeyPatch, verb: str) -> None:
+        monkeypatch: pytest.MonkeyPatch, verb: Verb) -> None:
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     canned(monkeypatch, verb, RESULTS[verb], calls)
     item_page = client.get(f"/items/{ITEM}").text
