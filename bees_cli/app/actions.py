@@ -6,6 +6,10 @@ approve → ``bees approve``, deny → ``bees deny --reason``, retry → ``bees 
 continue → ``bees continue``. A refusal (any :class:`~bees_cli.errors.BeesError`) is shown
 in the use case's words, with its hint and, for a checkpoint that failed verification, each
 file's problem.
+
+Cancel and relinquish lose work (:data:`CONFIRMED`), so their button only leads to a
+confirmation page (``GET /items/ITEM_ID/<verb>``, no JavaScript needed); only its POST, with
+``confirm=<verb>`` and the csrf, calls the use case.
 """
 
 from __future__ import annotations
@@ -18,11 +22,29 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from bees_cli.app.item_page import item_page
 from bees_cli.app.pages import item_id_of
-from bees_cli.app.render import AppState, state_of
+from bees_cli.app.render import AppState, error_page, page, state_of
 from bees_cli.app.security import checked_form
 from bees_cli.app.views import VERBS, Verb
 from bees_cli.errors import BeesError, UserError
+
+CONFIRMED: dict[Verb, str] = {
+    "cancel": "Cancelling stops its running stage and every piece it handed out, frees its "
+              "agent slots and closes its open approval requests. It cannot be undone: a "
+              "cancelled item is never retried nor continued (`bees item cancel`).",
+    "relinquish": "Relinquishing stops its stage and every piece it handed out, writes the "
+                  "checkpoint into the run folder and tells Bees Cloud the item is free "
+                  "(`bees relinquish`). The work in progress is lost: where the item "
+                  "continues (Continue on this machine, here or on another computer), its "
+                  "unfinished stage starts again from the top (a review stage: from the "
+                  "stage that made the work under review).",
+}
+"""The actions that lose work, each with what it does in words: pressing the button shows
+a confirmation, and only the confirming POST (``confirm=<verb>``) acts."""
+
+CONFIRM_FIELD = "confirm"
+"""The confirming POST's form field: the verb it confirms."""
 
 NOTES_KEPT = 200
 """Notes kept for the pages POSTs redirect to (the oldest go first)."""
@@ -119,6 +141,9 @@ async def act(request: Request) -> Response:
     """``POST /items/ITEM_ID/<verb>``: check the form's csrf, call the verb's use case, and
     answer 303 to the item page with the note of what happened.
 
+    Cancel and relinquish (:data:`CONFIRMED`) without ``confirm=<verb>`` change nothing:
+    303 to their confirmation page.
+
     Raises:
         HTTPException: 403 without the right csrf; 404 for an unknown verb or item id.
     """
@@ -129,9 +154,37 @@ async def act(request: Request) -> Response:
         raise HTTPException(404, f"{verb}: not an action")
     action: Verb = verb  # type: ignore[assignment]
     item_id = item_id_of(request)
+    if action in CONFIRMED and form.get(CONFIRM_FIELD) != action:
+        return RedirectResponse(f"/items/{item_id}/{action}", status_code=303)
     try:
         note = Note(action, True, await perform(app, action, item_id, form))
     except BeesError as error:
         problems = [p.format() for p in getattr(error, "problems", None) or []]
         note = Note(action, False, error.message, error.hint, problems)
     return RedirectResponse(f"/items/{item_id}?note={keep(app, note)}", status_code=303)
+
+
+async def confirm(request: Request) -> Response:
+    """``GET /items/ITEM_ID/<verb>`` for cancel and relinquish: the item, what the action
+    does and loses, the confirming form (POST with ``confirm=<verb>`` and the csrf) and a
+    link back that keeps the item as it is.
+
+    Raises:
+        HTTPException: 405 for a verb that needs no confirmation; 404 for an unknown verb or
+            item id.
+    """
+    app = state_of(request)
+    verb = str(request.path_params["verb"])
+    if verb not in VERBS:
+        raise HTTPException(404, f"{verb}: not an action")
+    if verb not in CONFIRMED:
+        raise HTTPException(405, f"{verb}: press its button on the item page")
+    action: Verb = verb  # type: ignore[assignment]
+    try:
+        details = await app.bees.item_details(item_id_of(request))
+    except BeesError as error:
+        return error_page(request, error)
+    shown = item_page(details, here=app.bees.computer.computer)
+    return page(request, "confirm.html", {"item": shown, "verb": action,
+                                          "words": CONFIRMED[action],
+                                          "confirm_field": CONFIRM_FIELD})

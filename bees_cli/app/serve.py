@@ -1,7 +1,9 @@
-"""Serving the Bees app on loopback: bind, announce the first URL, serve until a signal."""
+"""Serving the Bees app on loopback: one per computer, bind, announce the first URL, serve
+until a signal."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import socket
@@ -11,6 +13,7 @@ from types import FrameType
 
 import uvicorn
 
+from bees_cli.app.instance import Serving, claim, forget_serving, note_serving
 from bees_cli.app.security import Guard
 from bees_cli.app.server import create_app
 from bees_cli.errors import UserError
@@ -70,30 +73,46 @@ def stopped_by_signals(server: uvicorn.Server) -> Generator[None, None, None]:
 
 
 async def serve(bees: Bees, *, port: int, workspace: Path | None,
-                announce: Callable[[Guard], None]) -> None:
-    """Serve the Bees app over ``bees`` on ``127.0.0.1:port`` until SIGINT or SIGTERM.
+                announce: Callable[[Guard], None],
+                already: Callable[[Serving], None]) -> None:
+    """Serve the Bees app over ``bees`` on ``127.0.0.1:port`` until SIGINT or SIGTERM; or,
+    when a ``bees app`` serves this computer already, tell ``already`` and return.
 
-    The signals are taken before the URL is announced, so a signal as soon as the URL is
-    read still stops the app cleanly (exit 0).
+    One app per computer (:mod:`bees_cli.app.instance`): it holds ``<data>/app.lock`` while
+    it serves and writes its URL to ``<data>/app.json`` (removed when it stops). The signals
+    are taken before the URL is announced, so a signal as soon as the URL is read still
+    stops the app cleanly (exit 0).
 
     Args:
         bees: this computer's application.
         port: the port, 0 for a free one.
         workspace: the workspace for schedules, doctor and continue (None: the default).
         announce: called once the socket listens, with the guard (its URL holds the secret).
+        already: called instead, with the record of the app that serves this computer.
 
     Raises:
         UserError: the port cannot be bound.
+        Refused: another app holds the lock but says no URL (it is still starting).
     """
-    sock = bind(port)
-    guard = Guard(port=sock.getsockname()[1])
-    app = create_app(bees, guard, workspace=workspace)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=2)
-    server = _Server(config)
+    data = bees.computer.data_dir
+    held = await asyncio.to_thread(claim, data)
+    if isinstance(held, Serving):
+        already(held)
+        return
     try:
-        with stopped_by_signals(server):
-            announce(guard)
-            await server.serve(sockets=[sock])
+        sock = bind(port)
+        guard = Guard(port=sock.getsockname()[1])
+        app = create_app(bees, guard, workspace=workspace)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=2)
+        server = _Server(config)
+        try:
+            with stopped_by_signals(server):
+                note_serving(data, url=guard.url(), port=guard.port, workspace=workspace)
+                announce(guard)
+                await server.serve(sockets=[sock])
+        finally:
+            sock.close()
     finally:
-        sock.close()
+        forget_serving(data)
+        held.release()

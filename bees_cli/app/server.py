@@ -7,7 +7,6 @@ the secrets and the port, and the workspace ``bees app -w`` named.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -44,13 +43,19 @@ def _show(request: Request) -> Show:
     return cast(Show, show)
 
 
-async def _items_context(request: Request) -> dict[str, Any]:
+async def _items_context(request: Request, *, rows: bool = True) -> dict[str, Any]:
+    """Return the list under the request's filter (``bees status``, which reads whether
+    ``bees run`` is alive once, with its warnings); ``rows=False``: only its notes (no row
+    read: the notes' poll)."""
     app = state_of(request)
     show = _show(request)
-    view = await app.bees.status(mine=show == "mine")
-    running = await asyncio.to_thread(app.bees.bees_run_running)
-    return {"list": item_list(view, show, here=app.bees.computer.computer,
-                              bees_run=running)}
+    view = await app.bees.status(mine=show == "mine" or not rows,
+                                 limit=None if rows else 0)
+    return {"list": item_list(view, show, here=app.bees.computer.computer)}
+
+
+NOTES_URL = "/items/notes"
+"""The item list's notes (``bees run`` not running, the sync's warnings), polled."""
 
 
 async def home(request: Request) -> Response:
@@ -67,7 +72,9 @@ async def items(request: Request) -> Response:
     show = context["list"].show
     rows = live_part(request, "_rows.html", context, url=f"/items/rows?show={show}",
                      element="tbody", element_id="rows")
-    return page(request, "items.html", {**context, "rows": rows, "shows": SHOWS})
+    notes = live_part(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
+    return page(request, "items.html", {**context, "rows": rows, "notes": notes,
+                                        "shows": SHOWS})
 
 
 async def item_rows(request: Request) -> Response:
@@ -76,6 +83,13 @@ async def item_rows(request: Request) -> Response:
     show = context["list"].show
     return part_response(request, "_rows.html", context, url=f"/items/rows?show={show}",
                          element="tbody", element_id="rows")
+
+
+async def item_notes(request: Request) -> Response:
+    """``GET /items/notes``: the item list's notes (polled like its rows, so starting or
+    stopping ``bees run`` shows or hides its note without a reload)."""
+    context = await _items_context(request, rows=False)
+    return part_response(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
 
 
 def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> Starlette:
@@ -91,10 +105,12 @@ def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> St
         Route("/", home),
         Route("/items", items),
         Route("/items/rows", item_rows),
+        Route(NOTES_URL, item_notes),
         Route("/items/{item_id}", pages.item),
         Route("/items/{item_id}/live", pages.item_live),
         Route("/items/{item_id}/logs/{index:int}", pages.log),
         Route("/items/{item_id}/{verb}", actions.act, methods=["POST"]),
+        Route("/items/{item_id}/{verb}", actions.confirm, methods=["GET"]),
         Route("/schedules", pages.schedules),
         Route("/doctor", pages.doctor),
         Mount("/static", StaticFiles(packages=[("bees_cli.app", "static")]), name="static"),

@@ -118,7 +118,7 @@ BEES_RUN_DOWN = ("bees run is not running on this computer: its items do not mov
 """The list's note when this computer's ``bees run`` is not running."""
 
 
-def item_list(view: StatusView, show: Show, *, here: str, bees_run: bool = True,
+def item_list(view: StatusView, show: Show, *, here: str,
               now: datetime | None = None) -> ItemList:
     """Return ``/items`` of ``bees status``'s result under filter ``show``.
 
@@ -127,6 +127,9 @@ def item_list(view: StatusView, show: Show, *, here: str, bees_run: bool = True,
             applied by the caller for ``show="mine"``).
         show: the filter.
         here: this computer's name (the ``where`` of its own items).
+
+    The warnings are ``bees status``'s, after :data:`BEES_RUN_DOWN` when ``bees run`` is not
+    alive here (``view.bees_run``) and the warnings do not say so already.
         now: the clock ages are counted from (default: now).
     """
     rows: list[ItemRowView] = []
@@ -149,7 +152,7 @@ def item_list(view: StatusView, show: Show, *, here: str, bees_run: bool = True,
             since=since_text(str(row.get("since") or "-"), now),
             team=bool(row.get("team"))))
     warnings = view.warning.splitlines() if view.warning else []
-    if not bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):
+    if not view.bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):
         warnings.insert(0, BEES_RUN_DOWN)
     return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)
 

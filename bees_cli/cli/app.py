@@ -12,6 +12,7 @@ from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, say
 
 if TYPE_CHECKING:
+    from bees_cli.app.instance import Serving
     from bees_cli.app.security import Guard
 
 
@@ -29,7 +30,8 @@ def app(
 
     Prints its URL first (it holds the secret that lets a browser in; with --json as one
     line {"version", "url", "port"}) and opens it unless --no-open. Works beside `bees run`,
-    starting nothing itself.
+    starting nothing itself. One app serves a computer: when one serves already, prints (and
+    opens) its URL instead and exits 0; refused (exit 3) when it serves another workspace.
 
     Example: bees app --no-open
     """
@@ -42,25 +44,45 @@ def app(
 
         load_workspace(workspace)
 
-    def announce(guard: Guard) -> None:
+    def first_line(url: str, port: int) -> None:
         import json
         import sys
 
         from bees_cli.cli import json_models as out
 
-        url = guard.url()
         if as_json:  # one line, not emit()'s indented document: a reader waits for it
-            typer.echo(json.dumps(out.AppOut(url=url, port=guard.port).to_json()))
+            typer.echo(json.dumps(out.AppOut(url=url, port=port).to_json()))
         else:
             typer.echo(f"Bees app: {url}")
         sys.stdout.flush()
-        say("serving until Ctrl-C (the URL holds this session's secret: do not share it)")
+
+    def open_page(url: str) -> None:
         if not no_open:
             import webbrowser
 
             webbrowser.open(url)
 
-    asyncio.run(serve(bees_here(), port=port, workspace=workspace, announce=announce))
+    def announce(guard: Guard) -> None:
+        first_line(guard.url(), guard.port)
+        say("serving until Ctrl-C (the URL holds this session's secret: do not share it)")
+        open_page(guard.url())
+
+    def already(other: Serving) -> None:
+        if workspace is not None and str(workspace.resolve()) != other.workspace:
+            from bees_cli.errors import Refused
+
+            raise Refused(
+                f"bees app is already serving this computer at {other.address} (pid "
+                f"{other.pid}), for {other.workspace or 'the default workspace'}, not "
+                f"{workspace}", hint="stop it first (Ctrl-C where it runs), or use it")
+        first_line(other.url, other.port)
+        said = "its URL is above" if no_open else "opened it"
+        say(f"bees app is already serving this computer at {other.address} (pid "
+            f"{other.pid}): {said}; no second one started")
+        open_page(other.url)
+
+    asyncio.run(serve(bees_here(), port=port, workspace=workspace, announce=announce,
+                      already=already))
     exit_hard(0)
 
 

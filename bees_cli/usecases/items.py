@@ -235,7 +235,8 @@ def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
         if worker.stopped_without_cleanup else []
     values += status_warning_values(bees.record.path, moment)
     lines = warning_lines(values, moment)
-    return view.model_copy(update={"warning": "\n".join(lines) or None, "warnings": values})
+    return view.model_copy(update={"warning": "\n".join(lines) or None, "warnings": values,
+                                   "bees_run": worker.running})
 
 
 def status_warnings(record_path: Path, now: datetime) -> list[str]:

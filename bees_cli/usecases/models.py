@@ -79,6 +79,8 @@ class StatusView(Result):
     held: dict[str, str] = Field(default_factory=dict)
     """Item id → what its approval waits for, without the action's input (``mail.send``,
     ``finish Send``): the text view's status cell."""
+    bees_run: bool = False
+    """This computer's ``bees run`` is alive (``worker.json`` read once, with the warnings)."""
 
 
 class ItemDetails(Result):

@@ -83,7 +83,7 @@ def test_each_verb_calls_its_use_case_and_says_what_it_did(
     method, result, said = CASES[verb]
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     canned(monkeypatch, method, result, calls)
-    form = {"csrf": guard.csrf, "reason": "wrong recipients"}
+    form = {"csrf": guard.csrf, "reason": "wrong recipients", "confirm": verb}
     answer = client.post(f"/items/{ITEM}/{verb}", data=form)
     assert calls[0][:2] == (method, (ITEM,))
     assert len(calls) == 1

@@ -115,6 +115,12 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
         await expect(state).to_have_text("running")
         await expect(page.locator('button[data-testid="continue"]')).to_have_count(0)
         await page.locator('button[data-testid="relinquish"]').click()
+        # relinquishing loses the stage's work in progress: it is confirmed first
+        await expect(page).to_have_url(f"{pair.laptop_app.base}/items/{item}/relinquish")
+        await expect(page.locator('[data-testid="confirm-words"]')).to_contain_text(
+            "The work in progress is lost")
+        await expect(state).to_have_count(0)
+        await page.locator('button[data-testid="confirm"]').click()
         await expect(page).to_have_url(pair.laptop_app.item_page(item))
         await expect(state).to_have_text("free")
         await expect(page.locator('button[data-testid="relinquish"]')).to_have_count(0)
