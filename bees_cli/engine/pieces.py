@@ -23,6 +23,7 @@ from bees_cli.engine.workflow_policies import (
     PIECES,
     RECHECK,
     RELINQUISH_STOPS_PIECES,
+    RELINQUISH_STOPS_TOP_DOWN,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
     STAGE_TIMEOUT,
@@ -191,7 +192,9 @@ class Delegation:
 
         Runs since :data:`RELINQUISH_STOPS_PIECES`; asked only when a piece is live, so a
         history without live pieces carries no marker (before it, the pieces were cancelled
-        only as the run closed, after its checkpoint was written).
+        only as the run closed, after its checkpoint was written). Since
+        :data:`RELINQUISH_STOPS_TOP_DOWN` one depth at a time, callers first (the stage's own
+        agent is stopped before any piece).
         """
         def live() -> list[str]:
             return [name for name, view in self._pieces.items()
@@ -200,7 +203,11 @@ class Delegation:
         stopping = live()
         if not stopping or not workflow.patched(RELINQUISH_STOPS_PIECES):
             return
+        top_down = workflow.patched(RELINQUISH_STOPS_TOP_DOWN)
         while stopping:  # a piece handed out as the others stopped is stopped too
+            if top_down:  # callers first: a piece never sees the one it handed out stop
+                depth = min(self._pieces[name].depth for name in stopping)
+                stopping = [name for name in stopping if self._pieces[name].depth == depth]
             for name in stopping:
                 handle = self._piece_handles.get(name)
                 if handle is not None and not handle.done():

@@ -43,6 +43,11 @@ RELINQUISH_STOPS_PIECES = "relinquish-stops-pieces"
 until each has stopped before the checkpoint is written (issue 14, point 3); marked only
 when a relinquish finds live pieces, so other histories carry no marker."""
 
+RELINQUISH_STOPS_TOP_DOWN = "relinquish-stops-top-down"
+"""Patch: a relinquish stops the live pieces one depth at a time, callers first, so no piece
+sees a piece it handed out stop and ends its own work on that answer before it is stopped
+itself; marked only when a relinquish finds live pieces."""
+
 ELIGIBLE_LOCALLY = "eligible-locally"
 """Patch: a stage's first eligibility check is a local activity in the workflow task that
 schedules the stage (one activity and one workflow task a stage instead of two); a failed
