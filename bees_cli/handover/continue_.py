@@ -432,9 +432,12 @@ def claim_here(here: Computer, item_id: str) -> None:
 
     Raises:
         Refused: another computer claimed it first (the message names it).
-        CloudError: the cloud cannot be reached (nothing changed).
+        CloudUnreachable: the cloud cannot be reached, or its answer was lost (nothing
+            changed here; the hint says to continue again: the same claim is granted again).
+        CloudError: the cloud answered with an error (nothing changed).
     """
     from bees_cli.cloud import wire
+    from bees_cli.errors import CloudUnreachable
 
     api = sync_cloud_for(here, retries=2)
     if api is None:
@@ -448,6 +451,10 @@ def claim_here(here: Computer, item_id: str) -> None:
                               hint=error.hint)
             refused.code = error.code  # the server's (``machine_not_yours``…), for --json
             raise refused from None
+        except CloudUnreachable as error:  # Bees Cloud may have granted it: ask again
+            raise CloudUnreachable(
+                error.message, hint=f"run bees continue {item_id} again once Bees Cloud "
+                "answers: a claim it took is granted again, to this computer") from None
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")

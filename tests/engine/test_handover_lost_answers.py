@@ -60,8 +60,11 @@ async def test_a_continue_whose_claim_answer_was_lost_is_finished_by_running_it_
     monkeypatch.setattr(continue_module, "sync_cloud_for", through_lossy)
     # the proxy loses every answer to the claim: the client's three tries
     lossy.ending, lossy.releases, lossy.lose = "/v1/owners/claim", 0, 3
-    with pytest.raises(CloudUnreachable):
+    with pytest.raises(CloudUnreachable) as lost:
         await asyncio.to_thread(continue_item, item.id, workspace_path=space.root)
+    assert lost.value.message.endswith(": ReadError: the answer was lost")
+    assert lost.value.hint == (f"run bees continue {item.id} again once Bees Cloud answers: "
+                               "a claim it took is granted again, to this computer")
     assert lossy.releases == 3
     machine = load_identity().machine_id
     # the server applied the first claim: this machine holds the next generation
