@@ -29,9 +29,10 @@ def relinquish(
         "and re-send the release with that folder's checkpoint digest (when `bees continue` "
         "says the checkpoint and the release disagree). Needs no `bees run`.")] = False,
     timeout: Annotated[float | None, typer.Option(
-        "--timeout", metavar="SECONDS", min=0, help="While Bees Cloud cannot be reached, wait "
-        "at most SECONDS for it before anything stops (exit 1, nothing changed). Default: "
-        "wait until it answers or Ctrl-C.")] = None,
+        "--timeout", metavar="SECONDS", min=0, help="End the command after at most SECONDS "
+        "(exit 1): while Bees Cloud cannot be reached before anything stops, nothing "
+        "changed; once the run stopped, the handover goes on in the run. Default: wait "
+        "until Bees Cloud answers or Ctrl-C.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is

@@ -51,6 +51,8 @@ from bees_cli.record.states import Status
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.cloud.client import CloudClient
+    from bees_cli.cloud.wire import Owner
     from bees_cli.handover.adopt import Copied
 
 Progress = Callable[[int, int], None]
@@ -102,6 +104,8 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
     if api is not None:
         with api:
             owner = api.get_owner(item_id)
+            if owner is not None and owner.held and owner.machine_id == here.machine_id:
+                owner = _claimed_by_an_unfinished_continue(api, owner)
         if owner is None:
             raise NotFound(f"item {item_id} has no owner in Bees Cloud",
                            hint="`bees status` lists the team's items")
@@ -127,6 +131,24 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
     raise UserError(f"no checkpoint digest for item {item_id} on this computer",
                     hint="give --digest SHA256 (printed by bees relinquish on the computer "
                          "that relinquished it)")
+
+
+def _claimed_by_an_unfinished_continue(api: CloudClient, owner: Owner) -> Owner:
+    """The owner whose release a repeated ``bees continue`` must match when Bees Cloud says
+    this machine holds the item but this computer has not continued it (checked before, by
+    :func:`_refuse_unless_free`): an earlier continue's claim was granted and its answer
+    lost (DESIGN.md, Architecture: "a claim … repeated by the same machine returns the
+    same grant, never a refusal of its own claim"). That is the release of the owner
+    generation before the held one (``epoch - 1``); the claim is asked again and granted
+    again.
+
+    Returns:
+        That released owner row; ``owner`` itself (held: the refusal stands) when the held
+        generation follows no release (the item was made here, never handed over).
+    """
+    before = [row for row in api.owner_history(owner.item_id)
+              if row.epoch == owner.epoch - 1 and row.release is not None]
+    return before[0] if before else owner
 
 
 def _run_root(here: Computer, item_id: str, workspace_path: Path | None) -> Path:
@@ -410,9 +432,12 @@ def claim_here(here: Computer, item_id: str) -> None:
 
     Raises:
         Refused: another computer claimed it first (the message names it).
-        CloudError: the cloud cannot be reached (nothing changed).
+        CloudUnreachable: the cloud cannot be reached, or its answer was lost (nothing
+            changed here; the hint says to continue again: the same claim is granted again).
+        CloudError: the cloud answered with an error (nothing changed).
     """
     from bees_cli.cloud import wire
+    from bees_cli.errors import CloudUnreachable
 
     api = sync_cloud_for(here, retries=2)
     if api is None:
@@ -426,6 +451,10 @@ def claim_here(here: Computer, item_id: str) -> None:
                               hint=error.hint)
             refused.code = error.code  # the server's (``machine_not_yours``…), for --json
             raise refused from None
+        except CloudUnreachable as error:  # Bees Cloud may have granted it: ask again
+            raise CloudUnreachable(
+                error.message, hint=f"run bees continue {item_id} again once Bees Cloud "
+                "answers: a claim it took is granted again, to this computer") from None
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")

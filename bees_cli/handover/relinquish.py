@@ -72,15 +72,29 @@ class Relinquished:
                 "released": self.released, "status_text": f"free, restarts at {self.restart}"}
 
 
-def check_owner_here(computer: Computer, item_id: str) -> None:
+OWNER_CHECK_TIMEOUT = 5.0
+"""Seconds at most for one HTTP try of the owner check (connect, read, write)."""
+LEAST_TRY = 0.1
+"""Seconds at least for one HTTP try when little of ``--timeout`` is left."""
+
+
+def check_owner_here(computer: Computer, item_id: str, *, within: float | None = None) -> None:
     """Refuse unless this computer holds item ``item_id`` in Bees Cloud (no cloud: no check).
+
+    Args:
+        computer: this computer.
+        item_id: the item's full id.
+        within: seconds left of the command's ``--timeout``: one HTTP try bounded by them
+            (the caller tries again); None: the client's own three tries of
+            :data:`OWNER_CHECK_TIMEOUT` seconds each.
 
     Raises:
         Refused: another computer owns it (the message names it), or it is free already.
         NotFound: Bees Cloud never heard of the item and this computer has no such item.
         CloudError: the cloud cannot be reached.
     """
-    api = sync_cloud_for(computer, retries=2)
+    api = (sync_cloud_for(computer, retries=2) if within is None else sync_cloud_for(
+        computer, retries=0, timeout=max(LEAST_TRY, min(OWNER_CHECK_TIMEOUT, within))))
     if api is None:
         return
     with api:
@@ -100,9 +114,10 @@ def check_owner_here(computer: Computer, item_id: str) -> None:
                       hint=f"run bees relinquish {item_id} on {owner.computer_name}")
 
 
-def relinquishable(computer: Computer, item_id: str) -> Any:
+def relinquishable(computer: Computer, item_id: str, *, within: float | None = None) -> Any:
     """Return the local record row of ``item_id`` once it may be relinquished here: this
-    computer owns it and its run has started and is not over (blocking: the cloud check).
+    computer owns it and its run has started and is not over (blocking: the cloud check,
+    bounded by ``within`` seconds as :func:`check_owner_here`).
 
     Raises:
         Refused: another computer owns the item (exit 3, naming it); it is free, done,
@@ -122,7 +137,7 @@ def relinquishable(computer: Computer, item_id: str) -> Any:
         item_id, row = elsewhere.item_id, None
     except NotFound:
         row = None
-    check_owner_here(computer, item_id)
+    check_owner_here(computer, item_id, within=within)
     if row is None:
         raise NotFound(f"no work item {item_id!r} on this computer",
                        hint="`bees status` lists this computer's items")

@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
 
 
-def _still_releasing(bees: Bees, item_id: str) -> None:
-    """Raise what a relinquish that timed out while its handover waits for Bees Cloud says.
+def _still_releasing(bees: Bees, item_id: str, timeout: float | None = None) -> None:
+    """Raise what a relinquish that timed out while its handover waits for Bees Cloud says,
+    or, when ``--timeout`` (``timeout`` seconds) ended the wait before that, what it says.
 
     Raises:
-        EngineError: the item waits for Bees Cloud to release it (the handover goes on).
+        EngineError: the item waits for Bees Cloud to release it, or its run still stops
+            (the handover goes on in the run either way).
     """
     from bees_cli.record.states import RELEASE_WAIT_TEXT, WaitKind
 
@@ -35,6 +37,16 @@ def _still_releasing(bees: Bees, item_id: str) -> None:
         raise EngineError(f"item {item_id} is not handed over yet: {RELEASE_WAIT_TEXT}",
                           hint="it goes on by itself while bees run is up; bees status shows "
                                "it free once Bees Cloud answers")
+    if timeout is not None:
+        raise EngineError(f"item {item_id} is not handed over yet: --timeout {timeout:g} s "
+                          "ended the wait while its run stops and writes its checkpoint",
+                          hint="it goes on by itself while bees run is up; bees status shows "
+                               "it free once Bees Cloud took the release")
+
+
+UPDATE_LEAST = 1.0
+"""Seconds at least to wait for the run's answer to the relinquish when little of
+``--timeout`` is left (time for the run to take the request)."""
 
 
 OWNER_RETRY_FIRST = 1.0
@@ -59,7 +71,8 @@ async def owned_here(bees: Bees, item_id: str, *, timeout: float | None = None,
     Args:
         bees: this computer's Bees.
         item_id: the item (or a unique prefix).
-        timeout: most seconds to wait for the cloud (None: until it answers or Ctrl-C).
+        timeout: most seconds to wait for the cloud (None: until it answers or Ctrl-C);
+            each HTTP try is bounded by what is left of them.
         sleep: how to wait between looks (tests pass a fast one).
         clock: a monotonic clock in seconds.
         first: seconds before the second look; doubled each time up to
@@ -74,8 +87,10 @@ async def owned_here(bees: Bees, item_id: str, *, timeout: float | None = None,
     started = clock()
     delay = first
     while True:
+        left_now = None if timeout is None else max(0.0, timeout - (clock() - started))
         try:
-            return await asyncio.to_thread(relinquishable, bees.computer, item_id)
+            return await asyncio.to_thread(relinquishable, bees.computer, item_id,
+                                           within=left_now)
         except CloudUnreachable as error:
             waited = clock() - started
             left = None if timeout is None else timeout - waited
@@ -92,17 +107,28 @@ async def owned_here(bees: Bees, item_id: str, *, timeout: float | None = None,
             delay = min(delay * 2, OWNER_RETRY_MAX)
 
 
-async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None) -> Relinquished:
+async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None,
+                     clock: Callable[[], float] = time.monotonic) -> Relinquished:
     """Relinquish item ``item_id`` on this computer (DESIGN.md, Handover): the run stops
     with all its pieces, writes its checkpoint and tells Bees Cloud the item is free.
 
     Everything that can refuse is checked before the stage stops (:func:`check_fits`: the
     run folder against the post's limits; the owner in Bees Cloud; the item's state): a
     refused relinquish leaves the item running exactly as it was. While Bees Cloud cannot
-    be reached for the owner check it waits (:func:`owned_here`; ``timeout`` seconds at
-    most, None: until it answers or Ctrl-C), changing nothing; once the stage stopped, a
-    release that cannot reach the cloud waits in the run (``waiting: relinquishing``) and
-    the item shows free only once Bees Cloud took the release.
+    be reached for the owner check it waits (:func:`owned_here`), changing nothing; once
+    the stage stopped, a release that cannot reach the cloud (or whose answer is lost)
+    waits in the run (``waiting: relinquishing``, tried again by the run: a release the
+    cloud applied is answered the same) and the item shows free only once Bees Cloud took
+    the release. ``timeout`` bounds the whole command (docs/rules.md, Handover: "or
+    ``--timeout SECONDS`` ends it"): each HTTP try of the owner check within what is left,
+    then the wait for the run's answer (at least :data:`UPDATE_LEAST`); None: the owner
+    check waits until the cloud answers or Ctrl-C, the run's answer ``RELINQUISH_TIMEOUT``.
+
+    Args:
+        bees: this computer's Bees.
+        item_id: the item (or a unique prefix).
+        timeout: most seconds for the whole command, or None.
+        clock: a monotonic clock in seconds (tests pass their own).
 
     Raises:
         Refused: another computer owns the item (exit 3, naming it); it is free, done,
@@ -113,9 +139,10 @@ async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None) 
             stages kept).
         NotFound: no such item here (and none in Bees Cloud).
         EngineError: ``bees run`` is not up on this computer; or the handover still
-            waits for Bees Cloud after ``RELINQUISH_TIMEOUT`` (it goes on by itself).
-        CloudUnreachable: the cloud was not reached in ``timeout`` seconds (nothing
-            changed).
+            waits for Bees Cloud (or its run still stops) after ``timeout`` seconds, else
+            ``RELINQUISH_TIMEOUT`` (it goes on by itself in the run).
+        CloudUnreachable: the cloud was not reached in ``timeout`` seconds for the owner
+            check (nothing changed).
         CloudError: the cloud answered with an error (nothing changed).
     """
     from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
@@ -124,18 +151,21 @@ async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None) 
     from bees_cli.record.local import now_utc
     from bees_cli.usecases.control import NOT_UP, start_hint
 
-    row = await owned_here(bees, item_id, timeout=timeout)
+    started = clock()
+    row = await owned_here(bees, item_id, timeout=timeout, clock=clock)
     await asyncio.to_thread(check_fits, bees, row)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         raise EngineError(NOT_UP, hint=start_hint(f"bees relinquish {row.id}"))
     person = PersonInput(who=bees.who(), at=now_utc())
     engine = await bees.engine(address)
+    wait = (RELINQUISH_TIMEOUT if timeout is None
+            else max(UPDATE_LEAST, timeout - (clock() - started)))
     try:
         answer = await engine.update(row.id, RELINQUISH_UPDATE, person, HandoverOutput,
-                                     timeout=RELINQUISH_TIMEOUT)
+                                     timeout=wait)
     except EngineError:
-        await asyncio.to_thread(_still_releasing, bees, row.id)
+        await asyncio.to_thread(_still_releasing, bees, row.id, timeout)
         raise
     assert isinstance(answer, HandoverOutput)
     if not answer.ok:

@@ -52,27 +52,45 @@ from tests.engine.test_handover import (  # noqa: F401 - worker is a fixture
 )
 
 
-class LoseReleaseAnswers(httpx.AsyncBaseTransport):
-    """Sends every request to Bees Cloud; drops the answer of the first ``lose`` releases
-    after the server applied them (a lost answer)."""
+class LoseAnswers(httpx.AsyncBaseTransport, httpx.BaseTransport):
+    """Sends every request to Bees Cloud; drops the answer of the first ``lose`` requests
+    whose path ends with ``ending`` after the server applied them (a lost answer). Serves
+    the async client (the worker's) and the blocking one (the CLI's)."""
 
-    def __init__(self, lose: int) -> None:
+    def __init__(self, lose: int, ending: str = "/release") -> None:
         self.inner = httpx.AsyncHTTPTransport()
+        self.sync = httpx.HTTPTransport()
         self.lose = lose
-        self.releases = 0
+        self.ending = ending
+        self.releases = 0  # requests whose path ends with ``ending``
+
+    def _lost(self, request: httpx.Request) -> bool:
+        if not request.url.path.endswith(self.ending):
+            return False
+        self.releases += 1
+        return self.releases <= self.lose
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        if request.url.path.endswith("/release"):
-            self.releases += 1
-            if self.releases <= self.lose:
-                await response.aread()
-                await response.aclose()
-                raise httpx.ReadError("the answer was lost", request=request)
+        if self._lost(request):
+            await response.aread()
+            await response.aclose()
+            raise httpx.ReadError("the answer was lost", request=request)
+        return response
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.sync.handle_request(request)
+        if self._lost(request):
+            response.read()
+            response.close()
+            raise httpx.ReadError("the answer was lost", request=request)
         return response
 
     async def aclose(self) -> None:
         """Kept open: each try of the activity makes a client over this one transport."""
+
+    def close(self) -> None:
+        """Kept open: each command makes a client over this one transport."""
 
 
 def sha(path: Path) -> str:
@@ -97,13 +115,13 @@ async def start_holding(env: WorkflowEnvironment, space: Space, record: LocalRec
 
 @pytest_asyncio.fixture
 async def lossy(dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-                team: Team) -> AsyncIterator[LoseReleaseAnswers]:  # noqa: F811
+                team: Team) -> AsyncIterator[LoseAnswers]:  # noqa: F811
     """This computer signed in to a real Bees Cloud; its worker's cloud calls go through a
     transport that loses the answers of the first three releases (one try of the handover
     activity: the client's own three attempts)."""
     set_identity(person=team.maya, computer="maya-laptop")
     save_login(Login(team.cloud.url, team.tokens[team.maya]))
-    transport = LoseReleaseAnswers(lose=3)
+    transport = LoseAnswers(lose=3)
     here = dataclasses.replace(Computer.load(), transport=transport)
     queue = task_queue(load_identity().machine_id)
     note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
@@ -115,7 +133,7 @@ async def lossy(dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
 
 async def test_a_handover_retried_after_a_lost_answer_writes_one_checkpoint_and_continues(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-        lossy: LoseReleaseAnswers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        lossy: LoseAnswers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writes: list[str] = []
     real_write = checkpoint_module.write_checkpoint
 
@@ -157,7 +175,7 @@ async def test_a_handover_retried_after_a_lost_answer_writes_one_checkpoint_and_
 
 async def test_a_checkpoint_that_disagrees_with_the_release_is_named_and_repaired(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-        lossy: LoseReleaseAnswers, tmp_path: Path, team: Team) -> None:  # noqa: F811
+        lossy: LoseAnswers, tmp_path: Path, team: Team) -> None:  # noqa: F811
     lossy.lose = 0
     hold = tmp_path / "hold"
     item = await start_holding(dev_env, space, record, hold, "Week 6")
