@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from bees_cli.record.event_base import EventBase
-from bees_cli.record.reasons import EventTier, ReasonField, read_tier, tier_words
+from bees_cli.record.reasons import EventTier, ReasonField, read_reasons, read_tier, tier_words
 
 
 class PieceStarted(EventBase):
@@ -53,10 +53,19 @@ class PieceWaiting(EventBase):
 
     kind: Literal["piece_waiting"] = "piece_waiting"
     piece: str
-    reason: ReasonField | None = None
+    reasons: list[ReasonField] = Field(default_factory=list)
+    """Why it waits (stored as one ``reason`` sentence, its reasons joined with ``"; "``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, data: Any) -> Any:
+        """Read the stored ``reason`` sentence as its reasons."""
+        if isinstance(data, dict) and "reasons" not in data and data.get("reason"):
+            return {**data, "reasons": read_reasons(data["reason"])}
+        return data
 
     def render(self) -> str:
-        why = self.reason.words() if self.reason else None
+        why = "; ".join(r.words() for r in self.reasons) or None
         return self.where() + f"piece {self.piece} waits: {why}"
 
 

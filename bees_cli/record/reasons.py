@@ -255,6 +255,17 @@ def _coded(text: str) -> Reason | None:
     return None
 
 
+_NEXT = re.compile(r"; (?=folder \S+: |no enabled agent for |waiting for agent )")
+
+
+def read_reasons(value: Any) -> list[Reason]:
+    """Read reasons stored as one sentence joined with ``"; "`` (a piece's wait), or as a
+    list, each as :func:`read_reason` does."""
+    if isinstance(value, list):
+        return [read_reason(v) for v in value]
+    return [read_reason(part) for part in _NEXT.split(str(value))]
+
+
 def _reason(value: Any) -> Any:
     return value if value is None else read_reason(value)
 

@@ -133,3 +133,15 @@ def test_a_reason_stored_as_an_object_reads_as_it_is() -> None:
                         at="t", stage="Draft")
     assert event.render() == "Draft: waiting for agent w: 1 of 1 busy (items 01A)"
     assert Reason(code="run_stopped").words() == "bees run stopped"
+
+
+def test_a_piece_s_joined_reasons_read_as_a_list() -> None:
+    joined = ("folder notes: not linked on this computer (bees link notes PATH); no enabled "
+              "agent for a piece of Draft: writer disabled; alpha already in the chain of "
+              "callers")
+    event = parse_event("piece_waiting", {"piece": "r1-a1-p1", "reason": joined}, at="t",
+                        stage="Draft", round=1)
+    assert [r["code"] for r in event.to_json()["reasons"]] == ["folder_not_linked",
+                                                               "no_agent_for_piece"]
+    assert event.render() == f"Draft round 1: piece r1-a1-p1 waits: {joined}"
+    assert parse_event_json(event.to_json()) == event
