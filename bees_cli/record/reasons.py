@@ -105,9 +105,9 @@ class Reason(BaseModel):
     ``agent``, ``busy``, ``cap``, ``items``, ``position`` (its place in the queue when
     over 1), ``minutes``; ``review_limit``: ``stage``, ``count``; ``action_not_run``:
     ``action``, ``status`` (``cancelled``, ``relinquished``); ``action_denied``:
-    ``action``, ``who``, ``detail`` (the person's reason); ``finish_denied``: ``who``,
-    ``detail``; ``agent_failed``: ``agent``, ``detail`` (what the agent's run said);
-    ``agent_exit``: ``exit_code``, ``detail`` (its last stderr lines); ``other``: ``text``.
+    ``action``, ``who``, ``said`` (the person's reason); ``finish_denied``: ``who``,
+    ``said``; ``agent_failed``: ``agent``, ``said`` (what the agent's run said);
+    ``agent_exit``: ``exit_code``, ``said`` (its last stderr lines); ``other``: ``text``.
     ``run_stopped``, ``worker_stopped``, ``piece_stopped``, ``engine_replaced``: none.
     """
 
@@ -128,7 +128,7 @@ class Reason(BaseModel):
     action: str | None = _opt("The add-on action (ADDON.ACTION).")
     status: str | None = _opt("What became of the item (cancelled, relinquished).")
     who: str | None = _opt("The person who decided.")
-    detail: str | None = _opt("Their own words: a person's reason, an agent's message.")
+    said: str | None = _opt("Their own words: a person's reason, an agent's message.")
     exit_code: int | None = _opt("The agent's exit code.")
     text: str | None = _opt("The stored sentence this Bees cannot read as a code.")
 
@@ -172,13 +172,13 @@ class Reason(BaseModel):
         if c == "action_not_run":
             return f"{self.action} was not run: the item was {self.status}"
         if c == "action_denied":
-            return f"{self.action} was denied by {self.who}: {self.detail}"
+            return f"{self.action} was denied by {self.who}: {self.said}"
         if c == "finish_denied":
-            return f"finish denied by {self.who}: {self.detail}"
+            return f"finish denied by {self.who}: {self.said}"
         if c == "agent_failed":
-            return f"agent {self.agent}: {self.detail}"
+            return f"agent {self.agent}: {self.said}"
         if c == "agent_exit":
-            return f"exit {self.exit_code}: {self.detail}"
+            return f"exit {self.exit_code}: {self.said}"
         return self.text or ""
 
 
@@ -195,11 +195,11 @@ _PATTERNS = [
      ("stage", "count")),
     (re.compile(r"(\S+) was not run: the item was (cancelled|relinquished)", re.S),
      "action_not_run", ("action", "status")),
-    (re.compile(r"finish denied by (\S+): (.*)", re.S), "finish_denied", ("who", "detail")),
+    (re.compile(r"finish denied by (\S+): (.*)", re.S), "finish_denied", ("who", "said")),
     (re.compile(r"(\S+) was denied by (\S+): (.*)", re.S), "action_denied",
-     ("action", "who", "detail")),
-    (re.compile(r"agent (\S+): (.*)", re.S), "agent_failed", ("agent", "detail")),
-    (re.compile(r"exit (-?\d+): (.*)", re.S), "agent_exit", ("exit_code", "detail")),
+     ("action", "who", "said")),
+    (re.compile(r"agent (\S+): (.*)", re.S), "agent_failed", ("agent", "said")),
+    (re.compile(r"exit (-?\d+): (.*)", re.S), "agent_exit", ("exit_code", "said")),
 ]
 _BUSY = re.compile(r"waiting for agent (\S+): (\d+) of (\d+) busy \(items ([^)]*)\)"
                    r"(?:; place (\d+) in its queue)?(?: for (\d+) minutes)?", re.S)
