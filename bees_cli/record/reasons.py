@@ -27,8 +27,9 @@ ReasonCode = Literal[
 """Every reason a history fact gives (``other``: a sentence this Bees cannot read)."""
 
 SkipWhy = Literal["not_declared", "disabled", "under_review", "in_chain",
-                  "addons_not_connected"]
-"""Why agent choice did not use an agent (``in_chain``: a piece's caller)."""
+                  "addons_not_connected", "other"]
+"""Why agent choice did not use an agent (``in_chain``: a piece's caller; ``other``: words
+this Bees cannot read, kept in ``text``)."""
 
 SKIP_WORDS: dict[str, str] = {
     "not_declared": "not declared in the workspace", "disabled": "disabled",
@@ -61,9 +62,12 @@ class SkippedAgent(BaseModel):
     agent: str
     why: SkipWhy
     addons: list[AddonMissing] = Field(default_factory=list)
+    text: str | None = _opt("The stored words of ``other``.")
 
     def why_words(self) -> str:
         """``add-on mail not connected (env GMAIL_TOKEN)``, ``disabled``."""
+        if self.why == "other":
+            return self.text or ""
         if self.why != "addons_not_connected":
             return SKIP_WORDS[self.why]
         return ", ".join(
@@ -82,7 +86,9 @@ def read_skipped(agent: str, why: str) -> SkippedAgent:
         return SkippedAgent(agent=agent, why=codes[why])  # type: ignore[arg-type]
     addons = [AddonMissing(addon=m[1], missing=m[2].split(", "))
               for m in re.finditer(r"add-on (\S+) not connected \(([^)]*)\)", why)]
-    return SkippedAgent(agent=agent, why="addons_not_connected", addons=addons)
+    skipped = SkippedAgent(agent=agent, why="addons_not_connected", addons=addons)
+    return skipped if addons and skipped.why_words() == why else SkippedAgent(
+        agent=agent, why="other", text=why)
 
 
 def _skipped(value: Any) -> Any:

@@ -145,3 +145,14 @@ def test_a_piece_s_joined_reasons_read_as_a_list() -> None:
                                                                "no_agent_for_piece"]
     assert event.render() == f"Draft round 1: piece r1-a1-p1 waits: {joined}"
     assert parse_event_json(event.to_json()) == event
+
+
+def test_a_skip_this_bees_cannot_read_keeps_its_words() -> None:
+    event = parse_event("pick", {"pick": {"agent": "writer", "reason": "named on the item",
+                                          "skipped": [{"agent": "old", "why": "retired"}]}},
+                        at="t", stage="Draft", round=1)
+    assert event.to_json()["pick"]["skipped"] == [
+        {"agent": "old", "why": "other", "addons": [], "text": "retired"}]
+    assert event.render() == "Draft round 1: picked writer: named on the item; skipped old " \
+                             "(retired)"
+    assert parse_event_json(event.to_json()) == event
