@@ -60,7 +60,7 @@ def cannot_run_text(reason: CannotRun, stage: str, checks: list[Check]) -> str:
     this computer (bees link notes PATH)`` (how the folder resolves, from its check) or ``no
     enabled agent for Draft: writer disabled; mailer add-on mail not connected``."""
     if reason.code == "folder_not_linked":
-        how = [getattr(c, "reason", None) for c in checks if c.check == f"folder {reason.folder}"]
+        how = [c.detail for c in checks if c.check == f"folder {reason.folder}"]
         return f"folder {reason.folder}: {how[0] if how and how[0] else 'not linked here'}"
     whys = [f"{s.agent} " + (AGENT_WHY[s.why] if s.why in AGENT_WHY else ", ".join(
         f"add-on {addon} not connected" for addon in s.addons) or "add-ons not connected")

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from bees_cli.errors import NotFound, StateFileInvalid, UserError
 from bees_cli.files import read_json_object, write_json_atomic
@@ -24,15 +24,27 @@ if TYPE_CHECKING:
 _UNSET_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
+FolderHow = Literal["linked", "default_path", "not_linked", "link_not_dir", "default_not_dir",
+                    "env_unset"]
+"""How a folder resolves here, as a code: linked with ``bees link``, its default path, or why
+not (no link and no default path; the link or the default path is not a directory; the
+default path names an environment variable that is not set)."""
+
+
 @dataclass(frozen=True)
 class FolderLink:
     """How a folder resolves here: ``path`` (absolute, or None), ``linked`` and the ``reason``
-    (``"linked with bees link"``, ``"default path"``, or why it is not linked)."""
+    (``"linked with bees link"``, ``"default path"``, or why it is not linked); ``how`` is
+    the reason's code and ``env`` the unset variable of ``env_unset`` (``path`` then None,
+    ``default`` the declared default path)."""
 
     name: str
     path: Path | None
     linked: bool
     reason: str
+    how: FolderHow = "linked"
+    env: str | None = None
+    default: str | None = None
 
 
 def _links_path() -> Path:
@@ -74,20 +86,24 @@ def resolve_folder(name: str, folder: Folder | None, root: Path | None = None) -
     if name in links:
         path = Path(links[name])
         if path.is_dir():
-            return FolderLink(name, path, True, "linked with bees link")
+            return FolderLink(name, path, True, "linked with bees link", "linked")
         return FolderLink(
-            name, path, False, f"linked to {path}, which is not an existing directory"
-        )
+            name, path, False, f"linked to {path}, which is not an existing directory",
+            "link_not_dir")
     if folder is not None and folder.path:
         path_or_none, problem = expand_path(folder.path, root)
         if path_or_none is None:
-            return FolderLink(name, None, False, f"default path {folder.path}: {problem}")
+            unset = next(m.group(1) for m in _UNSET_VAR.finditer(folder.path)
+                         if m.group(1) not in os.environ)
+            return FolderLink(name, None, False, f"default path {folder.path}: {problem}",
+                              "env_unset", env=unset, default=folder.path)
         if path_or_none.is_dir():
-            return FolderLink(name, path_or_none, True, "default path")
+            return FolderLink(name, path_or_none, True, "default path", "default_path")
         return FolderLink(
-            name, path_or_none, False, f"default path {path_or_none} is not an existing directory"
-        )
-    return FolderLink(name, None, False, f"not linked on this computer (bees link {name} PATH)")
+            name, path_or_none, False, f"default path {path_or_none} is not an existing directory",
+            "default_not_dir")
+    return FolderLink(name, None, False, f"not linked on this computer (bees link {name} PATH)",
+                      "not_linked")
 
 
 def link_folder(name: str, path: Path, declared: list[str]) -> Path:

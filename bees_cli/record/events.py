@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from bees_cli.record import events_pieces as pieces
 from bees_cli.record.event_base import EventBase, approval_object, joined, restarts
 from bees_cli.record.events_recovery import Lost, Recovered
+from bees_cli.record.reasons import EventTier, ReasonField, Skip, read_tier, tier_words
 
 
 class Created(EventBase):
@@ -43,21 +44,27 @@ class Scheduled(EventBase):
         return self.where() + f"created by schedule {self.schedule or '?'}"
 
 
-class Skipped(BaseModel):
-    """A candidate agent a pick looked at and did not use, and why."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    agent: str
-    why: str
-
-
 class PickData(BaseModel):
-    """An agent pick (``bees_cli.agents.selection.Pick`` as JSON)."""
+    """An agent pick (``bees_cli.agents.selection.Pick`` as JSON): ``reason`` is the tier
+    that yielded the agent (``stage``: with the ``process`` and ``of_stage`` whose agents
+    they are), ``skipped`` each agent looked at and not used, and why (as codes).
+
+    Stored picks give ``reason`` as words (``stage agents of weekly-report.Draft``); they
+    are read as their tier (``other``, with the words in ``text``, when none fits)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     agent: str | None = None
-    reason: str
-    skipped: list[Skipped] = Field(default_factory=list)
+    reason: EventTier
+    process: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    of_stage: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    skipped: list[Skip] = Field(default_factory=list)
+
+    _tier = model_validator(mode="before")(read_tier)
+
+    def words(self) -> str:
+        """Return the tier as people read it (``stage agents of weekly-report.Draft``)."""
+        return tier_words(self.reason, self.process, self.of_stage, self.text)
 
 
 class Picked(EventBase):
@@ -68,8 +75,8 @@ class Picked(EventBase):
     reviewed_by: str | None = None
 
     def render(self) -> str:
-        skipped = "; ".join(f"{s.agent} ({s.why})" for s in self.pick.skipped)
-        text = f"picked {self.pick.agent}: {self.pick.reason}"
+        skipped = "; ".join(f"{s.agent} ({s.why_words()})" for s in self.pick.skipped)
+        text = f"picked {self.pick.agent}: {self.pick.words()}"
         return self.where() + text + (f"; skipped {skipped}" if skipped else "")
 
 
@@ -77,22 +84,22 @@ class Waiting(EventBase):
     """An eligibility check failed; the item waits and checks again every 15 s."""
 
     kind: Literal["waiting"] = "waiting"
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[ReasonField] = Field(default_factory=list)
     pick: PickData | None = None
 
     def render(self) -> str:
-        return self.where() + "waiting: " + "; ".join(self.reasons)
+        return self.where() + "waiting: " + "; ".join(r.words() for r in self.reasons)
 
 
 class Busy(EventBase):
     """The stage's agent is at its cap; the stage waits for a slot."""
 
     kind: Literal["busy"] = "busy"
-    reason: str
+    reason: ReasonField
     position: int | None = None
 
     def render(self) -> str:
-        return self.where() + self.reason
+        return self.where() + self.reason.words()
 
 
 class StageStarted(EventBase):
@@ -113,7 +120,7 @@ class _StageEnd(EventBase):
 
     agent: str | None = None
     attempt: int | None = None
-    reason: str | None = None
+    reason: ReasonField | None = None
     verdict: str | None = None
     comments: list[str] = Field(default_factory=list)
     output_dir: str | None = None
@@ -140,7 +147,8 @@ class StageFailed(_StageEnd):
 
     def render(self) -> str:
         attempt = f" (attempt {self.attempt})" if self.attempt else ""
-        return self.where() + f"failed{attempt}: {self.reason}"
+        why = self.reason.words() if self.reason else None
+        return self.where() + f"failed{attempt}: {why}"
 
 
 class StageInterrupted(EventBase):
@@ -149,10 +157,10 @@ class StageInterrupted(EventBase):
     kind: Literal["stage_interrupted"] = "stage_interrupted"
     agent: str | None = None
     attempt: int
-    reason: str
+    reason: ReasonField
 
     def render(self) -> str:
-        return self.where() + f"attempt {self.attempt} interrupted: {self.reason}"
+        return self.where() + f"attempt {self.attempt} interrupted: {self.reason.words()}"
 
 
 class ReviewLimit(EventBase):

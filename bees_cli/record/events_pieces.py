@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
 
 from bees_cli.record.event_base import EventBase
+from bees_cli.record.reasons import EventTier, ReasonField, read_reasons, read_tier, tier_words
 
 
 class PieceStarted(EventBase):
@@ -30,10 +33,19 @@ class PiecePicked(EventBase):
     kind: Literal["piece_picked"] = "piece_picked"
     piece: str
     agent: str | None = None
-    reason: str | None = None
+    reason: EventTier | None = None
+    """Which tier of agent choice picked it (``caller``: the agent the caller named; stored
+    words are read as their tier, see :class:`~bees_cli.record.events.PickData`)."""
+    process: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    of_stage: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    _tier = model_validator(mode="before")(read_tier)
 
     def render(self) -> str:
-        return self.where() + f"piece {self.piece}: picked {self.agent or '?'} ({self.reason})"
+        why = (tier_words(self.reason, self.process, self.of_stage, self.text)
+               if self.reason else None)
+        return self.where() + f"piece {self.piece}: picked {self.agent or '?'} ({why})"
 
 
 class PieceWaiting(EventBase):
@@ -41,20 +53,30 @@ class PieceWaiting(EventBase):
 
     kind: Literal["piece_waiting"] = "piece_waiting"
     piece: str
-    reason: str | None = None
+    reasons: list[ReasonField] = Field(default_factory=list)
+    """Why it waits (stored as one ``reason`` sentence, its reasons joined with ``"; "``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, data: Any) -> Any:
+        """Read the stored ``reason`` sentence as its reasons."""
+        if isinstance(data, dict) and "reasons" not in data and data.get("reason"):
+            return {**data, "reasons": read_reasons(data["reason"])}
+        return data
 
     def render(self) -> str:
-        return self.where() + f"piece {self.piece} waits: {self.reason}"
+        why = "; ".join(r.words() for r in self.reasons) or None
+        return self.where() + f"piece {self.piece} waits: {why}"
 
 
 class _PieceEnd(EventBase):
     piece: str
     agent: str | None = None
-    reason: str | None = None
+    reason: ReasonField | None = None
 
     def render(self) -> str:
         word = self.kind.removeprefix("piece_")
-        why = f": {self.reason}" if self.reason else ""
+        why = f": {self.reason.words()}" if self.reason else ""
         return self.where() + f"piece {self.piece} ({self.agent or '?'}) {word}{why}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from bees_cli.record.event_base import EventBase
+from bees_cli.record.reasons import ReasonField
 
 
 class Recovered(EventBase):
@@ -28,8 +29,8 @@ class Lost(EventBase):
 
     kind: Literal["lost"] = "lost"
     was: str
-    reason: str
+    reason: ReasonField
 
     def render(self) -> str:
-        return self.where() + f"lost: {self.reason} (it was {self.was}); bees retry starts " \
-                              "it again"
+        return self.where() + (f"lost: {self.reason.words()} (it was {self.was}); bees retry "
+                               "starts it again")

@@ -125,14 +125,17 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
 
 def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool]:
     """Read the item's stored snapshot: the action's kind and command, and whether it is
-    gated on the stage (``rules.needs_approval``).
+    gated on the stage (``rules.needs_approval``); check the input against the action's
+    schema (:func:`~bees_cli.usecases.action_input.check_input`).
 
     Raises:
         Refused: the item's record does not show the stage running, the agent may not use
             the action, or no add-on of the item has it.
+        UserError: the input does not follow the action's input schema.
     """
     from bees_cli.engine.snapshot_store import engine_view, load_snapshot
     from bees_cli.rules import needs_approval
+    from bees_cli.usecases.action_input import check_input
 
     row = record.item(call.item_id)
     where = f"item {row.id}: "
@@ -142,7 +145,8 @@ def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool
         raise Refused(where + f"stage {call.stage} is not running (the item is "
                       f"{row.status_text})")
     digest = json.loads(row.input or "{}").get("snapshot_digest")
-    view = engine_view(load_snapshot(record, row.id, digest))
+    snapshot = load_snapshot(record, row.id, digest)
+    view = engine_view(snapshot)
     agent = view.agents.get(call.agent)
     if agent is None:
         raise Refused(where + f"agent {call.agent} does not run stage {call.stage}")
@@ -154,6 +158,7 @@ def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool
     if addon not in view.addons or action_name not in view.addons[addon].actions:
         raise Refused(where + f"no action {call.name} among the item's add-ons")
     action = view.addons[addon].actions[action_name]
+    check_input(call.name, snapshot.addons[addon].actions[action_name].input, call.data)
     gated = needs_approval(action.kind, view.stage(call.stage).approval)
     return action.kind, list(action.command), gated
 
@@ -207,7 +212,7 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
         The :class:`ActionOutcome`.
 
     Raises:
-        UserError: not inside a stage, a bad name or input.
+        UserError: not inside a stage, a bad name or input (one its schema does not allow).
         Refused: not in the agent's tools, the stage is not running, or a person denied it
             (the reason names who and why).
         EngineError: the engine cannot be reached (only a held action asks it).

@@ -139,9 +139,9 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
         from bees_cli.machine.report import addon_connections, folder_links
 
         for link in folder_links(workspace):
+            path = link.default if link.path is None else str(link.path)
             checks.append(_check(f"folder {link.name}", link.linked, link.reason,
-                                 folder=link.name, path=None if link.path is None
-                                 else str(link.path), reason=link.reason))
+                                 folder=link.name, path=path, link=link.how, env=link.env))
         for addon in addon_connections(workspace):
             missing = ", ".join(addon.missing)
             checks.append(_check(f"add-on {addon.name}", addon.connected,

@@ -361,10 +361,13 @@ def test_doctor_gives_why_a_process_cannot_run_as_codes_and_words_them_in_text(
                 {"agent": "writer", "why": "disabled", "addons": []},
                 {"agent": "reviewer", "why": "disabled", "addons": []}]}]}]
     [notes] = [c for c in done.json()["checks"] if c["check"] == "folder notes"]
+    assert (notes["ok"], notes["link"], notes["path"]) == (
+        False, "default_not_dir", str(workspace / "notes"))
     text = run_bees("doctor", "-w", str(workspace))
     assert text.stdout.splitlines()[-1] == (
-        f"no    process draft-review: cannot run here now: folder notes: {notes['reason']}; "
-        "no enabled agent for Draft: writer disabled; reviewer disabled")
+        f"no    process draft-review: cannot run here now: folder notes: default path "
+        f"{notes['path']} is not an existing directory; no enabled agent for Draft: writer "
+        "disabled; reviewer disabled")
 
 
 @pytest.mark.parametrize(("person", "why_not", "words"), [

@@ -83,11 +83,12 @@ def test_readme_flow_runs_the_example_to_done(bees: BeesRunner, bees_home: Path,
     assert [(r["item_id"], r["process"], r["stage"], r["status"]) for r in rows] == [
         (item_id, "weekly-report", "Done", "done")]
     shown = json.loads(bees("item", "show", item_id[:10], "--json").stdout)
-    picks = [(e["stage"], e["pick"]["agent"], e["pick"]["reason"])
-             for e in shown["history"] if e["kind"] == "pick"]
-    assert picks[:2] == [("Draft", "writer", "stage agents of weekly-report.Draft"),
-                         ("Review", "reviewer", "stage agents of weekly-report.Review")]
-    assert picks[2:] == [("Send", "sender", "stage agents of weekly-report.Send")]
+    # a pick's reason is its tier, with the process and stage whose agents they are
+    picks = [(e["stage"], e["pick"]["agent"], e["pick"]["reason"], e["pick"]["process"],
+              e["pick"]["of_stage"]) for e in shown["history"] if e["kind"] == "pick"]
+    assert picks[:2] == [("Draft", "writer", "stage", "weekly-report", "Draft"),
+                         ("Review", "reviewer", "stage", "weekly-report", "Review")]
+    assert picks[2:] == [("Send", "sender", "stage", "weekly-report", "Send")]
     report = Path(shown["item"]["run_folder"]) / "Draft" / "report.md"
     assert report.read_text().startswith("# Weekly report\n\n## Summary\n\n2 people sent notes")
     (sent,) = outbox.iterdir()  # each delivery has a file of its own: exactly one send

@@ -218,6 +218,28 @@ async def test_a_tool_outside_the_agents_tools_is_refused_back_to_the_model(
                        "not in its tools (tools: mail.list)")
 
 
+async def test_an_input_its_schema_refuses_is_told_back_to_the_model_and_not_run(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = mail_addon(space)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    mail = space.root / "addons" / "mail.yaml"
+    mail.write_text(mail.read_text().replace(
+        "kind: send,", 'kind: send, input: {type: object, properties: {to: {type: string, '
+        'format: email}}, required: [to]},'))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "the team"}')),
+                            Answer.tool_calls(("c2", "mail__send", '{"to": "team@example.com"}')),
+                            Answer.reply("sent"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "failed: mail.send: input \"to\" is not an email address: 'the team'"}
+    assert log.read_text().splitlines() == ['mail.send {"to": "team@example.com"}']
+
+
 @pytest.mark.parametrize(("answers", "reason"), [
     ([Answer.error(401, "bad key")],
      "http://127.0.0.1:PORT/v1/chat/completions refused a request without an API key "

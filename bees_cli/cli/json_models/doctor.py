@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bees_cli.cli.json_models.base import Out, Part
+from bees_cli.machine.links import FolderHow
 from bees_cli.record.views import UtcTime
 
 
@@ -41,7 +42,7 @@ class DoctorCheck(Part):
     ``lost``, ``items``, ``hint``; ``cloud``: ``configured``, ``url``, ``url_from``,
     ``token_from``, ``person``, ``team``; ``clock``: ``skew_seconds``, ``measured``;
     ``time zones``: ``tz_version``, ``tz_source``; ``workspace``: ``path``, ``from_env``;
-    ``folder NAME``: ``folder``, ``path``, ``reason``; ``add-on NAME``: ``addon``,
+    ``folder NAME``: ``folder``, ``link``, ``path``, ``env``; ``add-on NAME``: ``addon``,
     ``missing``; ``shared record``: ``last_sync``; ``refused changes``: ``refused``. A check
     that failed on an error has its ``error`` code, ``message`` and ``hint``."""
 
@@ -67,10 +68,15 @@ class DoctorCheck(Part):
     measured: Literal["now", "last_sync"] | None = _opt("When the skew was measured.")
     tz_version: str | None = _opt("The time-zone database's version (left out: unknown).")
     tz_source: str | None = _opt("Where the time-zone database comes from.")
-    path: str | None = _opt("The workspace's folder, or where the folder resolves here.")
+    path: str | None = _opt("The workspace's folder, or where the folder resolves here "
+                             "(``env_unset``: its default path, as declared).")
     from_env: bool | None = _opt("The workspace was found by ``BEES_WORKSPACE``.")
     folder: str | None = _opt("The folder's name.")
-    reason: str | None = _opt("How the folder resolves, or why it does not.")
+    link: FolderHow | None = _opt(
+        "How the folder resolves here: ``linked`` (bees link), ``default_path``, or why not: "
+        "``not_linked``, ``link_not_dir``, ``default_not_dir`` (``path`` is not a directory), "
+        "``env_unset`` (``path``, the default path, names ``env``, not set).")
+    env: str | None = _opt("The environment variable the default path needs, not set here.")
     addon: str | None = _opt("The add-on's name.")
     missing: list[str] | None = _opt("What the add-on misses here (``env GMAIL_TOKEN``…).")
     last_sync: UtcTime | None = _opt("The last sync of the shared record (left out: never).")

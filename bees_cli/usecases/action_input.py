@@ -1,0 +1,55 @@
+"""An add-on action's input checked against the JSON Schema its add-on declares, before it runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bees_cli.errors import UserError
+from bees_cli.ids import check_email
+
+
+def _formats() -> Any:
+    """The formats an input schema may name that are checked: ``email`` by the one shared
+    email rule (:func:`bees_cli.ids.check_email`), as a person's address is everywhere."""
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checks("email", raises=ValueError)(check_email)
+    return checker
+
+
+def check_input(name: str, schema: dict[str, Any] | None, data: Any) -> None:
+    """Check an action's input against its add-on's ``input`` schema (JSON Schema 2020-12,
+    ``format: email`` checked). An action without a schema takes any input.
+
+    Why before the journal and the approval: a person should never be asked to approve an
+    input the add-on cannot take, and a model agent sees the refusal as its tool call's
+    error (``failed: …``) and can call again with a right input.
+
+    Args:
+        name: ``ADDON.ACTION`` (named in the message).
+        schema: the action's ``input`` schema, or None.
+        data: the input (decoded JSON).
+
+    Raises:
+        UserError: the input does not follow the schema; the message names the first
+            field that does not (``mail.send: input "to" is not an email address: 'x'``).
+    """
+    if schema is None:
+        return
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema, format_checker=_formats())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    error = errors[0]
+    where = "/".join(str(p) for p in error.absolute_path)
+    field = f" {where!r}".replace("'", '"') if where else ""
+    if error.validator == "format" and error.validator_value == "email":
+        what = f"is not an email address: {error.instance!r}"
+    else:
+        what = f"does not follow the action's schema: {error.message}"
+    raise UserError(f"{name}: input{field} {what}",
+                    hint=f"give {name} an input its add-on's schema allows "
+                         "(the add-on's actions.*.input)")
