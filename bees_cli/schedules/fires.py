@@ -88,12 +88,11 @@ _making: dict[tuple[str, str], asyncio.Lock] = {}
 
 @dataclass(frozen=True)
 class HeldCheck:
-    """What one held-keys check (:meth:`FireService.make_held`) did."""
+    """What one held-keys check (:meth:`FireService.make_held`) did: whether Bees Cloud
+    listed this machine's keys (or none is configured), and the rows written, oldest first."""
 
     answered: bool
-    """Bees Cloud listed this machine's keys without an item (or no cloud is configured)."""
     rows: list[FireRow]
-    """The rows written for the items made, oldest key first."""
 
 
 class NotFiredHere(BeesError):
@@ -346,11 +345,9 @@ class FireService:
 
     async def recover(self, registered: Mapping[str, datetime] | None = None
                       ) -> list[FireRow]:
-        """At the start of ``bees run``: make the items of keys held here without one
-        (:meth:`make_held`; a cloud that cannot list them is logged and the local rows still
-        recover), then note a "missed" row for every fire time that passed with no row since
-        each schedule's last row (or, for a schedule without rows, since
-        ``registered[name]``: when it was registered here).
+        """At the start of ``bees run``: the held-keys check (:meth:`make_held`), then a
+        "missed" row for every fire time that passed with no row since each schedule's last
+        row (or, with no rows, since ``registered[name]``: when it was registered here).
 
         Returns:
             The rows written, oldest first within each kind.
@@ -364,20 +361,17 @@ class FireService:
         return rows
 
     async def make_held(self, workspace: Workspace | None = None) -> HeldCheck:
-        """The held-keys check: make the one item of each key this machine holds without one,
-        from the keys Bees Cloud lists for this machine without an item and the local rows
-        (DESIGN.md, "Under faults": a key won here becomes exactly one item however late the
-        making is). Runs at the start of ``bees run`` and, while it runs, after a fire gave
-        up (:class:`bees_cli.engine.schedules.Registrar`): a grant whose answer was lost
-        becomes its item and the fire's row "ran here". A key the cloud does not list here
-        (another computer's, or never granted) is left as its row says.
+        """The held-keys check (DESIGN.md, "Under faults"): make the one item of each key
+        held here without one, from Bees Cloud's list of this machine's keys without an item
+        (a cloud that cannot list is logged) and the local rows. Runs at the start of ``bees
+        run`` and, while it runs, after a fire gave up (:mod:`bees_cli.engine.schedules`):
+        a lost grant's row becomes "ran here"; a key not listed here keeps its row.
 
         Args:
             workspace: the loaded workspace (loaded here when None).
 
         Returns:
-            The rows written ("ran here" or "failed"), and whether Bees Cloud answered the
-            listing (True with no cloud configured).
+            The rows written, and whether the cloud answered (True with no cloud).
 
         Raises:
             WorkspaceInvalid: the workspace does not load.
