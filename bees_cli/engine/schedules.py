@@ -182,6 +182,8 @@ class Registrar:
     """:meth:`start` did its first pass (``bees run`` sets it)."""
     since: dict[str, datetime] = field(default_factory=dict)
     """When each schedule registered here at start was made (:meth:`registered_since`)."""
+    checked: set[str] = field(default_factory=set)
+    """Keys of "gave up" fires a held-keys check already covered (:meth:`check_held`)."""
     _stamp: tuple[Any, ...] | None = None
     _schedules: dict[str, Any] = field(default_factory=dict)
 
@@ -264,6 +266,28 @@ class Registrar:
             if say:
                 say(f"schedule {row.schedule_id} {row.local}: {row.text}")
 
+    async def check_held(self, say: Callable[[str], None] | None = None) -> None:
+        """While ``bees run`` runs, on each pass: when a fire gave up (no answer from Bees
+        Cloud) since the last check that the cloud answered, run the held-keys check
+        (:meth:`bees_cli.schedules.fires.FireService.make_held`), so a key granted here
+        whose answer was lost becomes its one item and its row "ran here" once the cloud
+        answers again (DESIGN.md, "Under faults"); the items are left ``pending`` for
+        ``bees run`` to start. A key the cloud does not list here keeps its row."""
+        from bees_cli.record.fires import FireLog, FireOutcome
+
+        here = await asyncio.to_thread(self.computer)
+        rows = await asyncio.to_thread(FireLog(here.record_path).fires,
+                                       outcome=FireOutcome.GAVE_UP)
+        waiting = {row.key for row in rows} - self.checked
+        if not waiting:
+            return
+        check = await fire_service(here, self.workspace, clock=self.clock).make_held()
+        if check.answered:
+            self.checked |= waiting
+        for row in check.rows:
+            if say:
+                say(f"schedule {row.schedule_id} {row.local}: {row.text}")
+
     async def start(self, say: Callable[[str], None] | None = None) -> bool:
         """The first pass, at the start of ``bees run`` and before its worker handles any
         fire: :meth:`reconcile` (a schedule removed, disabled or given to another person
@@ -282,8 +306,9 @@ class Registrar:
 
     async def _pass(self, say: Callable[[str], None] | None, last_error: str | None, *,
                     recover: bool) -> str | None:
-        """One reconcile (then :meth:`recover` when ``recover``); return the error text said
-        (said again only when it differs from ``last_error``), or None when it went well."""
+        """One reconcile, then :meth:`recover` when ``recover`` (else :meth:`check_held`);
+        return the error text said (said again only when it differs from ``last_error``),
+        or None when it went well."""
         try:
             changes = await self.reconcile()
             for kind in ("added", "updated", "removed"):
@@ -291,6 +316,8 @@ class Registrar:
                     say(f"schedules {kind}: {', '.join(changes[kind])}")
             if recover:
                 await self.recover(say)
+            else:
+                await self.check_held(say)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - the loop must survive anything

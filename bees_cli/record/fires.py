@@ -257,14 +257,19 @@ class FireLog:
                  str(row.outcome), row.detail, row.tries))
         return row
 
-    def fires(self, schedule_id: str | None = None, *, limit: int | None = None) -> list[FireRow]:
-        """Return fires handled here, newest scheduled first (of one schedule, or all)."""
+    def fires(self, schedule_id: str | None = None, *, limit: int | None = None,
+              outcome: FireOutcome | None = None) -> list[FireRow]:
+        """Return fires handled here, newest scheduled first (of one schedule, or all; of
+        one ``outcome``, or all)."""
         query = ("SELECT schedule_id, key, scheduled, local, handled, outcome, detail, tries"
-                 " FROM fires")
+                 " FROM fires WHERE 1 = 1")
         args: list[Any] = []
         if schedule_id is not None:
-            query += " WHERE schedule_id = ?"
+            query += " AND schedule_id = ?"
             args.append(schedule_id)
+        if outcome is not None:
+            query += " AND outcome = ?"
+            args.append(str(outcome))
         query += " ORDER BY scheduled DESC, seq DESC"  # format_utc text: text order is time order
         if limit is not None:
             query += " LIMIT ?"

@@ -21,9 +21,10 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
 5. A key this machine holds (granted, granted again on a retry, or no cloud to ask) is
    noted in the local row of the key, which then names its one item before it is made;
    the item is made exactly once however late: a retried fire, a duplicate delivery or a
-   restart finds it made and does nothing, and :meth:`FireService.recover` (at the start
-   of ``bees run``) makes the items of held keys a crash left unmade. The item is then
-   claimed, started and reported to Bees Cloud: "ran here (ITEM)".
+   restart finds it made and does nothing, and the held-keys check
+   (:meth:`FireService.make_held`: at the start of ``bees run``, and while it runs after a
+   fire gave up) makes the items of held keys a crash or a lost answer left unmade. The
+   item is then claimed, started and reported to Bees Cloud: "ran here (ITEM)".
 6. Fire times of a schedule that passed with no row (asleep, ``bees run`` down) get a
    "missed" row at start (:meth:`FireService.recover`), before the worker handles any fire,
    so a late delivery at start never hides them; a missed time delivered late keeps its
@@ -83,6 +84,15 @@ nothing when the item id is already in the record (the engine passes one)."""
 KeysFor = Callable[["AsyncCloudClient", Computer], HeldKeys]
 
 _making: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+@dataclass(frozen=True)
+class HeldCheck:
+    """What one held-keys check (:meth:`FireService.make_held`) did: whether Bees Cloud
+    listed this machine's keys (or none is configured), and the rows written, oldest first."""
+
+    answered: bool
+    rows: list[FireRow]
 
 
 class NotFiredHere(BeesError):
@@ -253,6 +263,9 @@ class FireService:
             finally:
                 await client.aclose()
             if trouble is not None:
+                known = await asyncio.to_thread(log.key, fire.key)
+                if known is not None and known.held is not None:  # a held-keys check won it
+                    return await self._make(workspace, schedule_id, scheduled, fire, tries)
                 return await self._row(schedule_id, scheduled, fire, FireOutcome.GAVE_UP,
                                        trouble, tries)
             if not granted:
@@ -332,11 +345,9 @@ class FireService:
 
     async def recover(self, registered: Mapping[str, datetime] | None = None
                       ) -> list[FireRow]:
-        """At the start of ``bees run``: make the items of keys held here without one (from
-        the local rows and, when Bees Cloud lists them, the cloud's), then note a "missed"
-        row for every fire time that passed with no row since each schedule's last row (or,
-        for a schedule without rows, since ``registered[name]``: when it was registered
-        here).
+        """At the start of ``bees run``: the held-keys check (:meth:`make_held`), then a
+        "missed" row for every fire time that passed with no row since each schedule's last
+        row (or, with no rows, since ``registered[name]``: when it was registered here).
 
         Returns:
             The rows written, oldest first within each kind.
@@ -344,17 +355,39 @@ class FireService:
         Raises:
             WorkspaceInvalid: the workspace does not load.
         """
+        workspace = await self._load()
+        rows = (await self.make_held(workspace)).rows
+        rows += await asyncio.to_thread(self.note_missed, workspace, registered)
+        return rows
+
+    async def make_held(self, workspace: Workspace | None = None) -> HeldCheck:
+        """The held-keys check (DESIGN.md, "Under faults"): make the one item of each key
+        held here without one, from Bees Cloud's list of this machine's keys without an item
+        (a cloud that cannot list is logged) and the local rows. Runs at the start of ``bees
+        run`` and, while it runs, after a fire gave up (:mod:`bees_cli.engine.schedules`):
+        a lost grant's row becomes "ran here"; a key not listed here keeps its row.
+
+        Args:
+            workspace: the loaded workspace (loaded here when None).
+
+        Returns:
+            The rows written, and whether the cloud answered (True with no cloud).
+
+        Raises:
+            WorkspaceInvalid: the workspace does not load.
+        """
         from bees_cli.schedules.times import fire_for
 
-        workspace = await self._load()
+        workspace = workspace or await self._load()
         log = self.log
+        answered = True
         client = self._client()
         if client is not None:
             try:
                 held = await self.keys(client, self.computer).without_item()
             except CloudError as error:
                 logger.warning("held keys: %s", error.message)
-                held = []
+                held, answered = [], False
             finally:
                 await client.aclose()
             for schedule_id, scheduled in held:
@@ -377,8 +410,7 @@ class FireService:
             scheduled = parse_utc(key.scheduled)
             fire = fire_for(workspace.schedules[key.schedule_id], key.schedule_id, scheduled)
             rows.append(await self._make(workspace, key.schedule_id, scheduled, fire, 0))
-        rows += await asyncio.to_thread(self.note_missed, workspace, registered)
-        return rows
+        return HeldCheck(answered=answered, rows=rows)
 
     def note_missed(self, workspace: Workspace,
                     registered: Mapping[str, datetime] | None = None) -> list[FireRow]:

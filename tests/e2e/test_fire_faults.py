@@ -72,6 +72,23 @@ class LosingTransport(httpx.AsyncBaseTransport):
         await self.real.aclose()
 
 
+class DownTransport(LosingTransport):
+    """Every key claim's answer is lost (the proxy); while ``down``, no request reaches
+    the cloud at all. Counts the held-key listings that were asked."""
+
+    def __init__(self) -> None:
+        super().__init__(lose=10**6)
+        self.down = False
+        self.listings = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path.endswith("/v1/keys"):
+            self.listings += 1
+        if self.down:
+            raise httpx.ConnectError("cloud unreachable", request=request)
+        return await super().handle_async_request(request)
+
+
 def maya(tmp_path: Path, team: Team, name: str = "maya-laptop", **extra: Any) -> Computer:
     computer = make_computer(tmp_path, name, team.maya, url=team.cloud.url,
                              token=team.tokens[team.maya])
@@ -333,3 +350,29 @@ async def test_bees_run_says_a_fire_and_a_key_taken_in_one_info_line_each(
         ("INFO", "schedule monday-report 2025-01-06 09:00 (Europe/Paris): key taken by "
                  "maya-laptop; not run here"),
     ]
+
+
+async def test_a_check_that_makes_the_item_while_the_fire_asks_leaves_ran_here(
+        tmp_path: Path, team: Team) -> None:
+    """The held-keys check of another fire's "gave up" runs while this fire still asks
+    (between two tries): it makes the item; the fire's last try then gives up, and its row
+    stays "ran here" with the one item."""
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    lossy = DownTransport()
+    laptop = maya(tmp_path, team, transport=lossy)
+    at = mondays(workspace, 1)[0]
+    checks: list[list[str]] = []
+
+    async def sleep(_seconds: float) -> None:
+        if not checks:  # after the first (granted) try, a registrar pass checks
+            check = await service(laptop, workspace, at + timedelta(seconds=1)).make_held()
+            checks.append([r.text for r in check.rows])
+
+    row = await service(laptop, workspace, at + timedelta(seconds=1),
+                        sleep=sleep).fire("monday-report", at)
+    [item] = record_of(laptop).items()
+    assert checks == [[f"ran here ({item.id})"]]
+    assert lossy.key_requests == 5
+    # the check's row is the fire's row (written by the check: no tries of its own)
+    assert [(f.text, f.tries) for f in FireLog(laptop.record_path).fires()] == [
+        (row.text, row.tries)] == [(f"ran here ({item.id})", 0)]

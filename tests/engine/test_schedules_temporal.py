@@ -1,12 +1,14 @@
 """Temporal Schedules on the real dev server: registration per person, and a fire that runs.
 
-Lives beside the engine tests to share their one dev server (``dev_env``).
+Lives beside the engine tests to share their one dev server (``dev_env``); the test of a
+lost grant also uses a real Bees Cloud (the e2e ``cloud`` and ``team`` fixtures).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,10 +17,27 @@ from temporalio.client import ScheduleOverlapPolicy
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from bees_cli.engine.schedules import FireActivities, Registrar, temporal_id
+from bees_cli.cloud.client import cloud_for
+from bees_cli.engine.schedules import FireActivities, Registrar, fire_service, temporal_id
 from bees_cli.engine.worker import make_worker
+from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog
-from tests.e2e.conftest import make_computer, record_of, write_workspace
+from bees_cli.schedules.fires import FireService, Starter
+from bees_cli.utc import parse_utc
+from tests.e2e.conftest import (  # noqa: F401 - cloud: the fixture team needs
+    FixedClock,
+    Sleeps,
+    Team,
+    cloud,
+    make_computer,
+    record_of,
+    service,
+    team,
+    write_workspace,
+)
+from tests.e2e.test_fire_faults import DownTransport, maya
+
+GAVE_UP = "gave up (cloud unreachable after 5 tries)"
 
 
 async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
@@ -186,3 +205,92 @@ async def test_a_schedule_that_never_fired_here_is_missed_from_when_it_was_regis
     assert said == [f"schedule daily-digest {at}: {missed}" for at in locals_]
     assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
         (at, missed) for at in reversed(locals_)]
+
+
+async def until(done: Callable[[], bool]) -> None:
+    """Poll ``done`` (the loops run on their own) for at most 20 s."""
+    for _ in range(400):
+        if done():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not done in 20 s")
+
+
+async def test_a_grant_whose_answers_were_lost_is_made_while_bees_run_runs(
+        dev_env: WorkflowEnvironment, tmp_path: Path, team: Team) -> None:  # noqa: F811
+    """DESIGN.md, "Under faults": a proxy drops every answer to the key claim; the laptop's
+    first ask was granted, both computers' fires "gave up". The laptop's registrar (the loop
+    ``bees run`` keeps going) runs the held-keys check once Bees Cloud answers again: one
+    item, the row "ran here"; the desktop, which the cloud did not grant, keeps its row.
+    Clocks and sleeps are injected; the loops are polled."""
+    workspace = write_workspace(tmp_path / "ws", team.maya, log=tmp_path / "agents.log")
+    lossy, desk_lossy = DownTransport(), DownTransport()
+    laptop = maya(tmp_path, team, transport=lossy)
+    desktop = maya(tmp_path, team, "maya-desktop", transport=desk_lossy)
+    client, queue = dev_env.client, f"bees-test-{uuid.uuid4().hex[:8]}"
+    sleeps = Sleeps()
+
+    def make(here: Computer, path: Path, start: Starter | None) -> FireService:
+        return fire_service(here, path, start=start, sleep=sleeps)
+
+    registrar = Registrar(client, workspace, queue, computer=lambda: laptop)
+    assert (await registrar.reconcile())["added"] == ["monday-report"]
+    log = FireLog(laptop.record_path)
+    worker = make_worker(client, queue, record_of(laptop), computer=laptop,
+                         fires=FireActivities(lambda: laptop, make=make))
+    async with worker:
+        await client.get_schedule_handle(
+            temporal_id(laptop.machine_id, "monday-report")).trigger()
+        await until(lambda: bool(log.fires()))
+    [row] = log.fires()
+    at = parse_utc(row.scheduled)
+    # the cloud granted the first ask; five answers lost: gave up, nothing made
+    assert (row.outcome, row.text, row.tries, lossy.key_requests) == ("gave_up", GAVE_UP, 5, 5)
+    assert sleeps.waits == [0.5, 1.0, 2.0, 4.0]
+    assert record_of(laptop).items() == []
+    desk = await service(desktop, workspace, at + timedelta(seconds=2),
+                         sleep=Sleeps()).fire("monday-report", at)
+    assert (desk.outcome, desk.text) == ("gave_up", GAVE_UP)  # "taken", its answers lost
+
+    # bees run goes on (its registrar passes); the cloud is first unreachable altogether
+    lossy.down = True
+    said: list[str] = []
+    clock = FixedClock(at + timedelta(minutes=2))
+    running = Registrar(client, workspace, queue, computer=lambda: laptop, clock=clock)
+    stop = asyncio.Event()
+    task = asyncio.create_task(running.run(stop, said.append, every=0.05, started=True))
+    await until(lambda: lossy.listings >= 3)
+    assert [r.text for r in log.fires()] == [GAVE_UP]  # asked again on each pass
+    lossy.down = False  # the cloud answers again (its claim answers are still lost)
+    await until(lambda: bool(record_of(laptop).items()))
+    await until(lambda: log.fires()[0].outcome == "ran_here")
+    listings = lossy.listings
+    await until(lambda: lossy.listings == listings and len(said) == 1)
+    stop.set()
+    await task
+    [item] = record_of(laptop).items()
+    [ran] = log.fires()
+    assert (ran.text, ran.local, ran.scheduled) == (f"ran here ({item.id})", row.local,
+                                                     row.scheduled)
+    assert item.status == "pending"  # bees run starts it
+    assert said == [f"schedule monday-report {row.local}: ran here ({item.id})"]
+    assert FireLog(laptop.record_path).claim(item.id).status == "owner"  # type: ignore[union-attr]
+    # the cloud knows the key's item: nothing left to make, however often the check runs
+    asking = cloud_for(laptop, retries=0)
+    assert asking is not None
+    try:
+        assert await asking.held_keys(laptop.machine_id, without_item=True) == []
+    finally:
+        await asking.aclose()
+    await running.check_held(said.append)
+    await running.check_held(said.append)
+    assert [i.id for i in record_of(laptop).items()] == [item.id]
+    assert len(said) == 1
+    # the desktop's check: the cloud holds nothing for it; its row and record stay
+    other = Registrar(client, workspace, queue, computer=lambda: desktop, clock=clock)
+    await other.check_held(said.append)
+    assert desk_lossy.listings == 1
+    assert [(f.outcome, f.text) for f in FireLog(desktop.record_path).fires()] == [
+        ("gave_up", GAVE_UP)]
+    assert record_of(desktop).items() == []
+    assert len(said) == 1
