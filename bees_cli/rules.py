@@ -79,6 +79,38 @@ def is_late(scheduled_utc: datetime, asked_utc: datetime) -> bool:
     return asked_utc - scheduled_utc > LATE_AFTER
 
 
+def waited_for_slot(attempt: int) -> timedelta:
+    """Return how long a stage has waited for a busy agent's slot at the ``attempt``-th
+    check of its waiting activity (Rules: busy agent).
+
+    Args:
+        attempt: the activity's attempt, from 1 (the first check, nothing waited yet).
+
+    Returns:
+        ``(attempt - 1)`` times :data:`RECHECK_EVERY`: the attempts are that far apart.
+    """
+    return RECHECK_EVERY * (attempt - 1)
+
+
+def busy_fails(waited: timedelta) -> bool:
+    """Tell whether a stage that waited ``waited`` for a busy agent's slot fails now (Rules:
+    busy agent): once :data:`BUSY_LIMIT` has passed, exactly 10 minutes included."""
+    return waited >= BUSY_LIMIT
+
+
+def busy_reason(slot_reason: str | None) -> str:  # pragma: no mutate
+    """Return the reason a stage or piece fails with after waiting :data:`BUSY_LIMIT` for a
+    busy agent (Rules: busy agent), e.g. ``... 1 of 1 busy (items X) for 10 minutes``.
+
+    Args:
+        slot_reason: the last answer of the slot's check (who holds the agent's slots).
+
+    Returns:
+        ``"<slot_reason> for 10 minutes"`` (the minutes of :data:`BUSY_LIMIT`).
+    """
+    return f"{slot_reason} for {BUSY_LIMIT // timedelta(minutes=1)} minutes"
+
+
 def needs_approval(kind: str, stage_approval: str | None) -> bool:  # pragma: no mutate
     """Tell whether an add-on action of ``kind`` is held for a person on a stage whose
     ``approval`` is ``stage_approval`` (Rules: approvals).

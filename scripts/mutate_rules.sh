@@ -6,6 +6,11 @@
 # kind dropped at a time), since cosmic-ray does not mutate set members. Prints each
 # survivor and a count; exits 1 when a mutant survives. Takes 10-30 minutes on 2 cores.
 #
+# Excluded (``# pragma: no mutate`` on a def line of rules.py, filtered by cr-filter-pragma):
+# only annotations, which are equivalent mutants: the module has ``from __future__ import
+# annotations``, so ``str | None`` in a signature is never evaluated and its ``|`` mutated
+# to ``+``, ``-``, ... cannot change behaviour. A body line never carries the pragma.
+#
 # Usage: scripts/mutate_rules.sh [WORK_DIR]    (run from a clone with .venv installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +20,27 @@ WORK="${1:-$(mktemp -d)}"
 RULES=bees_cli/rules.py
 "$PY" -m pip install -q cosmic-ray
 
-# the tests that judge the rules, fastest first so most mutants die in seconds
-TESTS="tests/rules tests/schedules/test_times.py tests/handover/test_checkpoint_limits.py \
+# The tests that judge the rules, fastest first so most mutants die in seconds (a survivor
+# costs one run of them all: about 2 minutes on 2 idle cores). Which rule each judges:
+#   tests/rules                        every constant and decision at its boundaries
+#   tests/schedules/test_times.py      LATE_AFTER through the fire times (is_late)
+#   tests/e2e/test_schedule_registration.py  LATE_AFTER as Temporal's catch-up window
+#   tests/handover/test_checkpoint_limits.py MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES
+#   tests/cloud/test_faults.py (the two clock tests)  CLOCK_TOLERANCE_SECONDS, over HTTP
+#   tests/e2e/test_fire_race.py        LATE_AFTER and KEY_TRIES on the fire path
+#   tests/engine/test_rules_busy_timing.py  RECHECK_EVERY, BUSY_LIMIT, busy_* on the engine
+#   tests/engine/test_eligibility.py   RECHECK_EVERY for eligibility on the engine
+#   tests/engine/test_rules.py         REVIEW_LIMIT, GATED_KINDS and approvals on the engine
+# Left out as slower and judging nothing the above do not: tests/engine/test_waits_week.py
+# (slow; days of RECHECK_EVERY), tests/engine/test_pieces_busy.py (the same busy_* rules
+# for pieces), tests/engine/test_schedules_temporal.py (registration on a dev server).
+FAULTS=tests/cloud/test_faults.py
+TESTS="tests/rules tests/schedules/test_times.py tests/e2e/test_schedule_registration.py \
+tests/handover/test_checkpoint_limits.py \
+$FAULTS::test_a_change_stamped_past_the_tolerance_is_refused_then_a_correct_one_applies \
+$FAULTS::test_a_refused_change_stays_in_the_outbox_until_it_can_be_sent \
 tests/e2e/test_fire_race.py tests/engine/test_rules_busy_timing.py tests/engine/test_eligibility.py \
-tests/engine/test_rules.py tests/cloud/test_faults.py"
+tests/engine/test_rules.py"
 RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 
 cp "$RULES" "$WORK/rules.py.orig"

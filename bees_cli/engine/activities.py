@@ -39,7 +39,7 @@ from bees_cli.engine.models import (
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status, WaitKind
-from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
+from bees_cli.rules import busy_fails, waited_for_slot
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
@@ -147,10 +147,11 @@ class BeesActivities:
     async def await_eligible(self, check: CheckInput) -> CheckOutput:
         """Check eligibility (:meth:`check_now`); while it fails, fail retryably.
 
-        Why: the workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no
-        backoff and no attempt limit (DESIGN.md, Rules: the item waits, re-checking every
-        15 s). Retries are not written to Temporal's history, so a week of waiting costs a
-        few events; the waiting status and each new reason reach the local record here.
+        Why: the workflow runs it under a retry policy of
+        :data:`~bees_cli.rules.RECHECK_EVERY` with no backoff and no attempt limit (DESIGN.md,
+        Rules: the item waits, re-checking every 15 s). Retries are not written to Temporal's
+        history, so a week of waiting costs a few events; the waiting status and each new
+        reason reach the local record here.
 
         Raises:
             ApplicationError: of type :data:`NOT_ELIGIBLE` with the reasons, to be retried
@@ -294,11 +295,13 @@ class BeesActivities:
         """Take a slot of a capped agent; while none is free, fail retryably (DESIGN.md,
         Rules: busy agent).
 
-        The workflow runs it under a retry policy of :data:`RECHECK_EVERY` with no backoff,
-        so attempt ``n`` runs ``(n - 1) * 15 s`` after the first. Each new reason is written
-        to the local record (status ``waiting``, one ``busy`` fact per change). Once
-        :data:`BUSY_LIMIT` has passed it returns not granted (the queue place given back),
-        and the workflow fails the stage with the reason.
+        The workflow runs it under a retry policy of :data:`~bees_cli.rules.RECHECK_EVERY`
+        with no backoff, so attempt ``n`` runs ``(n - 1) * 15 s`` after the first
+        (:func:`~bees_cli.rules.waited_for_slot`). Each new reason is written to the local
+        record (status ``waiting``, one ``busy`` fact per change). Once
+        :data:`~bees_cli.rules.BUSY_LIMIT` has passed (:func:`~bees_cli.rules.busy_fails`) it
+        returns not granted (the queue place given back), and the workflow fails the stage
+        with the reason.
 
         Raises:
             ApplicationError: of type :data:`AGENT_BUSY` with the reason, to be retried.
@@ -307,8 +310,7 @@ class BeesActivities:
         if slot.granted:
             return slot
         info = activity.info()
-        waited = RECHECK_EVERY * (info.attempt - 1)
-        if waited >= BUSY_LIMIT:
+        if busy_fails(waited_for_slot(info.attempt)):
             await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
             return slot
         await asyncio.to_thread(self._busy, ask, slot, info)

@@ -33,7 +33,7 @@ from bees_cli.engine.snapshot_store import engine_view, load_snapshot
 from bees_cli.engine.transcript import transcript_lines, transcript_path
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import END_STATUSES, Piece, PieceStatus
-from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
+from bees_cli.rules import busy_fails, waited_for_slot
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class PieceActivities:
     async def piece_slot(self, ask: SlotInput) -> SlotOutput:
         """Take a slot of the piece's capped agent, as a stage does (DESIGN.md, Rules: busy
         agent); while none is free fail retryably (re-checked every 15 s); once
-        :data:`BUSY_LIMIT` passed, answer not granted (the queue place given back).
+        :data:`~bees_cli.rules.BUSY_LIMIT` passed, answer not granted (the queue place given back).
 
         ``ask.stage`` is the piece's slot name, ``STAGE/pieces/PIECE``.
 
@@ -155,7 +155,7 @@ class PieceActivities:
                   f"(items {', '.join(holders)})")
         if position > 1:
             reason += f"; place {position} in its queue"
-        if RECHECK_EVERY * (activity.info().attempt - 1) >= BUSY_LIMIT:
+        if busy_fails(waited_for_slot(activity.info().attempt)):
             await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
             return SlotOutput(granted=False, reason=reason, position=position)
         piece = PieceInput.model_construct(item_id=ask.item_id, stage=stage, piece=name,

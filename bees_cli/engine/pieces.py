@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         PieceView,
     )
     from bees_cli.engine.snapshot import EngineSnapshot
+    from bees_cli.rules import busy_reason
 
 RECORD_TIMEOUT = timedelta(seconds=60)
 
@@ -288,7 +289,7 @@ class PieceWorkflow:
                 result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
             if not slot.granted:
                 return PieceOutput(status="failed", agent=agent,
-                                   reason=f"{slot.reason} for 10 minutes")
+                                   reason=busy_reason(slot.reason))
         try:
             if check.loop is not None:
                 return await self._model(piece, agent, check)

@@ -36,6 +36,7 @@ from temporalio import activity
 from bees_cli.engine.fire_models import FIRE_ACTIVITY, FireRequest, FireResult
 from bees_cli.errors import BeesError
 from bees_cli.machine.computer import Computer
+from bees_cli.rules import LATE_AFTER
 from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
@@ -52,9 +53,10 @@ HORIZON = 10
 """How many upcoming fires each Temporal Schedule lists (exact UTC instants)."""
 POLL_EVERY = 3.0
 """Seconds between looks at the workspace's files and the sliding fire window."""
-CATCHUP_WINDOW = timedelta(seconds=60)
-"""A fire the engine could not start within this long after its time is dropped (and the
-fire path skips anything more than 60 s late anyway)."""
+CATCHUP_WINDOW: timedelta = LATE_AFTER
+"""A fire the engine could not start within this long after its time is dropped: the
+one-minute rule (:data:`~bees_cli.rules.LATE_AFTER`; the fire path skips anything later
+anyway)."""
 PREFIX = "bees-schedule-"
 
 

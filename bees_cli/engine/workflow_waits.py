@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
         SlotInput,
         SlotOutput,
     )
-    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
+    from bees_cli.rules import RECHECK_EVERY, busy_fails, busy_reason
 
 
 class StageWaits(ApprovalGate):
@@ -75,7 +75,7 @@ class StageWaits(ApprovalGate):
                 AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
                                                cap=cap, round=round_),
                 result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
-            return None if slot.granted else f"{slot.reason} for 10 minutes"
+            return None if slot.granted else busy_reason(slot.reason)
         started = workflow.now()
         said: str | None = None
         while True:
@@ -84,11 +84,11 @@ class StageWaits(ApprovalGate):
                 result_type=SlotOutput, start_to_close_timeout=SHORT)
             if slot.granted:
                 return None
-            if workflow.now() - started >= BUSY_LIMIT:
+            if busy_fails(workflow.now() - started):
                 await workflow.execute_activity(
                     RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
                     start_to_close_timeout=SHORT)
-                return f"{slot.reason} for 10 minutes"
+                return busy_reason(slot.reason)
             self._state = WAITING
             if slot.reason != said:  # one fact per distinct reason, not one per re-check
                 said = slot.reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -9,7 +10,14 @@ import pytest
 
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import Syncer
-from bees_cli.rules import is_late, needs_approval, review_stops
+from bees_cli.rules import (
+    busy_fails,
+    busy_reason,
+    is_late,
+    needs_approval,
+    review_stops,
+    waited_for_slot,
+)
 
 AT = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
 
@@ -22,6 +30,35 @@ AT = datetime(2026, 12, 7, 8, 0, tzinfo=UTC)
 def test_only_send_post_delete_and_pay_wait_for_approval(kind: str, held: bool) -> None:
     assert needs_approval(kind, "required") is held
     assert needs_approval(kind, None) is False
+    assert needs_approval(kind, "none") is False
+
+
+def test_approval_is_compared_by_value() -> None:
+    """A stage's ``approval`` read from JSON is an equal string, not the interned constant."""
+    required = json.loads('"required"')
+    assert needs_approval("pay", required) is True
+    assert needs_approval("read", required) is False
+
+
+@pytest.mark.parametrize(("attempt", "waited"), [(1, timedelta(0)), (2, timedelta(seconds=15)),
+                                                 (41, timedelta(minutes=10))])
+def test_the_slot_is_checked_every_15_seconds(attempt: int, waited: timedelta) -> None:
+    assert waited_for_slot(attempt) == waited
+
+
+@pytest.mark.parametrize(
+    ("waited", "fails"),
+    [(timedelta(0), False), (timedelta(minutes=9, seconds=45), False),
+     (timedelta(minutes=10) - timedelta(microseconds=1), False), (timedelta(minutes=10), True),
+     (timedelta(minutes=10, seconds=15), True)],
+)
+def test_a_busy_wait_fails_after_10_minutes(waited: timedelta, fails: bool) -> None:
+    assert busy_fails(waited) is fails
+
+
+def test_a_busy_wait_fails_with_its_last_reason_for_10_minutes() -> None:
+    assert busy_reason("waiting for agent alpha: 1 of 1 busy (items 01OTHER)") == (
+        "waiting for agent alpha: 1 of 1 busy (items 01OTHER) for 10 minutes")
 
 
 @pytest.mark.parametrize(
