@@ -330,6 +330,9 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
 
         await recover_state(bees, engine, queue)
         # -- end of issue 12, point 7 --
+        from bees_cli.usecases.released import finish_released
+
+        await finish_released(bees)  # a relinquish Bees Cloud took while bees run was down
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
         background = await start_background(say, computer=computer, schedules=schedules,
