@@ -106,6 +106,13 @@ async def test_a_relinquish_released_in_the_cloud_while_bees_run_died_finishes_o
             item_id=item.id, machine_id=secrets.token_hex(16), computer_name="maya-desktop"))
     assert won.status == "owner"
     await lossy.inner.aclose()
+    # while bees run is down: the record still shows the request, yet no decision is taken
+    assert [r.item_id for r in approvals_waiting(record)] == [item.id]
+    with pytest.raises(Refused) as refused:
+        await asyncio.to_thread(decide, item.id)
+    assert refused.value.message == (
+        f"{item.id} runs on maya-desktop ({team.maya}): approve it there")
+    assert record.queued_payloads("bees.decide", item.id) == []
 
     # bees run starts again, the proxy healed
     bees = Bees(Computer.load(), say=lambda _: None)
