@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 
 
 async def finish_released(bees: Bees) -> list[str]:
-    """Finish here each relinquish Bees Cloud took but this computer did not hear of.
+    """Finish here each relinquish Bees Cloud took but this computer did not hear of
+    (``bees run`` calls it once its worker runs). One look at the team's held items
+    (``list_owners``); the owner history is asked only of the items under way here that
+    this computer does not hold there.
 
     Returns:
         The ids of the items finished (free now). A cloud that cannot be reached is said
@@ -45,6 +48,14 @@ async def finish_released(bees: Bees) -> list[str]:
     rows = [row for row in await asyncio.to_thread(record.items) if under_way(row)]
     finished: list[str] = []
     try:
+        if rows:  # one look at the team's held items; the history only of the others
+            try:
+                held = {owner.item_id for owner in await api.list_owners()
+                        if owner.machine_id == computer.machine_id}
+            except BeesError as error:
+                bees.say(f"the owners in Bees Cloud are not checked: {error.message}")
+                return finished
+            rows = [row for row in rows if row.id not in held]
         for row in rows:
             try:
                 owner = await released_here(api, row.id, computer.machine_id)

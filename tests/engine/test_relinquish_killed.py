@@ -136,3 +136,36 @@ async def test_a_relinquish_released_in_the_cloud_while_bees_run_died_finishes_o
         row = record.item(item.id)
         assert (row.status, row.status_text) == ("free", "free, restarts at Send")
         assert await finish_released(bees) == []
+
+
+async def test_released_here_tells_a_taken_release_from_a_held_or_another_machines_row(
+        team: Team) -> None:  # noqa: F811
+    from bees_cli.cloud.async_client import AsyncCloudClient
+    from bees_cli.engine.handover import released_here
+
+    laptop, desktop = secrets.token_hex(16), secrets.token_hex(16)
+    item = "01RELEASEDHEREITEM00000000"
+    first, other = "a" * 64, "b" * 64
+
+    def claim(machine: str, name: str) -> wire.OwnerClaim:
+        return wire.OwnerClaim(item_id=item, machine_id=machine, computer_name=name)
+
+    def release(machine: str, sha256: str) -> wire.OwnerRelease:
+        return wire.OwnerRelease(machine_id=machine, restart_stages={"main": "Send"},
+                                 checkpoint_sha256=sha256)
+
+    async with AsyncCloudClient(team.cloud.url, team.tokens[team.maya]) as api:
+        assert await released_here(api, item, laptop) is None  # never claimed
+        assert (await api.claim_owner(claim(laptop, "maya-laptop"))).status == "owner"
+        assert await released_here(api, item, laptop) is None  # held here
+        await api.release_owner(item, release(laptop, first))
+        taken = await released_here(api, item, laptop, first)
+        assert taken is not None and (taken.epoch, taken.machine_id) == (1, laptop)
+        assert await released_here(api, item, laptop, other) is None  # another release
+        assert await released_here(api, item, desktop) is None  # no row of the desktop
+        assert (await api.claim_owner(claim(desktop, "maya-desktop"))).status == "owner"
+        taken = await released_here(api, item, laptop, first)
+        assert taken is not None and taken.epoch == 1
+        await api.release_owner(item, release(desktop, other))
+        assert (await api.claim_owner(claim(laptop, "maya-laptop"))).status == "owner"
+        assert await released_here(api, item, laptop) is None  # continued here again
