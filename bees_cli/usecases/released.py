@@ -42,7 +42,7 @@ async def finish_released(bees: Bees) -> list[str]:
     from bees_cli.usecases.recover import under_way
 
     computer, record = bees.computer, bees.record
-    api = cloud_for(computer, retries=1)
+    api = cloud_for(computer, timeout=3.0)  # once: the next bees run looks again
     if api is None:
         return []
     rows = [row for row in await asyncio.to_thread(record.items) if under_way(row)]

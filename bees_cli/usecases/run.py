@@ -358,7 +358,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             await deliver_queued(bees)
             if worker_task.done():
                 break
-            if exit_when_idle and is_idle(record):
+            if exit_when_idle and released.done() and is_idle(record):
                 closing = await _closing(engine, record, queue)
                 if not closing or loop.time() - idle_since >= CLOSING_WAIT:
                     if closing:

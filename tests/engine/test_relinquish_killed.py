@@ -12,6 +12,7 @@ import dataclasses
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -63,11 +64,11 @@ async def until_true(check: Callable[[], bool], seconds: float) -> None:
         await asyncio.sleep(0.1)
 
 
-@pytest.mark.timeout(240)
-async def test_a_relinquish_released_in_the_cloud_while_bees_run_died_finishes_on_restart(
-        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    monkeypatch.setattr(relinquish_module, "RELINQUISH_TIMEOUT", 5.0)
+async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
+                               record: LocalRecord, team: Team, tmp_path: Path) -> Any:  # noqa: F811
+    """The tester's steps up to the restart: Send waits for approval; ``bees relinquish``;
+    the release reaches Bees Cloud, its answers are lost; ``bees run`` dies; the desktop
+    claims the item. Return the item."""
     set_identity(person=team.maya, computer="maya-laptop")
     save_login(Login(team.cloud.url, team.tokens[team.maya]))
     lossy = LoseReleaseAnswers(lose=10**6)  # the proxy drops every release answer
@@ -114,6 +115,16 @@ async def test_a_relinquish_released_in_the_cloud_while_bees_run_died_finishes_o
         f"{item.id} runs on maya-desktop ({team.maya}): approve it there")
     assert record.queued_payloads("bees.decide", item.id) == []
 
+    return item
+
+
+@pytest.mark.timeout(240)
+async def test_a_relinquish_released_in_the_cloud_while_bees_run_died_finishes_on_restart(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setattr(relinquish_module, "RELINQUISH_TIMEOUT", 5.0)
+    item = await kill_while_releasing(dev_env, space, record, team, tmp_path)
+    queue = task_queue(load_identity().machine_id)
     # bees run starts again, the proxy healed
     bees = Bees(Computer.load(), say=lambda _: None)
     async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
@@ -169,3 +180,26 @@ async def test_released_here_tells_a_taken_release_from_a_held_or_another_machin
         await api.release_owner(item, release(desktop, other))
         assert (await api.claim_owner(claim(laptop, "maya-laptop"))).status == "owner"
         assert await released_here(api, item, laptop) is None  # continued here again
+
+
+@pytest.mark.timeout(240)
+async def test_bees_run_started_again_finishes_the_relinquish_and_exits_when_idle(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from bees_cli.usecases.run import run_engine
+
+    monkeypatch.setattr(relinquish_module, "RELINQUISH_TIMEOUT", 5.0)
+    item = await kill_while_releasing(dev_env, space, record, team, tmp_path)
+    said: list[str] = []
+    bees = Bees(Computer.load(), say=said.append)
+    address = dev_env.client.service_client.config.target_host
+    assert await asyncio.wait_for(run_engine(bees, workspace_path=None, address=address,
+                                             exit_when_idle=True, heartbeat_every=0.5),
+                                  120) == 0
+    assert (f"{item.id}: Bees Cloud took its relinquish (the answer was lost): free, "
+            "restarts at Send") in said
+    row = record.item(item.id)
+    assert (row.status, row.status_text) == ("free", "free, restarts at Send")
+    assert [r["status"] for r in record.approvals(item.id, status=None)] == ["relinquished"]
+    result = await asyncio.wait_for(dev_env.client.get_workflow_handle(item.id).result(), 5)
+    assert result == "relinquished: restarts at Send"
