@@ -16,7 +16,10 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
 4. release the owner in Bees Cloud with the restart stages and the SHA-256 of the file in
    the run folder (when a cloud is configured); should the cloud answer with another digest
    (it keeps the first release of an epoch), the release is repaired to the file's digest,
-   which only this machine, the one that released it, may do;
+   which only this machine, the one that released it, may do; should it refuse because
+   another computer holds the item now, while this machine's last owner row is released
+   with this file's digest (a try whose answer was lost, :func:`released_here`), the
+   release took and the handover goes on;
 5. keep that SHA-256 on this computer (``<data>/handovers/ITEM.json``);
 6. mark the item ``free`` (reason ``restarts at STAGE``) in the local record, which the
    shared record pushes at its next sync.
