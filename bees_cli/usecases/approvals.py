@@ -102,7 +102,7 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
     from bees_cli.errors import CloudError
     from bees_cli.handover.relinquish import main_restart
 
-    api = sync_cloud_for(bees.computer, retries=1)
+    api = sync_cloud_for(bees.computer, timeout=3.0)  # a cloud that is down: local checks
     if api is None:
         return
     try:
