@@ -16,7 +16,10 @@ Rules: handover; the post's "Handing a run over"). Steps, in order:
 4. release the owner in Bees Cloud with the restart stages and the SHA-256 of the file in
    the run folder (when a cloud is configured); should the cloud answer with another digest
    (it keeps the first release of an epoch), the release is repaired to the file's digest,
-   which only this machine, the one that released it, may do;
+   which only this machine, the one that released it, may do; should it refuse because
+   another computer holds the item now, while this machine's last owner row is released
+   with this file's digest (a try whose answer was lost, :func:`released_here`), the
+   release took and the handover goes on;
 5. keep that SHA-256 on this computer (``<data>/handovers/ITEM.json``);
 6. mark the item ``free`` (reason ``restarts at STAGE``) in the local record, which the
    shared record pushes at its next sync.
@@ -64,6 +67,8 @@ from bees_cli.record.states import RELEASE_WAIT_TEXT, Status, WaitKind
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.cloud import wire
+    from bees_cli.cloud.async_client import AsyncCloudClient
     from bees_cli.handover.checkpoint_pieces import CheckpointPiece
     from bees_cli.record.story import Story
 
@@ -79,6 +84,26 @@ def cloud_down(error: BaseException) -> bool:
     if isinstance(error, CloudUnreachable):
         return True
     return isinstance(error, CloudError) and (error.status or 0) >= 500
+
+
+async def released_here(api: AsyncCloudClient, item_id: str, machine_id: str,
+                        checkpoint_sha256: str | None = None) -> wire.Owner | None:
+    """Return the owner row of ``item_id`` that machine ``machine_id`` held and released
+    (with ``checkpoint_sha256``, when given), when Bees Cloud keeps one and no later row is
+    this machine's: its release took, whatever answer was lost; else None.
+
+    Raises:
+        CloudError: Bees Cloud cannot be reached or answered an error.
+    """
+    rows = await api.owner_history(item_id)
+    if not rows or rows[-1].machine_id == machine_id and rows[-1].held:
+        return None
+    ours = [row for row in rows if row.machine_id == machine_id]
+    if not ours or ours[-1].release is None:
+        return None
+    if checkpoint_sha256 is not None and ours[-1].release.checkpoint_sha256 != checkpoint_sha256:
+        return None
+    return ours[-1]
 
 
 def _refused(handover: HandoverInput, reason: str) -> HandoverOutput:
@@ -173,7 +198,11 @@ class HandoverActivities:
                     # the cloud kept an earlier release's digest: the run folder's file wins
                     await api.repair_owner(handover.item_id, release)
             except CloudRefused as error:
-                return _refused(handover, error.message)
+                # an earlier try's release took (its answer was lost) and another computer
+                # has claimed the item since: the handover is done, not refused
+                if not await released_here(api, handover.item_id, computer.machine_id,
+                                           written.checkpoint_sha256):
+                    return _refused(handover, error.message)
             finally:
                 await api.aclose()
             written = written.model_copy(update={"released": True})

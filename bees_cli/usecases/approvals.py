@@ -88,6 +88,40 @@ def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: st
         raise Refused(f"{row.id} is free, restarts at {row.stage or '?'}: nothing waits here")
 
 
+def _refuse_not_owner(bees: Bees, item_id: str) -> None:
+    """Refuse a decision on an item whose latest owner row in Bees Cloud is not held by this
+    computer (DESIGN.md, Handover: only the owner runs an item): another computer holds it,
+    or it was released (by a relinquish whose answer this computer may not have seen). No
+    sign-in, an item never claimed or a cloud that cannot be reached: nothing is checked
+    here (the local record's checks follow).
+
+    Raises:
+        Refused: the owner row names another computer, or the item is free (exit 3).
+    """
+    from bees_cli.cloud.client import sync_cloud_for
+    from bees_cli.errors import CloudError
+    from bees_cli.handover.relinquish import main_restart
+
+    api = sync_cloud_for(bees.computer, timeout=3.0)  # a cloud that is down: local checks
+    if api is None:
+        return
+    try:
+        with api:
+            owner = api.get_owner(item_id)
+    except CloudError:
+        return
+    if owner is None:
+        return
+    if owner.held and owner.machine_id == bees.computer.machine_id:
+        return
+    if owner.held:
+        raise Refused(f"{item_id} runs on {owner.computer_name} ({owner.person}): approve it "
+                      "there")
+    assert owner.release is not None
+    restart = main_restart(owner.release.restart_stages) or "?"
+    raise Refused(f"{item_id} is free, restarts at {restart}: nothing waits here")
+
+
 async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
                  reason: str | None, answer: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
@@ -109,6 +143,7 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
                         hint=f'bees deny {item_id} --reason "what is wrong"')
     record = bees.record
     row = await asyncio.to_thread(record.item, item_id)
+    await asyncio.to_thread(_refuse_not_owner, bees, row.id)
     await asyncio.to_thread(_refuse_decision_elsewhere, record, row, bees.computer.machine_id)
     requests = record.approvals(row.id)
     waiting = [r["id"] for r in requests]

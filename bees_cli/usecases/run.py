@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import EngineError, Refused
+from bees_cli.errors import BeesError, EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.actions import run_action
@@ -330,6 +330,11 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
 
         await recover_state(bees, engine, queue)
         # -- end of issue 12, point 7 --
+        from bees_cli.usecases.released import finish_released
+
+        # a relinquish Bees Cloud took while bees run was down: asked beside the work, so a
+        # cloud that is down does not hold up the start
+        released = asyncio.create_task(finish_released(bees))
         note_worker(data, server.address, queue)
         say(f"worker on task queue {queue}")
         background = await start_background(say, computer=computer, schedules=schedules,
@@ -353,7 +358,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             await deliver_queued(bees)
             if worker_task.done():
                 break
-            if exit_when_idle and is_idle(record):
+            if exit_when_idle and released.done() and is_idle(record):
                 closing = await _closing(engine, record, queue)
                 if not closing or loop.time() - idle_since >= CLOSING_WAIT:
                     if closing:
@@ -373,6 +378,14 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             except TimeoutError:
                 pass
         await background.stop()
+        if not released.done():
+            released.cancel()
+        for outcome in await asyncio.gather(released, return_exceptions=True):
+            if isinstance(outcome, BeesError):
+                say(f"relinquishes Bees Cloud took while bees run was down: not checked: "
+                    f"{outcome.message}")
+            elif isinstance(outcome, Exception):
+                raise outcome
         if gone is not None:
             # the server is gone: a graceful shutdown would wait on it forever
             worker_task.cancel()

@@ -204,6 +204,11 @@ async def test_continue_then_approve_at_once_wins_over_the_stale_team_row(
     await Syncer(laptop).sync_once()
     await Syncer(desktop).sync_once()
     # the desktop continued it (the claim is its own now); its team row is a round behind
+    async with AsyncCloudClient(url, token) as api:
+        await api.release_owner(ITEM, wire.OwnerRelease(
+            machine_id=laptop.machine_id, restart_stages={"main": "Draft"},
+            checkpoint_sha256="0" * 64))
+    assert (await claim_owner(desktop, ITEM)).status == ClaimStatus.OWNER
     add_item(desktop, status="waiting for approval")
     record_of(desktop).put_approval(ITEM, {"id": 1, "item_id": ITEM, "stage": "Draft",
                                            "round": 1, "action": "mail.send",
