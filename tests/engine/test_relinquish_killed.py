@@ -37,7 +37,7 @@ from bees_cli.usecases.run import note_worker, start_pending
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import Space, until
 from tests.engine.test_handover import SEND_PROCESS, write_space
-from tests.engine.test_handover_faults import LoseReleaseAnswers
+from tests.engine.test_handover_faults import LoseAnswers
 
 
 def relinquish_lost(item_id: str) -> str:
@@ -71,7 +71,7 @@ async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
     claims the item. Return the item."""
     set_identity(person=team.maya, computer="maya-laptop")
     save_login(Login(team.cloud.url, team.tokens[team.maya]))
-    lossy = LoseReleaseAnswers(lose=10**6)  # the proxy drops every release answer
+    lossy = LoseAnswers(lose=10**6)  # the proxy drops every release answer
     queue = task_queue(load_identity().machine_id)
     note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
     write_space(space, tmp_path / "no-hold")
