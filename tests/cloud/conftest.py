@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,8 +61,8 @@ def _no_postgres(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this session (dropped at the end)."""
+def postgres_server() -> Iterator[str]:
+    """The PostgreSQL server's URL for this session (a throwaway cluster when none is given)."""
     base = os.environ.get("BEES_TEST_POSTGRES_URL")
     cluster: str | None = None
     if not base:
@@ -73,6 +74,20 @@ def postgres_url() -> Iterator[str]:
             )
             raise AssertionError  # pragma: no cover
         base, cluster = started
+    try:
+        yield base
+    finally:
+        if cluster:
+            _stop_cluster(cluster)
+
+
+@contextmanager
+def fresh_database(base: str) -> Iterator[str]:
+    """Create a database of a random name on the server at ``base``; yield its URL; drop it.
+
+    Each name is new, so two pytest-xdist workers (or two set-ups of one fixture) never share
+    a database.
+    """
     import psycopg
     import sqlalchemy as sa
 
@@ -83,28 +98,35 @@ def postgres_url() -> Iterator[str]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
     except psycopg.OperationalError as error:
-        if cluster:
-            _stop_cluster(cluster)
         _no_postgres(f"cannot connect to {parsed.render_as_string()}: {error}")
     try:
         yield parsed.set(database=name).render_as_string(hide_password=False)
     finally:
-        try:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        finally:
-            if cluster:
-                _stop_cluster(cluster)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh PostgreSQL database for this session (dropped at the end)."""
+    with fresh_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(
     scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 )
-def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The database URL of this parametrisation: a SQLite file, or a PostgreSQL database."""
+def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           ) -> Iterator[str]:
+    """The database URL of this parametrisation: a new SQLite file, or a new PostgreSQL
+    database, at each set-up (pytest sets a parametrised session fixture up again when a
+    worker's tests switch between its parameters; the session server's first start on it
+    writes the admin token file)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path_factory.mktemp('cloud') / 'cloud.db'}"
-    return str(request.getfixturevalue("postgres_url"))
+        yield f"sqlite:///{tmp_path_factory.mktemp('cloud') / 'cloud.db'}"
+        return
+    with fresh_database(str(request.getfixturevalue("postgres_server"))) as url:
+        yield url
 
 
 # -- servers ---------------------------------------------------------------------------

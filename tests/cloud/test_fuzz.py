@@ -13,8 +13,11 @@ from typing import Any, cast
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Ok
+from schemathesis.schemas import APIOperation
 
 from bees_cli.cloud.server.storage import Storage
 from tests.servers import uvicorn_in_thread
@@ -49,24 +52,34 @@ def _document() -> dict[str, Any]:
 
 
 schema = schemathesis.openapi.from_dict(_document())
-schema.config.generation.update(
-    modes=[schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
-)
+MODES = [schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE]
+OPERATIONS: list[APIOperation] = [
+    result.ok() if isinstance(result, Ok) else pytest.fail(str(result.err()))
+    for result in schema.get_all_operations()
+]
+"""Every operation of the document, one test each. Not ``@schema.parametrize()``: its tests
+all share one node id, and pytest-xdist (which keys its work by node id) would run only one."""
 
 
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
 def test_no_request_makes_a_server_error(
-    case: schemathesis.Case, live: tuple[str, str, str]
+    operation: APIOperation, live: tuple[str, str, str]
 ) -> None:
     url, token, admin = live
-    if case.path.startswith("/v1/admin/"):  # the admin routes (their own token) get past it
+    if operation.path.startswith("/v1/admin/"):  # the admin routes (their own token) get past it
         token = admin
-    response = case.call(base_url=url, headers={"authorization": f"Bearer {token}"}, timeout=30)
-    case.validate_response(response, checks=[not_a_server_error])
-    assert response.status_code < 500, response.text
+
+    @given(case=st.one_of([operation.as_strategy(generation_mode=mode) for mode in MODES]))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+    def no_server_error(case: schemathesis.Case) -> None:
+        response = case.call(base_url=url, headers={"authorization": f"Bearer {token}"},
+                             timeout=30)
+        case.validate_response(response, checks=[not_a_server_error])
+        assert response.status_code < 500, response.text
+
+    no_server_error()
