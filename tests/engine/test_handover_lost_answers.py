@@ -101,17 +101,29 @@ async def test_relinquish_timeout_ends_the_command_while_release_answers_are_los
         # without the bound the command waits for the run's answer for 600 s
         await asyncio.wait_for(asyncio.to_thread(relinquish_within, 8.0), timeout=30)
     assert 8.0 <= time.monotonic() - began < 20.0
-    assert (waited.value.message, waited.value.hint) == (
-        f"item {item.id} is not handed over yet: relinquishing: Bees Cloud unreachable, "
-        "retrying",
-        "it goes on by itself while bees run is up; bees status shows it free once Bees "
-        "Cloud answers")
+    # which of the two the command saw depends on how far the run got in 8 s (under load
+    # the stage may still be stopping): both say it is not handed over and goes on
+    assert (waited.value.message, waited.value.hint) in [
+        (f"item {item.id} is not handed over yet: relinquishing: Bees Cloud unreachable, "
+         "retrying",
+         "it goes on by itself while bees run is up; bees status shows it free once Bees "
+         "Cloud answers"),
+        (f"item {item.id} is not handed over yet: --timeout 8 s ended the wait while its "
+         "run stops and writes its checkpoint",
+         "it goes on by itself while bees run is up; bees status shows it free once Bees "
+         "Cloud took the release")]
+    row = await until(record, item.id, lambda r: r.wait == WaitKind.RELEASE_PENDING,
+                      timeout=60)
+    assert row.status == Status.WAITING
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while lossy.releases < 3:  # the run tries again and again, every answer lost
+        assert loop.time() < deadline, f"only {lossy.releases} release tries"
+        await asyncio.sleep(0.1)
     file = item.run_folder / "checkpoint.json"
     # the cloud applied the first release; nothing changed here until it says so
     assert owner_now(item.id)[1:] == (load_identity().machine_id, False, sha(file))
-    row = record.item(item.id)
-    assert (row.status, row.wait) == (Status.WAITING, WaitKind.RELEASE_PENDING)
-    assert lossy.releases >= 3
+    assert record.item(item.id).wait == WaitKind.RELEASE_PENDING
 
     lossy.lose = 0  # healed: the next try is answered with the release it applied
     row = await until(record, item.id, lambda r: r.status == Status.FREE, timeout=60)
