@@ -425,6 +425,18 @@ async def relinquish_pieces(client: Client, record: LocalRecord, space: Space) -
     pieces to alpha (finishes) and beta (holds); the relinquish stops beta's piece and waits
     for it before the checkpoint → ``relinquished``. Also saves beta's stopped piece's own
     history (:data:`STOPPED_PIECE_HISTORY`)."""
+    return await _relinquish_pieces(client, record, space, save_piece=True)
+
+
+async def relinquish_pieces_top_down(client: Client, record: LocalRecord,
+                                     space: Space) -> str:
+    """The same run on the ``relinquish-stops-top-down`` patch too (the live pieces are
+    stopped one depth at a time, callers first)."""
+    return await _relinquish_pieces(client, record, space, save_piece=False)
+
+
+async def _relinquish_pieces(client: Client, record: LocalRecord, space: Space, *,
+                             save_piece: bool) -> str:
     from tests.engine.test_pieces import DRAFT, piece_agent
 
     hold = space.root.parent / "hold"
@@ -447,9 +459,10 @@ async def relinquish_pieces(client: Client, record: LocalRecord, space: Space) -
     beta = next(p for p in record.pieces(item_id) if p.named == "beta")
     assert handed.restart_stages == {"main": "Draft", beta.piece: "Draft"}
     assert await handle.result() == "relinquished: restarts at Draft"
-    history = await client.get_workflow_handle(beta.workflow_id).fetch_history()
-    (HISTORIES / f"{STOPPED_PIECE_HISTORY}.json").write_text(history.to_json() + "\n",
-                                                              encoding="utf-8")
+    if save_piece:
+        history = await client.get_workflow_handle(beta.workflow_id).fetch_history()
+        (HISTORIES / f"{STOPPED_PIECE_HISTORY}.json").write_text(history.to_json() + "\n",
+                                                                  encoding="utf-8")
     return item_id
 
 
@@ -468,6 +481,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_as_stage_finishes": relinquish_as_stage_finishes,
     "pieces_writer_delegates_two": pieces_two,
     "relinquish_stops_pieces": relinquish_pieces,
+    "relinquish_stops_pieces_top_down": relinquish_pieces_top_down,
     "eligible_locally_work_review_done": plain,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried

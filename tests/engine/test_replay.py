@@ -61,11 +61,11 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "relinquish_as_stage_finishes", "pieces_writer_delegates_two",
             "piece_command_agent_finished", "relinquish_stops_pieces",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
-            "eligible_locally_wait_then_eligible"}
+            "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 28
+    assert len(HISTORIES) == 29
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
