@@ -9,8 +9,12 @@ Rules (DESIGN.md, "Schedules"; issue 6):
 
 Daylight saving (our choice, documented): :mod:`bees_cli.schedules.times` decides it, not
 Temporal. Each schedule is registered as an exact UTC calendar of its next
-:data:`HORIZON` fires (``utc_calendar(fire_times(...))``): a repeated hour appears once, a
-skipped hour at the next valid minute, exactly as the pure module says. The list is
+:data:`HORIZON` fires (``utc_calendar(fire_times(...))``), exactly as the pure module says:
+for a daily or weekly schedule a repeated hour appears once and a skipped one at the next
+valid minute; an hourly or more frequent one lists every real instant of its cadence, both
+occurrences of a repeated hour included (issue 23, point 5). A calendar in the schedule's
+own zone would not do: Temporal matches such calendars on the literal clock time, firing
+a daily 01:30 twice on the night that has two and never on one that has none. The list is
 recomputed on every poll (:data:`POLL_EVERY` s) and the Temporal Schedule updated when it
 changed, which happens at start, after each fire (the window slides) and when the
 workspace's files change.

@@ -4,8 +4,9 @@ Tables (in ``record.db``; :mod:`bees_cli.record.schema` makes and migrates them)
 
     fires       one row per fire handled here: schedule, key, scheduled instant (UTC),
                 wall-clock time, when handled, outcome, detail, cloud tries
-    fired_keys  the schedule keys this computer has handled: one wall-clock time of a
-                schedule fires at most once per computer (a repeated hour fires once);
+    fired_keys  the schedule keys this computer has handled: one key fires at most once
+                per computer (a daily schedule's repeated hour fires once; an hourly
+                one's second occurrence has a key of its own);
                 ``held`` once the key is this machine's, ``item_id`` the one item it makes
     claims      the owner claim of each item made here: ``owner``, ``taken``,
                 ``unreachable`` (retried every 15 s), ``no_cloud``, ``error``

@@ -6,8 +6,10 @@ Rules (DESIGN.md, "Schedules"; issues 6 and 11; post, "A real example" steps 1-3
    wall-clock time and key. Asked more than 60 s after that instant (by this computer's
    clock, injected; :func:`bees_cli.rules.is_late`) the key is not asked: skipped, never
    caught up. The 60 s rule judges the asking, never the making.
-2. One wall-clock time of a schedule fires at most once on this computer: the second
-   instant of a repeated hour finds its key already handled ("already fired here").
+2. One key fires at most once on this computer. A daily or weekly schedule's wall-clock
+   time is one key, so the second instant of a repeated hour finds it already handled
+   ("already fired here"); an hourly schedule's second occurrence has its own key
+   (:func:`~bees_cli.schedules.times.fire_for`) and fires like any other time.
 3. The first stage must be eligible here (enabled agent, connected add-ons, linked
    folders); else "not eligible (reasons)" and nothing is asked.
 4. The schedule key is asked of Bees Cloud (:func:`~bees_cli.schedules.key_claim.ask_key`),

@@ -31,7 +31,11 @@ async def ask_key(client: AsyncCloudClient, computer: Computer, schedule_id: str
     The claim carries the fire's wall-clock time, the schedule's zone and this
     computer's tz database version, so Bees Cloud keys the wall-clock time once even
     when computers place it at different instants; a disagreement the answer carries
-    is kept for ``bees schedules`` (:mod:`bees_cli.schedules.disagreements`).
+    is kept for ``bees schedules`` (:mod:`bees_cli.schedules.disagreements`). The second
+    occurrence of a repeated time (:attr:`~bees_cli.schedules.times.Fire.repeat`, an
+    hourly schedule's 01:15 GMT after its 01:15 BST) is claimed by its instant only, as
+    Bees Cloud keys a claim without a wall-clock time: its wall-clock time is the first
+    occurrence's key already, and every computer places the second one at one instant.
 
     Returns:
         ``(granted, holder computer, tries, trouble)``; ``trouble`` is the give-up
@@ -43,11 +47,15 @@ async def ask_key(client: AsyncCloudClient, computer: Computer, schedule_id: str
     from bees_cli.schedules.disagreements import ZoneDisagreement, remember
     from bees_cli.schedules.times import KEY_TIME_FORMAT
 
-    claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
-                          machine_id=computer.machine_id,
-                          computer_name=computer.computer,
-                          local_time=fire.local.strftime(KEY_TIME_FORMAT), zone=zone,
-                          tz_version=_tz_version(zones.tz_database().version))
+    if fire.repeat:
+        claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
+                              machine_id=computer.machine_id, computer_name=computer.computer)
+    else:
+        claim = wire.KeyClaim(schedule_id=schedule_id, scheduled_time=scheduled,
+                              machine_id=computer.machine_id,
+                              computer_name=computer.computer,
+                              local_time=fire.local.strftime(KEY_TIME_FORMAT), zone=zone,
+                              tz_version=_tz_version(zones.tz_database().version))
     trouble = f"cloud unreachable after {KEY_TRIES} tries"
     for attempt in range(KEY_TRIES):
         if attempt:

@@ -5,8 +5,11 @@ while engines and clocks count UTC instants. This module is the one place that t
 one into the other, so daylight-saving rules are decided here and nowhere else. Every
 function is pure: no clock, no network, no engine.
 
-The rule (issue 6): one wall-clock time of a schedule fires at most once, also across
-daylight-saving changes.
+The rules (issue 6; issue 23, point 5), which depend on how often a schedule fires:
+
+Daily and weekly schedules (every ``calendar`` schedule, and a ``cron`` that does not
+fire in every hour, see :func:`keeps_real_time`): one wall-clock time fires at most once,
+also across daylight-saving changes.
 
 - A wall-clock time that happens twice (the repeated hour when clocks go back) fires
   once, at its first occurrence (``fold=0``).
@@ -16,13 +19,23 @@ daylight-saving changes.
 - When several wall-clock times land on the same instant that way (02:15 and 02:45
   both land on 03:00), the instant fires once, under the key of the earliest of them.
 
-Each fire is keyed by the schedule id and its wall-clock time, never by an offset or by
-UTC, so every computer of a person computes the same key for the same fire (see
-:func:`schedule_key`); Bees Cloud hands each key out once.
+Hourly and more frequent schedules (a ``cron`` whose hour field is every hour:
+``*/15 * * * *``, ``@hourly``) keep real-time cadence, as cron does for jobs with a
+wildcard hour: they fire at every real instant whose wall-clock time they match. Through
+a repeated hour they fire at both occurrences of each of its times (``*/15`` in
+``Europe/London`` on 2025-10-26: 00:45Z, 01:00Z, 01:15Z… 02:00Z); a time in a skipped
+hour does not happen, so it does not fire (the cadence goes on from the new time).
+
+Each fire is keyed by the schedule id and its wall-clock time, never by UTC, so every
+computer of a person computes the same key for the same fire (see :func:`schedule_key`);
+the second occurrence of a repeated time, which only an hourly schedule fires, adds its
+UTC offset (``…T01:15+00:00``) so the two fires have two keys. Bees Cloud hands each key
+out once.
 """
 
 from __future__ import annotations
 
+import heapq
 import string
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -39,6 +52,7 @@ KEY_TIME_FORMAT = "%Y-%m-%dT%H:%M"
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MINUTE = timedelta(minutes=1)
+_HOUR = timedelta(hours=1)
 _LONGEST_GAP = timedelta(days=2)
 """Longer than any skipped stretch of wall-clock time in the tz database (a day, Samoa 2011)."""
 
@@ -52,29 +66,38 @@ class Fire:
             zone, to the minute. In a skipped hour it is the written time (02:30), which
             did not happen on that day; ``utc`` says when it really fires.
         utc: the instant it fires at, aware, in UTC.
-        key: the schedule key, ``schedule_key(schedule_id, local)``.
+        key: the schedule key, ``schedule_key(schedule_id, local)``; for a ``repeat``,
+            ``schedule_key(schedule_id, local, offset)`` with the zone's UTC offset at
+            ``utc``.
+        repeat: True for the second occurrence of a wall-clock time in a repeated hour
+            (clocks went back), which only a schedule that keeps real-time cadence fires
+            (:func:`keeps_real_time`).
     """
 
     local: datetime
     utc: datetime
     key: str
+    repeat: bool = False
 
 
-def schedule_key(schedule_id: str, local: datetime) -> str:
-    """Build the schedule key of one fire: ``SCHEDULE_ID@YYYY-MM-DDTHH:MM``.
+def schedule_key(schedule_id: str, local: datetime, offset: timedelta | None = None) -> str:
+    """Build the schedule key of one fire: ``SCHEDULE_ID@YYYY-MM-DDTHH:MM[+HH:MM]``.
 
     Format: the schedule id (its file name without ``.yaml``), ``@``, then the wall-clock
-    date and time in the schedule's own time zone, 24 h, to the minute, with no offset
-    and no zone, e.g. ``monday-report@2026-11-30T09:00``. Seconds are dropped.
+    date and time in the schedule's own time zone, 24 h, to the minute, e.g.
+    ``monday-report@2026-11-30T09:00``. Seconds are dropped. Only the second occurrence
+    of a repeated wall-clock time (an hourly schedule's, :attr:`Fire.repeat`) is given
+    ``offset``, the zone's UTC offset then: ``quarter@2025-10-26T01:15+00:00``.
 
-    Why: no offset and no UTC, so the same wall-clock time gives the same key on every
-    computer whatever its own zone, and both occurrences of a time in a repeated hour
-    give one key (a local time fires at most once). The person is not in the string:
-    Bees Cloud scopes keys per person itself.
+    Why: no UTC, so the same wall-clock time gives the same key on every computer
+    whatever its own zone; a daily time in a repeated hour gives one key (it fires at
+    most once), while an hourly schedule's two fires at 01:15 BST and 01:15 GMT give two.
+    The person is not in the string: Bees Cloud scopes keys per person itself.
 
     Args:
         schedule_id: the schedule's name, e.g. ``monday-report``.
         local: the wall-clock time, naive, in the schedule's zone.
+        offset: the UTC offset of a second occurrence, or None.
 
     Returns:
         The key string.
@@ -84,7 +107,36 @@ def schedule_key(schedule_id: str, local: datetime) -> str:
     """
     if local.tzinfo is not None:
         raise ValueError("schedule_key takes a naive wall-clock time, not an aware datetime")
-    return f"{schedule_id}@{local.strftime(KEY_TIME_FORMAT)}"
+    key = f"{schedule_id}@{local.strftime(KEY_TIME_FORMAT)}"
+    if offset is None:
+        return key
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{key}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def keeps_real_time(schedule: Schedule) -> bool:
+    """Tell whether a schedule fires hourly or more often, and so keeps real-time cadence.
+
+    A ``cron`` whose hour field matches every hour (``*``, ``*/1``, ``0-23``; any minutes,
+    days and months: ``*/15 * * * *``, ``@hourly``, ``0 * * * 1-5``) fires at every real
+    instant whose wall-clock time it matches, twice through a repeated hour (the module
+    rules). Every ``calendar`` schedule (a time on some days) and any other ``cron``
+    (``0 */2 * * *``, ``*/15 1 * * *``) fires once per wall-clock time.
+
+    Why: cron (Debian's and others) keeps real-time cadence for jobs with a wildcard hour,
+    so an hourly check does not go silent for an hour when clocks go back.
+
+    Args:
+        schedule: the schedule.
+
+    Returns:
+        True for an hourly or more frequent ``cron``.
+    """
+    if schedule.cron is None:
+        return False
+    hours = croniter(schedule.cron).expanded[1]
+    return hours == ["*"] or set(hours) == set(range(24))
 
 
 def fire_times(schedule: Schedule, schedule_id: str, *, after: datetime, count: int) -> list[Fire]:
@@ -92,8 +144,10 @@ def fire_times(schedule: Schedule, schedule_id: str, *, after: datetime, count: 
 
     Calendar schedules fire on their ``days`` at their ``time``; cron schedules are
     evaluated on wall-clock times of the schedule's zone (not on UTC). Daylight-saving
-    changes follow the module rule: a repeated time fires once at its first occurrence,
-    a skipped time fires at the next existing minute, one instant fires once.
+    changes follow the module rules: a daily or weekly schedule fires a repeated time once
+    at its first occurrence, a skipped time at the next existing minute, one instant once;
+    an hourly or more frequent one (:func:`keeps_real_time`) fires at every real instant
+    whose wall-clock time it matches, both occurrences of a repeated time included.
     ``schedule.enabled`` is not looked at: that is the caller's business.
 
     Args:
@@ -118,16 +172,18 @@ def fire_times(schedule: Schedule, schedule_id: str, *, after: datetime, count: 
     # Wall-clock times up to the local time of `after` resolve to instants at or before
     # it, so walking on from there misses nothing (resolution never goes backwards).
     start = after_utc.astimezone(zone).replace(tzinfo=None)
+    candidates = (_real_time_fires(schedule, schedule_id, after_utc, zone)
+                  if keeps_real_time(schedule)
+                  else _wall_clock_fires(schedule, schedule_id, start, zone))
     fires: list[Fire] = []
     last = after_utc
-    for local in _wall_times(schedule, start):
+    for fire in candidates:
         if len(fires) == count:
             break
-        instant = _resolve(local, zone)
-        if instant <= last:
+        if fire.utc <= last:
             continue  # before `after`, or an instant an earlier wall-clock time took
-        fires.append(Fire(local=local, utc=instant, key=schedule_key(schedule_id, local)))
-        last = instant
+        fires.append(fire)
+        last = fire.utc
     return fires
 
 
@@ -135,11 +191,13 @@ def fire_for(schedule: Schedule, schedule_id: str, scheduled_utc: datetime) -> F
     """Return the fire for the instant an engine fired at, with its wall-clock time and key.
 
     When the instant (floored to the minute) is one of :func:`fire_times`, that fire is
-    returned, so a skipped-hour fire at 03:00 keeps its key ``…T02:30``. Otherwise the fire
-    is built from the wall-clock time the instant shows in the schedule's zone: the second
-    occurrence of a repeated time therefore gets the same key as the first, and Bees Cloud
-    refuses it. An instant that is not on the schedule at all (a test or manual fire) gets
-    the key of its own wall-clock minute.
+    returned, so a skipped-hour fire at 03:00 keeps its key ``…T02:30`` and an hourly
+    schedule's second 01:15 its key ``…T01:15+00:00``. Otherwise the fire is built from the
+    wall-clock time the instant shows in the schedule's zone: the second occurrence of a
+    daily or weekly schedule's repeated time therefore gets the same key as the first, and
+    is refused ("already fired here"). An instant that is not on the schedule at all (a
+    test or manual fire) gets the key of its own wall-clock minute (with the offset in the
+    second occurrence of a repeated hour, for an hourly schedule).
 
     Args:
         schedule: the schedule.
@@ -159,7 +217,10 @@ def fire_for(schedule: Schedule, schedule_id: str, scheduled_utc: datetime) -> F
     upcoming = fire_times(schedule, schedule_id, after=instant - _MINUTE, count=1)
     if upcoming and upcoming[0].utc == instant:
         return upcoming[0]
-    local = instant.astimezone(ZoneInfo(schedule.timezone)).replace(tzinfo=None)
+    zone = ZoneInfo(schedule.timezone)
+    local = instant.astimezone(zone).replace(tzinfo=None)
+    if keeps_real_time(schedule) and _instants(local, zone)[0] != instant:
+        return _repeat(schedule_id, local, instant, zone)
     return Fire(local=local, utc=instant, key=schedule_key(schedule_id, local))
 
 
@@ -279,6 +340,66 @@ def _wall_times(schedule: Schedule, start: datetime) -> Iterator[datetime]:
         if day.weekday() in weekdays:
             yield datetime.combine(day, at)
         day += timedelta(days=1)
+
+
+def _wall_clock_fires(schedule: Schedule, schedule_id: str, start: datetime,
+                      zone: ZoneInfo) -> Iterator[Fire]:
+    """Yield a daily or weekly schedule's fires from the wall-clock time ``start`` on, one
+    per wall-clock time (module rules); instants never decrease, some may repeat."""
+    for local in _wall_times(schedule, start):
+        yield Fire(local=local, utc=_resolve(local, zone), key=schedule_key(schedule_id, local))
+
+
+def _real_time_fires(schedule: Schedule, schedule_id: str, after_utc: datetime,
+                     zone: ZoneInfo) -> Iterator[Fire]:
+    """Yield an hourly schedule's fires at every real instant whose wall-clock time matches,
+    in instant order, from about ``after_utc`` on (earlier ones too; the caller filters).
+
+    Wall-clock times are walked in order and each gives 0 (skipped), 1 or 2 (repeated)
+    instants. The second occurrence of a time comes after the first occurrences of later
+    times (01:00 GMT after 01:45 BST), so instants wait in a heap until no later wall-clock
+    time can give an earlier one: the first instant of each time never goes backwards.
+    """
+    # The walk starts early enough for a second occurrence whose wall-clock time is
+    # before the local time of `after` (after = 01:50 BST: 01:00 GMT is still to come).
+    offsets = [(after_utc + step * _HOUR).astimezone(zone).utcoffset() or timedelta(0)
+               for step in range(int(_LONGEST_GAP / _HOUR) + 1)]
+    start = (after_utc + min(offsets)).replace(tzinfo=None)
+    waiting: list[tuple[datetime, bool, datetime]] = []
+    for local in _wall_times(schedule, start):
+        instants = _instants(local, zone)
+        for number, instant in enumerate(instants):
+            heapq.heappush(waiting, (instant, number == 1, local))
+        if instants:
+            while waiting and waiting[0][0] <= instants[0]:
+                yield _fire(schedule_id, *heapq.heappop(waiting), zone)
+    while waiting:
+        yield _fire(schedule_id, *heapq.heappop(waiting), zone)
+
+
+def _fire(schedule_id: str, instant: datetime, repeat: bool, local: datetime,
+          zone: ZoneInfo) -> Fire:
+    if repeat:
+        return _repeat(schedule_id, local, instant, zone)
+    return Fire(local=local, utc=instant, key=schedule_key(schedule_id, local))
+
+
+def _repeat(schedule_id: str, local: datetime, instant: datetime, zone: ZoneInfo) -> Fire:
+    """The fire at the second occurrence ``instant`` of the wall-clock time ``local``."""
+    offset = instant.astimezone(zone).utcoffset()
+    return Fire(local=local, utc=instant, key=schedule_key(schedule_id, local, offset),
+                repeat=True)
+
+
+def _instants(local: datetime, zone: ZoneInfo) -> list[datetime]:
+    """Return the UTC instants at which the wall-clock time ``local`` happens in ``zone``:
+    none (skipped), one, or two (a repeated hour), in order."""
+    found = []
+    for fold in (0, 1):
+        instant = local.replace(tzinfo=zone, fold=fold).astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None) == local and instant not in found:
+            found.append(instant)
+    return sorted(found)
 
 
 def _resolve(local: datetime, zone: ZoneInfo) -> datetime:

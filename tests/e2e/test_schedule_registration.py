@@ -61,3 +61,14 @@ def test_the_temporal_schedule_is_exact_utc_catchup_60_allow_all() -> None:
         (ScheduleRange(2025),), (ScheduleRange(3),), (ScheduleRange(29),), (ScheduleRange(1),),
         (ScheduleRange(30),))
     assert len(built.spec.calendars) == 2
+
+
+def test_quarter_hours_are_registered_through_the_repeated_hour() -> None:
+    """Issue 23, point 5: the engine is given every real quarter of the hour London repeats
+    on 2025-10-26 (01:00-01:45 BST, then 01:00-01:45 GMT), not 00:45Z then 02:00Z."""
+    schedules = {"quarter": daily("maya@example.com", "*/15 * * * *", timezone="Europe/London")}
+    [wanted] = wanted_schedules(schedules, person="maya@example.com", machine_id=MACHINE,
+                                now=datetime(2025, 10, 26, 0, 40, tzinfo=UTC),
+                                horizon=7).values()
+    assert [(c["day"], c["hour"], c["minute"]) for c in wanted.calendars] == [
+        (26, 0, 45), (26, 1, 0), (26, 1, 15), (26, 1, 30), (26, 1, 45), (26, 2, 0), (26, 2, 15)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -294,3 +294,38 @@ async def test_a_grant_whose_answers_were_lost_is_made_while_bees_run_runs(
         ("gave_up", GAVE_UP)]
     assert record_of(desktop).items() == []
     assert len(said) == 1
+
+
+async def test_the_engine_fires_every_quarter_of_the_repeated_hour(
+        dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """Issue 23, point 5, on the real server: a ``*/15`` schedule in Europe/London
+    registered just before the next night London goes back from BST to GMT; the engine's
+    own next ten action times run through the repeated hour at every real quarter."""
+    now = datetime.now(UTC)
+    fall = next(moment for moment in (_london_fall_back(year) for year in range(
+        now.year, now.year + 3)) if moment > now + timedelta(days=1))
+    maya = "maya@example.com"
+    workspace = write_workspace(tmp_path / "ws", maya, log=tmp_path / "agents.log")
+    (workspace / "schedules" / "monday-report.yaml").unlink()
+    (workspace / "schedules" / "quarter.yaml").write_text(
+        f"process: weekly-report\nowner: {maya}\ncron: '*/15 * * * *'\n"
+        "timezone: Europe/London\n", encoding="utf-8")
+    laptop = make_computer(tmp_path, "maya-laptop", maya)
+    registrar = Registrar(dev_env.client, workspace, f"bees-test-{uuid.uuid4().hex[:8]}",
+                          computer=lambda: laptop,
+                          clock=FixedClock(fall - timedelta(minutes=20)))
+    assert (await registrar.reconcile())["added"] == ["quarter"]
+    handle = dev_env.client.get_schedule_handle(temporal_id(laptop.machine_id, "quarter"))
+    try:
+        described = await handle.describe()
+    finally:
+        await handle.delete()
+    # 00:45Z is 01:45 BST; 01:00Z-01:45Z are 01:00-01:45 GMT, the same wall times again
+    assert described.info.next_action_times == [
+        fall + timedelta(minutes=minutes) for minutes in range(-15, 135, 15)]
+
+
+def _london_fall_back(year: int) -> datetime:
+    """01:00Z on the last Sunday of October of ``year``: London goes back to GMT."""
+    day = datetime(year, 10, 31, 1, 0, tzinfo=UTC)
+    return day - timedelta(days=(day.weekday() + 1) % 7)

@@ -7,10 +7,11 @@ from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bees_cli.schedules.times import fire_for, fire_times, schedule_key
+from bees_cli.schedules.times import fire_for, fire_times, keeps_real_time, schedule_key
 from bees_cli.workspace.models import Schedule
 
 ZONES = (
@@ -34,6 +35,8 @@ CRONS = (
     "@hourly",
     "0,30 0-3 * * *",
     "10-50/10 23,0,1,2 * * *",
+    "30 * * * *",
+    "0,20,45 * * * 1-5",
 )
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -90,7 +93,27 @@ def test_fires_are_increasing_unique_and_consistent(case: tuple[Schedule, dateti
     assert all(t.tzinfo is UTC and t.second == 0 and t.microsecond == 0 for t in instants)
     keys = [f.key for f in fires]
     assert len(set(keys)) == len(keys)
-    assert keys == [schedule_key("s", f.local) for f in fires]
+    assert keys == [schedule_key("s", f.local, f.utc.astimezone(zone).utcoffset() if f.repeat
+                                 else None) for f in fires]
+
+    if keeps_real_time(schedule):
+        # Hourly or more often: every real instant whose wall-clock time matches fires,
+        # the second occurrence of a repeated time under its own key, and nothing else.
+        assert schedule.cron is not None
+        expected, minute = [], after.replace(second=0, microsecond=0)
+        while minute < fires[-1].utc:
+            minute += timedelta(minutes=1)
+            if minute > after and croniter.match(schedule.cron,
+                                                 minute.astimezone(zone).replace(tzinfo=None)):
+                expected.append(minute)
+        assert instants == expected
+        for fire in fires:
+            assert fire.utc.astimezone(zone).replace(tzinfo=None) == fire.local
+            first = fire.local.replace(tzinfo=zone).astimezone(UTC)
+            assert fire.repeat == (first != fire.utc)
+            assert fire_for(schedule, "s", fire.utc) == fire
+        assert fire_times(schedule, "s", after=fires[0].utc, count=count - 1) == fires[1:]
+        return
 
     for fire in fires:
         first = fire.local.replace(tzinfo=zone).astimezone(UTC)
