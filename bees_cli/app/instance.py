@@ -39,7 +39,8 @@ class Serving(BaseModel):
         pid: its process id.
         started: its process's start time (seconds since the epoch; with ``pid``, a
             :class:`~bees_cli.machine.processes.ProcessMark`).
-        url: its first URL, with the secret (``http://127.0.0.1:PORT/?secret=…``).
+        url: its first URL, with the secret
+            (``http://bees-<hex>.localhost:PORT/?secret=…``: the app's own name).
         port: the TCP port it listens on, on 127.0.0.1.
         workspace: the workspace ``bees app -w`` named, or None (the default one).
     """
@@ -52,8 +53,8 @@ class Serving(BaseModel):
 
     @property
     def address(self) -> str:
-        """Its address without the secret: ``http://127.0.0.1:PORT/``."""
-        return f"http://127.0.0.1:{self.port}/"
+        """Its address without the secret: ``http://bees-<hex>.localhost:PORT/``."""
+        return self.url.split("?", 1)[0]
 
     def alive(self) -> bool:
         """True while the process that wrote it runs (not a pid reused since)."""

@@ -1,10 +1,19 @@
-"""The Bees app's guard: the Host check (421), the secret that becomes a cookie (403), CSRF.
+"""The Bees app's guard: its own host name, the Host check (421), the secret that becomes a
+cookie (403), CSRF.
 
 Issue 17, point 1 (APP_CONTRACT.md, Security): the app listens on loopback only, yet another
-local user or a web page in the same browser must not act through it. So every request
-passes, in this order:
+local user or a web page in the same browser must not act through it. Issue 23, point 6:
+cookies are scoped by host, not port, so a session cookie set by ``127.0.0.1:APP`` is sent
+to every other program on ``127.0.0.1`` the browser visits; a page served there handed its
+server the session, which read an item page and approved a held mail. So each ``bees app``
+answers only under a name of its own, ``bees-<32 random hex>.localhost`` (browsers resolve
+``*.localhost`` to loopback, RFC 6761), and its session cookie is host-only on that name:
+no other port or program receives it unless it knows the name, which only the person's URL
+holds. Every request passes, in this order:
 
-1. ``Host`` is ``127.0.0.1:PORT`` or ``localhost:PORT`` (no DNS rebinding), else **421**;
+1. ``Host`` is ``bees-….localhost:PORT``, this app's name and port (not ``127.0.0.1`` nor
+   ``localhost``: a cookie there would reach their other ports; nor a foreign name: DNS
+   rebinding), else **421**, which never says the name;
 2. a valid ``bees_app_session`` cookie, or the right ``?secret=`` (which sets that cookie
    and answers 303 to the same path without it), else **403**;
 3. each POST carries the form field ``csrf`` equal to the session's token, else **403**
@@ -26,7 +35,21 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "bees_app_session"
-"""The session cookie's name (HttpOnly, SameSite=Strict, Path=/)."""
+"""The session cookie's name (host-only on the app's name, HttpOnly, SameSite=Strict,
+Path=/)."""
+
+HOST_SUFFIX = ".localhost"
+"""The app's names end so: resolved to loopback by the browser itself (RFC 6761)."""
+
+
+def new_host() -> str:
+    """Return a fresh name for one ``bees app``: ``bees-<32 hex digits>.localhost``.
+
+    Why random: a host-only cookie goes to every port of its host, so the name must be one
+    that no other program is reached under; 128 random bits cannot be guessed. Hex, since
+    browsers lower-case host names.
+    """
+    return f"bees-{secrets.token_hex(16)}{HOST_SUFFIX}"
 
 CSRF_FIELD = "csrf"
 """The form field every POST carries (``<input type="hidden" name="csrf">``)."""
@@ -48,23 +71,34 @@ caching, and only this origin's scripts and styles."""
 
 @dataclass(frozen=True)
 class Guard:
-    """The secrets of one ``bees app`` process and the port it answers on.
+    """The secrets of one ``bees app`` process and the name and port it answers on.
 
     Args:
         port: the TCP port the app listens on (the ``Host`` it accepts names it).
+        host: the app's own name (``bees-<hex>.localhost``, random: :func:`new_host`).
         secret: the secret of the first URL (random, 32 bytes, URL-safe).
         session: the cookie's value once the secret was shown (random, another one).
         csrf: the token every POST carries (random, a third one).
     """
 
     port: int
+    host: str = field(default_factory=new_host)
     secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
+    @property
+    def origin(self) -> str:
+        """Return the app's origin: ``http://bees-<hex>.localhost:PORT``."""
+        return f"http://{self.host}:{self.port}"
+
     def host_ok(self, host: str | None) -> bool:
-        """True when ``host`` (the ``Host`` header) names this app on loopback."""
-        return host in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
+        """True when ``host`` (the ``Host`` header) is this app's name and port (the port
+        may be left out only when it is 80, as browsers do)."""
+        if host is None:
+            return False
+        given = host.lower()
+        return given == f"{self.host}:{self.port}" or (self.port == 80 and given == self.host)
 
     def secret_ok(self, given: str | None) -> bool:
         """True when ``given`` is the first URL's secret (compared in constant time)."""
@@ -79,8 +113,8 @@ class Guard:
         return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
 
     def url(self) -> str:
-        """Return the first URL: ``http://127.0.0.1:PORT/?secret=SECRET``."""
-        return f"http://127.0.0.1:{self.port}/?{SECRET_PARAM}={self.secret}"
+        """Return the first URL: ``http://bees-<hex>.localhost:PORT/?secret=SECRET``."""
+        return f"{self.origin}/?{SECRET_PARAM}={self.secret}"
 
 
 class GuardMiddleware:
@@ -111,8 +145,9 @@ class GuardMiddleware:
     def _answer(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         if not self.guard.host_ok(headers.get("host")):
-            return PlainTextResponse("421 Misdirected Request: this app answers only to "
-                                     f"127.0.0.1:{self.guard.port}", status_code=421)
+            # never says the name: a program asking 127.0.0.1:PORT must not learn it
+            return PlainTextResponse("421 Misdirected Request: this app answers only at the "
+                                     "address bees app printed", status_code=421)
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"),
                           keep_blank_values=True)
         given = dict(query).get(SECRET_PARAM)

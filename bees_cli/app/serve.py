@@ -1,10 +1,11 @@
-"""Serving the Bees app on loopback: one per computer, bind, announce the first URL, serve
-until a signal."""
+"""Serving the Bees app on loopback: one per computer, bind (127.0.0.1 and ::1), announce the
+first URL, serve until a signal."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import signal
 import socket
 from collections.abc import Callable, Generator
@@ -20,26 +21,72 @@ from bees_cli.errors import UserError
 from bees_cli.usecases.bees import Bees
 
 HOST = "127.0.0.1"
-"""The only address the app listens on (APP_CONTRACT.md: loopback only)."""
+"""The IPv4 address the app listens on (APP_CONTRACT.md: loopback only)."""
+
+HOST6 = "::1"
+"""The IPv6 loopback address, held on the same port: browsers resolve the app's name
+(``bees-….localhost``) to ``::1`` as well as ``127.0.0.1``, and Chromium tries ``::1``
+first, so no other program may listen there on the app's port (issue 23, point 6)."""
+
+BIND_TRIES = 20
+"""Free ports tried (``--port 0``) before giving up when each one's ``::1`` side is taken."""
 
 
-def bind(port: int) -> socket.socket:
-    """Return a listening TCP socket on ``127.0.0.1:port`` (0: a free port).
-
-    Raises:
-        UserError: the port cannot be bound (taken, or not allowed).
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def _listen(family: socket.AddressFamily, host: str, port: int) -> socket.socket:
+    """Return a listening TCP socket on ``host:port``; OSError when it cannot be had."""
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, port))
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
         sock.listen(128)
-    except OSError as error:
+    except OSError:
         sock.close()
-        raise UserError(f"cannot listen on {HOST}:{port}: {error.strerror or error}",
-                        hint="pick another --port, or leave it out for a free one") from None
+        raise
     sock.set_inheritable(True)
     return sock
+
+
+def _no_ipv6(error: OSError) -> bool:
+    """True when ``error`` says this computer has no IPv6 loopback (then no program can
+    listen there, and browsers reach the app on 127.0.0.1)."""
+    return error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+
+
+def bind(port: int) -> list[socket.socket]:
+    """Return listening TCP sockets on ``127.0.0.1:port`` and ``[::1]:port`` (0: a free port,
+    the same on both); only the first when this computer has no IPv6 loopback.
+
+    Why both: the app's name resolves to both addresses in the browser; a program holding
+    the other one on the app's port would receive the first URL's secret and the session.
+
+    Raises:
+        UserError: the port cannot be bound on either address (taken, or not allowed).
+    """
+    for _ in range(BIND_TRIES if port == 0 else 1):
+        try:
+            four = _listen(socket.AF_INET, HOST, port)
+        except OSError as error:
+            raise UserError(f"cannot listen on {HOST}:{port}: {error.strerror or error}",
+                            hint="pick another --port, or leave it out for a free one"
+                            ) from None
+        chosen = four.getsockname()[1]
+        try:
+            six = _listen(socket.AF_INET6, HOST6, chosen)
+        except OSError as error:
+            if _no_ipv6(error):
+                return [four]
+            four.close()
+            if port != 0:
+                raise UserError(f"cannot listen on [{HOST6}]:{port}: "
+                                f"{error.strerror or error}",
+                                hint="pick another --port, or leave it out for a free one"
+                                ) from None
+            continue  # another program holds this free port on ::1: draw another
+        return [four, six]
+    raise UserError(f"found no port free on both {HOST} and [{HOST6}] in {BIND_TRIES} tries",
+                    hint="give one with --port")
 
 
 class _Server(uvicorn.Server):
@@ -75,8 +122,9 @@ def stopped_by_signals(server: uvicorn.Server) -> Generator[None, None, None]:
 async def serve(bees: Bees, *, port: int, workspace: Path | None,
                 announce: Callable[[Guard], None],
                 already: Callable[[Serving], None]) -> None:
-    """Serve the Bees app over ``bees`` on ``127.0.0.1:port`` until SIGINT or SIGTERM; or,
-    when a ``bees app`` serves this computer already, tell ``already`` and return.
+    """Serve the Bees app over ``bees`` on ``127.0.0.1:port`` and ``[::1]:port``, under its
+    own name (:class:`Guard`), until SIGINT or SIGTERM; or, when a ``bees app`` serves this
+    computer already, tell ``already`` and return.
 
     One app per computer (:mod:`bees_cli.app.instance`): it holds ``<data>/app.lock`` while
     it serves and writes its URL to ``<data>/app.json`` (removed when it stops). The signals
@@ -87,11 +135,11 @@ async def serve(bees: Bees, *, port: int, workspace: Path | None,
         bees: this computer's application.
         port: the port, 0 for a free one.
         workspace: the workspace for schedules, doctor and continue (None: the default).
-        announce: called once the socket listens, with the guard (its URL holds the secret).
+        announce: called once the sockets listen, with the guard (its URL holds the secret).
         already: called instead, with the record of the app that serves this computer.
 
     Raises:
-        UserError: the port cannot be bound.
+        UserError: the port cannot be bound (:func:`bind`).
         Refused: another app holds the lock but says no URL (it is still starting).
     """
     data = bees.computer.data_dir
@@ -100,8 +148,8 @@ async def serve(bees: Bees, *, port: int, workspace: Path | None,
         already(held)
         return
     try:
-        sock = bind(port)
-        guard = Guard(port=sock.getsockname()[1])
+        socks = bind(port)
+        guard = Guard(port=socks[0].getsockname()[1])
         app = create_app(bees, guard, workspace=workspace)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=2)
@@ -110,9 +158,10 @@ async def serve(bees: Bees, *, port: int, workspace: Path | None,
             with stopped_by_signals(server):
                 note_serving(data, url=guard.url(), port=guard.port, workspace=workspace)
                 announce(guard)
-                await server.serve(sockets=[sock])
+                await server.serve(sockets=socks)
         finally:
-            sock.close()
+            for sock in socks:
+                sock.close()
     finally:
         forget_serving(data)
         held.release()

@@ -20,17 +20,20 @@ if TYPE_CHECKING:
 def app(
     workspace: WorkspaceOpt = None,
     port: Annotated[int, typer.Option(
-        "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0: a free one).")] = 0,
+        "--port", min=0, max=65535,
+        help="TCP port, held on 127.0.0.1 and ::1 (0: a free one).")] = 0,
     no_open: Annotated[bool, typer.Option(
         "--no-open", help="Do not open the page in the default browser.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Serve the Bees app on 127.0.0.1 until Ctrl-C: the team's items live, approvals to
+    """Serve the Bees app on loopback until Ctrl-C: the team's items live, approvals to
     read and answer, retry, relinquish and continue, schedules and doctor.
 
-    Prints its URL first (it holds the secret that lets a browser in; with --json as one
-    line {"version", "url", "port"}) and opens it unless --no-open. Works beside `bees run`,
-    starting nothing itself. One app serves a computer: when one serves already, prints (and
+    Prints its URL first (http://bees-RANDOM.localhost:PORT/?secret=…: a name of its own,
+    which browsers resolve to this computer, so its session reaches no other program on
+    another port; the secret lets a browser in; with --json as one line {"version", "url",
+    "port"}) and opens it unless --no-open. Works beside `bees run`, starting nothing
+    itself. One app serves a computer: when one serves already, prints (and
     opens) its URL instead and exits 0; refused (exit 3) when it serves another workspace.
 
     Example: bees app --no-open

@@ -76,7 +76,7 @@ COMMANDS: dict[str, Entry] = {
                       "unfinished stage from the top."),
     "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
                         "nothing is installed or edited."),
-    "app": Entry(("app",), "Serve the Bees app on 127.0.0.1 until Ctrl-C: the team's items "
+    "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "
                  "live, approvals to read and answer, retry, relinquish and continue, "
                  "schedules and doctor."),
     "item": Entry(_ENGINE, "Work items: create one, show one."),

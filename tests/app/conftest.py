@@ -1,5 +1,6 @@
-"""Fixtures of the Bees app's tests: one computer's :class:`Bees`, the app over it, and a
-client that speaks to it as a browser on 127.0.0.1 would (Starlette's TestClient)."""
+"""Fixtures of the Bees app's tests: one computer's :class:`Bees`, the app over it, a client
+that speaks to it as a browser would, under the app's own name (Starlette's TestClient), and
+an httpx transport that reaches ``*.localhost`` on loopback as browsers do."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
@@ -23,7 +25,10 @@ from bees_cli.usecases import Bees
 PORT = 8765
 """The port the guard names (the TestClient never opens a socket)."""
 
-ORIGIN = f"http://127.0.0.1:{PORT}"
+HOST = "bees-0123456789abcdef0123456789abcdef.localhost"
+"""The app's own name in these tests (a real app draws a random one)."""
+
+ORIGIN = f"http://{HOST}:{PORT}"
 
 
 @pytest.fixture
@@ -34,8 +39,8 @@ def computer(bees_home: Path) -> Computer:
 
 @pytest.fixture
 def guard() -> Guard:
-    """The app's secrets, for port :data:`PORT`."""
-    return Guard(port=PORT)
+    """The app's secrets, for :data:`HOST` and :data:`PORT`."""
+    return Guard(port=PORT, host=HOST)
 
 
 @pytest.fixture
@@ -69,3 +74,17 @@ def version(html: str) -> str:
 def buttons(html: str) -> list[str]:
     """Return the ``data-testid`` of each action button in ``html``, in order."""
     return re.findall(r'<button type="submit" id="do-\w+" data-testid="(\w+)"', html)
+
+
+class LocalhostTransport(httpx.HTTPTransport):
+    """httpx's transport, connecting to 127.0.0.1 for a ``*.localhost`` URL (as browsers and
+    curl resolve those names themselves; the system resolver here may not). The request keeps
+    its URL, so its ``Host`` header and the cookies it stores name the app, as a browser's."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` to 127.0.0.1 when its host ends in ``.localhost``."""
+        if request.url.host.endswith(".localhost"):
+            request = httpx.Request(request.method, request.url.copy_with(host="127.0.0.1"),
+                                    headers=request.headers, stream=request.stream,
+                                    extensions=request.extensions)
+        return super().handle_request(request)

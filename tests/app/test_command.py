@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import httpx
 import jsonschema
 import pytest
 
+from tests.app.conftest import LocalhostTransport
 from tests.conftest import REPO
 
 START = 30.0
@@ -38,15 +40,20 @@ def test_json_line_then_serves_until_a_signal_and_exits_0(bees_home: Path,
         assert sorted(doc) == ["port", "url", "version"]
         assert doc["version"] == 1
         port = doc["port"]
-        assert doc["url"].startswith(f"http://127.0.0.1:{port}/?secret=")
+        named = re.fullmatch(rf"(http://bees-[0-9a-f]{{32}}\.localhost:{port})/\?secret=\S+",
+                             doc["url"])
+        assert named is not None, doc["url"]
         assert line == json.dumps(doc) + "\n"
         schema = json.loads((REPO / "schemas" / "output" / "app.json").read_text("utf-8"))
         jsonschema.validate(doc, schema)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as web:
+        with httpx.Client(base_url=named.group(1), transport=LocalhostTransport()) as web:
             assert web.get("/items").status_code == 403
             entered = web.get(doc["url"])
             assert (entered.status_code, entered.headers["location"]) == (303, "/items")
             assert web.get("/items").status_code == 200
+        # the socket is 127.0.0.1's, but the app answers there only under its own name
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as web:
+            assert web.get(doc["url"].replace(named.group(1), "")).status_code == 421
         app.send_signal(sig)
         assert app.wait(timeout=START) == 0
     finally:
@@ -60,8 +67,8 @@ def test_text_line_names_the_url(bees_home: Path) -> None:
     try:
         assert app.stdout is not None
         line = app.stdout.readline()
-        assert line.startswith("Bees app: http://127.0.0.1:")
-        assert "/?secret=" in line
+        assert re.fullmatch(r"Bees app: http://bees-[0-9a-f]{32}\.localhost:\d+/\?secret=\S+\n",
+                            line), line
         app.send_signal(signal.SIGTERM)
         assert app.wait(timeout=START) == 0
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ from filelock import FileLock
 from bees_cli.app.instance import LOCK_FILE, Serving, claim, note_serving, record_file
 from bees_cli.errors import Refused
 from bees_cli.machine.computer import Computer
+from tests.app.conftest import LocalhostTransport
 from tests.app.test_command import START, start
 from tests.conftest import EXAMPLE
 
@@ -38,14 +40,17 @@ def test_a_second_app_prints_the_first_ones_url_and_exits_0(bees_home: Path,
     first = start(bees_home, "--json")
     try:
         doc = first_line(first)
-        port, pid = doc["port"], first.pid
+        pid = first.pid
+        named = re.fullmatch(rf"(http://bees-[0-9a-f]{{32}}\.localhost:{doc['port']}/)\?secret=\S+",
+                             str(doc["url"]))
+        assert named is not None, doc
+        address = named.group(1)  # the app's own name: 127.0.0.1 is refused (issue 23)
         second = start(bees_home, "--json")
         out, err = second.communicate(timeout=START)
         assert second.returncode == 0
         assert out == json.dumps(doc) + "\n"
-        assert err == (f"bees app is already serving this computer at "
-                       f"http://127.0.0.1:{port}/ (pid {pid}): its URL is above; no second "
-                       "one started\n")
+        assert err == (f"bees app is already serving this computer at {address} (pid "
+                       f"{pid}): its URL is above; no second one started\n")
         text = start(bees_home)
         out, _ = text.communicate(timeout=START)
         assert (text.returncode, out) == (0, f"Bees app: {doc['url']}\n")
@@ -54,8 +59,7 @@ def test_a_second_app_prints_the_first_ones_url_and_exits_0(bees_home: Path,
         out, err = other.communicate(timeout=START)
         assert (other.returncode, out) == (3, "")
         assert err.startswith(f"error: bees app is already serving this computer at "
-                              f"http://127.0.0.1:{port}/ (pid {pid}), for the default "
-                              "workspace, not ")
+                              f"{address} (pid {pid}), for the default workspace, not ")
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=START) == 0
         assert not record_file(Computer.load(bees_home).data_dir).exists()
@@ -77,7 +81,7 @@ def test_an_app_killed_with_kill_9_does_not_block_the_next(bees_home: Path) -> N
     try:
         doc = first_line(after)
         assert doc["url"] != url
-        with httpx.Client() as web:
+        with httpx.Client(transport=LocalhostTransport()) as web:
             assert web.get(str(doc["url"])).status_code == 303
         after.send_signal(signal.SIGTERM)
         assert after.wait(timeout=START) == 0

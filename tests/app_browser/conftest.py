@@ -34,6 +34,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
 from bees_cli.machine.links import link_folder
 from bees_cli.record.sync import Syncer
+from tests.app.conftest import LocalhostTransport
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import dev_env  # noqa: F401 - a fixture
 
@@ -143,8 +144,9 @@ class App:
 
     @property
     def base(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://bees-<hex>.localhost:PORT``: the app's own name (Chromium resolves it to
+        loopback itself), from its first URL."""
+        return self.url.split("/?", 1)[0]
 
     def item_page(self, item: str) -> re.Pattern[str]:
         """The URL of ``item``'s page, as the app links it or answers a POST with (303 back,
@@ -236,7 +238,8 @@ class Machine:
         threading.Thread(target=_drain, args=(process.stdout, self.home / "stdout.log"),
                          daemon=True).start()
         first = json.loads(line)
-        match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?secret=[^&\s]+", first["url"])
+        match = re.fullmatch(r"http://bees-[0-9a-f]{32}\.localhost:(\d+)/\?secret=[^&\s]+",
+                             first["url"])
         assert match and int(match.group(1)) == first["port"] and first["version"] == 1, line
         app = App(process, first["url"], first["port"])
         self.apps.append(app)
@@ -290,7 +293,8 @@ async def wait_for(check: Callable[[], object], what: str, timeout: float = 60) 
 @contextmanager
 def signed_in(app: App) -> Iterator[httpx.Client]:
     """An httpx client that opened the app's first URL (so it holds the session cookie)."""
-    with httpx.Client(base_url=app.base, follow_redirects=False, timeout=10) as client:
+    with httpx.Client(base_url=app.base, follow_redirects=False, timeout=10,
+                      transport=LocalhostTransport()) as client:
         first = client.get(app.url.removeprefix(app.base))
         assert (first.status_code, first.headers.get("location")) == (303, "/items"), first.text
         yield client

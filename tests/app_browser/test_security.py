@@ -1,6 +1,7 @@
 """A real ``bees app`` refuses a request without its secret (403), with a foreign ``Host``
-(421) and a POST without the session's CSRF token (403); the secret's cookie is HttpOnly
-and SameSite=Strict."""
+(421: 127.0.0.1 and localhost too, it answers only under its own name) and a POST without
+the session's CSRF token (403); the secret's cookie is host-only, HttpOnly and
+SameSite=Strict."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 from playwright.async_api import Browser, expect
 
+from tests.app.conftest import LocalhostTransport
 from tests.app_browser.conftest import Machine, open_page, signed_in, weekly_report
 
 ITEM = "01KB0000000000000000000000"
@@ -23,7 +25,8 @@ def test_the_app_refuses_requests_without_the_secret_a_foreign_host_or_the_csrf_
     app = laptop.app(workspace)
     secret = app.url.split("?secret=", 1)[1]
 
-    with httpx.Client(base_url=app.base, follow_redirects=False, timeout=10) as stranger:
+    with httpx.Client(base_url=app.base, follow_redirects=False, timeout=10,
+                      transport=LocalhostTransport()) as stranger:
         assert stranger.get("/items").status_code == 403
         assert stranger.get(f"/items/{ITEM}").status_code == 403
         assert stranger.get("/?secret=" + "0" * len(secret)).status_code == 403
@@ -36,16 +39,27 @@ def test_the_app_refuses_requests_without_the_secret_a_foreign_host_or_the_csrf_
         foreign = stranger.get("/items", headers={"Host": "127.0.0.1.evil.example"})
         assert foreign.status_code == 421
 
-    with httpx.Client(follow_redirects=False, timeout=10) as browser:
+    # the socket is 127.0.0.1's, but there the secret sets no cookie (it would reach every
+    # other port of 127.0.0.1)
+    with httpx.Client(base_url=f"http://127.0.0.1:{app.port}", follow_redirects=False,
+                      timeout=10) as loopback:
+        plain = loopback.get(f"/?secret={secret}")
+        assert (plain.status_code, plain.headers.get("set-cookie")) == (421, None)
+
+    with httpx.Client(follow_redirects=False, timeout=10,
+                      transport=LocalhostTransport()) as browser:
         first = browser.get(app.url)
     assert (first.status_code, first.headers["location"]) == (303, "/items")
     cookie = [part.strip().lower() for part in first.headers["set-cookie"].split(";")]
     assert cookie[0].startswith("bees_app_session=")
     assert {"httponly", "samesite=strict", "path=/"} <= set(cookie[1:])
+    assert [part for part in cookie if part.startswith("domain=")] == []  # host-only
 
     with signed_in(app) as client:
         assert client.get("/items").status_code == 200
-        assert client.get("/items", headers={"Host": f"localhost:{app.port}"}).status_code == 200
+        # loopback without the app's name is refused too: its cookies reach every port
+        assert client.get("/items", headers={"Host": f"localhost:{app.port}"}).status_code == 421
+        assert client.get("/items", headers={"Host": f"127.0.0.1:{app.port}"}).status_code == 421
         assert client.get("/items", headers={"Host": f"evil.example:{app.port}"}
                           ).status_code == 421
         assert client.post(f"/items/{ITEM}/approve").status_code == 403

@@ -41,8 +41,9 @@ class CloudStatusOut(Out):
 
 
 class AppOut(Out):
-    """``bees app``: its first line, the URL that lets a browser in (it holds the session's
-    secret) and the port it listens on (127.0.0.1)."""
+    """``bees app``: its first line, the URL that lets a browser in
+    (``http://bees-<hex>.localhost:PORT/?secret=…``: the app's own name and the session's
+    secret) and the port it listens on (on 127.0.0.1 and ::1)."""
 
     url: str
     port: int
