@@ -5,6 +5,7 @@ denial and its reason for the retried ask, and shows the queued decision everywh
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from bees_cli.machine.identity import set_identity
@@ -16,6 +17,30 @@ from tests.engine.test_rules import SEND, action_agent, log_lines, mail_addon
 
 MAYA = "maya@example.com"
 REASON = "wrong address: it goes to the board, not the team"
+AGE = r"\d+s ago"
+"""How long ago the decision was, as the text views say it (the pure views are tested at a
+fixed clock in tests/cli/test_tables.py and tests/app/test_views.py)."""
+
+
+def queued_shown(bees: BeesRunner, item_id: str, words: str,
+                 decision: dict[str, object]) -> None:
+    """Assert that ``bees status``, ``bees item show`` and their ``--json`` show the queued
+    ``decision`` (as ``--json`` prints it) with the one line ``words`` (``AGE`` a pattern)."""
+    line = re.compile(re.escape(words).replace("AGE", AGE))
+    (row,) = json.loads(bees("status", "--json").stdout)["items"]
+    assert (row["status"], row["wait"]) == ("waiting for approval", "engine_not_running")
+    assert row["queued_decisions"] == [decision]
+    table = bees("status", "--wide").stdout.splitlines()
+    assert line.search(table[2]) and table[2].startswith(item_id), table
+    shown = json.loads(bees("item", "show", item_id, "--json").stdout)
+    assert shown["item"]["queued_decisions"] == [decision]
+    assert shown["item"]["wait"] == "engine_not_running"
+    (request,) = shown["approvals"]
+    said = "approved" if decision["decision"] == "approved" else "denied"
+    assert [request[k] for k in ("id", "status", "who", "at", "reason", "delivered")] == [
+        1, said, decision["who"], decision["at"], decision["reason"], False]
+    text = bees("item", "show", item_id).stdout.splitlines()
+    assert text[3].startswith("status      ") and line.fullmatch(text[3][12:]), text[3]
 
 
 def held_send(bees: BeesRunner, space: Space) -> str:
@@ -37,9 +62,13 @@ def held_send(bees: BeesRunner, space: Space) -> str:
 def test_a_denial_given_while_bees_run_is_down_reaches_the_retried_ask(
         bees: BeesRunner, space: Space, tmp_path: Path) -> None:
     item_id = held_send(bees, space)
-    denied = bees("deny", item_id, "--reason", REASON)
+    denied = bees("deny", item_id, "--reason", REASON, "--json")
     assert denied.returncode == 0, denied.stderr
     assert "bees run delivers it when it starts" in denied.stderr
+    at = json.loads(denied.stdout)["at"]
+    queued_shown(bees, item_id, f'denied by {MAYA} AGE ("{REASON}"): delivered when '
+                 "bees run starts", {"decision": "denied", "request_id": None,
+                                     "answer": None, "who": MAYA, "at": at, "reason": REASON})
 
     ran = bees("run", "-w", str(space.root), "--exit-when-idle")
     assert ran.returncode == 0, ran.stderr
@@ -86,3 +115,25 @@ def test_a_queued_denial_is_the_model_s_tool_result(bees: BeesRunner, space: Spa
     shown = json.loads(bees("item", "show", item_id, "--json").stdout)
     assert [(a["id"], a["action"], a["status"]) for a in shown["approvals"]] == [
         (1, "mail.send", "denied"), (2, None, "waiting")]
+
+
+def test_an_approval_given_while_bees_run_is_down_is_shown_until_delivered(
+        bees: BeesRunner, space: Space, tmp_path: Path) -> None:
+    item_id = held_send(bees, space)
+    approved = bees("approve", item_id, "--action", "1", "--json")
+    assert approved.returncode == 0, approved.stderr
+    at = json.loads(approved.stdout)["at"]
+    queued_shown(bees, item_id, f"approved by {MAYA} AGE: delivered when bees run starts",
+                 {"decision": "approved", "request_id": 1, "answer": None, "who": MAYA,
+                  "at": at, "reason": None})
+    assert json.loads(bees("approvals", "--json").stdout)["approvals"] == []
+
+    ran = bees("run", "-w", str(space.root), "--exit-when-idle")
+    assert ran.returncode == 0, ran.stderr
+    (row,) = json.loads(bees("status", "--json").stdout)["items"]
+    assert (row["status"], row["queued_decisions"]) == ("done", [])
+    shown = json.loads(bees("item", "show", item_id, "--json").stdout)
+    assert [(a["status"], a["who"], a["at"], "delivered" in a)
+            for a in shown["approvals"]] == [("approved", MAYA, at, False)]
+    assert (tmp_path / "addon.log").read_text().splitlines() == [
+        'mail.send {"to": "team@example.com"}']
