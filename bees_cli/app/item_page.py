@@ -3,8 +3,8 @@ the pieces as a tree, the logs and what each model stage used (issue 17, point 2
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from bees_cli.agents.selection import pick_words
@@ -20,9 +20,8 @@ from bees_cli.app.views import (
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, status_text
 from bees_cli.record.views import ItemShow, ModelUsage
-from bees_cli.usecases.approvals import answered
 from bees_cli.usecases.models import ItemDetails, TeamItemDetails
-from bees_cli.utc import display_utc, parse_utc
+from bees_cli.utc import display_utc, parse_utc, utc_now
 
 OUTPUT_FILES = 20
 """A waiting finish shows at most this many of the stage's output files..."""
@@ -141,14 +140,18 @@ def _when(text: str) -> str:
 
 
 def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
-              queued: Sequence[dict[str, object]] = ()) -> ItemPage:
+              now: datetime | None = None) -> ItemPage:
     """Return the item page of ``bees item show``'s result (:meth:`Bees.item_details`).
+
+    A request a person answered while ``bees run`` was down is not offered again, and the
+    status says the decision as ``bees status`` and ``bees item show`` do (``approved by
+    maya@example.com 2m ago: delivered when bees run starts``, ``just now`` under a minute,
+    as every age of a live part; issue 23, point 2).
 
     Args:
         details: this computer's item, or a team item another computer runs.
         here: this computer's name.
-        queued: the decisions a person gave while ``bees run`` was down
-            (:meth:`Bees.queued_answers`): the requests they answer are not offered again.
+        now: the clock the decisions' ages are counted from (UTC); default: now.
     """
     if isinstance(details, TeamItemDetails):
         status = details.status or "-"
@@ -163,17 +166,15 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
     show = ItemShow.of(details.to_json())
     row = show.item
     story = [StoryEvent(kind=e.kind, at=_when(e.at), text=e.render()) for e in show.events()]
-    waiting = [r for r in show.approvals if r.get("status") == "waiting"
-               and not answered({**r, "item_id": row.item_id}, list(queued))]
+    waiting = [r for r in show.approvals if r.get("status") == "waiting"]
     held = [held_view(r, stage_output(str(r.get("summary") or ""))
                       if r.get("action") is None else None) for r in waiting]
     status = str(row.status)
     said = detail(status, status_text(row.status, row.reason))
     if held and row.status == Status.WAITING_FOR_APPROVAL:  # what waits; its input is below
         said = ", ".join(h.action or f"finish {h.stage}" for h in held)
-    elif queued and row.status == Status.WAITING_FOR_APPROVAL:
-        said = "; ".join(f"{q['said']} by {q.get('who')}" for q in queued) + \
-            ": bees run delivers it when it starts"
+    elif show.waits_for_bees_run():
+        said = show.status_words(now or utc_now(), coarse=True)
     return ItemPage(
         item_id=row.item_id, title=row.title, process=row.process, stage=row.stage or "-",
         status=status, detail=said,

@@ -12,7 +12,6 @@ from starlette.responses import PlainTextResponse, Response
 from bees_cli.app.item_page import item_page
 from bees_cli.app.render import error_page, live_part, page, part_response, state_of
 from bees_cli.errors import BeesError
-from bees_cli.usecases.models import TeamItemDetails
 
 LOG_BYTES = 1024 * 1024
 """A log page shows at most the last this many bytes of its file."""
@@ -36,9 +35,7 @@ def item_id_of(request: Request) -> str:
 async def _item_context(request: Request) -> dict[str, Any]:
     app = state_of(request)
     details = await app.bees.item_details(item_id_of(request))
-    queued = [] if isinstance(details, TeamItemDetails) else \
-        await app.bees.queued_answers(str(details.item["id"]))
-    return {"item": item_page(details, here=app.bees.computer.computer, queued=queued)}
+    return {"item": item_page(details, here=app.bees.computer.computer)}
 
 
 async def item(request: Request) -> Response:

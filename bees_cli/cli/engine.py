@@ -134,8 +134,8 @@ def item_show(
     import asyncio
 
     from bees_cli.cli import json_models as out
-    from bees_cli.record.states import status_text
     from bees_cli.usecases.models import TeamItemDetails
+    from bees_cli.utc import utc_now
 
     found = asyncio.run(bees_here().item_details(item))
     if isinstance(found, TeamItemDetails):
@@ -149,7 +149,7 @@ def item_show(
     typer.echo(f"item        {row.item_id}  {row.title}")
     typer.echo(f"process     {row.process}")
     typer.echo(f"stage       {row.stage}")
-    typer.echo(f"status      {status_text(row.status, row.reason)}")
+    typer.echo(f"status      {details.status_words(utc_now())}")
     typer.echo(f"agent       {row.agent or '-'}")
     typer.echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
     typer.echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from bees_cli.cli.table import Cell, Column, Emphasis, render
 from bees_cli.record.states import Status
+from bees_cli.record.views import QueuedDecision, decisions_words
 from bees_cli.utc import display_utc, parse_utc
 
 EMPHASIS: dict[str, Emphasis] = {
@@ -57,15 +58,20 @@ def when(text: str, now: datetime, *, wide: bool) -> str:
         return text
 
 
-def status_cell(row: Mapping[str, Any], held: Mapping[str, str]) -> Cell:
+def status_cell(row: Mapping[str, Any], held: Mapping[str, str], now: datetime) -> Cell:
     """Return the status cell of a ``bees status`` row: its ``status_text``, except that an
     item waiting for approval shows what waits (``waiting for approval: mail.send``), not
-    the held action's input (``bees approvals`` and ``bees item show`` show that); a run with
-    live pieces adds their count (``running (2 pieces)``)."""
+    the held action's input (``bees approvals`` and ``bees item show`` show that), or, once
+    a person answered all of it while ``bees run`` was down, the decision (``approved by
+    maya@example.com 2m ago: delivered when bees run starts``; issue 23, point 2); a run
+    with live pieces adds their count (``running (2 pieces)``)."""
     status = str(row.get("status") or "")
     text = str(row.get("status_text") or status or "?")
+    queued = [QueuedDecision.model_validate(d) for d in row.get("queued_decisions") or []]
     if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and row["id"] in held:
         text = f"{status}: {held[row['id']]}"
+    elif queued and status == Status.WAITING_FOR_APPROVAL:
+        text = decisions_words(queued, now)
     live = int(row.get("pieces") or 0)  # issue 14: the run's pieces waiting or running
     if live:
         text += f" ({live} piece{'' if live == 1 else 's'})"
@@ -88,7 +94,7 @@ def status_lines(rows: Sequence[Mapping[str, Any]], held: Mapping[str, str], *,
     """
     cells: list[list[str | Cell]] = [
         [str(r["id"]), str(r.get("process") or "-"), str(r.get("title") or "-"),
-         str(r.get("stage") or "-"), status_cell(r, held), str(r.get("agent") or "-"),
+         str(r.get("stage") or "-"), status_cell(r, held, now), str(r.get("agent") or "-"),
          when(str(r["since"]), now, wide=wide)] for r in rows]
     return render(cells, STATUS_COLUMNS, width=None if wide else width, colour=colour)
 

@@ -40,6 +40,11 @@ ACTION_AT_ONCE = "action-returns-at-once"
 """Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
 (intent without a result) is held for a person; the caller waits on the local record."""
 
+DENIAL_ANSWERS_RETRY = "denial-answers-a-retried-ask"
+"""Patch: an ask that a person already denied (same stage round, action and input) is
+answered with that denial and its reason, not held again as a new request (issue 23, point 1:
+a denial given while ``bees run`` was down reaches the stage's retried attempt)."""
+
 SHORT = timedelta(seconds=60)
 """Timeout of the short activities (record, journal look-up, slots)."""
 
@@ -170,6 +175,8 @@ class ApprovalGate:
                         and r.action == ask.action and r.digest == ask.digest
                         and r.status in ("waiting", "approved")), None)
         if request is None:
+            request = self._denied(ask)
+        if request is None:
             request = ApprovalRequest(
                 id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
                 round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
@@ -190,6 +197,19 @@ class ApprovalGate:
                 reason=f"{ask.action} was denied by {request.who}: {request.reason}")
         return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
                             request_id=request.id)
+
+    def _denied(self, ask: ActionAsk) -> ApprovalRequest | None:
+        """Return the request a person denied for this very ask (same stage round, action
+        and input), or None: asked again (the stage's next attempt, after ``bees run``
+        stopped and delivered a queued denial), it gets the denial and its reason, like an
+        approved ask gets its approval (DESIGN.md, Rules: approvals)."""
+        denied = next((r for r in self._requests if r.stage == ask.stage
+                       and r.round == self._round and r.action == ask.action
+                       and r.digest == ask.digest and r.status == "denied"
+                       and r.interrupted_at is None), None)
+        if denied is None or not workflow.patched(DENIAL_ANSWERS_RETRY):
+            return None
+        return denied
 
     async def _hold_interrupted(self, ask: ActionAsk, kind: str) -> ActionAnswer:
         """Hold an action whose intent has no result (it may already have run) for a person,

@@ -7,7 +7,8 @@ by ``python -m bees_cli.cli.json_schemas`` (STYLE.md habit 6).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Self
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -20,7 +21,7 @@ from pydantic import (
 from bees_cli.agents.selection import PickTier, pick_tier, pick_words
 from bees_cli.record.events import EventBase, HistoryEvent, parse_event_json
 from bees_cli.record.pieces import Piece
-from bees_cli.record.states import Status, WaitKind
+from bees_cli.record.states import Status, WaitKind, status_text
 from bees_cli.utc import display_utc, parse_utc
 
 UTC_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"
@@ -61,6 +62,67 @@ def json_times(node: Any) -> Any:
     return out
 
 
+class QueuedDecision(BaseModel):
+    """A person's decision on what waits for approval, given while ``bees run`` was down:
+    kept in the local record, and delivered to the run when ``bees run`` starts (issue 23,
+    point 2; DESIGN.md, Rules: approvals).
+
+    ``request_id`` null answers every request of the item that waits; ``answer`` is the
+    answer to an action that may already have run (``ran``: record it as run; ``again``:
+    run it once more); ``reason`` is a denial's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decision: Literal["approved", "denied"]
+    request_id: int | None
+    answer: Literal["ran", "again"] | None = None
+    who: str
+    at: UtcTime
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> Self:
+        """Return the decision of a queued ``bees.decide`` payload (the engine's
+        ``DecideInput`` as JSON: ``approve``, ``request_id``, ``who``, ``at``, ``reason``,
+        ``answer``)."""
+        return cls(decision="approved" if payload.get("approve") else "denied",
+                   request_id=payload.get("request_id"), answer=payload.get("answer"),
+                   who=str(payload.get("who")), at=str(payload.get("at")),
+                   reason=payload.get("reason"))
+
+    def answers(self, request_id: int) -> bool:
+        """Tell whether it answers request ``request_id`` of its item."""
+        return self.request_id in (None, request_id)
+
+    def words(self, now: datetime, *, coarse: bool = False) -> str:
+        """Return it as every text view says it: ``approved by maya@example.com 2m ago:
+        delivered when bees run starts``; ``approved (it ran) by …``, ``approved (run it
+        again) by …``; a denial's reason in quotes after the age.
+
+        Args:
+            now: the clock the age is counted from (UTC).
+            coarse: ``just now`` instead of an age in seconds (the app's live part, which is
+                swapped only when its markup changes).
+        """
+        from bees_cli.record.local import human_since
+
+        said: str = self.decision
+        if self.answer is not None:
+            said += " (it ran)" if self.answer == "ran" else " (run it again)"
+        age = human_since(self.at, now)
+        if coarse and age.endswith("s ago"):
+            age = "just now"
+        why = f' ("{self.reason}")' if self.decision == "denied" and self.reason else ""
+        return f"{said} by {self.who} {age}{why}: delivered when bees run starts"
+
+
+def decisions_words(decisions: Sequence[QueuedDecision], now: datetime, *,
+                    coarse: bool = False) -> str:
+    """Return the words of an item's queued decisions (:meth:`QueuedDecision.words`), ``; ``
+    between two."""
+    return "; ".join(decision.words(now, coarse=coarse) for decision in decisions)
+
+
 class ItemView(BaseModel):
     """One item of the local record as ``--json`` shows it (``ItemRow.to_json``)."""
 
@@ -84,6 +146,10 @@ class ItemView(BaseModel):
     """When the item was first created (on the computer that created it, its clock)."""
     created_on: str | None
     """The name of the computer that created it (this one, or the one that handed it over)."""
+    queued_decisions: list[QueuedDecision] = Field(default_factory=list)
+    """Decisions a person gave while ``bees run`` was down, that it delivers when it starts
+    (issue 23, point 2); while every request that waited is answered by one, ``wait`` is
+    ``engine_not_running``."""
 
 
 class ModelUsage(BaseModel):
@@ -163,6 +229,24 @@ class ItemShow(BaseModel):
     def events(self) -> list[EventBase]:
         """Return the history as :class:`~bees_cli.record.events.EventBase` models."""
         return list(self.history)
+
+    def waits_for_bees_run(self) -> bool:
+        """Tell whether what waited for approval is all answered by decisions queued while
+        ``bees run`` was down (:attr:`ItemView.queued_decisions`): it waits for ``bees
+        run``, not for a person."""
+        return (self.item.status == Status.WAITING_FOR_APPROVAL
+                and bool(self.item.queued_decisions)
+                and not any(r.get("status") == "waiting" for r in self.approvals))
+
+    def status_words(self, now: datetime, *, coarse: bool = False) -> str:
+        """Return the status as ``bees item show`` and the app say it: the status with its
+        reason (:func:`~bees_cli.record.states.status_text`), or the queued decisions'
+        words (``approved by maya@example.com 2m ago: delivered when bees run starts``)
+        while they answer all that waited (issue 23, point 2); ``coarse``: see
+        :meth:`QueuedDecision.words`."""
+        if self.waits_for_bees_run():
+            return decisions_words(self.item.queued_decisions, now, coarse=coarse)
+        return status_text(self.item.status, self.item.reason)
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON ``bees item show --json`` prints."""

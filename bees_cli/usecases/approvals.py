@@ -8,10 +8,12 @@ record otherwise: ``bees run`` delivers it when it starts (so a script can run `
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, Refused, UserError
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
+from bees_cli.record.views import QueuedDecision
 from bees_cli.usecases.models import ApprovalRow, DecideDone
 
 if TYPE_CHECKING:
@@ -38,6 +40,37 @@ def answered(request: dict[str, object], queued: list[dict[str, object]]) -> boo
     that names no request (it answers all)."""
     return any(q.get("item_id") == request.get("item_id")
                and q.get("request_id") in (None, request.get("id")) for q in queued)
+
+
+def queued_decisions(record: LocalRecord,
+                     item_id: str | None = None) -> dict[str, list[QueuedDecision]]:
+    """Return the decisions queued while ``bees run`` was down (:func:`queued_answers`), of
+    item ``item_id`` or of every item, by item id, oldest first (issue 23, point 2: what
+    ``bees status``, ``bees item show`` and the app show until ``bees run`` delivers them)."""
+    from bees_cli.engine.models import DECIDE_UPDATE
+
+    found: dict[str, list[QueuedDecision]] = {}
+    for payload in record.queued_payloads(DECIDE_UPDATE, item_id):
+        found.setdefault(str(payload["item_id"]), []).append(QueuedDecision.of(payload))
+    return found
+
+
+def with_decisions(requests: Sequence[dict[str, Any]],
+                   decisions: Sequence[QueuedDecision]) -> list[dict[str, Any]]:
+    """Return an item's approval requests (their JSON) with each waiting one that a queued
+    decision answers shown as decided: the decision's ``status`` (``approved`` or
+    ``denied``), ``who``, ``at``, ``reason`` and ``answer``, and ``delivered`` false (its
+    run gets it when ``bees run`` starts). Other requests are returned as they are."""
+    shown = []
+    for request in requests:
+        decision = next((d for d in decisions if d.answers(int(request["id"]))), None)
+        if request.get("status") == "waiting" and decision is not None:
+            request = {**request, "status": decision.decision, "who": decision.who,
+                       "at": decision.at, "reason": decision.reason,
+                       "answer": decision.answer if request.get("interrupted_at") else None,
+                       "delivered": False}
+        shown.append(request)
+    return shown
 
 
 def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:

@@ -194,15 +194,6 @@ class Bees:
 
         return await waiting_approvals(self)
 
-    async def queued_answers(self, item_id: str) -> list[dict[str, object]]:
-        """The decisions on item ``item_id`` (its full id) that wait for ``bees run`` to
-        deliver them: see :func:`bees_cli.usecases.approvals.queued_answers`."""
-        import asyncio
-
-        from bees_cli.usecases.approvals import queued_answers
-
-        return await asyncio.to_thread(queued_answers, self.record, item_id)
-
     async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
                      reason: str | None = None, answer: str | None = None) -> DecideDone:
         """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals.decide`."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.errors import NotFound, WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
+from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import (
     CreatedItem,
     ItemDetails,
@@ -189,13 +190,39 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
     live = record.live_pieces()  # issue 14: each run's pieces waiting or running
     rows = [dict(row.to_json(), since_human=human_since(row.since, now),
                  pieces=live.get(row.id, 0)) for row in page.rows]
+    held = _queued_shown(record, rows, dict(page.held))
     more = page.more
     if team:
         others = team_page(record.path, limit=None if limit is None else max(
             0, limit - len(rows)), show=moved)
         rows += [dict(r, since_human=r["since"]) for r in others.rows]
         more += others.more
-    return StatusView(rows=rows, more=more, held=page.held)
+    return StatusView(rows=rows, more=more, held=held)
+
+
+def _queued_shown(record: LocalRecord, rows: list[dict[str, Any]],
+                  held: dict[str, str]) -> dict[str, str]:
+    """Add to each row of an item with decisions queued while ``bees run`` was down its
+    ``queued_decisions`` (JSON); when they answer every request that waited, its ``wait``
+    becomes ``engine_not_running`` and nothing is held for a person (issue 23, point 2).
+    Returns ``held`` (item id → what its approval waits for) without what they answered."""
+    from bees_cli.record.listing import held_what
+    from bees_cli.usecases.approvals import queued_decisions, with_decisions
+
+    queued = queued_decisions(record)
+    for row in rows:
+        decisions = queued.get(row["id"])
+        if not decisions:
+            continue
+        row["queued_decisions"] = [d.model_dump(mode="json") for d in decisions]
+        left = [r for r in with_decisions(record.approvals(row["id"]), decisions)
+                if r["status"] == "waiting"]
+        held.pop(row["id"], None)
+        if left:
+            held[row["id"]] = held_what(left[0])
+        elif row["status"] == Status.WAITING_FOR_APPROVAL:
+            row["wait"] = str(WaitKind.ENGINE_NOT_RUNNING)
+    return held
 
 
 async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
@@ -355,6 +382,7 @@ def _team_details(record_path: Path, wanted: str) -> TeamItemDetails | None:
 def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetails:
     from bees_cli.agents.runner import logs_dir
     from bees_cli.record.local import human_since
+    from bees_cli.usecases.approvals import queued_decisions, with_decisions
 
     row = record.item(item_id, with_input=False)
     history = [event.to_json() for event in record.events(row.id)]
@@ -377,8 +405,15 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
         logs += sorted(str(f) for f in folder.glob(f"*{SUFFIX}"))
     models = [usage.model_dump(mode="json") for usage in stage_usage(row.run_folder)]
     item = {**row.to_json(), "created_on": row.created_on or computer.computer}
+    # issue 23, point 2: decisions given while bees run was down, shown until delivered
+    decisions = queued_decisions(record, row.id).get(row.id, [])
+    approvals = with_decisions(record.approvals(row.id, status=None), decisions)
+    if decisions:
+        item["queued_decisions"] = [d.model_dump(mode="json") for d in decisions]
+        if row.status == Status.WAITING_FOR_APPROVAL and not any(
+                r["status"] == "waiting" for r in approvals):
+            item["wait"] = str(WaitKind.ENGINE_NOT_RUNNING)
     return ItemDetails(item=item, since_human=human_since(row.since), history=history,
                        logs=logs, engine_log=str(computer.engine_log),
-                       journal=record.journal(row.id),
-                       approvals=record.approvals(row.id, status=None), models=models,
+                       journal=record.journal(row.id), approvals=approvals, models=models,
                        pieces=[p.model_dump(mode="json") for p in record.pieces(row.id)])

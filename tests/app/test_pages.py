@@ -130,7 +130,9 @@ def test_a_decision_queued_while_bees_run_is_down_is_not_offered_again(
     html = client.get(f"/items/{ITEM}").text
     assert buttons(html) == ["relinquish", "cancel"]
     assert 'data-testid="approval"' not in html
-    assert f"approved by {done.who}: bees run delivers it when it starts" in html
+    # said as bees status and bees item show say it (issue 23, point 2)
+    assert ('<span data-testid="item-status-detail" class="detail"> — approved by '
+            f"{done.who} just now: delivered when bees run starts</span>") in html
     assert asyncio.run(bees.approvals()) == []
 
 

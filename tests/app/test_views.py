@@ -131,6 +131,28 @@ def test_the_story_pieces_and_models_of_an_item() -> None:
     assert page.verbs == ("approve", "deny", "cancel", "relinquish")
 
 
+def test_a_decision_queued_while_bees_run_is_down_is_said_as_the_cli_says_it() -> None:
+    from bees_cli.record.views import ItemShow
+
+    decision = {"decision": "denied", "request_id": None, "answer": None,
+                "who": "maya@example.com", "at": "2026-12-01T10:03:00Z", "reason": "wrong to"}
+    decided = request("{}", action="mail.send", status="denied", who="maya@example.com",
+                      at="2026-12-01T10:03:00Z", reason="wrong to", delivered=False)
+    shown = details(approvals=[decided])
+    shown.item.update(queued_decisions=[decision], wait="engine_not_running")
+    page = item_page(shown, here="maya-laptop", now=NOW)
+    said = 'denied by maya@example.com 2m ago ("wrong to"): delivered when bees run starts'
+    assert (page.status, page.detail, page.held, page.verbs) == (
+        "waiting for approval", said, [], ("cancel", "relinquish"))
+    assert ItemShow.of(shown.to_json()).status_words(NOW) == said  # bees item show's line
+    # under a minute the page says "just now", as every age of its live part
+    soon = datetime(2026, 12, 1, 10, 3, 20, tzinfo=UTC)
+    assert item_page(shown, here="maya-laptop", now=soon).detail == (
+        'denied by maya@example.com just now ("wrong to"): delivered when bees run starts')
+    assert ItemShow.of(shown.to_json()).status_words(soon) == (
+        'denied by maya@example.com 20s ago ("wrong to"): delivered when bees run starts')
+
+
 def test_the_detail_beside_a_status_word_does_not_repeat_it() -> None:
     from bees_cli.app.views import detail
 

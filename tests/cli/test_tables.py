@@ -81,6 +81,28 @@ def test_piped_status_is_not_cut_but_keeps_the_held_input_out() -> None:
                         "waiting for approval: mail.send  sender    3h ago")
 
 
+def test_a_decision_queued_while_bees_run_is_down_is_the_status() -> None:
+    approved = {"decision": "approved", "request_id": 1, "answer": None,
+                "who": "maya@example.com", "at": "2026-12-01T09:58:00Z", "reason": None}
+    denied = {**approved, "decision": "denied", "reason": "wrong address"}
+    rows = [row(B, "waiting for approval", f"waiting for approval: {HELD}", stage="Send",
+                agent="sender", queued_decisions=[approved]),
+            row(C, "waiting for approval", f"waiting for approval: {HELD}", stage="Send",
+                agent="sender", queued_decisions=[denied])]
+    lines = status_lines(rows, {}, now=NOW, width=None)
+    assert lines[2:] == [
+        f"{B}  weekly-report  Weekly report for the team  Send   approved by "
+        "maya@example.com 2m ago: delivered when bees run starts                  "
+        "sender  2m ago",
+        f"{C}  weekly-report  Weekly report for the team  Send   denied by "
+        'maya@example.com 2m ago ("wrong address"): delivered when bees run starts  '
+        "sender  2m ago"]
+    # another request still waits for a person: that is what the item waits for
+    assert status_lines(rows[:1], {B: "finish Send"}, now=NOW, width=None)[2] == (
+        f"{B}  weekly-report  Weekly report for the team  Send   waiting for approval: "
+        "finish Send  sender  2m ago")
+
+
 def test_emphasis_paints_failed_and_waiting_cells_only_in_colour() -> None:
     lines = status_lines(ROWS, {B: "mail.send"}, now=NOW, width=80, colour=True)
     assert lines[2] == ("01JH3A7Q0M2X  Weekly report f…  Draft   "

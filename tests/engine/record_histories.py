@@ -161,6 +161,33 @@ async def interrupted_ran(client: Client, record: LocalRecord, space: Space) -> 
     return item_id
 
 
+async def denial_answers_retry(client: Client, record: LocalRecord, space: Space) -> str:
+    """A gated send is held and denied; the agent fails its attempt; a person's retry runs
+    attempt 2, whose same send is answered with the denial (no second request); the finish
+    is approved → Done (the ``denial-answers-a-retried-ask`` patch)."""
+    command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+        """)
+    action_agent(space, "sender", tools=["mail.send"],
+                 actions=[["mail.send", {"to": "board@example.com"}]], FAIL_FIRST="1")
+    space.write("processes/p.yaml", SEND)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    handle = client.get_workflow_handle(item_id)
+    denial = DecideInput(approve=False, request_id=None, who=MAYA.who, at=MAYA.at,
+                         reason="wrong address")
+    assert await handle.execute_update(DECIDE_UPDATE, denial, result_type=list[int]) == [1]
+    await until(record, item_id, lambda r: r.status == "failed")
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    approval = DecideInput(approve=True, request_id=None, who=MAYA.who, at=MAYA.at)
+    assert await handle.execute_update(DECIDE_UPDATE, approval, result_type=list[int]) == [2]
+    assert await handle.result() == "done"
+    return item_id
+
+
 READS = """\
 stages:
   - name: Work
@@ -483,6 +510,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_stops_pieces": relinquish_pieces,
     "relinquish_stops_pieces_top_down": relinquish_pieces_top_down,
     "eligible_locally_work_review_done": plain,
+    "denial_answers_a_retried_ask": denial_answers_retry,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

@@ -29,6 +29,9 @@ to other agents (``bees.delegate``, two ``bees.piece`` children) and uses both a
 one piece finished and one running when the item is relinquished; the run cancels the running
 piece and waits for it before the checkpoint; ``piece_stopped_with_relinquish`` is that
 piece's own history (stopped, its slot given back, ``stopped`` recorded).
+``denial_answers_a_retried_ask`` is on the ``denial-answers-a-retried-ask`` patch: a held
+send is denied, the attempt fails, and the retried attempt's same send is answered with the
+denial (no second request); the stage's finish is then approved.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -61,11 +64,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "relinquish_as_stage_finishes", "pieces_writer_delegates_two",
             "piece_command_agent_finished", "relinquish_stops_pieces",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
-            "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down"}
+            "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
+            "denial_answers_a_retried_ask"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 29
+    assert len(HISTORIES) == 30
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

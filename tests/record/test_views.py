@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -83,3 +84,50 @@ def test_item_show_renders_every_fact_as_a_sentence(bees: BeesRunner, shown_item
         "  Draft round 1",
         "    r1-a1-p1  alpha (named by the caller)  finished  exit 0",
         "      r1-a1-p2  beta (named by the caller)  running  -"]
+
+
+def test_a_queued_decision_in_status_and_item_show_json_matches_their_schemas(
+        bees: BeesRunner, bees_home: Path, tmp_path: Path) -> None:
+    record = LocalRecord(bees_home / "data" / "record.db")
+    record.add_item(id=ITEM, process="p", title="Send it", workspace="/ws",
+                    run_folder=str(tmp_path / "run"), input="{}", stage="Send")
+    record.set_state(ITEM, status=Status.WAITING_FOR_APPROVAL, reason="mail.send {}")
+    for request in (1, 2):
+        record.put_approval(ITEM, {"id": request, "item_id": ITEM, "stage": "Send",
+                                   "round": 1, "action": "mail.send", "kind": "send",
+                                   "summary": "{}", "input": "{}", "status": "waiting",
+                                   "asked_at": "2026-12-01T10:00:00.000000Z",
+                                   "interrupted_at": "2026-12-01T09:59:00Z"
+                                   if request == 2 else None})
+    # `bees approve ITEM --action 2 --again` while bees run is down (usecases.approvals.decide)
+    assert record.queue_decision(ITEM, "bees.decide", {
+        "approve": True, "request_id": 2, "who": "maya@example.com",
+        "at": "2026-12-01T10:01:00.123456Z", "reason": None, "answer": "again"}) is None
+    decision = {"decision": "approved", "request_id": 2, "answer": "again",
+                "who": "maya@example.com", "at": "2026-12-01T10:01:00Z", "reason": None}
+    for command, name in ((["status", "--json"], "status"),
+                          (["item", "show", ITEM, "--json"], "item-show")):
+        done = bees(*command)
+        assert done.returncode == 0, done.stderr
+        shown = json.loads(done.stdout)
+        schema = json.loads((OUTPUT_SCHEMAS / f"{name}.json").read_text("utf-8"))
+        assert list(jsonschema.Draft202012Validator(schema).iter_errors(shown)) == []
+        item = shown["items"][0] if name == "status" else shown["item"]
+        # request 1 still waits for a person: that is what the item waits for
+        assert (item["queued_decisions"], item["wait"]) == ([decision], "approval")
+    assert [(a["id"], a["status"], a.get("who"), a.get("answer"), a.get("delivered"))
+            for a in shown["approvals"]] == [(1, "waiting", None, None, None),
+                                             (2, "approved", "maya@example.com", "again",
+                                              False)]
+    assert "  Send   waiting for approval: mail.send  " in bees("status").stdout.splitlines()[2]
+    # answered too: the item waits for bees run, and every view says the decisions
+    assert record.queue_decision(ITEM, "bees.decide", {
+        "approve": True, "request_id": 1, "who": "sam@example.com",
+        "at": "2026-12-01T10:02:00Z", "reason": None, "answer": None}) is None
+    (row,) = json.loads(bees("status", "--json").stdout)["items"]
+    assert (row["wait"], [d["who"] for d in row["queued_decisions"]]) == (
+        "engine_not_running", ["maya@example.com", "sam@example.com"])
+    status_line = bees("item", "show", ITEM).stdout.splitlines()[3]
+    assert re.fullmatch(r"status      approved \(run it again\) by maya@example\.com \S+ ago: "
+                        r"delivered when bees run starts; approved by sam@example\.com \S+ "
+                        r"ago: delivered when bees run starts", status_line), status_line

@@ -8,7 +8,7 @@ from pydantic import field_validator
 
 from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, Out, Part
-from bees_cli.record.views import ItemShow, ItemView, UtcTime
+from bees_cli.record.views import ItemShow, ItemView, QueuedDecision, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
     from bees_cli.usecases.models import StatusView
@@ -40,6 +40,10 @@ class StatusItem(Part):
     person: str | None = None
     pieces: int = 0
     """How many of its run's pieces wait or run (issue 14; 0 for a team row)."""
+    queued_decisions: list[QueuedDecision] = []
+    """Decisions a person gave while ``bees run`` was down, delivered when it starts (issue
+    23, point 2); while they answer every request that waited, ``wait`` is
+    ``engine_not_running``."""
 
 
 class StatusWarningOut(Part):
