@@ -7,7 +7,8 @@ by ``python -m bees_cli.cli.json_schemas`` (STYLE.md habit 6).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Self
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -61,6 +62,57 @@ def json_times(node: Any) -> Any:
     return out
 
 
+ModelRetryWhy = Literal["rate_limited", "unavailable", "interrupted"]
+"""Why a model call's last try gave no answer: ``rate_limited`` (HTTP 429), ``unavailable``
+(HTTP 5xx or 408, a timeout, no connection), ``interrupted`` (its worker stopped mid-call)."""
+
+
+def clock_words(when: datetime, now: datetime) -> str:
+    """Return the local time ``when`` as a person reads it beside ``now``: ``14:05`` on the
+    same local day, ``2026-12-02 14:05`` otherwise (both aware; shown in this computer's
+    time zone)."""
+    local = when.astimezone()
+    if local.date() == now.astimezone().date():
+        return local.strftime("%H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+class ModelRetry(BaseModel):
+    """A model call of the item's stage that waits for its next try, or whose next try runs
+    (issue 23, point 7); the engine tries it again by itself, up to ``tries`` in all.
+
+    Written by the model call's activity beside the item's reason, and cleared once the call
+    answers (or the stage ends)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    why: ModelRetryWhy
+    """Why the last try gave no answer (:data:`ModelRetryWhy`)."""
+    server: str
+    """The model's server: the host and port of its base URL (``127.0.0.1:8080``)."""
+    try_number: int
+    """The try that waits (or runs), the first being 1."""
+    tries: int | None
+    """Tries in all before the stage fails; None: no limit."""
+    until: UtcTime | None = None
+    """When the next try starts (the server's ``Retry-After``, or the backoff between tries);
+    None once it runs."""
+    error: str | None = None
+    """What the last try got, one line (the server's URL and words, never a key)."""
+
+    def words(self, now: datetime) -> str:
+        """Return the reason people read: ``rate limited by 127.0.0.1:8080 until 14:05``
+        while a rate-limited call waits, else ``retrying model call, try 3 of 5``.
+
+        Args:
+            now: the clock ``until`` is shown beside (aware), for its date.
+        """
+        if self.why == "rate_limited" and self.until is not None:
+            return f"rate limited by {self.server} until {clock_words(parse_utc(self.until), now)}"
+        of = f" of {self.tries}" if self.tries else ""
+        return f"retrying model call, try {self.try_number}{of}"
+
+
 class ItemView(BaseModel):
     """One item of the local record as ``--json`` shows it (``ItemRow.to_json``)."""
 
@@ -84,6 +136,9 @@ class ItemView(BaseModel):
     """When the item was first created (on the computer that created it, its clock)."""
     created_on: str | None
     """The name of the computer that created it (this one, or the one that handed it over)."""
+    model_retry: ModelRetry | None = None
+    """A model call of its stage that waits for its next try, or is tried again: which try,
+    of how many, until when and why (the text view words it in ``reason``)."""
 
 
 class ModelUsage(BaseModel):

@@ -8,7 +8,7 @@ from pydantic import field_validator
 
 from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, Out, Part
-from bees_cli.record.views import ItemShow, ItemView, UtcTime
+from bees_cli.record.views import ItemShow, ItemView, ModelRetry, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
     from bees_cli.usecases.models import StatusView
@@ -40,6 +40,9 @@ class StatusItem(Part):
     person: str | None = None
     pieces: int = 0
     """How many of its run's pieces wait or run (issue 14; 0 for a team row)."""
+    model_retry: ModelRetry | None = None
+    """A model call of its stage that waits for its next try, or is tried again (the text
+    view words it in ``reason``; always null for a team row)."""
 
 
 class StatusWarningOut(Part):
