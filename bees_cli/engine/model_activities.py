@@ -226,9 +226,8 @@ class ModelActivities:
         """
         from bees_cli.agents.eligibility import find_stage
         from bees_cli.agents.model_client import ModelClient, RetryPolicy, server_name
-        from bees_cli.workspace.models import ModelRunner
-
         from bees_cli.engine.model_loop import MODEL_CALL_RETRY
+        from bees_cli.workspace.models import ModelRunner
 
         context = call.context
         info = activity.info()

@@ -30,9 +30,11 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.record.views import clock_words
 from bees_cli.usecases.actions import run_action
 from bees_cli.usecases.bees import Bees
+from bees_cli.usecases.delegate import delegate_tool_call
 from bees_cli.usecases.liveness import note_worker
 from bees_cli.usecases.models import ItemDetails
 from bees_cli.utc import display_utc, parse_utc, utc_now
@@ -41,6 +43,7 @@ from tests.app.conftest import ORIGIN, PORT, TestClient
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, until
 from tests.engine.test_model_loop import model_agent
+from tests.engine.test_pieces import DRAFT
 from tests.engine.test_rules import SEND, start
 
 
@@ -200,3 +203,52 @@ def test_the_backoff_between_tries_is_the_retry_policys() -> None:
     assert tries_of(MODEL_CALL_RETRY) == 5 and tries_of(None) is None
     assert next_try(ModelUnavailable("x", retryable=True), attempt=40, policy=None, server="s",
                     now=NOW) is not None  # no limit: tried again
+
+
+async def test_a_pieces_model_call_that_waits_says_so_on_the_pieces_row(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "writer", model_server)
+    model_agent(space, "alpha", model_server)
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    hold = threading.Event()
+    model_server.model.push(
+        Answer.tool_calls(("c1", "delegate", json.dumps({"agent": "alpha", "task": "figures"}))),
+        Answer.error(429, "slow down", headers={"Retry-After": "4"}),
+        Answer.reply("42").held(hold),
+        Answer.reply("draft: 42"))
+    server = "127.0.0.1:" + model_server.base_url.split(":")[2].split("/")[0]
+    set_identity(person="maya@example.com")
+    queue = task_queue(load_identity().machine_id)
+    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
+    here = Bees(Computer.load(), engine=EngineGateway(dev_env.client))
+
+    async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
+        return await delegate_tool_call(here, arguments, env)
+
+    def piece() -> Piece | None:
+        found = record.pieces(item_id)
+        return found[0] if found else None
+
+    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5, delegate=delegate):
+        item_id = await start(dev_env, record, space, "p")
+        seen: list[tuple[str, str | None]] = []
+        for _ in range(600):  # the piece's first try is refused for 4 s; its second is held
+            found = piece()
+            if found is not None and (found.status, found.reason) not in seen:
+                seen.append((found.status, found.reason))
+            if found is not None and found.reason and found.reason.startswith("retrying"):
+                break
+            await asyncio.sleep(0.05)
+        waiting = [reason for status, reason in seen if status == PieceStatus.WAITING
+                   and reason is not None]  # (a new piece waits for its pick, no reason)
+        assert len(waiting) == 1
+        assert re.fullmatch(rf"rate limited by {re.escape(server)} until "
+                            r"(\d{4}-\d\d-\d\d )?\d\d:\d\d", waiting[0])
+        assert seen[-1] == (PieceStatus.RUNNING, "retrying model call, try 2 of 5")
+        assert record.item(item_id).status_text == "running"  # the stage waits on its piece
+        hold.set()
+        assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    found = piece()
+    assert found is not None and (found.status, found.reason) == (PieceStatus.FINISHED, None)
