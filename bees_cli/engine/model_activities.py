@@ -50,7 +50,14 @@ from bees_cli.engine.model_models import (
 )
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
-from bees_cli.errors import BeesError, ModelError, ModelRateLimited, Refused, UserError
+from bees_cli.errors import (
+    BeesError,
+    ModelError,
+    ModelRateLimited,
+    NotFound,
+    Refused,
+    UserError,
+)
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import PieceStatus
 from bees_cli.record.states import Status, WaitKind
@@ -338,7 +345,10 @@ class ModelActivities:
         if attempt <= 1:
             return None
         if context.piece is None:
-            stored = self.record.item(context.item_id, with_input=False).model_retry
+            try:
+                stored = self.record.item(context.item_id, with_input=False).model_retry
+            except NotFound:  # the record was replaced meanwhile: set_state ignores it too
+                stored = None
             if stored is not None and stored.get("try_number") == attempt:
                 return ModelRetry.model_validate({**stored, "until": None})
         return ModelRetry(why="interrupted", server=server, try_number=attempt,
