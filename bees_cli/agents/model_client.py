@@ -128,6 +128,14 @@ def display_url(url: str) -> str:
     return f"{parsed.scheme}://{host}{port}{parsed.path}"
 
 
+def server_name(base_url: str) -> str:
+    """Return the model's server as a waiting item names it: the host and port of
+    ``base_url`` (``127.0.0.1:8080``, ``api.openai.com`` when the URL gives no port)."""
+    parsed = httpx.URL(base_url)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    return host if parsed.port is None else f"{host}:{parsed.port}"
+
+
 def retry_after_seconds(value: str | None, now: datetime) -> float | None:
     """Read a ``Retry-After`` header: seconds, or an HTTP date (counted from ``now``).
 

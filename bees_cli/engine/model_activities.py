@@ -4,7 +4,10 @@ Each model reply is appended to the stage's transcript (``RUN/logs/STAGE.transcr
 before the activity completes; a retried call for the same round, attempt and turn answers
 from there, so a reply is never paid for twice (issue 13, point 2). Model errors become
 Temporal's retry: ``ApplicationError`` non-retryable unless the error is, waiting the
-server's ``Retry-After`` (one retry layer; the client itself tries once).
+server's ``Retry-After`` (one retry layer; the client itself tries once). A call that will
+be tried again says so in the record before it raises (``waiting: rate limited by SERVER
+until 14:05``, ``waiting: retrying model call, try 2 of 5``), its next try while it runs
+(``running: retrying model call, try 2 of 5``), and an answer clears it (issue 23, point 7).
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy as TemporalRetry
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from bees_cli.agents.chat_wire import ChatResponse, Message, ToolDef
 from bees_cli.agents.model_steps import (
@@ -46,12 +50,22 @@ from bees_cli.engine.model_models import (
 )
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
-from bees_cli.errors import BeesError, ModelError, Refused, UserError
+from bees_cli.errors import (
+    BeesError,
+    ModelError,
+    ModelRateLimited,
+    NotFound,
+    Refused,
+    UserError,
+)
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.pieces import PieceStatus
+from bees_cli.record.states import Status, WaitKind
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.record.views import ModelRetry
     from bees_cli.workspace.models import ModelRunner
 
 ANSWER_FILE = "answer.md"
@@ -86,10 +100,55 @@ def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> 
 
 
 def as_application_error(error: ModelError) -> ApplicationError:
-    """Return ``error`` as Temporal's retry reads it (retryable or not, Retry-After)."""
+    """Return ``error`` as Temporal's retry reads it (retryable or not, Retry-After); a
+    rate limit is benign (an expected wait, not logged as a failure)."""
     delay = None if error.retry_after is None else timedelta(seconds=error.retry_after)
+    benign = isinstance(error, ModelRateLimited) and error.retryable
     return ApplicationError(str(error), type=type(error).__name__,
-                            non_retryable=not error.retryable, next_retry_delay=delay)
+                            non_retryable=not error.retryable, next_retry_delay=delay,
+                            category=ApplicationErrorCategory.BENIGN if benign
+                            else ApplicationErrorCategory.UNSPECIFIED)
+
+
+def tries_of(policy: TemporalRetry | None) -> int | None:
+    """Return the tries in all a retry policy allows (None: no limit)."""
+    return policy.maximum_attempts if policy is not None and policy.maximum_attempts > 0 \
+        else None
+
+
+def backoff(policy: TemporalRetry | None, attempt: int) -> float:
+    """Return the seconds Temporal waits after failed try ``attempt`` (1 first) when the
+    error names no delay: ``initial × coefficient^(attempt-1)``, at most the maximum
+    interval (Temporal's default: 100 × initial)."""
+    policy = policy or TemporalRetry()
+    initial = policy.initial_interval.total_seconds()
+    most = (policy.maximum_interval.total_seconds() if policy.maximum_interval is not None
+            else 100 * initial)
+    return float(min(initial * policy.backoff_coefficient ** (attempt - 1), most))
+
+
+def next_try(error: ModelError, *, attempt: int, policy: TemporalRetry | None, server: str,
+             now: datetime) -> ModelRetry | None:
+    """Return the wait of a model call whose try ``attempt`` failed with ``error``: the
+    next try, when it starts and why; None when no try follows (the error is not
+    retryable, or that was the last try).
+
+    Args:
+        error: the try's error (``retry_after``: the server's Retry-After, seconds).
+        attempt: the try that failed (Temporal's activity attempt, 1 first).
+        policy: the activity's retry policy (tries in all, backoff).
+        server: the model's server (:func:`~bees_cli.agents.model_client.server_name`).
+        now: this computer's clock (aware).
+    """
+    from bees_cli.record.views import ModelRetry
+
+    tries = tries_of(policy)
+    if not error.retryable or (tries is not None and attempt >= tries):
+        return None
+    delay = error.retry_after if error.retry_after is not None else backoff(policy, attempt)
+    return ModelRetry(why="rate_limited" if isinstance(error, ModelRateLimited)
+                      else "unavailable", server=server, try_number=attempt + 1, tries=tries,
+                      until=format_utc(now + timedelta(seconds=delay)), error=str(error))
 
 
 def attachments(context: TurnContext, names: list[str]) -> dict[str, str]:
@@ -173,10 +232,13 @@ class ModelActivities:
             ApplicationError: the call failed (see :func:`as_application_error`).
         """
         from bees_cli.agents.eligibility import find_stage
-        from bees_cli.agents.model_client import ModelClient, RetryPolicy
+        from bees_cli.agents.model_client import ModelClient, RetryPolicy, server_name
+        from bees_cli.engine.model_loop import MODEL_CALL_RETRY
         from bees_cli.workspace.models import ModelRunner
 
         context = call.context
+        info = activity.info()
+        policy = info.retry_policy or MODEL_CALL_RETRY  # a test server may not send it
         snapshot = await asyncio.to_thread(self._snapshot, context)
         spec = find_stage(snapshot, context.stage)
         agent = snapshot.agents[context.agent]
@@ -185,7 +247,8 @@ class ModelActivities:
         kind = "work" if context.piece is not None else spec.kind  # a piece answers, not judges
         review, json_mode = kind == "review", runner.tool_mode == "json"
         path = transcript_path(context.run_folder, _named(context))
-        await asyncio.to_thread(self._started, context)
+        server = server_name(runner.model.base_url)
+        await asyncio.to_thread(self._start_try, context, info.attempt, policy, server)
         entries = await asyncio.to_thread(transcript_lines, path)
         called = {e["tool"] for e in entries if e.get("kind") == "tool"
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
@@ -218,6 +281,10 @@ class ModelActivities:
                             final=set(runner.required_tools) <= called),
                         max_tokens=runner.max_reply_tokens))
             except ModelError as error:
+                wait = next_try(error, attempt=info.attempt, policy=policy, server=server,
+                                now=utc_now())
+                if wait is not None:
+                    await asyncio.to_thread(self._shown, self._waits, context, wait)
                 raise as_application_error(error) from None
             response, seconds, from_transcript = done.response, time.monotonic() - started, False
             if call.turn == 1:
@@ -231,6 +298,8 @@ class ModelActivities:
                 model=runner.model.name, cost=None if runner.model.prices is None
                 else runner.model.prices.cost(response.usage.prompt_tokens,
                                               response.usage.completion_tokens)))
+        if info.attempt > 1:
+            await asyncio.to_thread(self._shown, self._answered, context)
         read = read_step(response, review=review, json_mode=json_mode, offered=offered,
                          turn=call.turn)
         folder = work_folder(context.run_folder, context.stage, context.piece)
@@ -260,11 +329,83 @@ class ModelActivities:
             (folder / "verdict.json").write_text(
                 json.dumps({"verdict": verdict, "comments": comments}), encoding="utf-8")
 
-    def _started(self, context: TurnContext) -> None:
-        if context.piece is not None:  # a piece's row says it runs (piece_activities.py)
+    def _start_try(self, context: TurnContext, attempt: int, policy: TemporalRetry | None,
+                   server: str) -> None:
+        """Say that try ``attempt`` of the model call runs (a retry: which one)."""
+        self._started(context, self._retrying(context, attempt=attempt, policy=policy,
+                                              server=server))
+
+    def _retrying(self, context: TurnContext, *, attempt: int, policy: TemporalRetry | None,
+                  server: str) -> ModelRetry | None:
+        """Return the retry a try ``attempt`` over 1 is (None for a first try): the wait the
+        failed try wrote, now running, or ``interrupted`` when none was written (its worker
+        stopped mid-call)."""
+        from bees_cli.record.views import ModelRetry
+
+        if attempt <= 1:
+            return None
+        if context.piece is None:
+            try:
+                stored = self.record.item(context.item_id, with_input=False).model_retry
+            except NotFound:  # the record was replaced meanwhile: set_state ignores it too
+                stored = None
+            if stored is not None and stored.get("try_number") == attempt:
+                return ModelRetry.model_validate({**stored, "until": None})
+        return ModelRetry(why="interrupted", server=server, try_number=attempt,
+                          tries=tries_of(policy))
+
+    def _shown(self, write: Callable[..., None], context: TurnContext,
+               *args: Any) -> None:
+        """Run ``write`` (what the record shows of a model call's retry); a record that cannot
+        be written is logged, never raised: the retry and its delay must reach Temporal."""
+        try:
+            write(context, *args)
+        except Exception:  # noqa: BLE001 - what is shown must not cost the server's wait
+            activity.logger.warning("could not show a model call's retry in the record",
+                                    exc_info=True)
+
+    def _waits(self, context: TurnContext, wait: ModelRetry) -> None:
+        """Say that the model call waits for its next try: the item ``waiting`` (wait kind
+        ``model``, the retry beside the reason) while it still runs this stage; for a
+        piece, its row ``waiting`` with the reason."""
+        words = wait.words(utc_now())
+        if context.piece is not None:
+            self._piece_shows(context, PieceStatus.WAITING, words)
             return
-        self.record.set_state(context.item_id, status="running", stage=context.stage,
-                              agent=context.agent)
+        self.record.set_state(context.item_id, status=Status.WAITING, stage=context.stage,
+                              reason=words, agent=context.agent, wait=WaitKind.MODEL,
+                              model_retry=wait.model_dump(mode="json"),
+                              only_if=frozenset({Status.RUNNING}))
+
+    def _answered(self, context: TurnContext, *_: Any) -> None:
+        """Clear a retry once the model answered: the item (or piece) plainly ``running``."""
+        if context.piece is not None:
+            self._piece_shows(context, PieceStatus.RUNNING, None)
+            return
+        row = self.record.item(context.item_id, with_input=False)
+        if row.model_retry is not None:
+            self.record.set_state(context.item_id, status=Status.RUNNING, stage=context.stage,
+                                  agent=context.agent, only_if=frozenset({Status.RUNNING}))
+
+    def _piece_shows(self, context: TurnContext, status: PieceStatus, reason: str | None) -> None:
+        """Show a piece's model call waiting or retried on its row, while the piece lives."""
+        assert context.piece is not None
+        row = self.record.piece(context.item_id, context.stage, context.piece)
+        if row is None or not row.live or (row.status, row.reason) == (status, reason):
+            return
+        self.record.update_piece(context.item_id, context.stage, context.piece, status=status,
+                                 reason=reason)
+
+    def _started(self, context: TurnContext, retry: ModelRetry | None = None) -> None:
+        if context.piece is not None:  # a piece's row says it runs (piece_activities.py)
+            if retry is not None:
+                self._shown(self._piece_shows, context, PieceStatus.RUNNING,
+                            retry.words(utc_now()))
+            return
+        self.record.set_state(
+            context.item_id, status="running", stage=context.stage, agent=context.agent,
+            reason=None if retry is None else retry.words(utc_now()),
+            model_retry=None if retry is None else retry.model_dump(mode="json"))
         self.record.add_event(
             context.item_id, key=f"{context.stage}:{context.round}:started:{context.attempt}",
             kind="stage_started", stage=context.stage, round=context.round,

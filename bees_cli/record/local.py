@@ -64,7 +64,7 @@ __all__ = ["ACTIVE_STATUSES", "END_STATUSES", "NOT_RUNNING", "SLOT_KEEPING_STATU
            "item_journal", "now_utc", "open_record"]
 
 SHOWN_COLUMNS = ("id", "process", "title", "workspace", "run_folder", "stage", "status",
-                 "reason", "agent", "since", "created", "wait", "created_on")
+                 "reason", "agent", "since", "created", "wait", "created_on", "model_retry")
 """The ``items`` columns a command that shows items reads: every one but ``input``."""
 
 NOT_RUNNING = NOT_RUNNING_TEXT
@@ -81,6 +81,8 @@ class ItemRow:
     writer stored, else the one its status implies
     (:func:`~bees_cli.record.states.wait_kind`); None when it does not wait, or when a
     ``waiting`` row's writer did not say (rows written before version 2 of the record).
+    ``model_retry`` is the model call that waits for its next try or is tried again
+    (version 11; :class:`~bees_cli.record.views.ModelRetry` as JSON), beside its ``reason``.
     """
 
     id: str
@@ -99,13 +101,19 @@ class ItemRow:
     created_on: str | None = None
     """The computer that created the item, when another one did and handed it over (version
     7); None: this computer."""
+    model_retry: dict[str, Any] | None = None
+    """The model call of its stage that waits for its next try, or is tried again (version
+    11): ``why``, ``server``, ``try_number``, ``tries``, ``until``, ``error``; None otherwise."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ItemRow:
-        """Return the item of one ``items`` row (``status`` and ``wait`` as enum members)."""
+        """Return the item of one ``items`` row (``status`` and ``wait`` as enum members,
+        ``model_retry`` read from its JSON)."""
         data = dict(row)
         data["status"] = Status(data["status"])
         data["wait"] = wait_kind(data["status"], data.get("wait"))
+        retry = data.get("model_retry")
+        data["model_retry"] = json.loads(retry) if retry else None
         return cls(**data)
 
     @property
@@ -132,6 +140,7 @@ class ItemRow:
             "since": self.since,
             "created": self.created,
             "created_on": self.created_on,
+            "model_retry": self.model_retry,
         }
 
 
@@ -295,14 +304,16 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
         with self._connect() as db:
             db.execute(
                 "UPDATE items SET input = ?, run_folder = ?, stage = ?, status = ?,"
-                " reason = NULL, agent = NULL, wait = NULL, since = ? WHERE id = ?",
+                " reason = NULL, agent = NULL, wait = NULL, model_retry = NULL, since = ?"
+                " WHERE id = ?",
                 (input, run_folder, stage, str(Status.PENDING), at, item_id))
 
     def set_state(self, item_id: str, *, status: Status | str, stage: str | None = None,
                   reason: str | None = None, agent: str | None = None,
                   only_if: frozenset[Status] | frozenset[str] | None = None,
-                  wait: WaitKind | None = None) -> None:
-        """Set the item's status (and stage, reason, agent, wait kind).
+                  wait: WaitKind | None = None,
+                  model_retry: dict[str, Any] | None = None) -> None:
+        """Set the item's status (and stage, reason, agent, wait kind, model retry).
 
         ``since`` moves only when the status, stage, reason, agent or wait kind changed.
 
@@ -315,6 +326,8 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             only_if: change nothing unless the current status is one of these.
             wait: why it waits (for ``waiting`` and the statuses that wait for a person),
                 else None. Decisions read this, never ``reason``.
+            model_retry: the model call that waits for its next try or is tried again, as
+                machine values beside ``reason`` (``ModelRetry`` as JSON), else None.
 
         Raises:
             ValueError: ``status`` is not a :class:`Status` value.
@@ -323,22 +336,22 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
         at = now_utc()
         with self._connect() as db:
             row = db.execute(
-                "SELECT stage, status, reason, agent, wait FROM items WHERE id = ?", (item_id,)
-            ).fetchone()
+                "SELECT stage, status, reason, agent, wait, model_retry FROM items WHERE id = ?",
+                (item_id,)).fetchone()
             if row is None:
                 return
             if only_if is not None and row["status"] not in only_if:
                 return
             new_stage = stage if stage is not None else row["stage"]
             new_wait = None if wait is None else str(wait)
-            if (row["stage"], row["status"], row["reason"], row["agent"], row["wait"]) == (
-                new_stage, status, reason, agent, new_wait
-            ):
+            retry = None if model_retry is None else json.dumps(model_retry, sort_keys=True)
+            if (row["stage"], row["status"], row["reason"], row["agent"], row["wait"],
+                    row["model_retry"]) == (new_stage, status, reason, agent, new_wait, retry):
                 return
             db.execute(
                 "UPDATE items SET stage = ?, status = ?, reason = ?, agent = ?, wait = ?,"
-                " since = ? WHERE id = ?",
-                (new_stage, str(status), reason, agent, new_wait, at, item_id),
+                " model_retry = ?, since = ? WHERE id = ?",
+                (new_stage, str(status), reason, agent, new_wait, retry, at, item_id),
             )
 
     def add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,

@@ -18,9 +18,11 @@ class PieceStatus(StrEnum):
     """Where a piece is (a closed set; the ``reason`` beside it is for people)."""
 
     WAITING = "waiting"
-    """Not running yet: its eligibility check or its agent's slot waits (re-checked every 15 s)."""
+    """Not running yet: its eligibility check or its agent's slot waits (re-checked every 15 s);
+    or its model call waits for its next try (``reason``: ``rate limited by SERVER until
+    14:05``, ``retrying model call, try 2 of 5``)."""
     RUNNING = "running"
-    """Its agent works."""
+    """Its agent works (``reason``, when set: it tries a failed model call again)."""
     FINISHED = "finished"
     """Its agent finished: ``result`` holds its answer and files."""
     FAILED = "failed"

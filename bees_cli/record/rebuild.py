@@ -105,7 +105,8 @@ def mark_lost(record: LocalRecord, row: ItemRow) -> bool:
         db.execute("BEGIN IMMEDIATE")
         try:
             cursor = db.execute(
-                "UPDATE items SET status = ?, reason = ?, wait = NULL, since = ?"
+                "UPDATE items SET status = ?, reason = ?, wait = NULL, model_retry = NULL,"
+                " since = ?"
                 " WHERE id = ? AND status = ? AND since = ?",
                 (str(Status.LOST), LOST_TEXT, now, row.id, str(row.status), row.since))
             if cursor.rowcount == 0:

@@ -6,7 +6,8 @@ a file made then becomes version 1 unchanged). Each later version only adds (a c
 table, an index; version 6 rewrote stored times as :func:`bees_cli.utc.format_utc` text): a
 file keeps its rows. Version 7 adds where a handed-over fact and item came from
 (:mod:`bees_cli.record.story`); version 9 indexes what ``bees status`` reads
-(:mod:`bees_cli.record.listing`).
+(:mod:`bees_cli.record.listing`); version 11 keeps a model call's retry beside the reason
+(:class:`~bees_cli.record.views.ModelRetry`).
 Opening a file runs the pending migrations in one transaction; a file from a newer Bees
 (a version this code does not know) is refused, never guessed at (STYLE.md, habit 21).
 A new value of a closed set stored here (a ``Status``, a ``WaitKind``) is a migration too,
@@ -292,7 +293,14 @@ V10 = Migration(10, "pieces: work an agent handed to another agent inside its st
 ))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10)
+V11 = Migration(11, "a model call that waits for its next try (issue 23, point 7): items.wait "
+                "may be 'model' (a new value of a closed set), and items.model_retry holds "
+                "which try, of how many, until when and why (JSON; NULL otherwise)", (
+    "ALTER TABLE items ADD COLUMN model_retry TEXT",
+))
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

@@ -22,7 +22,7 @@ class Status(StrEnum):
     """Eligibility failed, its agent is busy, its owner claim is not settled: ``reason`` says
     why, :class:`WaitKind` says which."""
     RUNNING = "running"
-    """A stage runs."""
+    """A stage runs (``reason``, when set: it tries a failed model call again)."""
     WAITING_FOR_APPROVAL = "waiting for approval"
     """A held action or a finished stage waits for a person's approval (``reason``: what)."""
     FAILED = "failed"
@@ -62,6 +62,10 @@ class WaitKind(StrEnum):
     """A person's approval (``bees approve`` / ``bees deny``)."""
     PERSON = "person"
     """A person's retry or accept (a failed stage, the review limit)."""
+    MODEL = "model"
+    """A model call of its stage waits for its next try: the model's server asked to slow
+    down (HTTP 429, its ``Retry-After`` honoured) or could not answer (HTTP 5xx, a timeout);
+    the engine tries again by itself (``items.model_retry`` says when and which try)."""
 
 
 ACTIVE_STATUSES: frozenset[Status] = frozenset({Status.PENDING, Status.STARTING, Status.RUNNING})
@@ -123,13 +127,14 @@ NOT_STARTED_WAITS: frozenset[WaitKind] = frozenset({
 """Waits of an item whose run was never started here (no owner claim yet, or not ours)."""
 
 _WITH_REASON = frozenset({Status.WAITING, Status.FAILED, Status.WAITING_FOR_APPROVAL,
-                          Status.LOST})
+                          Status.LOST, Status.RUNNING})
 
 
 def status_text(status: str, reason: str | None) -> str:
     """Return an item's status as people read it, the one place that words it.
 
-    ``waiting: REASON``, ``failed: REASON``, ``waiting for approval: WHAT``;
+    ``waiting: REASON``, ``failed: REASON``, ``waiting for approval: WHAT``; ``running``,
+    or ``running: retrying model call, try 2 of 5`` while a model call is tried again;
     ``waiting: the engine is not running (bees run)`` for ``pending``;
     ``free, restarts at STAGE`` for a relinquished item; ``lost: the engine's database was
     replaced`` for an item whose run the engine lost; else the status itself.

@@ -121,6 +121,55 @@ def decisions_words(decisions: Sequence[QueuedDecision], now: datetime, *,
     """Return the words of an item's queued decisions (:meth:`QueuedDecision.words`), ``; ``
     between two."""
     return "; ".join(decision.words(now, coarse=coarse) for decision in decisions)
+ModelRetryWhy = Literal["rate_limited", "unavailable", "interrupted"]
+"""Why a model call's last try gave no answer: ``rate_limited`` (HTTP 429), ``unavailable``
+(HTTP 5xx or 408, a timeout, no connection), ``interrupted`` (its worker stopped mid-call)."""
+
+
+def clock_words(when: datetime, now: datetime) -> str:
+    """Return the local time ``when`` as a person reads it beside ``now``: ``14:05`` on the
+    same local day, ``2026-12-02 14:05`` otherwise (both aware; shown in this computer's
+    time zone)."""
+    local = when.astimezone()
+    if local.date() == now.astimezone().date():
+        return local.strftime("%H:%M")
+    return local.strftime("%Y-%m-%d %H:%M")
+
+
+class ModelRetry(BaseModel):
+    """A model call of the item's stage that waits for its next try, or whose next try runs
+    (issue 23, point 7); the engine tries it again by itself, up to ``tries`` in all.
+
+    Written by the model call's activity beside the item's reason, and cleared once the call
+    answers (or the stage ends)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    why: ModelRetryWhy
+    """Why the last try gave no answer (:data:`ModelRetryWhy`)."""
+    server: str
+    """The model's server: the host and port of its base URL (``127.0.0.1:8080``)."""
+    try_number: int
+    """The try that waits (or runs), the first being 1."""
+    tries: int | None
+    """Tries in all before the stage fails; None: no limit."""
+    until: UtcTime | None = None
+    """When the next try starts (the server's ``Retry-After``, or the backoff between tries);
+    None once it runs."""
+    error: str | None = None
+    """What the last try got, one line (the server's URL and words, never a key)."""
+
+    def words(self, now: datetime) -> str:
+        """Return the reason people read: ``rate limited by 127.0.0.1:8080 until 14:05``
+        while a rate-limited call waits, else ``retrying model call, try 3 of 5``.
+
+        Args:
+            now: the clock ``until`` is shown beside (aware), for its date.
+        """
+        if self.why == "rate_limited" and self.until is not None:
+            return f"rate limited by {self.server} until {clock_words(parse_utc(self.until), now)}"
+        of = f" of {self.tries}" if self.tries else ""
+        return f"retrying model call, try {self.try_number}{of}"
 
 
 class ItemView(BaseModel):
@@ -150,6 +199,9 @@ class ItemView(BaseModel):
     """Decisions a person gave while ``bees run`` was down, that it delivers when it starts
     (issue 23, point 2); while every request that waited is answered by one, ``wait`` is
     ``engine_not_running``."""
+    model_retry: ModelRetry | None = None
+    """A model call of its stage that waits for its next try, or is tried again: which try,
+    of how many, until when and why (the text view words it in ``reason``)."""
 
 
 class ModelUsage(BaseModel):

@@ -114,13 +114,15 @@ def is_idle(record: LocalRecord) -> bool:
     An item waiting for its owner claim because Bees Cloud was unreachable
     (``WaitKind.CLAIM_PENDING``) is not idle either: ``bees run`` tries the claim again
     every 15 s (issue 11, point 5; :func:`claim_wait_line` says so). Nor is an item whose
-    handover waits for Bees Cloud to release it (``WaitKind.RELEASE_PENDING``).
+    handover waits for Bees Cloud to release it (``WaitKind.RELEASE_PENDING``), nor one whose
+    model call waits for its next try (``WaitKind.MODEL``: the engine tries it again by
+    itself, an hour later if the model's server asks so; issue 23, point 7).
     """
     if record.queued_controls():
         return False
     return not any(row.status in ACTIVE_STATUSES
                    or row.wait in (WaitKind.ENGINE_NOT_RUNNING, WaitKind.CLAIM_PENDING,
-                                   WaitKind.RELEASE_PENDING)
+                                   WaitKind.RELEASE_PENDING, WaitKind.MODEL)
                    for row in record.items())
 
 

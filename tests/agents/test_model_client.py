@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from bees_cli.agents.chat_wire import FunctionDef, Message, ResponseFormat, ToolDef
-from bees_cli.agents.model_client import Completion, ModelClient, RetryPolicy
+from bees_cli.agents.model_client import Completion, ModelClient, RetryPolicy, server_name
 from bees_cli.errors import (
     ModelAnswerInvalid,
     ModelContextExceeded,
@@ -449,3 +449,14 @@ async def test_the_key_never_appears(model_server: ScriptedServer,
     # the key did travel, in the one place it belongs
     assert {r.headers["authorization"] for r in model_server.model.received} == {f"Bearer {KEY}"}
 
+
+
+@pytest.mark.parametrize(("base_url", "name"), [
+    ("http://127.0.0.1:8080/v1", "127.0.0.1:8080"),
+    ("https://api.openai.com/v1", "api.openai.com"),
+    ("http://[::1]:11434/v1?x=1", "[::1]:11434"),
+    ("http://user:secret@models.example:9000/v1", "models.example:9000"),
+])
+def test_a_waiting_item_names_the_models_server_by_host_and_port(base_url: str,
+                                                                   name: str) -> None:
+    assert server_name(base_url) == name

@@ -12,7 +12,7 @@ from bees_cli.app.security import Guard
 from bees_cli.app.server import create_app
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
-from bees_cli.record.states import Status
+from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases import Bees
 from bees_cli.utc import display_utc, parse_utc
 from tests.app.conftest import ORIGIN, TestClient, buttons, version
@@ -237,3 +237,29 @@ def test_the_list_says_when_bees_run_is_not_running(
     assert client.get("/items").text.count(shown) == 1
     note_worker(computer.data_dir, "127.0.0.1:7233", "bees")  # this process: alive
     assert "bees run is not running" not in client.get("/items").text
+
+
+def test_a_model_call_that_waits_shows_why_in_the_list_and_on_the_item_page(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    # issue 23, point 7: as the model call's activity writes it (tests/engine/test_model_waits)
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    record.set_state(ITEM, status=Status.WAITING, stage="Draft", agent="writer",
+                     reason="rate limited by 127.0.0.1:8080 until 14:05", wait=WaitKind.MODEL,
+                     model_retry={"why": "rate_limited", "server": "127.0.0.1:8080",
+                                  "try_number": 2, "tries": 5, "until": "2026-12-01T14:05:00Z",
+                                  "error": "HTTP 429"})
+    html = client.get("/items").text
+    assert cells(html, ITEM)["status"] == "waiting"
+    assert ('<small class="detail" data-field="detail">rate limited by 127.0.0.1:8080 until '
+            '14:05</small>') in html
+    page = client.get(f"/items/{ITEM}").text
+    assert ('<span data-testid="item-status-detail" class="detail"> — rate limited by '
+            '127.0.0.1:8080 until 14:05</span>') in page
+    record.set_state(ITEM, status=Status.RUNNING, stage="Draft", agent="writer",
+                     reason="retrying model call, try 2 of 5")
+    page = client.get(f"/items/{ITEM}").text
+    assert '<span data-testid="item-status" class="status-running">running</span>' in page
+    assert ('<span data-testid="item-status-detail" class="detail"> — retrying model call, '
+            'try 2 of 5</span>') in page
+    assert buttons(page) == ["relinquish", "cancel"]

@@ -59,7 +59,7 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 10
+    assert schema.version(db) == schema.LATEST == 11
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
@@ -68,9 +68,9 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     assert sorted(after) == sorted(before)
     # version 6 rewrites every stored time as format_utc text; nothing else changes
     before = _as_format_utc(before)
-    # version 2 only adds items.wait, version 8 items.created_on (NULL on old rows); every
-    # other value is unchanged
-    assert after["items"] == [{**row, "wait": None, "created_on": None}
+    # version 2 only adds items.wait, version 8 items.created_on, version 11
+    # items.model_retry (NULL on old rows); every other value is unchanged
+    assert after["items"] == [{**row, "wait": None, "created_on": None, "model_retry": None}
                               for row in before["items"]]
     # version 8 adds events.origin and events.computer (NULL: recorded here)
     assert after["events"] == [{**row, "origin": None, "computer": None}
@@ -313,7 +313,8 @@ def test_processes_opening_an_old_file_at_once_migrate_it_once(old_file: Path) -
     assert len(records) == 8
     db = sqlite3.connect(old_file)
     assert schema.version(db) == schema.LATEST
-    assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-2:] == ["wait", "created_on"]
+    assert [r[1] for r in db.execute("PRAGMA table_info(items)")][-3:] == [
+        "wait", "created_on", "model_retry"]
     db.close()
 
 

@@ -47,6 +47,10 @@ def test_the_status_sets() -> None:
     (Status.WAITING, "agent writer is busy", "waiting: agent writer is busy"),
     (Status.WAITING, None, "waiting"),
     (Status.RUNNING, None, "running"),
+    (Status.RUNNING, "retrying model call, try 2 of 5",
+     "running: retrying model call, try 2 of 5"),
+    (Status.WAITING, "rate limited by 127.0.0.1:8080 until 14:05",
+     "waiting: rate limited by 127.0.0.1:8080 until 14:05"),
     (Status.WAITING_FOR_APPROVAL, "mail.send to bob", "waiting for approval: mail.send to bob"),
     (Status.FAILED, "exit 3", "failed: exit 3"),
     (Status.WAITING_FOR_PERSON, "Review asked for changes 3 times", "waiting for a person"),
@@ -64,7 +68,7 @@ def test_status_text(status: Status, reason: str | None, text: str) -> None:
 def test_wait_kinds() -> None:
     assert [k.value for k in WaitKind] == [
         "eligibility", "busy_agent", "engine_not_running", "owned_elsewhere", "claim_pending",
-        "release_pending", "approval", "person"]
+        "release_pending", "approval", "person", "model"]
     assert wait_kind(Status.WAITING, "owned_elsewhere") is WaitKind.OWNED_ELSEWHERE
     assert wait_kind(Status.WAITING, None) is None
     assert wait_kind(Status.PENDING, None) is WaitKind.ENGINE_NOT_RUNNING

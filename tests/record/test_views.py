@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +15,7 @@ from bees_cli.cli.json_schemas import generate
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.record.views import ModelRetry, clock_words
 from tests.conftest import REPO, BeesRunner
 from tests.record.test_events import SAMPLES
 
@@ -131,3 +134,47 @@ def test_a_queued_decision_in_status_and_item_show_json_matches_their_schemas(
     assert re.fullmatch(r"status      approved \(run it again\) by maya@example\.com \S+ ago: "
                         r"delivered when bees run starts; approved by sam@example\.com \S+ "
                         r"ago: delivered when bees run starts", status_line), status_line
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's local time zone is America/New_York for the test."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("new_york")
+def test_a_model_retry_is_worded_in_local_time_with_the_date_when_not_today() -> None:
+    now = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)  # 13:00 in New York
+    assert clock_words(datetime(2026, 12, 1, 19, 5, 59, tzinfo=UTC), now) == "14:05"
+    assert clock_words(datetime(2026, 12, 2, 5, 30, tzinfo=UTC), now) == "2026-12-02 00:30"
+    limited = ModelRetry(why="rate_limited", server="127.0.0.1:8080", try_number=2, tries=5,
+                         until="2026-12-01T19:05:30.123456Z", error="HTTP 429")
+    assert limited.until == "2026-12-01T19:05:30Z"
+    assert limited.words(now) == "rate limited by 127.0.0.1:8080 until 14:05"
+    running = limited.model_copy(update={"until": None})
+    assert running.words(now) == "retrying model call, try 2 of 5"
+    failed = ModelRetry(why="unavailable", server="h", try_number=3, tries=5,
+                        until="2026-12-01T18:00:02Z")
+    assert failed.words(now) == "retrying model call, try 3 of 5"
+    assert failed.model_copy(update={"tries": None}).words(now) == "retrying model call, try 3"
+
+
+def test_a_rows_model_retry_is_kept_beside_its_reason_and_cleared_with_it(
+        tmp_path: Path) -> None:
+    record = LocalRecord(tmp_path / "record.db")
+    record.add_item(id=ITEM, process="p", title="t", workspace="/ws", run_folder="/r",
+                    input="{}", stage="Draft")
+    retry = {"why": "unavailable", "server": "h:1", "try_number": 2, "tries": 5,
+             "until": "2026-12-01T18:00:01Z", "error": "HTTP 500"}
+    record.set_state(ITEM, status=Status.WAITING, reason="retrying model call, try 2 of 5",
+                     wait=WaitKind.MODEL, model_retry=retry)
+    row = record.item(ITEM)
+    assert (row.wait, row.model_retry) == (WaitKind.MODEL, retry)
+    assert row.to_json()["model_retry"] == retry
+    record.set_state(ITEM, status=Status.RUNNING)
+    row = record.item(ITEM)
+    assert (row.status_text, row.wait, row.model_retry) == ("running", None, None)

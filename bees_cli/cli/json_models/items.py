@@ -8,7 +8,7 @@ from pydantic import field_validator
 
 from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, Out, Part
-from bees_cli.record.views import ItemShow, ItemView, QueuedDecision, UtcTime
+from bees_cli.record.views import ItemShow, ItemView, ModelRetry, QueuedDecision, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
     from bees_cli.usecases.models import StatusView
@@ -44,6 +44,9 @@ class StatusItem(Part):
     """Decisions a person gave while ``bees run`` was down, delivered when it starts (issue
     23, point 2); while they answer every request that waited, ``wait`` is
     ``engine_not_running``."""
+    model_retry: ModelRetry | None = None
+    """A model call of its stage that waits for its next try, or is tried again (the text
+    view words it in ``reason``; always null for a team row)."""
 
 
 class StatusWarningOut(Part):
