@@ -3,7 +3,9 @@
 Environment: AGENT_LOG (file to append to); DELEGATE (JSON list of ``[AGENT, TASK, INPUT]``,
 handed out at once, in parallel); ACTIONS (JSON list of ``[ACTION, INPUT]`` run through
 ``bees action``); FAIL (exit 4 with ``no sources`` on stderr); HOLD (a file: inside a piece,
-log ``holding AGENT PIECE`` and wait while it exists). Inside a piece (``BEES_PIECE``)
+log ``holding AGENT PIECE`` and wait while it exists); EXPECT (JSON list, one text per
+delegation: the agent checks each piece's answer and exits 5 with ``wrong answer from AGENT``
+on stderr when one differs or failed). Inside a piece (``BEES_PIECE``)
 it writes ``AGENT.md`` (the task and input) in its folder and prints ``AGENT found: TASK``.
 Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | ERROR``
 (TEXT: the piece's ``text`` from ``--json``; ERROR: the JSON error's message, else the last
@@ -41,6 +43,13 @@ for (name, _, _), proc in zip(asks, running, strict=True):
     last = json.loads(out)["error"]["message"] if proc.returncode and out.strip() else (
         err.strip().splitlines() or [""])[-1]
     write(f"delegate {name} {proc.returncode} {text} | {last}")
+expected = json.loads(os.environ.get("EXPECT", "null"))
+if expected is not None:
+    for (name, _, _), text, want in zip(asks, texts, expected, strict=True):
+        if text != want:
+            write(f"wrong answer from {name}")
+            print(f"wrong answer from {name}: {text!r}, not {want!r}", file=sys.stderr)
+            sys.exit(5)
 for name, data in json.loads(os.environ.get("ACTIONS", "[]")):
     done = subprocess.run(["bees", "action", name, "--input", json.dumps(data)],
                           capture_output=True, text=True, check=False)
