@@ -5,7 +5,9 @@ handed out at once, in parallel); ACTIONS (JSON list of ``[ACTION, INPUT]`` run 
 ``bees action``); FAIL (exit 4 with ``no sources`` on stderr); HOLD (a file: inside a piece,
 log ``holding AGENT PIECE`` and wait while it exists); EXPECT (JSON list, one text per
 delegation: the agent checks each piece's answer and exits 5 with ``wrong answer from AGENT``
-on stderr when one differs or failed). Inside a piece (``BEES_PIECE``)
+on stderr when one differs or failed); DETACH (with DELEGATE: wait only until each piece's
+agent logs ``run AGENT``, then log ``detached`` and end without its answers). Inside a piece
+(``BEES_PIECE``)
 it writes ``AGENT.md`` (the task and input) in its folder and prints ``AGENT found: TASK``.
 Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | ERROR``
 (TEXT: the piece's ``text`` from ``--json``; ERROR: the JSON error's message, else the last
@@ -34,6 +36,14 @@ asks = json.loads(os.environ.get("DELEGATE", "[]"))
 running = [subprocess.Popen(["bees", "delegate", name, "--task", task, "--input",
                              json.dumps(data), "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True) for name, task, data in asks]
+if os.environ.get("DETACH"):
+    while not all(any(line.startswith(f"run {name} ") for line in
+                      Path(log).read_text(encoding="utf-8").splitlines())
+                  for name, _, _ in asks):
+        time.sleep(0.05)
+    write("detached")
+    write(f"end {agent}")
+    sys.exit(0)
 texts = []
 for (name, _, _), proc in zip(asks, running, strict=True):
     out, err = proc.communicate()
