@@ -2,8 +2,8 @@
 workflow that does one piece (issue 14, points 1 and 2), stopped with a relinquish (point 3).
 
 Deterministic like :mod:`~bees_cli.engine.workflows`: imports only ``asyncio``,
-``functools``, ``collections.abc``, ``datetime``, ``temporalio`` and the engine's models (passed through); side
-effects are activities (:mod:`~bees_cli.engine.piece_activities`).
+``functools``, ``collections.abc``, ``datetime``, ``temporalio`` and the engine's models
+(passed through); side effects are activities (:mod:`~bees_cli.engine.piece_activities`).
 """
 
 from __future__ import annotations

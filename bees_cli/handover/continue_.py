@@ -26,8 +26,9 @@ this order, and nothing changes anywhere until the claim:
    the restart stage from the top, with the checkpoint's journal seeded (an action already
    run in that stage is answered from it, not run again), ``previous`` naming the earlier
    stages' folders in the run folder, and attempts numbered after those whose logs or
-   pieces the checkpoint lists (so its pieces get new names); started when ``bees run`` is up (else ``bees run`` starts it): the
-   use case :func:`bees_cli.usecases.handover.continue_item` does that step.
+   pieces the checkpoint lists (so its pieces get new names); started when ``bees run`` is
+   up (else ``bees run`` starts it): the use case
+   :func:`bees_cli.usecases.handover.continue_item` does that step.
 
 Workflow ids: every run of an item keeps the item's id as its workflow id; the continued
 run is started with Temporal's ``ALLOW_DUPLICATE`` reuse policy, which starts it only once
