@@ -75,3 +75,33 @@ async def test_a_late_slot_does_not_bring_a_stopped_piece_back(
     assert row is not None
     assert (row.status, row.reason) == (PieceStatus.STOPPED, "stopped with its run")
     assert record.live_pieces() == {}
+
+
+def test_an_ask_of_a_stage_attempt_that_ended_is_refused(space: Space) -> None:
+    """Once a stage attempt's agent ended, a late ask of that attempt (a ``bees delegate``
+    its agent left behind) starts no piece: the run is stopping the attempt's pieces."""
+    import pytest
+    from temporalio.exceptions import ApplicationError
+
+    from bees_cli.engine.models import ItemInput
+    from bees_cli.engine.piece_models import DelegateAsk
+    from bees_cli.engine.snapshot_store import engine_view
+    from bees_cli.engine.workflows import ItemWorkflow
+
+    space.agent("writer")
+    space.agent("alpha")
+    space.write("processes/p.yaml", DRAFT)
+    run = ItemWorkflow()
+    run._item = ItemInput(item_id=ITEM, title="t", run_folder="/runs/x", snapshot=engine_view(
+        make_snapshot(load_workspace(space.root), "p")))
+    run._state, run._stage, run._agent = "running", "Draft", "writer"
+    ask = DelegateAsk(stage="Draft", round=1, attempt=1, caller_agent="writer", agent="alpha",
+                      task="dig")
+    run._delegate_allowed(ask)  # the attempt runs: allowed
+    run._ended_attempts.add(("Draft", 1, 1))
+    with pytest.raises(ApplicationError) as refused:
+        run._delegate_allowed(ask)
+    assert (refused.value.type, refused.value.message) == (
+        "Refused", "stage Draft (round 1, attempt 1) has ended: its agent is done, so its "
+        "pieces are stopped")
+    run._delegate_allowed(ask.model_copy(update={"attempt": 2}))  # a retry's attempt runs
