@@ -1,18 +1,21 @@
 """A piece that ended stays ended (issue 23, point 3): the check or slot of a piece whose run
 already stopped it (a cancelled activity still finishing in its thread) never writes it back
 to ``running`` or ``waiting``, so an item is never left ``done`` beside a piece that shows
-``running``."""
+``running``; and a stage attempt whose agent ended hands out no new piece."""
 
 from __future__ import annotations
 
+import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from bees_cli.agents.pieces import ask_digest, piece_folder, piece_name, piece_workflow_id
 from bees_cli.agents.snapshot import make_snapshot
-from bees_cli.engine.models import SlotInput
+from bees_cli.engine.models import ItemInput, SlotInput
 from bees_cli.engine.piece_activities import PieceActivities
-from bees_cli.engine.piece_models import PieceInput
-from bees_cli.engine.snapshot_store import keep_snapshot
+from bees_cli.engine.piece_models import DelegateAsk, PieceInput
+from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.workspace.loader import load_workspace
@@ -80,14 +83,6 @@ async def test_a_late_slot_does_not_bring_a_stopped_piece_back(
 def test_an_ask_of_a_stage_attempt_that_ended_is_refused(space: Space) -> None:
     """Once a stage attempt's agent ended, a late ask of that attempt (a ``bees delegate``
     its agent left behind) starts no piece: the run is stopping the attempt's pieces."""
-    import pytest
-    from temporalio.exceptions import ApplicationError
-
-    from bees_cli.engine.models import ItemInput
-    from bees_cli.engine.piece_models import DelegateAsk
-    from bees_cli.engine.snapshot_store import engine_view
-    from bees_cli.engine.workflows import ItemWorkflow
-
     space.agent("writer")
     space.agent("alpha")
     space.write("processes/p.yaml", DRAFT)
