@@ -103,15 +103,16 @@ class PieceActivities:
         assert found.pick is not None and found.pick.agent is not None
         agent = found.pick.agent
         view = engine_view(snapshot).agents[agent]
-        self.record.update_piece(
+        live = self.record.update_live_piece(
             piece.item_id, piece.stage, piece.piece, agent=agent, pick_reason=found.pick.reason,
             status=PieceStatus.RUNNING if view.max_concurrent_runs is None
             else PieceStatus.WAITING, reason=None)
-        self.record.add_event(
-            piece.item_id, key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:pick",
-            kind="piece_picked", stage=piece.stage, round=piece.round,
-            data={"piece": piece.piece, "agent": agent, "reason": found.pick.reason,
-                  "pick": pick})
+        if live is not None:  # a piece its run already stopped stays stopped
+            self.record.add_event(
+                piece.item_id, key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:pick",
+                kind="piece_picked", stage=piece.stage, round=piece.round,
+                data={"piece": piece.piece, "agent": agent, "reason": found.pick.reason,
+                      "pick": pick})
         return PieceCheckOutput(ok=True, agent=agent, pick_reason=found.pick.reason, pick=pick,
                                 folders=dict(found.folders), cap=view.max_concurrent_runs,
                                 loop=view.loop)
@@ -121,8 +122,9 @@ class PieceActivities:
         row = self.record.piece(piece.item_id, piece.stage, piece.piece)
         if row is not None and (row.status, row.reason) == (PieceStatus.WAITING, reason):
             return
-        self.record.update_piece(piece.item_id, piece.stage, piece.piece,
-                                 status=PieceStatus.WAITING, reason=reason)
+        if self.record.update_live_piece(piece.item_id, piece.stage, piece.piece,
+                                         status=PieceStatus.WAITING, reason=reason) is None:
+            return  # it ended: a piece its run already stopped stays stopped
         info = activity.info()
         self.record.add_event(
             piece.item_id, key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:waiting:"
@@ -148,7 +150,7 @@ class PieceActivities:
             cap=ask.cap)
         stage, _, name = ask.stage.partition("/pieces/")
         if granted:
-            await asyncio.to_thread(self.record.update_piece, ask.item_id, stage, name,
+            await asyncio.to_thread(self.record.update_live_piece, ask.item_id, stage, name,
                                     status=PieceStatus.RUNNING, reason=None)
             return SlotOutput(granted=True)
         reason = (f"waiting for agent {ask.agent}: {len(holders)} of {ask.cap} busy "

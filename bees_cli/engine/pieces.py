@@ -2,14 +2,15 @@
 workflow that does one piece (issue 14, points 1 and 2), stopped with a relinquish (point 3).
 
 Deterministic like :mod:`~bees_cli.engine.workflows`: imports only ``asyncio``,
-``functools``, ``datetime``, ``temporalio`` and the engine's models (passed through); side
-effects are activities (:mod:`~bees_cli.engine.piece_activities`).
+``functools``, ``collections.abc``, ``datetime``, ``temporalio`` and the engine's models
+(passed through); side effects are activities (:mod:`~bees_cli.engine.piece_activities`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,6 +25,8 @@ from bees_cli.engine.workflow_policies import (
     RECHECK,
     RELINQUISH_STOPS_PIECES,
     RELINQUISH_STOPS_TOP_DOWN,
+    STAGE_END_GRACE,
+    STAGE_END_STOPS_PIECES,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
     STAGE_TIMEOUT,
@@ -94,6 +97,7 @@ class Delegation:
     _pieces: dict[str, PieceView]
     _relinquish: object | None
     _piece_handles: dict[str, workflow.ChildWorkflowHandle[object, PieceOutput]]
+    _ended_attempts: set[tuple[str, int, int]]
 
     @workflow.update(name=DELEGATE_UPDATE)
     async def delegate(self, ask: DelegateAsk) -> DelegateAnswer:
@@ -158,6 +162,9 @@ class Delegation:
                 ask.stage != self._stage):
             raise refuse(f"stage {ask.stage} is not running (the item is {self._state}"
                          f"{' at ' + self._stage if self._stage else ''})")
+        if (ask.stage, ask.round, ask.attempt) in self._ended_attempts:
+            raise refuse(f"stage {ask.stage} (round {ask.round}, attempt {ask.attempt}) has "
+                         f"ended: its agent is done, so its pieces are stopped")
         snapshot: EngineSnapshot = self._item.snapshot
         if ask.agent not in snapshot.agents:
             names = ", ".join(sorted(snapshot.agents)) or "none"
@@ -201,10 +208,58 @@ class Delegation:
             return [name for name, view in self._pieces.items()
                     if view.status in ("waiting", "running")]
 
-        stopping = live()
-        if not stopping or not workflow.patched(RELINQUISH_STOPS_PIECES):
+        if not live() or not workflow.patched(RELINQUISH_STOPS_PIECES):
             return
-        top_down = workflow.patched(RELINQUISH_STOPS_TOP_DOWN)
+        await self._stop_live(live, top_down=workflow.patched(RELINQUISH_STOPS_TOP_DOWN))
+
+    async def _end_stage_pieces(self, stage: str, round_: int, attempt: int) -> None:
+        """Stop the live pieces of ``stage`` once its agent ended (DESIGN.md, Words: piece;
+        issue 23, point 3): a caller that did not wait for a piece's answer leaves no piece
+        running while the item moves on (an item is never ``done`` with a piece running).
+
+        From now on an ask of that stage attempt (``round_``, ``attempt``) is refused. Since
+        :data:`STAGE_END_STOPS_PIECES`, asked only when the stage ended with live pieces
+        (other histories carry no marker): each gets :data:`STAGE_END_GRACE` to end by
+        itself (a piece whose answer was read, its workflow about to close), then the rest
+        are stopped callers first, each once its child has started, and awaited.
+        """
+        self._ended_attempts.add((stage, round_, attempt))
+
+        def live() -> list[str]:
+            return [name for name, view in self._pieces.items()
+                    if view.stage == stage and view.status in ("waiting", "running")]
+
+        if not live() or not workflow.patched(STAGE_END_STOPS_PIECES):
+            return
+        try:
+            await workflow.wait_condition(lambda: not live(), timeout=STAGE_END_GRACE)
+            return
+        except TimeoutError:
+            pass
+        cancelled: set[str] = set()
+
+        def now() -> list[str]:
+            """The live pieces of the least depth whose child started, not yet cancelled (a
+            piece still being handed out is cancelled once its child has started)."""
+            names = live()
+            if not names:
+                return []
+            depth = min(self._pieces[name].depth for name in names)
+            return [name for name in names if self._pieces[name].depth == depth
+                    and name in self._piece_handles and name not in cancelled]
+
+        while live():
+            for name in now():
+                cancelled.add(name)
+                handle = self._piece_handles[name]
+                if not handle.done():
+                    handle.cancel()
+            await workflow.wait_condition(lambda: not live() or bool(now()))
+
+    async def _stop_live(self, live: Callable[[], list[str]], *, top_down: bool) -> None:
+        """Cancel the pieces ``live()`` names (with ``top_down``, the least deep first) and
+        wait until each has ended, until ``live()`` names none (a relinquish)."""
+        stopping = live()
         while stopping:  # a piece handed out as the others stopped is stopped too
             if top_down:  # callers first: a piece never sees the one it handed out stop
                 depth = min(self._pieces[name].depth for name in stopping)

@@ -48,6 +48,16 @@ RELINQUISH_STOPS_TOP_DOWN = "relinquish-stops-top-down"
 sees a piece it handed out stop and ends its own work on that answer before it is stopped
 itself; marked only when a relinquish finds live pieces."""
 
+STAGE_END_STOPS_PIECES = "stage-end-stops-pieces"
+"""Patch: when a stage's agent ends (finished or failed) with pieces of that stage still live
+(a caller that did not wait for its answer), the run gives them a few seconds to end, then
+stops them, callers first, before the item moves on: an item is never ``done`` while a
+piece runs (issue 23, point 3); marked only when a stage ends with live pieces."""
+
+STAGE_END_GRACE = timedelta(seconds=5)
+"""How long a stage's live pieces get to end by themselves once its agent ended (a piece
+whose answer was read but whose workflow has not closed yet) before they are stopped."""
+
 ELIGIBLE_LOCALLY = "eligible-locally"
 """Patch: a stage's first eligibility check is a local activity in the workflow task that
 schedules the stage (one activity and one workflow task a stage instead of two); a failed

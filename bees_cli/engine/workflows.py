@@ -116,6 +116,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         self._reason: str | None = None
         self._pieces: dict[str, PieceView] = {}  # issue 14: engine/pieces.py
         self._piece_handles = {}  # their child workflows, stopped with a relinquish
+        self._ended_attempts = set()  # stage attempts whose agent ended: asks refused
 
     # -- a person's requests ---------------------------------------------------------------
 
@@ -321,6 +322,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                         RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
                         start_to_close_timeout=SHORT)
             self._stop_if_relinquished()  # the stage finished as the relinquish arrived
+            # a piece its caller did not wait for is stopped: never done with a piece running
+            await self._end_stage_pieces(stage.name, round_, result.attempt)
             memo.attempts[key] = result.attempt + 1
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
             # are in its stage_finished fact, also when its finish is then denied)

@@ -25,9 +25,10 @@ this order, and nothing changes anywhere until the claim:
    (``run`` + 1) under its own title (``RUN/item.json``, else the team's row), starting at
    the restart stage from the top, with the checkpoint's journal seeded (an action already
    run in that stage is answered from it, not run again), ``previous`` naming the earlier
-   stages' folders in the run folder, and attempts numbered after those whose logs the
-   checkpoint lists; started when ``bees run`` is up (else ``bees run`` starts it): the
-   use case :func:`bees_cli.usecases.handover.continue_item` does that step.
+   stages' folders in the run folder, and attempts numbered after those whose logs or
+   pieces the checkpoint lists (so its pieces get new names); started when ``bees run`` is
+   up (else ``bees run`` starts it): the use case
+   :func:`bees_cli.usecases.handover.continue_item` does that step.
 
 Workflow ids: every run of an item keeps the item's id as its workflow id; the continued
 run is started with Temporal's ``ALLOW_DUPLICATE`` reuse policy, which starts it only once
@@ -304,14 +305,26 @@ _LOG_NAME = re.compile(r"^logs/(?P<stage>.+)-r(?P<round>[0-9]+)-a(?P<attempt>[0-
 
 
 def next_attempts(checkpoint: dict[str, Any]) -> dict[str, int]:
-    """``"STAGE:ROUND"`` → one more than the highest attempt whose logs the checkpoint lists,
-    so the continued run's logs never overwrite them."""
+    """``"STAGE:ROUND"`` → one more than the highest attempt whose logs the checkpoint lists
+    or that handed out one of its ``pieces``, so the continued run's logs never overwrite
+    them and its pieces (``rR-aA-pN``, named by the attempt) never take an earlier run's
+    name: a continued stage never reads a piece's end from before the handover, it waits
+    for its pieces' new run (issue 23, point 3; a model agent's stage keeps no log named by
+    its attempt, so without the pieces it would start at attempt 1 again).
+
+    Args:
+        checkpoint: the checkpoint's document: ``files`` (each with its ``path``) and,
+            since format 3, ``pieces`` (each with its ``stage``, ``round`` and ``attempt``).
+    """
     out: dict[str, int] = {}
     for entry in checkpoint.get("files", []):
         found = _LOG_NAME.match(str(entry.get("path", "")))
         if found is not None:
             key = f"{found['stage']}:{int(found['round'])}"
             out[key] = max(out.get(key, 1), int(found["attempt"]) + 1)
+    for piece in checkpoint.get("pieces") or []:
+        key = f"{piece['stage']}:{int(piece['round'])}"
+        out[key] = max(out.get(key, 1), int(piece["attempt"]) + 1)
     return out
 
 

@@ -133,15 +133,7 @@ class PiecesPart(Connected):
         """Insert or replace the piece's row (keyed by item, stage and piece name); the item
         goes to the shared record's outbox, whose run summary names its pieces."""
         with self._connect() as db:
-            db.execute("INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (?, ?)",
-                       (piece.item_id, now_utc()))
-            db.execute(
-                "INSERT OR REPLACE INTO pieces (item_id, stage, piece, round, attempt, seq,"
-                " parent, depth, agent, status, ask_digest, data, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (piece.item_id, piece.stage, piece.piece, piece.round, piece.attempt,
-                 piece.seq, piece.parent, piece.depth, piece.agent, str(piece.status),
-                 piece.ask_digest, piece.model_dump_json(), now_utc()))
+            _write_piece(db, piece)
 
     def update_piece(self, item_id: str, stage: str, name: str, **changes: Any) -> Piece:
         """Change fields of a stored piece (validated by :class:`Piece`); return it.
@@ -154,6 +146,31 @@ class PiecesPart(Connected):
             raise KeyError(f"{item_id}/{stage}/{name}")
         changed = Piece.model_validate({**found.model_dump(mode="json"), **changes})
         self.put_piece(changed)
+        return changed
+
+    def update_live_piece(self, item_id: str, stage: str, name: str,
+                          **changes: Any) -> Piece | None:
+        """Change fields of a piece that has not ended (waiting or running), in one
+        transaction; return it, or None when it ended or is missing (nothing written).
+
+        Why: a piece's check or slot can still be finishing in its thread after the run
+        stopped the piece and recorded it ``stopped``; its write must not make the piece
+        live again, or an item shows ``done`` beside a piece ``running`` for ever (issue 23,
+        point 3). Only the end of a piece moves it out of ``waiting``/``running``.
+        """
+        with self._connect() as db:
+            began = not db.in_transaction  # inside a step: its transaction
+            if began:
+                db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT data FROM pieces WHERE item_id = ? AND stage = ? AND"
+                             " piece = ?", (item_id, stage, name)).fetchone()
+            found = None if row is None else Piece.model_validate(json.loads(row["data"]))
+            changed = None if found is None or not found.live else Piece.model_validate(
+                {**found.model_dump(mode="json"), **changes})
+            if changed is not None:
+                _write_piece(db, changed)
+            if began:
+                db.execute("COMMIT")
         return changed
 
     def piece(self, item_id: str, stage: str, name: str) -> Piece | None:
@@ -194,6 +211,19 @@ class PiecesPart(Connected):
                 " AND status = ? ORDER BY round DESC, attempt DESC, seq DESC LIMIT 1",
                 (item_id, stage, digest, str(PieceStatus.FINISHED))).fetchone()
         return None if row is None else Piece.model_validate(json.loads(row["data"]))
+
+
+def _write_piece(db: sqlite3.Connection, piece: Piece) -> None:
+    """Insert or replace the piece's row and put its item in the shared record's outbox."""
+    db.execute("INSERT OR REPLACE INTO sync_outbox (item_id, origin) VALUES (?, ?)",
+               (piece.item_id, now_utc()))
+    db.execute(
+        "INSERT OR REPLACE INTO pieces (item_id, stage, piece, round, attempt, seq,"
+        " parent, depth, agent, status, ask_digest, data, updated)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (piece.item_id, piece.stage, piece.piece, piece.round, piece.attempt,
+         piece.seq, piece.parent, piece.depth, piece.agent, str(piece.status),
+         piece.ask_digest, piece.model_dump_json(), now_utc()))
 
 
 SUMMARY_PIECES = 10

@@ -3,7 +3,11 @@
 Environment: AGENT_LOG (file to append to); DELEGATE (JSON list of ``[AGENT, TASK, INPUT]``,
 handed out at once, in parallel); ACTIONS (JSON list of ``[ACTION, INPUT]`` run through
 ``bees action``); FAIL (exit 4 with ``no sources`` on stderr); HOLD (a file: inside a piece,
-log ``holding AGENT PIECE`` and wait while it exists). Inside a piece (``BEES_PIECE``)
+log ``holding AGENT PIECE`` and wait while it exists); EXPECT (JSON list, one text per
+delegation: the agent checks each piece's answer and exits 5 with ``wrong answer from AGENT``
+on stderr when one differs or failed); DETACH (with DELEGATE: wait only until each piece's
+agent logs ``run AGENT``, then log ``detached`` and end without its answers). Inside a piece
+(``BEES_PIECE``)
 it writes ``AGENT.md`` (the task and input) in its folder and prints ``AGENT found: TASK``.
 Log lines: ``run AGENT PIECE``, then per delegation ``delegate AGENT EXIT TEXT | ERROR``
 (TEXT: the piece's ``text`` from ``--json``; ERROR: the JSON error's message, else the last
@@ -32,6 +36,14 @@ asks = json.loads(os.environ.get("DELEGATE", "[]"))
 running = [subprocess.Popen(["bees", "delegate", name, "--task", task, "--input",
                              json.dumps(data), "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True) for name, task, data in asks]
+if os.environ.get("DETACH"):
+    while not all(any(line.startswith(f"run {name} ") for line in
+                      Path(log).read_text(encoding="utf-8").splitlines())
+                  for name, _, _ in asks):
+        time.sleep(0.05)
+    write("detached")
+    write(f"end {agent}")
+    sys.exit(0)
 texts = []
 for (name, _, _), proc in zip(asks, running, strict=True):
     out, err = proc.communicate()
@@ -41,6 +53,13 @@ for (name, _, _), proc in zip(asks, running, strict=True):
     last = json.loads(out)["error"]["message"] if proc.returncode and out.strip() else (
         err.strip().splitlines() or [""])[-1]
     write(f"delegate {name} {proc.returncode} {text} | {last}")
+expected = json.loads(os.environ.get("EXPECT", "null"))
+if expected is not None:
+    for (name, _, _), text, want in zip(asks, texts, expected, strict=True):
+        if text != want:
+            write(f"wrong answer from {name}")
+            print(f"wrong answer from {name}: {text!r}, not {want!r}", file=sys.stderr)
+            sys.exit(5)
 for name, data in json.loads(os.environ.get("ACTIONS", "[]")):
     done = subprocess.run(["bees", "action", name, "--input", json.dumps(data)],
                           capture_output=True, text=True, check=False)

@@ -493,6 +493,24 @@ async def _relinquish_pieces(client: Client, record: LocalRecord, space: Space, 
     return item_id
 
 
+async def stage_end_stops_pieces(client: Client, record: LocalRecord, space: Space) -> str:
+    """On the ``stage-end-stops-pieces`` patch (issue 23, point 3): Draft's writer hands a
+    piece to alpha (which holds) and ends without waiting for its answer; after the grace the
+    run stops the piece and waits for it, then → Done."""
+    from tests.engine.test_pieces import DRAFT, piece_agent
+
+    hold = space.root.parent / "hold"
+    hold.touch()
+    piece_agent(space, "writer", DELEGATE=[["alpha", "figures", {}]], DETACH="1")
+    piece_agent(space, "alpha", HOLD=str(hold))
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    assert [p.status for p in record.pieces(item_id)] == ["stopped"]
+    hold.unlink()
+    return item_id
+
+
 Scenario = Callable[[Client, LocalRecord, Space], Awaitable[str]]
 Skipping = Callable[[WorkflowEnvironment, LocalRecord, Space], Awaitable[str]]
 SCENARIOS: dict[str, Scenario] = {
@@ -511,6 +529,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_stops_pieces_top_down": relinquish_pieces_top_down,
     "eligible_locally_work_review_done": plain,
     "denial_answers_a_retried_ask": denial_answers_retry,
+    "stage_end_stops_pieces": stage_end_stops_pieces,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

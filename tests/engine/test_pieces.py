@@ -133,3 +133,27 @@ async def test_a_pieces_send_on_an_approval_stage_is_held_and_approved(
     assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
     assert addon_log.read_text().splitlines() == ['mail.send {"to": "team"}']
     assert "mail.send 0" in log_lines(space)
+
+
+async def test_a_stage_that_ends_stops_its_pieces_before_the_item_moves_on(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        worker: Worker, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 23, point 3: a caller that ends without waiting for its piece (here the stage's
+    writer) leaves no piece running: the stage's live pieces are stopped before the item
+    moves on, so it is never ``done`` while a piece runs."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    piece_agent(space, "writer", DELEGATE=[["alpha", "figures", {}]], DETACH="1")
+    piece_agent(space, "alpha", HOLD=str(hold))
+    space.write("processes/p.yaml", DRAFT.format(approval="none"))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "done")
+    pieces = [(p.named, p.status, p.reason) for p in record.pieces(item_id)]
+    assert (row.stage, pieces) == ("Done", [("alpha", PieceStatus.STOPPED,
+                                             "stopped with its run")])
+    assert record.live_pieces() == {}
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    lines = log_lines(space)
+    assert lines[:2] == ["run writer -", f"run alpha {record.pieces(item_id)[0].piece}"]
+    assert "detached" in lines and not any(ln.startswith("end alpha") for ln in lines)
+    hold.unlink()

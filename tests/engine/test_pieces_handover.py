@@ -24,6 +24,7 @@ from bees_cli.engine.handover_models import RELINQUISH_UPDATE, HandoverOutput
 from bees_cli.engine.models import PersonInput
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import PieceResult, PieceStatus
+from tests.agents.model_server import Answer, serve
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import Space
 from tests.engine.test_handover_e2e import machine, wait_for
@@ -214,3 +215,102 @@ async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinis
         for computer in (laptop, desktop):
             computer.stop()
     assert "never retrieved" not in (laptop.home / "run.log").read_text()
+
+
+
+def write_deep_workspace(root: Path, log: Path, hold: Path, model_url: str) -> Path:
+    """Draft's writer (a model agent) hands ``dig`` to alpha, a command agent whose piece
+    hands ``deeper`` to gamma (depth 2, held while ``hold`` exists) and checks gamma's answer
+    (else exits 5)."""
+    files = {
+        "bees.yaml": "name: maya-space\nrun_folder: shared\n",
+        "folders/shared.yaml": "description: run folders, synced between computers\n",
+        "processes/weekly-report.yaml": PROCESS,
+        "agents/writer.yaml": (f"instructions: writer\nrunner:\n  model:\n"
+                               f"    base_url: {model_url}\n    name: scripted\n"),
+        "agents/alpha.yaml": agent(log, hold.with_name("never"),
+                                   DELEGATE=[["gamma", "deeper", {}]],
+                                   EXPECT=["gamma found: deeper"]),
+        "agents/gamma.yaml": agent(log, hold),
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+async def test_a_continued_stage_waits_for_the_new_run_of_its_pieces_never_the_old_end(
+        dev_env: WorkflowEnvironment, tmp_path: Path, team: Team,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, point 3: relinquished while a depth-2 piece runs, continued on a second
+    computer: every caller there gets the answer of its piece's new run (never the laptop's
+    "stopped with its run"), the pieces run anew under new names (the laptop's rows stay as
+    history), and the item is done only once no piece runs."""
+    log, hold = tmp_path / "agents.log", tmp_path / "hold"
+    shared = tmp_path / "Dropbox" / "bees-runs"
+    shared.mkdir(parents=True)
+    url, token = team.cloud.url, team.tokens[team.maya]
+    laptop = machine(monkeypatch, tmp_path, "maya-laptop", team.maya, url, token, shared)
+    desktop = machine(monkeypatch, tmp_path, "maya-desktop", team.maya, url, token, shared)
+    address = dev_env.client.service_client.config.target_host
+    delegate = Answer.tool_calls(("c1", "delegate", json.dumps(
+        {"agent": "alpha", "task": "dig", "input": {}})))
+
+    def lines() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    with serve() as server:
+        workspace = write_deep_workspace(tmp_path / "ws", log, hold, server.base_url)
+        desktop_ws = write_deep_workspace(tmp_path / "ws-desktop", log, hold,
+                                          server.base_url).resolve()
+        # the laptop's writer delegates; on the desktop Draft restarts from the top: the
+        # writer delegates again, then answers
+        server.model.push(delegate, delegate, Answer.reply("draft done"))
+        try:
+            for computer in (laptop, desktop):
+                computer.start(workspace, address)
+            for computer in (laptop, desktop):
+                await wait_for(lambda c=computer: (c.home / "data" / "worker.json").exists(),
+                               f"bees run did not start: {computer.home / 'run.log'}")
+            hold.touch()
+            created = laptop.bees("item", "create", "weekly-report", "--title",
+                                  "Week 48 report", "-w", str(workspace))
+            assert created.returncode == 0, created.stderr
+            item = created.stdout.strip()
+            await wait_for(lambda: any(ln.startswith("holding gamma") for ln in lines()),
+                           f"the depth-2 piece did not get going: {lines()}")
+            done = laptop.bees("relinquish", item)
+            assert done.returncode == 0, done.stderr
+            old = {p.named: (p.piece, p.depth, p.status) for p in laptop.record.pieces(item)}
+            assert old == {"alpha": ("r1-a1-p1", 1, PieceStatus.STOPPED),
+                           "gamma": ("r1-a1-p2", 2, PieceStatus.STOPPED)}
+            first = len(lines())
+
+            hold.unlink()
+            going = desktop.bees("continue", item, "-w", str(desktop_ws))
+            assert going.returncode == 0, going.stderr
+            await wait_for(lambda: desktop.record.item(item).status in ("done", "failed"),
+                           f"the desktop did not end Draft: {lines()}")
+            second = lines()[first:]
+            pieces = [(p.piece, p.named, p.depth, p.status)
+                      for p in desktop.record.pieces(item)]
+            # the writer's tool call got alpha's new answer, not the laptop's stopped piece
+            tool_results = [m["content"] for m in server.model.received[-1].body["messages"]
+                            if m["role"] == "tool"]
+            assert [text.splitlines()[0] for text in tool_results] == ["alpha found: dig"], (
+                second, pieces)
+            # alpha checked gamma's answer from gamma's new run
+            assert second == ["run alpha r1-a2-p1", "run gamma r1-a2-p2", "end gamma",
+                              "delegate gamma 0 gamma found: deeper | ", "end alpha"]
+            row = desktop.record.item(item)
+            assert (row.status, row.reason) == ("done", None)
+            assert pieces == [
+                ("r1-a1-p1", "alpha", 1, PieceStatus.STOPPED),
+                ("r1-a1-p2", "gamma", 2, PieceStatus.STOPPED),
+                ("r1-a2-p1", "alpha", 1, PieceStatus.FINISHED),
+                ("r1-a2-p2", "gamma", 2, PieceStatus.FINISHED)]
+            assert desktop.record.live_pieces() == {}
+        finally:
+            for computer in (laptop, desktop):
+                computer.stop()

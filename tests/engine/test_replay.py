@@ -32,6 +32,8 @@ piece's own history (stopped, its slot given back, ``stopped`` recorded).
 ``denial_answers_a_retried_ask`` is on the ``denial-answers-a-retried-ask`` patch: a held
 send is denied, the attempt fails, and the retried attempt's same send is answered with the
 denial (no second request); the stage's finish is then approved.
+``stage_end_stops_pieces`` is on the ``stage-end-stops-pieces`` patch: Draft's writer ends
+without waiting for its piece; after the grace the run stops the piece, then goes to Done.
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -65,11 +67,11 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "piece_command_agent_finished", "relinquish_stops_pieces",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
             "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
-            "denial_answers_a_retried_ask"}
+            "denial_answers_a_retried_ask", "stage_end_stops_pieces"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 30
+    assert len(HISTORIES) == 31
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

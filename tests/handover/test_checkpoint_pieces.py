@@ -118,3 +118,19 @@ def test_a_continued_record_keeps_the_pieces_under_its_own_run_folder() -> None:
     assert alpha == ALPHA.model_copy(update={"folder": "/desktop/runs/X/Draft/pieces/r1-a1-p1"})
     assert beta == BETA.model_copy(update={"folder": "/desktop/runs/X/Draft/pieces/r1-a1-p2"})
     assert isinstance(listed[0], CheckpointPiece)
+
+
+def test_the_continued_stage_s_attempt_follows_its_pieces_so_they_get_new_names() -> None:
+    """Issue 23, point 3: a model agent's stage keeps no log named by its attempt; its
+    continued attempt still comes after every attempt that handed out a listed piece."""
+    from bees_cli.handover.continue_ import next_attempts
+
+    later = piece("r2-a3-p1", 1, PieceStatus.STOPPED, attempt=3).model_copy(
+        update={"round": 2})
+    listed = checkpoint_pieces([ALPHA, BETA, later], stage="Draft",
+                               restarts={"r1-a1-p2": "Draft", "r2-a3-p1": "Draft"})
+    document = {"files": [{"path": "logs/Review-r1-a2.stdout"}, {"path": "Draft/draft.md"},
+                          {"path": "logs/Draft.transcript.jsonl"}],
+                "pieces": [p.model_dump(mode="json") for p in listed]}
+    assert next_attempts(document) == {"Review:1": 3, "Draft:1": 2, "Draft:2": 4}
+    assert next_attempts({"files": []}) == {}
