@@ -112,9 +112,21 @@ def owner_repair(item_id: str, release: wire.OwnerRelease) -> Call[wire.Owner]:
     return Call("POST", f"/v1/owners/{_item(item_id)}/repair", wire.Owner, release)
 
 
+GENERATIONS = {"generations": "true"}
+"""The query of record pushes and pulls: this Bees orders the record by owner generation
+(:class:`~bees_cli.cloud.wire.RecordKey`), so it reads each entry's ``generation`` and the
+``superseded`` refusal. An older server ignores it and answers in its older shape."""
+
+
+def record_push(batch: wire.RecordPush) -> Call[wire.PushAnswer]:
+    """Build one record push (at most :data:`~bees_cli.cloud.wire.MAX_BATCH` changes)."""
+    return Call("POST", "/v1/record/push", wire.PushAnswer, batch, params=dict(GENERATIONS))
+
+
 def record_pull(since: int, limit: int) -> Call[wire.PullAnswer]:
     """Build one page of a record pull."""
-    return Call("GET", "/v1/record/pull", wire.PullAnswer, params={"since": since, "limit": limit})
+    return Call("GET", "/v1/record/pull", wire.PullAnswer,
+                params={"since": since, "limit": limit, **GENERATIONS})
 
 
 def read_answer(call: Call[M], response: httpx.Response) -> M | None:

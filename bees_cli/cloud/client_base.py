@@ -44,6 +44,7 @@ from bees_cli.cloud.calls import (
     owner_history,
     read_answer,
     record_pull,
+    record_push,
     retryable,
     unreachable,
     url_problem,
@@ -179,7 +180,7 @@ class BaseCloudClient:
         refused: list[wire.RefusedChange] = []
         for start in range(0, len(changes), wire.MAX_BATCH):
             batch = wire.RecordPush(changes=changes[start : start + wire.MAX_BATCH])
-            answer = yield from self._must(Call("POST", "/v1/record/push", wire.PushAnswer, batch))
+            answer = yield from self._must(record_push(batch))
             received += answer.received
             applied += answer.applied
             refused.extend(answer.refused)

@@ -23,8 +23,14 @@ Endpoints (all JSON, all need ``Authorization: Bearer <token>``)::
     POST /v1/owners/{item}/release OwnerRelease -> Owner  (403 when another machine owns it)
     POST /v1/owners/{item}/repair  OwnerRelease -> Owner  the last releaser re-sends a free
                                      item's release (403 for anyone else, 409 while held)
-    POST /v1/record/push  RecordPush -> PushAnswer    applied, and each refused change with why
-    GET  /v1/record/pull?since=N&limit=M -> PullAnswer
+    POST /v1/record/push[?generations=true]  RecordPush -> PushAnswer
+                                     applied, and each refused change with why
+    GET  /v1/record/pull?since=N&limit=M[&generations=true] -> PullAnswer
+
+A Bees that orders the record by owner generation (:class:`RecordKey`) sends
+``generations=true``: pulled entries then carry their ``generation`` and a push lists the
+changes that lost to a greater key (``superseded``). Without it (an older Bees) the answers
+keep their older shape; the server orders every change by generation all the same.
 
 Errors: ``{"error": {"code", "message", "hint"}}`` with a 4xx status (see :class:`ErrorBody`).
 """
@@ -143,14 +149,20 @@ def fields_digest(fields: Mapping[str, Any]) -> str:
 class RecordKey(NamedTuple):
     """The order of changes to one item of the shared record: the greatest key wins.
 
-    Rule (DESIGN.md "Shared record"): the later origin time (the clock of the computer
-    that made the change) wins; a tie goes to the greater machine id, then to the
+    Rule (DESIGN.md "Shared record"; issue 23, point 4): the change of the later owner
+    generation wins (the owner row's ``epoch`` in Bees Cloud: each claim after a release
+    starts a new one), so a new owner whose clock is behind still overrides the last change
+    of the owner before it; within a generation the later origin time (the clock of the
+    computer that made the change) wins; a tie goes to the greater machine id, then to the
     greater digest of the fields, so every server and computer picks the same winner
-    whatever the order of arrival. Tuples compare field by field; text compares by
-    code point, which is the byte order of UTF-8 (SQLite's ``BINARY``, PostgreSQL's
+    whatever the order of arrival. Tuples compare field by field; text compares by code
+    point, which is the byte order of UTF-8 (SQLite's ``BINARY``, PostgreSQL's
     ``COLLATE "C"``).
     """
 
+    generation: int
+    """The owner generation the change was taken in (0: an item never claimed, or a change
+    Bees Cloud stored before it kept generations)."""
     origin_us: int
     """Origin time as integer microseconds since the Unix epoch (UTC)."""
     machine_id: str
@@ -159,9 +171,15 @@ class RecordKey(NamedTuple):
     """:func:`fields_digest` of the change's fields."""
 
     @classmethod
-    def of(cls, change: RecordChange | RecordEntry) -> RecordKey:
-        """Return the key of a pushed change or of a pulled entry."""
-        return cls(to_us(change.origin_time), change.machine_id, fields_digest(change.fields))
+    def of(cls, change: RecordChange | RecordEntry, generation: int | None = None) -> RecordKey:
+        """Return the key of a pushed change (in ``generation``, which Bees Cloud decides;
+        default 0) or of a pulled entry (its own ``generation``; 0 when the server sent none).
+        """
+        if generation is None:
+            generation = getattr(change, "generation", None) or 0
+        return cls(
+            generation, to_us(change.origin_time), change.machine_id, fields_digest(change.fields)
+        )
 
 
 class Wire(BaseModel):
@@ -365,8 +383,11 @@ class OwnerRelease(Wire):
 class RecordChange(Wire):
     """One change to one item of the shared record, as made on one computer.
 
-    ``fields`` replaces the item's fields when this change wins: the later
-    ``origin_time`` wins, ties broken by ``machine_id`` then by the fields' content.
+    ``fields`` replaces the item's fields when this change wins (:class:`RecordKey`): the
+    later owner generation wins, then the later ``origin_time``, ties broken by
+    ``machine_id`` then by the fields' content. The change carries no generation: Bees
+    Cloud takes it from its owner table (the item's latest owner row, which must be the
+    change's machine), so an older Bees is ordered the same way.
     """
 
     item_id: Id
@@ -381,7 +402,7 @@ class RecordPush(Wire):
     changes: list[RecordChange] = Field(max_length=MAX_BATCH)
 
 
-RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large"]
+RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large", "superseded"]
 """Why one change of a push was refused (DESIGN.md "Shared record")::
 
     not_owner          the item is owned by another machine (or, while free, was
@@ -390,6 +411,11 @@ RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_larg
     clock_ahead        the origin time is ahead of the server clock by more than
                        CLOCK_TOLERANCE_SECONDS; offset_seconds says by how much
     too_large          the fields are larger than MAX_FIELDS_BYTES
+    superseded         the item's record holds a greater key (RecordKey) of the same
+                       owner generation: a change of the same machine stamped at or after
+                       this one (its clock went back). Listed only to a push that asked
+                       with ``generations=true`` (an older Bees cannot read the code); an
+                       exact repeat of the held change is never listed (a retried push)
 """
 
 
@@ -414,7 +440,9 @@ class RefusedChange(Wire):
 class PushAnswer(Wire):
     """How many changes arrived, how many became the item's current state, which were refused.
 
-    ``received == applied + len(refused) + (changes that lost to a greater key)``.
+    ``received == applied + len(refused) + (repeats of the held change)`` for a push that
+    asked with ``generations=true``; for one that did not (an older Bees), changes that lost
+    to a greater key are not listed either.
     """
 
     received: int
@@ -431,6 +459,9 @@ class RecordEntry(Wire):
     machine_id: str
     person: str
     seq: int
+    generation: int | None = None
+    """The owner generation of the change (:class:`RecordKey`); only in pulls that ask with
+    ``generations=true``, so an older Bees (strict models) reads every answer."""
 
 
 class PullAnswer(Wire):

@@ -440,8 +440,9 @@ def _checked(here: Computer, item_id: str, folder: Path, expected: _Expected,
             "sha256": result.sha256, "restart": restart, "snapshot": snapshot}
 
 
-def claim_here(here: Computer, item_id: str) -> None:
-    """Step 5: claim the item in Bees Cloud (no cloud: nothing to ask).
+def claim_here(here: Computer, item_id: str) -> int | None:
+    """Step 5: claim the item in Bees Cloud (no cloud: nothing to ask); return the owner
+    generation granted (None without a cloud).
 
     Raises:
         Refused: another computer claimed it first (the message names it).
@@ -454,7 +455,7 @@ def claim_here(here: Computer, item_id: str) -> None:
 
     api = sync_cloud_for(here, retries=2)
     if api is None:
-        return
+        return None
     with api:
         try:
             answer = api.claim_owner(wire.OwnerClaim(
@@ -471,3 +472,4 @@ def claim_here(here: Computer, item_id: str) -> None:
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")
+    return answer.owner.epoch

@@ -76,6 +76,11 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
     """Return the ids of ``free`` items of this record that another computer changed later
     in the shared record (continued elsewhere): ``bees status`` shows the team's row.
 
+    Later means of a later owner generation than the one this computer held (issue 23,
+    point 4: the other computer's clock may be behind); only when either generation is not
+    known (an older server, a claim noted by an older Bees) does the team row's origin time
+    have to be at or after the local row's ``since``.
+
     Args:
         record_path: this computer's ``record.db``.
         free_rows: local rows (:class:`~bees_cli.record.local.ItemRow`) whose status is free.
@@ -83,17 +88,24 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
     """
     if not free_rows:
         return set()
+    from bees_cli.record.fires import FireLog
     from bees_cli.record.sync import SharedRecord
     from bees_cli.utc import parse_utc
 
     mine = machine_id
     team = {t.item_id: t for t in SharedRecord(record_path).team()}
+    claims = FireLog(record_path)
     moved = set()
     for row in free_rows:
         other = team.get(row.id)
         if other is None or other.machine_id == mine:
             continue
-        since = parse_utc(row.since)
-        if other.origin_time >= since:
+        claim = claims.claim(row.id)
+        held = claim.epoch if claim is not None else None
+        if held is not None and other.generation:
+            later = other.generation > held
+        else:
+            later = other.origin_time >= parse_utc(row.since)
+        if later:
             moved.add(row.id)
     return moved

@@ -150,6 +150,9 @@ class ClaimRow:
     computer: str | None
     detail: str | None
     tried: str
+    epoch: int | None = None
+    """The owner generation Bees Cloud granted this machine (``owner``); None when not known
+    (no cloud, not granted, or a claim noted by an older Bees)."""
 
 
 class FireLog:
@@ -282,8 +285,9 @@ class FireLog:
     # -- claims ----------------------------------------------------------------------------
 
     def set_claim(self, item_id: str, status: ClaimStatus | str, *, computer: str | None,
-                  detail: str | None, tried: datetime) -> None:
-        """Record the outcome of the latest owner claim of ``item_id`` made here.
+                  detail: str | None, tried: datetime, epoch: int | None = None) -> None:
+        """Record the outcome of the latest owner claim of ``item_id`` made here (``epoch``:
+        the owner generation granted, when known).
 
         Raises:
             ValueError: ``status`` is not a :class:`ClaimStatus` value.
@@ -291,9 +295,9 @@ class FireLog:
         status = ClaimStatus(status)
         with connect(self.path) as db:
             db.execute(
-                "INSERT OR REPLACE INTO claims (item_id, status, computer, detail, tried)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (item_id, str(status), computer, detail, format_utc(tried)))
+                "INSERT OR REPLACE INTO claims (item_id, status, computer, detail, tried, epoch)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (item_id, str(status), computer, detail, format_utc(tried), epoch))
 
     def claim(self, item_id: str) -> ClaimRow | None:
         """Return the latest claim of ``item_id`` made here, or None."""

@@ -21,6 +21,7 @@ Tables (what each holds is described where it is used)::
     sync_outbox, team_items, sync_meta (+ two triggers)   bees_cli.record.sync
     sync_refused (version 3)                              bees_cli.record.sync
     pieces (version 10)                                   bees_cli.record.pieces
+    team_items.generation, claims.epoch (version 12)      bees_cli.record.sync, .fires
 """
 
 from __future__ import annotations
@@ -300,7 +301,17 @@ V11 = Migration(11, "a model call that waits for its next try (issue 23, point 7
 ))
 
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11)
+V12 = Migration(12, "team_items.generation: the owner generation of each team row, which "
+                "orders an item's changes before the origin time (0: a row pulled before, or "
+                "from a server without generations); claims.epoch: the owner generation a "
+                "claim made here was granted (NULL: not known); sync_refused.code may be "
+                "'superseded' (issue 23, point 4)", (
+    "ALTER TABLE team_items ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE claims ADD COLUMN epoch INTEGER",
+))
+
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12)
 """Every migration, in order; version N is ``MIGRATIONS[N - 1]``. Only ever append."""
 
 LATEST = MIGRATIONS[-1].version

@@ -2,10 +2,12 @@
 
 Rules (DESIGN.md, "Shared record"; post, "What Bees Cloud holds"): every
 :data:`SYNC_EVERY` seconds a computer sends the stage, status and a run summary of its
-items and fetches what the team sent. Per item the change with the later origin time (the
-clock of the computer that made it) wins, ties broken by machine id, then by the
-SHA-256 of the fields — the same order Bees Cloud applies, so every computer ends with
-the same team table.
+items and fetches what the team sent. Per item the change of the later owner generation
+wins (each claim after a release starts one: a new owner whose clock is behind still
+overrides the owner before it), then the later origin time (the clock of the computer that
+made it), ties broken by machine id, then by the SHA-256 of the fields — the same order
+Bees Cloud applies (:class:`bees_cli.cloud.wire.RecordKey`), so every computer ends with the
+same team table (issue 23, point 4).
 
 How changes are found: SQLite triggers on the local ``items`` table (made by
 :mod:`bees_cli.record.schema`) note each item whose
@@ -18,14 +20,17 @@ during the push stays for the next one). A round with nothing changed costs one
 Tables (in ``record.db``)::
 
     sync_outbox  item_id → origin time of its latest unsent change
-    team_items   the team's items as last pulled: fields, origin time, machine, person
+    team_items   the team's items as last pulled: fields, owner generation, origin time,
+                 machine, person
     sync_meta    key → value: cursor, last sync time, skew (server minus local, seconds),
                  last error (and its code)
     sync_refused item_id → the change Bees Cloud refused and why (code, message, offset)
 
-A refused change is never dropped (issue 11, point 4): it stays in the outbox and is sent
-again each round until Bees Cloud takes it (a clock that was ahead has been fixed, or the
-server's clock caught up) or a later change replaces it; meanwhile ``sync_refused`` says
+A refused change is never dropped (issue 11, point 4; issue 23, point 4): it stays in the
+outbox and is sent again each round until Bees Cloud takes it (a clock that was ahead has
+been fixed, or the server's clock caught up) or a later change replaces it (one that lost
+to a change of this computer stamped later, ``superseded``, waits for this clock to pass
+it); meanwhile ``sync_refused`` says
 why, and ``bees status`` and ``bees doctor`` show it (:mod:`bees_cli.record.sync_notes`).
 The one exception: a refused change of an item another computer runs (relinquished here,
 ``free``, or ``waiting: owned by COMPUTER``) is dropped with a log line: its team row is
@@ -81,9 +86,10 @@ SYNC_EVERY = rules.SYNC_EVERY.total_seconds()
 SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""
 
-RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large", "refused"]
-"""Why Bees Cloud refused one change (the server's codes; ``refused``: an older server's
-whole-request refusal, kept with its message)."""
+RefusalCode = Literal["not_owner", "machine_not_yours", "clock_ahead", "too_large",
+                      "superseded", "refused"]
+"""Why Bees Cloud refused one change (the server's codes, :data:`bees_cli.cloud.wire.RefusalCode`;
+``refused``: an older server's whole-request refusal, kept with its message)."""
 
 
 class Refusal(BaseModel):
@@ -138,6 +144,9 @@ class TeamItem:
     origin_time: datetime
     machine_id: str
     person: str
+    generation: int = 0
+    """The owner generation of the change (0: none known; see
+    :class:`~bees_cli.cloud.wire.RecordKey`)."""
 
     @property
     def computer(self) -> str:
@@ -292,9 +301,10 @@ class SharedRecord:
     def apply(self, entries: list[wire.RecordEntry], cursor: int) -> int:
         """Apply pulled entries with last-writer-wins and move the cursor; return how many won.
 
-        Order: :class:`bees_cli.cloud.wire.RecordKey` (later origin time, then greater
-        machine id, then greater SHA-256 of the canonical fields), the key Bees Cloud
-        computes with the same code, so pages applied in any order agree.
+        Order: :class:`bees_cli.cloud.wire.RecordKey` (later owner generation, then later
+        origin time, then greater machine id, then greater SHA-256 of the canonical
+        fields), the key Bees Cloud computes with the same code, so pages applied in any
+        order agree. An entry without a generation (an older server) counts as 0.
         """
         from bees_cli.cloud.wire import RecordKey, canonical_json
 
@@ -303,17 +313,19 @@ class SharedRecord:
             db.execute("BEGIN IMMEDIATE")
             for entry in entries:
                 text = canonical_json(entry.fields)
-                origin, machine_id, digest = RecordKey.of(entry)
+                generation, origin, machine_id, digest = RecordKey.of(entry)
                 cursor_row = db.execute(
-                    "INSERT INTO team_items (item_id, fields, origin_us, machine_id, digest,"
-                    " person, seq) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    "INSERT INTO team_items (item_id, fields, generation, origin_us, machine_id,"
+                    " digest, person, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (item_id) DO UPDATE SET fields = excluded.fields,"
-                    " origin_us = excluded.origin_us, machine_id = excluded.machine_id,"
-                    " digest = excluded.digest, person = excluded.person, seq = excluded.seq"
-                    " WHERE (excluded.origin_us, excluded.machine_id, excluded.digest) >"
-                    " (team_items.origin_us, team_items.machine_id, team_items.digest)"
+                    " generation = excluded.generation, origin_us = excluded.origin_us,"
+                    " machine_id = excluded.machine_id, digest = excluded.digest,"
+                    " person = excluded.person, seq = excluded.seq"
+                    " WHERE (excluded.generation, excluded.origin_us, excluded.machine_id,"
+                    " excluded.digest) > (team_items.generation, team_items.origin_us,"
+                    " team_items.machine_id, team_items.digest)"
                     " RETURNING item_id",
-                    (entry.item_id, text, origin, machine_id, digest, entry.person,
+                    (entry.item_id, text, generation, origin, machine_id, digest, entry.person,
                      entry.seq)).fetchall()
                 won += len(cursor_row)
             db.execute("INSERT OR REPLACE INTO sync_meta (key, value) VALUES ('cursor', ?)",
@@ -332,7 +344,7 @@ class SharedRecord:
             rows = db.execute("SELECT * FROM team_items ORDER BY item_id").fetchall()
         return [TeamItem(r["item_id"], json.loads(r["fields"]),
                          from_us(r["origin_us"]), r["machine_id"],
-                         r["person"]) for r in rows]
+                         r["person"], r["generation"]) for r in rows]
 
 
 class Syncer:

@@ -1,7 +1,8 @@
 """What ``bees status`` and ``bees doctor`` say about the shared record: skew, refusals, age.
 
-Rules (issue 11, points 4 and 5): a change Bees Cloud refused is shown until it is sent
-("your changes are refused: this computer's clock is 412 s ahead"); the team's rows are
+Rules (issue 11, points 4 and 5; issue 23, point 4): a change Bees Cloud refused is shown
+until it is sent ("the shared record refused 1 change: this computer's clock is 412 s
+ahead"); the team's rows are
 said to be old when the last sync is older than two sync intervals
 (:data:`bees_cli.rules.SYNC_EVERY`): "team rows as of 3 min ago: Bees Cloud unreachable".
 """
@@ -27,13 +28,21 @@ def refusal_reason(refusal: Refusal) -> str:
 def reason_words(code: str, offset_seconds: float | None, owner: str | None,
                  message: str) -> str:
     """Return why a change was refused, for a person: ``this computer's clock is 412 s
-    ahead`` (``clock_ahead``), ``owned by maya-desktop`` (``not_owner``), or the server's
-    ``message``."""
+    ahead`` (``clock_ahead``), ``owned by maya-desktop`` (``not_owner``), :data:`SUPERSEDED`
+    (``superseded``), or the server's ``message``."""
     if code == "clock_ahead" and offset_seconds is not None:
         return f"this computer's clock is {offset_seconds:.0f} s ahead"
+    if code == "superseded":
+        return SUPERSEDED
     if code == "not_owner" and owner:
         return f"owned by {owner}"
     return message
+
+
+SUPERSEDED = ("it holds a change from this computer stamped at or after this one; did its "
+              "clock go back?")
+"""Why a ``superseded`` change was refused, for a person: within one owner generation only
+the owner writes, so the record's greater key is this computer's own, stamped later."""
 
 
 def _shared(record: Path | SharedRecord) -> SharedRecord:
@@ -44,8 +53,8 @@ def _shared(record: Path | SharedRecord) -> SharedRecord:
 
 def refusal_lines(record: Path | SharedRecord) -> list[str]:
     """Return one line per reason of the changes Bees Cloud refused and that wait to be
-    sent: ``your changes are refused: this computer's clock is 412 s ahead (2 items;
-    kept until they can be sent)``; empty when nothing is refused."""
+    sent: ``the shared record refused 2 changes: this computer's clock is 412 s ahead (2
+    items; kept until they can be sent)``; empty when nothing is refused."""
     by_reason: dict[str, list[str]] = {}
     for refusal in _shared(record).refused():
         by_reason.setdefault(refusal_reason(refusal), []).append(refusal.item_id)
@@ -53,10 +62,13 @@ def refusal_lines(record: Path | SharedRecord) -> list[str]:
 
 
 def refused_words(reason: str, items: list[str]) -> str:
-    """Return the line of the changes of ``items`` refused for ``reason``: ``your changes
-    are refused: REASON (ITEM, or N items; kept until they can be sent)``."""
+    """Return the line of the changes of ``items`` refused for ``reason``: ``the shared
+    record refused N changes: REASON (ITEM, or N items; kept until they can be sent)``
+    (one change per item: the outbox keeps an item's latest)."""
     which = items[0] if len(items) == 1 else f"{len(items)} items"
-    return f"your changes are refused: {reason} ({which}; kept until they can be sent)"
+    changes = "1 change" if len(items) == 1 else f"{len(items)} changes"
+    return (f"the shared record refused {changes}: {reason} ({which}; kept until they can be"
+            " sent)")
 
 
 def age_text(seconds: float) -> str:

@@ -27,6 +27,7 @@ from bees_cli.record.states import Status, WaitKind
 from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
+    from bees_cli.cloud import wire
     from bees_cli.cloud.client import AsyncCloudClient
 
 CLAIM_RETRY = 15.0
@@ -52,11 +53,13 @@ class ClaimOutcome:
             (the cloud refused the request or answered badly; retried like unreachable).
         computer: the owning computer's name (``owner``/``taken``).
         detail: a one-line message for ``error``.
+        epoch: the owner generation this machine was granted (``owner``), else None.
     """
 
     status: ClaimStatus
     computer: str | None = None
     detail: str | None = None
+    epoch: int | None = None
 
     @property
     def may_start(self) -> bool:
@@ -85,6 +88,15 @@ class ClaimOutcome:
         return None
 
 
+def granted(answer: wire.OwnerAnswer) -> ClaimOutcome:
+    """Return the outcome of an answered claim: ``owner`` with the generation granted, or
+    ``taken`` by the computer named."""
+    if answer.granted:
+        return ClaimOutcome(ClaimStatus.OWNER, computer=answer.owner.computer_name,
+                            epoch=answer.owner.epoch)
+    return ClaimOutcome(ClaimStatus.TAKEN, computer=answer.owner.computer_name)
+
+
 async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudClient | None = None,
                       clock: Clock = _utcnow) -> ClaimOutcome:
     """Claim ``item_id`` for this computer in Bees Cloud and note the outcome in the record.
@@ -109,8 +121,7 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
             answer = await api.claim_owner(wire.OwnerClaim(
                 item_id=item_id, machine_id=computer.machine_id,
                 computer_name=computer.computer))
-            outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
-                                   computer=answer.owner.computer_name)
+            outcome = granted(answer)
         except CloudUnreachable:
             outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
         except CloudError as error:
@@ -119,7 +130,8 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
             if client is None:
                 await api.aclose()
     await asyncio.to_thread(FireLog(computer.record_path).set_claim, item_id, outcome.status,
-                            computer=outcome.computer, detail=outcome.detail, tried=clock())
+                            computer=outcome.computer, detail=outcome.detail, tried=clock(),
+                            epoch=outcome.epoch)
     return outcome
 
 
@@ -186,13 +198,13 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
             try:
                 answer = api.claim_owner(wire.OwnerClaim(
                     item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
-                outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
-                                       computer=answer.owner.computer_name)
+                outcome = granted(answer)
             except CloudUnreachable:
                 outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
             except CloudError as error:
                 outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
     FireLog(here.record_path).set_claim(item_id, outcome.status, computer=outcome.computer,
-                                        detail=outcome.detail, tried=_utcnow())
+                                        detail=outcome.detail, tried=_utcnow(),
+                                        epoch=outcome.epoch)
     show_claim(record, record.item(item_id), outcome)
     return outcome

@@ -347,7 +347,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         # format 3: the run's pieces (unfinished: restart; finished: their saved results)
         pieces = [seeded_piece(entry, item_id=item_id, run_folder=folder)
                   for entry in checkpoint.get("pieces") or []]
-        claim_here(here, item_id)
+        epoch = claim_here(here, item_id)
     except BaseException:
         if copied is not None:  # a refused continue leaves the disk as it was
             copied.undo()
@@ -402,7 +402,7 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
                            "pieces": len(pieces), "run": run})
     FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
                                         computer=here.computer, detail=None,
-                                        tried=datetime.now(UTC))
+                                        tried=datetime.now(UTC), epoch=epoch)
     return Continued(item=item_id, run_folder=str(folder), stage=restart,
                      checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
                      started=False)

@@ -2,8 +2,10 @@
 
 The server (``Storage.push``, SQL on SQLite or PostgreSQL) and a computer's copy of the
 team (``SharedRecord.apply``, SQLite) both keep per item the change with the greatest
-:class:`~bees_cli.cloud.wire.RecordKey`; arbitrary changes must give equal keys and the
-same winners on both sides, and the same as Python's own tuple order.
+:class:`~bees_cli.cloud.wire.RecordKey` (owner generation first, then origin time, machine
+id, digest); arbitrary changes must give equal keys and the same winners on both sides, and
+the same as Python's own tuple order. Each change is pushed by its machine made the item's
+owner first, so a change of another machine than the previous one opens a new generation.
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ def changes(draw: st.DrawFn, items: list[str], least: int = 1) -> list[wire.Reco
     )
 
 
-def _entry(change: wire.RecordChange, seq: int) -> wire.RecordEntry:
-    """The change as a pull would deliver it."""
+def _entry(change: wire.RecordChange, seq: int, generation: int) -> wire.RecordEntry:
+    """The change as a pull would deliver it, taken in owner ``generation``."""
     return wire.RecordEntry(
         item_id=change.item_id,
         fields=change.fields,
@@ -80,26 +82,35 @@ def _entry(change: wire.RecordChange, seq: int) -> wire.RecordEntry:
         machine_id=change.machine_id,
         person="maya@example.com",
         seq=seq,
+        generation=generation,
     )
 
 
 def _client_rows(shared: SharedRecord, items: list[str]) -> dict[str, tuple[Any, wire.RecordKey]]:
     with sqlite3.connect(shared.path) as db:
         rows = db.execute(
-            "SELECT item_id, fields, origin_us, machine_id, digest FROM team_items"
+            "SELECT item_id, fields, generation, origin_us, machine_id, digest FROM team_items"
             f" WHERE item_id IN ({','.join('?' * len(items))})",
             items,
         ).fetchall()
-    return {r[0]: (json.loads(r[1]), wire.RecordKey(r[2], r[3], r[4])) for r in rows}
+    return {r[0]: (json.loads(r[1]), wire.RecordKey(r[2], r[3], r[4], r[5])) for r in rows}
 
 
 def _server_rows(admin: Storage, items: list[str]) -> dict[str, wire.RecordKey]:
     with admin.engine.connect() as conn:
         rows = conn.execute(
-            sa.select(record.c.item_id, record.c.origin_us, record.c.machine_id, record.c.digest)
-            .where(record.c.item_id.in_(items))
+            sa.select(
+                record.c.item_id,
+                record.c.generation,
+                record.c.origin_us,
+                record.c.machine_id,
+                record.c.digest,
+            ).where(record.c.item_id.in_(items))
         ).all()
-    return {r.item_id: wire.RecordKey(r.origin_us, r.machine_id, r.digest) for r in rows}
+    return {
+        r.item_id: wire.RecordKey(r.generation, r.origin_us, r.machine_id, r.digest)
+        for r in rows
+    }
 
 
 @pytest.fixture
@@ -114,11 +125,12 @@ def keyed_team(admin: Storage) -> Team:
     return make_team(admin, "unused")
 
 
-def hand_to(admin: Storage, token: str, item: str, machine: str) -> None:
-    """Make ``machine`` the item's owner (releasing the previous one): only it may write."""
+def hand_to(admin: Storage, token: str, item: str, machine: str) -> int:
+    """Make ``machine`` the item's owner (releasing the previous one): only it may write.
+    Return the owner generation it holds (a new one when the item changed hands)."""
     latest = admin.owner_history(token, item)
     if latest and latest[-1].machine_id == machine:
-        return
+        return latest[-1].epoch
     if latest and latest[-1].held:
         admin.release_owner(
             token,
@@ -129,14 +141,18 @@ def hand_to(admin: Storage, token: str, item: str, machine: str) -> None:
         token, wire.OwnerClaim(item_id=item, machine_id=machine, computer_name=machine)
     )
     assert answer.granted
+    return answer.owner.epoch
 
 
-def push_as_owner(admin: Storage, token: str, change: wire.RecordChange) -> wire.PushAnswer:
-    """Push one change from its machine, made the item's owner first."""
-    hand_to(admin, token, change.item_id, change.machine_id)
+def push_as_owner(
+    admin: Storage, token: str, change: wire.RecordChange
+) -> tuple[wire.PushAnswer, int]:
+    """Push one change from its machine, made the item's owner first; return the answer
+    and the owner generation the change was pushed in."""
+    generation = hand_to(admin, token, change.item_id, change.machine_id)
     answer = admin.push(token, wire.RecordPush(changes=[change]))
     assert answer.refused == []
-    return answer
+    return answer, generation
 
 
 SETTINGS = settings(
@@ -151,24 +167,26 @@ def test_client_and_server_keep_the_same_winner_with_the_same_key(
 ) -> None:
     items = [f"k-{secrets.token_hex(6)}" for _ in range(2)]
     made = data.draw(changes(items), label="changes")
+    server_order = data.draw(st.permutations(made), label="server order")
+    pushed = [
+        (change, push_as_owner(admin, keyed_team.tokens["maya"], change)[1])
+        for change in server_order
+    ]
     expected: dict[str, tuple[Any, wire.RecordKey]] = {}
-    for change in made:
-        key = wire.RecordKey.of(change)
-        assert key.origin_us == to_us(change.origin_time)
+    for change, generation in pushed:
+        key = wire.RecordKey.of(change, generation)
+        assert (key.generation, key.origin_us) == (generation, to_us(change.origin_time))
         if change.item_id not in expected or key > expected[change.item_id][1]:
             expected[change.item_id] = (change.fields, key)
 
-    server_order = data.draw(st.permutations(made), label="server order")
-    for change in server_order:
-        push_as_owner(admin, keyed_team.tokens["maya"], change)
-    pulled = admin.pull(keyed_team.tokens["maya"], 0).changes
+    pulled = admin.pull(keyed_team.tokens["maya"], 0, generations=True).changes
     server = {e.item_id: (e.fields, wire.RecordKey.of(e)) for e in pulled if e.item_id in items}
     assert server == expected
     assert _server_rows(admin, items) == {item: key for item, (_, key) in expected.items()}
 
-    client_order = data.draw(st.permutations(made), label="client order")
-    for seq, change in enumerate(client_order, start=1):
-        shared.apply([_entry(change, seq)], seq)
+    client_order = data.draw(st.permutations(pushed), label="client order")
+    for seq, (change, generation) in enumerate(client_order, start=1):
+        shared.apply([_entry(change, seq, generation)], seq)
     assert _client_rows(shared, items) == expected
 
 
@@ -179,11 +197,17 @@ def test_a_second_change_wins_on_both_sides_exactly_when_its_key_is_greater(
 ) -> None:
     item = f"p-{secrets.token_hex(6)}"
     first, second = data.draw(changes([item], least=2), label="pair")[:2]
-    wins = wire.RecordKey.of(second) > wire.RecordKey.of(first)
 
     token = keyed_team.tokens["maya"]
-    assert push_as_owner(admin, token, first).applied == 1
-    assert push_as_owner(admin, token, second).applied == int(wins)
+    pushed, one = push_as_owner(admin, token, first)
+    assert pushed.applied == 1
+    pushed, two = push_as_owner(admin, token, second)
+    wins = wire.RecordKey.of(second, two) > wire.RecordKey.of(first, one)
+    # another machine took the item over: a new generation, whose change wins whatever
+    # the two clocks say
+    assert (two, wins) == ((one + 1, True) if second.machine_id != first.machine_id
+                           else (one, wins))
+    assert pushed.applied == int(wins)
 
-    assert shared.apply([_entry(first, 1)], 1) == 1
-    assert shared.apply([_entry(second, 2)], 2) == int(wins)
+    assert shared.apply([_entry(first, 1, one)], 1) == 1
+    assert shared.apply([_entry(second, 2, two)], 2) == int(wins)

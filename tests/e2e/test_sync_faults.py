@@ -105,7 +105,7 @@ async def test_a_change_stamped_ahead_is_refused_kept_shown_and_sent_later(
         shared = SharedRecord(laptop.record_path)
         assert [(r.item_id, r.code, r.offset_seconds) for r in shared.refused()] == [
             (ITEM, "clock_ahead", 412.0)]
-        line = ("your changes are refused: this computer's clock is 412 s ahead "
+        line = ("the shared record refused 1 change: this computer's clock is 412 s ahead "
                 f"({ITEM}; kept until they can be sent)")
         assert refusal_lines(laptop.record_path) == [line]
         assert line in status_warnings(laptop.record_path, datetime.now(UTC))
@@ -149,7 +149,7 @@ async def test_the_server_refuses_a_change_ahead_then_takes_it_once_its_clock_ca
     [refused] = SharedRecord(laptop.record_path).refused()
     assert (refused.code, refused.offset_seconds) == ("clock_ahead", 400.0)
     assert refusal_lines(laptop.record_path)[0].startswith(
-        "your changes are refused: this computer's clock is 400 s ahead")
+        "the shared record refused 1 change: this computer's clock is 400 s ahead")
     clock.advance(200)  # the server's clock caught up: 200 s ahead is within the tolerance
     await syncer.sync_once()
     assert SharedRecord(laptop.record_path).refused() == []
@@ -291,7 +291,7 @@ async def test_a_change_for_an_item_owned_elsewhere_is_kept_unless_it_waits_for_
         assert kept.message.startswith(f"item {ITEM} is owned by maya-laptop (machine ")
         reason = kept.message
     assert refusal_lines(desktop.record_path) == [
-        f"your changes are refused: {reason} ({ITEM}; kept until they can be sent)"]
+        f"the shared record refused 1 change: {reason} ({ITEM}; kept until they can be sent)"]
     # once the desktop knows the laptop owns it, the refused change is the team row's
     record_of(desktop).set_state(ITEM, status="waiting", stage="Draft",
                                  reason="owned by maya-laptop", wait="owned_elsewhere")
@@ -317,6 +317,6 @@ def test_doctor_shows_the_last_measured_offset_and_the_refusals_when_the_cloud_i
         "-412.0 s against Bees Cloud, measured at the last sync (this clock is 412 s ahead; "
         "over 5 s the shared record trusts a wrong clock: fix it)"))
     assert checks["refused changes"] == (False, (
-        "your changes are refused: this computer's clock is 412 s ahead "
+        "the shared record refused 1 change: this computer's clock is 412 s ahead "
         f"({ITEM}; kept until they can be sent)"))
     assert checks["cloud"][0] is False

@@ -59,7 +59,7 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     record = LocalRecord(old_file)
     after = _dump(old_file)
     db = sqlite3.connect(old_file)
-    assert schema.version(db) == schema.LATEST == 11
+    assert schema.version(db) == schema.LATEST == 12
     db.close()
     # versions 4 and 5 only add the empty intents and sync_refused tables
     assert after.pop("intents") == []
@@ -78,7 +78,11 @@ def test_an_old_record_upgrades_with_every_row_intact(old_file: Path) -> None:
     # version 3 only adds fired_keys' schedule, workspace, held and item (NULL on old rows)
     new_key_columns = {"schedule_id": None, "workspace": None, "held": None, "item_id": None}
     assert after["fired_keys"] == [{**row, **new_key_columns} for row in before["fired_keys"]]
-    changed = ("items", "fired_keys", "events")
+    # version 12 adds team_items.generation (0: pulled before generations) and claims.epoch
+    # (NULL: not known)
+    assert after["team_items"] == [{**row, "generation": 0} for row in before["team_items"]]
+    assert after["claims"] == [{**row, "epoch": None} for row in before["claims"]]
+    changed = ("items", "fired_keys", "events", "team_items", "claims")
     assert {t: rows for t, rows in after.items() if t not in changed} == {
         t: rows for t, rows in before.items() if t not in changed}
     assert [(r["key"], r["scheduled"], r["at"]) for r in after["fired_keys"]] == [

@@ -367,22 +367,26 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         return _json(storage.repair_owner(who, item_path(item_id), release))
 
     @app.post("/v1/record/push", response_model=wire.PushAnswer, responses=responses)
-    def push(batch: wire.RecordPush, who: Token) -> Response:
-        """Push a batch of item changes; per item the later origin time wins.
+    def push(batch: wire.RecordPush, who: Token, generations: bool = False) -> Response:
+        """Push a batch of item changes; per item the later owner generation wins, then the
+        later origin time.
 
         Changes that may not apply (another machine's item, a clock too far ahead,
-        fields too large, another person's machine) are listed in ``refused``.
+        fields too large, another person's machine) are listed in ``refused``; with
+        ``generations=true``, also those that lost to a greater key (``superseded``).
         """
-        return _json(storage.push(who, batch))
+        return _json(storage.push(who, batch, generations=generations))
 
     @app.get("/v1/record/pull", response_model=wire.PullAnswer, responses=responses)
     def pull(
         who: Token,
         since: Annotated[int, Query(ge=0, le=wire.MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=wire.MAX_PULL)] = wire.MAX_PULL,
+        generations: bool = False,
     ) -> Response:
-        """The team's items changed after cursor ``since`` (at most ``limit``, and 1 MiB)."""
-        return _json(storage.pull(who, since, limit))
+        """The team's items changed after cursor ``since`` (at most ``limit``, and 1 MiB);
+        with ``generations=true`` each carries its owner generation."""
+        return _json(storage.pull(who, since, limit, generations=generations), only_set=True)
 
     from bees_cli.cloud.server import admin_api
 

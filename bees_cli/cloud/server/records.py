@@ -14,15 +14,18 @@ from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.owners import owner_of, owner_select
 from bees_cli.cloud.server.people import People, Who
 from bees_cli.cloud.server.tables import owners, people, record, teams
-from bees_cli.utc import from_us
+from bees_cli.utc import format_utc, from_us
 
 
 class Records:
     """The shared record of one database (DESIGN.md "Shared record").
 
-    Per item the record keeps the change with the greatest key (origin time, machine
-    id, content digest; :class:`~bees_cli.cloud.wire.RecordKey`): the same on every
-    server and computer whatever the order of arrival. Each applied change takes a
+    Per item the record keeps the change with the greatest key (owner generation, origin
+    time, machine id, content digest; :class:`~bees_cli.cloud.wire.RecordKey`): the same on
+    every server and computer whatever the order of arrival. A change's generation is the
+    epoch of the item's latest owner row when it is taken (the writer's own: any other
+    machine is refused), 0 for an item never claimed; the computer does not send it, so an
+    older Bees is ordered by generation too. Each applied change takes a
     fresh per-team sequence number; pushes of one team are serialised on the team row
     (locked before the checks of a push), so sequence numbers become visible in order,
     a pull ``since`` a cursor never misses one, and the first writer of an item never
@@ -39,7 +42,9 @@ class Records:
         self.people = people
         self.machines = machines
 
-    def push(self, who: Who, batch: wire.RecordPush) -> wire.PushAnswer:
+    def push(
+        self, who: Who, batch: wire.RecordPush, *, generations: bool = False
+    ) -> wire.PushAnswer:
         """Apply a batch of record changes; per item the greatest key wins.
 
         Any order and any split into batches ends in the same record. Each change is
@@ -55,6 +60,11 @@ class Records:
           item's latest owner row (holding it, or having released it last); for an
           item never claimed, the machine that first wrote its record (the first
           accepted change binds it).
+
+        With ``generations`` (a Bees that knows them asked), a checked change that lost to
+        a greater key is listed too (``superseded``), so the computer keeps it and shows it
+        instead of dropping it; an exact repeat of the change the record holds (a retried
+        push) is not.
 
         Raises:
             Unauthorized: unknown or revoked token.
@@ -89,7 +99,7 @@ class Records:
                     )
                 )
             }
-            accepted: list[tuple[wire.RecordChange, str]] = []
+            accepted: list[tuple[wire.RecordChange, str, int]] = []
             refused: list[wire.RefusedChange] = []
             for change in changes:
                 text = wire.canonical_json(change.fields)
@@ -104,10 +114,15 @@ class Records:
                 if refusal is not None:
                     refused.append(refusal)
                     continue
-                if change.item_id not in latest:
+                owner_row = latest.get(change.item_id)
+                if owner_row is None:
                     writers.setdefault(change.item_id, change.machine_id)
-                accepted.append((change, text))
-            applied = self._write(conn, who.team_id, who.person_id, accepted)
+                generation = 0 if owner_row is None else int(owner_row.epoch)
+                accepted.append((change, text, generation))
+            lost = self._write(conn, who.team_id, who.person_id, accepted)
+            if generations and lost:
+                refused += self._superseded(conn, who.team_id, lost)
+        applied = len(accepted) - len(lost)
         return wire.PushAnswer(received=len(changes), applied=applied, refused=refused)
 
     @staticmethod
@@ -173,11 +188,12 @@ class Records:
         conn: Any,
         team_id: int,
         person_id: int,
-        accepted: list[tuple[wire.RecordChange, str]],
-    ) -> int:
-        """Write the accepted changes where their key is greater; return how many won."""
+        accepted: list[tuple[wire.RecordChange, str, int]],
+    ) -> list[tuple[wire.RecordChange, wire.RecordKey]]:
+        """Write the accepted changes (each with its generation) where their key is greater;
+        return those that did not win, each with its key."""
         if not accepted:
-            return 0
+            return []
         last = conn.execute(
             teams.update()
             .where(teams.c.id == team_id)
@@ -185,10 +201,10 @@ class Records:
             .returning(teams.c.record_seq)
         ).scalar_one()
         seq = int(last) - len(accepted)
-        applied = 0
-        for change, text in accepted:
+        lost: list[tuple[wire.RecordChange, wire.RecordKey]] = []
+        for change, text, generation in accepted:
             seq += 1
-            key = wire.RecordKey.of(change)
+            key = wire.RecordKey.of(change, generation)
             values = {
                 "team_id": team_id,
                 "item_id": change.item_id,
@@ -198,6 +214,7 @@ class Records:
                 "machine_id": key.machine_id,
                 "person_id": person_id,
                 "seq": seq,
+                "generation": key.generation,
             }
             stmt = self.db.insert(record).values(**values)
             result = conn.execute(
@@ -207,18 +224,65 @@ class Records:
                     where=self._key(stmt.excluded) > self._key(record.c),
                 ).returning(record.c.id)
             )
-            applied += len(result.all())  # a row comes back only when written
-        return applied
+            if not result.all():  # a row comes back only when written
+                lost.append((change, key))
+        return lost
+
+    def _superseded(
+        self, conn: Any, team_id: int, lost: list[tuple[wire.RecordChange, wire.RecordKey]]
+    ) -> list[wire.RefusedChange]:
+        """Return a ``superseded`` refusal for each change of ``lost`` whose key is less than
+        the key its item holds now (an equal key is a repeat of the held change: not one)."""
+        rows = conn.execute(
+            sa.select(
+                record.c.item_id,
+                record.c.generation,
+                record.c.origin_us,
+                record.c.machine_id,
+                record.c.digest,
+            ).where(
+                record.c.team_id == team_id,
+                record.c.item_id.in_(sorted({c.item_id for c, _ in lost})),
+            )
+        ).all()
+        held = {
+            r.item_id: wire.RecordKey(r.generation, r.origin_us, r.machine_id, r.digest)
+            for r in rows
+        }
+        refused = []
+        for change, key in lost:
+            holds = held[change.item_id]
+            if holds == key:
+                continue
+            refused.append(
+                wire.RefusedChange(
+                    item_id=change.item_id,
+                    origin_time=change.origin_time,
+                    machine_id=change.machine_id,
+                    code="superseded",
+                    message=(
+                        f"item {change.item_id} holds a change of owner generation"
+                        f" {holds.generation} stamped {format_utc(from_us(holds.origin_us))}"
+                        f" by machine {holds.machine_id}; this one (generation"
+                        f" {key.generation}, stamped {format_utc(change.origin_time)}) sorts"
+                        " before it: was this computer's clock set back?"
+                    ),
+                )
+            )
+        return refused
 
     def _key(self, columns: Any) -> Any:
         """Return the SQL tuple that orders rows as :class:`~bees_cli.cloud.wire.RecordKey`."""
         return sa.tuple_(
+            columns.generation,
             columns.origin_us,
             self.db.bytewise(columns.machine_id),
             self.db.bytewise(columns.digest),
         )
 
-    def pull(self, who: Who, since: int, limit: int = wire.MAX_PULL) -> wire.PullAnswer:
+    def pull(
+        self, who: Who, since: int, limit: int = wire.MAX_PULL, *, generations: bool = False
+    ) -> wire.PullAnswer:
         """Return the team's items whose sequence number is greater than ``since``.
 
         Cost depends on the number of changes returned, not on the record's size
@@ -230,6 +294,8 @@ class Records:
             limit: most entries returned; ``more`` says whether another page may follow.
                 A page also stops before its fields pass
                 :data:`~bees_cli.cloud.wire.MAX_PULL_BYTES` (it holds at least one entry).
+            generations: give each entry its owner generation (a Bees that knows them
+                asked; an older one refuses the unknown field).
 
         Raises:
             Unauthorized: unknown or revoked token.
@@ -259,6 +325,7 @@ class Records:
                     machine_id=row.machine_id,
                     person=row.email,
                     seq=row.seq,
+                    **({"generation": row.generation} if generations else {}),
                 )
             )
         cursor = entries[-1].seq if entries else since

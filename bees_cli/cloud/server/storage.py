@@ -169,13 +169,17 @@ class Storage:
 
     # -- shared record (see records.Records) --------------------------------------------
 
-    def push(self, who: Who, batch: wire.RecordPush) -> wire.PushAnswer:
+    def push(
+        self, who: Who, batch: wire.RecordPush, *, generations: bool = False
+    ) -> wire.PushAnswer:
         """Apply a batch; refuse changes one by one, per item the greatest key wins.
 
-        See :meth:`Records.push`.
+        See :meth:`Records.push` (``generations``: also list the changes that lost).
         """
-        return self.records.push(who, batch)
+        return self.records.push(who, batch, generations=generations)
 
-    def pull(self, who: Who, since: int, limit: int = wire.MAX_PULL) -> wire.PullAnswer:
+    def pull(
+        self, who: Who, since: int, limit: int = wire.MAX_PULL, *, generations: bool = False
+    ) -> wire.PullAnswer:
         """Return the team's items changed after cursor ``since`` (:meth:`Records.pull`)."""
-        return self.records.pull(who, since, limit)
+        return self.records.pull(who, since, limit, generations=generations)

@@ -124,6 +124,9 @@ record = sa.Table(
     sa.Column("machine_id", sa.String(200), nullable=False),
     sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
     sa.Column("seq", sa.BigInteger, nullable=False),
+    # The owner generation (owners.epoch) the change was taken in; 0: the item was never
+    # claimed, or the row predates generations (issue 23, point 4).
+    sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
     sa.UniqueConstraint("team_id", "item_id", name="uq_record_item"),
     sa.Index("ix_record_team_seq", "team_id", "seq"),
 )
