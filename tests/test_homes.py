@@ -34,3 +34,10 @@ def test_stored_review_limit_words_read_back_as_their_code() -> None:
 def test_no_copy_of_the_busy_limit() -> None:
     assert not hasattr(reasons, "BUSY_MINUTES")
     assert _holding("BUSY_LIMIT = ") == ["rules.py"]
+
+
+def test_an_item_is_made_in_one_place() -> None:
+    # bees item create, a schedule's fire and bees continue all make the item's row and
+    # its engine input through engine.items.make_item
+    assert _holding(".add_item(") == ["engine/items.py"]
+    assert _holding("ItemInput(item_id=") == ["engine/items.py"]

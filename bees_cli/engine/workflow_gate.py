@@ -273,7 +273,7 @@ class ApprovalGate:
         if self._state == FAILED:
             reason = self._reason
         elif self._state == STOPPED:
-            reason = review_limit_reason(self._stage)
+            reason = review_limit_reason(str(self._stage))
         elif self._state == APPROVAL and self._waiting(None):
             reason = self._waiting(None)[-1].label
         item = None if self._item is None else self._item.model_copy(update={"state": None})
