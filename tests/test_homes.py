@@ -41,3 +41,10 @@ def test_an_item_is_made_in_one_place() -> None:
     # its engine input through engine.items.make_item
     assert _holding(".add_item(") == ["engine/items.py"]
     assert _holding("ItemInput(item_id=") == ["engine/items.py"]
+
+
+def test_the_owner_claim_is_asked_in_one_place() -> None:
+    # bees item create, bees run / a fire, and bees continue ask Bees Cloud for an item's
+    # owner with the one request of cloud/client.py (owner_claim_of, ask_owner)
+    assert _holding("OwnerClaim(item_id=") == ["cloud/client.py"]
+    assert _holding("api.claim_owner(") == ["cloud/client.py", "schedules/owners.py"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bees_cli.cloud.client import cloud_for, sync_cloud_for
+from bees_cli.cloud.client import ask_owner, cloud_for, owner_claim_of
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import ClaimStatus, FireLog
@@ -27,6 +27,7 @@ from bees_cli.record.states import Status, WaitKind
 from bees_cli.utc import parse_utc
 
 if TYPE_CHECKING:
+    from bees_cli.cloud import wire
     from bees_cli.cloud.client import AsyncCloudClient
 
 CLAIM_RETRY = 15.0
@@ -98,19 +99,13 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     Returns:
         The :class:`ClaimOutcome`; never raises for cloud trouble.
     """
-    from bees_cli.cloud import wire
-
     if computer.login is None:
         outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
     else:
         api = client or cloud_for(computer, retries=2)
         assert api is not None
         try:
-            answer = await api.claim_owner(wire.OwnerClaim(
-                item_id=item_id, machine_id=computer.machine_id,
-                computer_name=computer.computer))
-            outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
-                                   computer=answer.owner.computer_name)
+            outcome = _answered(await api.claim_owner(owner_claim_of(computer, item_id)))
         except CloudUnreachable:
             outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
         except CloudError as error:
@@ -121,6 +116,12 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     await asyncio.to_thread(FireLog(computer.record_path).set_claim, item_id, outcome.status,
                             computer=outcome.computer, detail=outcome.detail, tried=clock())
     return outcome
+
+
+def _answered(answer: wire.OwnerAnswer) -> ClaimOutcome:
+    """Read the cloud's answer to an owner claim: this computer owns the item, or another."""
+    return ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
+                        computer=answer.owner.computer_name)
 
 
 def show_claim(record: LocalRecord, row: ItemRow, outcome: ClaimOutcome) -> None:
@@ -176,22 +177,14 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
 
     Uses the blocking client, so it is safe to call from a worker thread of an event loop.
     """
-    from bees_cli.cloud import wire
-
-    api = sync_cloud_for(here, retries=2)
-    if api is None:
-        outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
-    else:
-        with api:
-            try:
-                answer = api.claim_owner(wire.OwnerClaim(
-                    item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
-                outcome = ClaimOutcome(ClaimStatus.OWNER if answer.granted else ClaimStatus.TAKEN,
-                                       computer=answer.owner.computer_name)
-            except CloudUnreachable:
-                outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
-            except CloudError as error:
-                outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
+    try:
+        answer = ask_owner(here, item_id)
+        outcome = (ClaimOutcome(ClaimStatus.NO_CLOUD) if answer is None
+                   else _answered(answer))
+    except CloudUnreachable:
+        outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
+    except CloudError as error:
+        outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
     FireLog(here.record_path).set_claim(item_id, outcome.status, computer=outcome.computer,
                                         detail=outcome.detail, tried=_utcnow())
     show_claim(record, record.item(item_id), outcome)
