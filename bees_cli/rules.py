@@ -122,6 +122,17 @@ def needs_approval(kind: str, stage_approval: str | None) -> bool:  # pragma: no
     return stage_approval == "required" and kind in GATED_KINDS
 
 
+REVIEW_LIMIT_WORDS = "{stage} asked for changes {count} times"
+"""How the reason of an item stopped by its review limit reads (``count`` requests for
+changes of ``stage``); stored in history facts and saved checkpoints, so kept byte for byte."""
+
+
+def review_limit_reason(stage: str, count: int = REVIEW_LIMIT) -> str:  # pragma: no mutate
+    """Return the reason an item stops with when review ``stage`` asked for changes
+    ``count`` times (Rules: moving), e.g. ``Review asked for changes 3 times``."""
+    return REVIEW_LIMIT_WORDS.format(stage=stage, count=count)
+
+
 def review_stops(requests_for_changes: int) -> bool:
     """Tell whether a review's ``requests_for_changes``-th request for changes (counted from
     1 since the last person's answer) stops the item for a person (Rules: moving)."""

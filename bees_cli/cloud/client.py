@@ -246,3 +246,29 @@ def sync_cloud_for(
         return None
     return CloudClient(computer.login.url, computer.login.token, retries=retries,
                        timeout=timeout)
+
+
+def owner_claim_of(computer: Computer, item_id: str) -> wire.OwnerClaim:
+    """Return ``computer``'s request to own ``item_id`` (Rules: owners), the one request
+    every owner claim sends (``bees item create``, ``bees run``, a fire, ``bees continue``)."""
+    return wire.OwnerClaim(item_id=item_id, machine_id=computer.machine_id,
+                           computer_name=computer.computer)
+
+
+def ask_owner(computer: Computer, item_id: str) -> wire.OwnerAnswer | None:
+    """Ask Bees Cloud, blocking (two retries), that ``computer`` own ``item_id``.
+
+    Returns:
+        The cloud's answer (``granted`` False: another computer owns it); None when
+        ``computer`` has no sign-in (no cloud to ask).
+
+    Raises:
+        CloudUnreachable: no answer (the claim may have been taken: asking again is safe,
+            the same computer is granted it again).
+        CloudRefused, CloudError: the cloud refused the request or answered badly.
+    """
+    api = sync_cloud_for(computer, retries=2)
+    if api is None:
+        return None
+    with api:
+        return api.claim_owner(owner_claim_of(computer, item_id))

@@ -420,8 +420,7 @@ def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
     with the engine's input (snapshot stored by digest). Does nothing when the item is in
     the record already, so a retry or a restart never makes a second one.
     """
-    from bees_cli.engine.models import ItemInput
-    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+    from bees_cli.engine.items import make_item
     from bees_cli.errors import NotFound
     from bees_cli.machine.links import run_folder_root
     from bees_cli.machine.paths import run_folder_of
@@ -435,10 +434,6 @@ def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
         pass
     folder = run_folder_of(run_folder_root(workspace, computer.runs_dir), item_id)
     folder.mkdir(parents=True, exist_ok=True)
-    item = ItemInput(item_id=item_id, title=title, run_folder=str(folder),
-                     snapshot=engine_view(snapshot),
-                     snapshot_digest=keep_snapshot(record, snapshot))
-    record.add_item(id=item_id, process=snapshot.process_name, title=title,
-                    workspace=str(workspace.root), run_folder=str(folder),
-                    input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+    make_item(record, snapshot, item_id=item_id, title=title, run_folder=folder,
+              workspace=str(workspace.root))
     record.add_event(item_id, key="schedule", kind="scheduled", data={"schedule": schedule_id})

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         StageOutput,
     )
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
-    from bees_cli.rules import REVIEW_LIMIT, needs_approval
+    from bees_cli.rules import needs_approval, review_limit_reason
     from bees_cli.utc import format_utc
 
 ACTION_AT_ONCE = "action-returns-at-once"
@@ -273,7 +273,7 @@ class ApprovalGate:
         if self._state == FAILED:
             reason = self._reason
         elif self._state == STOPPED:
-            reason = f"{self._stage} asked for changes {REVIEW_LIMIT} times"
+            reason = review_limit_reason(str(self._stage))
         elif self._state == APPROVAL and self._waiting(None):
             reason = self._waiting(None)[-1].label
         item = None if self._item is None else self._item.model_copy(update={"state": None})

@@ -70,7 +70,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.piece_models import PieceView
     from bees_cli.engine.snapshot import LoopView
-    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, REVIEW_LIMIT, review_stops
+    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, review_limit_reason, review_stops
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
@@ -350,7 +350,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                     self._state = STOPPED
                     await self._record(RecordInput(
                         item_id=item.item_id, status=STOPPED, stage=stage.name,
-                        reason=f"{stage.name} asked for changes {REVIEW_LIMIT} times",
+                        reason=review_limit_reason(stage.name),
                         agent=check.agent, key=f"{stage.name}:{round_}:limit",
                         kind="review_limit", round=round_,
                         data={"rounds": [list(c) for c in asked]}))

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bees_cli.cloud.client import sync_cloud_for
+from bees_cli.cloud.client import ask_owner, sync_cloud_for
 from bees_cli.errors import Ambiguous, CloudRefused, NotFound, Refused, UserError
 from bees_cli.handover.relinquish import main_restart
 from bees_cli.machine.computer import Computer
@@ -450,25 +450,21 @@ def claim_here(here: Computer, item_id: str) -> int | None:
             changed here; the hint says to continue again: the same claim is granted again).
         CloudError: the cloud answered with an error (nothing changed).
     """
-    from bees_cli.cloud import wire
     from bees_cli.errors import CloudUnreachable
 
-    api = sync_cloud_for(here, retries=2)
-    if api is None:
+    try:
+        answer = ask_owner(here, item_id)
+    except CloudRefused as error:
+        refused = Refused(f"item {item_id} could not be claimed: {error.message}",
+                          hint=error.hint)
+        refused.code = error.code  # the server's (``machine_not_yours``…), for --json
+        raise refused from None
+    except CloudUnreachable as error:  # Bees Cloud may have granted it: ask again
+        raise CloudUnreachable(
+            error.message, hint=f"run bees continue {item_id} again once Bees Cloud "
+            "answers: a claim it took is granted again, to this computer") from None
+    if answer is None:
         return None
-    with api:
-        try:
-            answer = api.claim_owner(wire.OwnerClaim(
-                item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
-        except CloudRefused as error:
-            refused = Refused(f"item {item_id} could not be claimed: {error.message}",
-                              hint=error.hint)
-            refused.code = error.code  # the server's (``machine_not_yours``…), for --json
-            raise refused from None
-        except CloudUnreachable as error:  # Bees Cloud may have granted it: ask again
-            raise CloudUnreachable(
-                error.message, hint=f"run bees continue {item_id} again once Bees Cloud "
-                "answers: a claim it took is granted again, to this computer") from None
     if not answer.granted:
         raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from bees_cli.agents.selection import PICK_WORDS, pick_tier
+from bees_cli.rules import REVIEW_LIMIT_WORDS, review_limit_reason
 
 ReasonCode = Literal[
     "folder_not_linked", "folder_link_not_dir", "folder_default_not_dir", "folder_env_unset",
@@ -35,10 +36,6 @@ SKIP_WORDS: dict[str, str] = {
     "not_declared": "not declared in the workspace", "disabled": "disabled",
     "under_review": "did the work under review", "in_chain": "already in the chain of callers"}
 """How people read each :data:`SkipWhy` (its add-ons apart)."""
-
-BUSY_MINUTES = 10
-"""How long a stage waits for a busy agent before it fails (``rules.BUSY_LIMIT``), minutes."""
-
 
 def _opt(description: str) -> Any:
     """A value of some codes only: left out of the document when None."""
@@ -174,7 +171,7 @@ class Reason(BaseModel):
         if c in fixed:
             return fixed[c]
         if c == "review_limit":
-            return f"{self.stage} asked for changes {self.count} times"
+            return review_limit_reason(str(self.stage), self.count or 0)
         if c == "action_not_run":
             return f"{self.action} was not run: the item was {self.status}"
         if c == "action_denied":
@@ -197,7 +194,8 @@ _PATTERNS = [
                 re.S), "folder_env_unset", ("folder", "path", "env")),
     (re.compile(r"folder (\S+): default path (.+) is not an existing directory", re.S),
      "folder_default_not_dir", ("folder", "path")),
-    (re.compile(r"(\S+) asked for changes (\d+) times", re.S), "review_limit",
+    (re.compile(re.escape(REVIEW_LIMIT_WORDS).replace(re.escape("{stage}"), r"(\S+)")
+                .replace(re.escape("{count}"), r"(\d+)"), re.S), "review_limit",
      ("stage", "count")),
     (re.compile(r"(\S+) was not run: the item was (cancelled|relinquished)", re.S),
      "action_not_run", ("action", "status")),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bees_cli.cloud.client import cloud_for, sync_cloud_for
+from bees_cli.cloud.client import ask_owner, cloud_for, owner_claim_of
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import ClaimStatus, FireLog
@@ -110,18 +110,13 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     Returns:
         The :class:`ClaimOutcome`; never raises for cloud trouble.
     """
-    from bees_cli.cloud import wire
-
     if computer.login is None:
         outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
     else:
         api = client or cloud_for(computer, retries=2)
         assert api is not None
         try:
-            answer = await api.claim_owner(wire.OwnerClaim(
-                item_id=item_id, machine_id=computer.machine_id,
-                computer_name=computer.computer))
-            outcome = granted(answer)
+            outcome = granted(await api.claim_owner(owner_claim_of(computer, item_id)))
         except CloudUnreachable:
             outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
         except CloudError as error:
@@ -188,21 +183,14 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
 
     Uses the blocking client, so it is safe to call from a worker thread of an event loop.
     """
-    from bees_cli.cloud import wire
-
-    api = sync_cloud_for(here, retries=2)
-    if api is None:
-        outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
-    else:
-        with api:
-            try:
-                answer = api.claim_owner(wire.OwnerClaim(
-                    item_id=item_id, machine_id=here.machine_id, computer_name=here.computer))
-                outcome = granted(answer)
-            except CloudUnreachable:
-                outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
-            except CloudError as error:
-                outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
+    try:
+        answer = ask_owner(here, item_id)
+        outcome = (ClaimOutcome(ClaimStatus.NO_CLOUD) if answer is None
+                   else granted(answer))
+    except CloudUnreachable:
+        outcome = ClaimOutcome(ClaimStatus.UNREACHABLE)
+    except CloudError as error:
+        outcome = ClaimOutcome(ClaimStatus.ERROR, detail=error.message)
     FireLog(here.record_path).set_claim(item_id, outcome.status, computer=outcome.computer,
                                         detail=outcome.detail, tried=_utcnow(),
                                         epoch=outcome.epoch)

@@ -369,23 +369,21 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
     run = (previous.run if previous is not None
            else kept_run if isinstance(kept_run, int) else 1) + 1
     item_title = continued_title(here, item_id, folder, row, title, snapshot)
-    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+    from bees_cli.engine.items import item_input, make_item
 
-    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=engine_view(snapshot),
-                     snapshot_digest=keep_snapshot(record, snapshot),
-                     start_stage=restart, journal=journal, run=run,
-                     previous=previous_outputs(folder, snapshot, restart),
-                     attempts=next_attempts(checkpoint),
-                     reviews=(ReviewRounds.model_validate(story.reviews.model_dump())
-                              if story is not None else None))
+    carried = {"start_stage": restart, "journal": journal, "run": run,
+               "previous": previous_outputs(folder, snapshot, restart),
+               "attempts": next_attempts(checkpoint),
+               "reviews": (ReviewRounds.model_validate(story.reviews.model_dump())
+                           if story is not None else None)}
     if row is None:
-        record.add_item(id=item_id, process=snapshot.process_name, title=item_title,
-                        workspace=snapshot.workspace_root, run_folder=str(folder),
-                        input=item.model_dump_json(), stage=restart,
-                        created=story.created if story is not None else None,
-                        created_on=story.created_on if story is not None else None)
+        make_item(record, snapshot, item_id=item_id, title=item_title, run_folder=folder,
+                  workspace=snapshot.workspace_root, stage=restart,
+                  created=story.created if story is not None else None,
+                  created_on=story.created_on if story is not None else None, **carried)
     else:
+        item = item_input(record, snapshot, item_id=item_id, title=item_title,
+                          run_folder=folder, **carried)
         record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
                             stage=restart)
     if story is not None:  # the earlier runs' history first, then this run's facts

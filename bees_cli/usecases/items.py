@@ -48,8 +48,7 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     from ulid import ULID
 
     from bees_cli.agents.snapshot import make_snapshot
-    from bees_cli.engine.models import ItemInput
-    from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
+    from bees_cli.engine.items import make_item
     from bees_cli.machine.links import run_folder_root
     from bees_cli.machine.paths import run_folder_of
     from bees_cli.schedules import owners
@@ -60,14 +59,10 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     item_id = str(ULID())
     item_title = title or snapshot.process.title or process
     folder = run_folder_of(run_folder_root(workspace, computer.runs_dir), item_id)
-    item = ItemInput(item_id=item_id, title=item_title, run_folder=str(folder),
-                     snapshot=engine_view(snapshot),
-                     snapshot_digest=keep_snapshot(record, snapshot))
     folder.mkdir(parents=True, exist_ok=False)
     try:
-        record.add_item(id=item_id, process=process, title=item_title,
-                        workspace=str(workspace.root), run_folder=str(folder),
-                        input=item.model_dump_json(), stage=snapshot.process.stages[0].name)
+        make_item(record, snapshot, item_id=item_id, title=item_title, run_folder=folder,
+                  workspace=str(workspace.root))
         claim = owners.claim_at_create(computer, record, item_id)
     except BaseException:
         # a half-made item is no item: no row, no run folder

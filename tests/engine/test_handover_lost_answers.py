@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+import bees_cli.cloud.client as client_module
 import bees_cli.handover.continue_ as continue_module
 from bees_cli.cloud.client import CloudClient, sync_cloud_for
 from bees_cli.cloud.login import Login, save_login
@@ -58,6 +59,7 @@ async def test_a_continue_whose_claim_answer_was_lost_is_finished_by_running_it_
                            timeout=timeout, backoff=0.01, transport=lossy)
 
     monkeypatch.setattr(continue_module, "sync_cloud_for", through_lossy)
+    monkeypatch.setattr(client_module, "sync_cloud_for", through_lossy)  # the owner claim
     # the proxy loses every answer to the claim: the client's three tries
     lossy.ending, lossy.releases, lossy.lose = "/v1/owners/claim", 0, 3
     with pytest.raises(CloudUnreachable) as lost:
