@@ -1,12 +1,15 @@
 """The typer-free half of the CLI's error boundary: exit codes, what an exception is rendered as,
-and :func:`run_guarded` for the commands :mod:`bees_cli.cli.quick` runs without typer."""
+how a closed pipe ends a command (:func:`leave_closed_pipe`), and :func:`run_guarded` for the
+commands :mod:`bees_cli.cli.quick` runs without typer."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import IntEnum
+from typing import NoReturn
 
 from bees_cli.errors import BeesError, disk_error_of, os_path
 
@@ -26,6 +29,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     REFUSED = 3
     INTERRUPTED = 130
+    CLOSED_PIPE = 141
+    """The reader of stdout (or stderr) went away, as in ``bees item show ID | head -1``:
+    the command ends quietly with the status a shell gives a program SIGPIPE stopped
+    (128 + 13)."""
 
 
 class IoFailure(BeesError):
@@ -45,6 +52,52 @@ class Bug(BeesError):
 def debugging() -> bool:
     """True under ``bees --debug`` or ``BEES_DEBUG=1``: a bug keeps its traceback."""
     return os.environ.get(DEBUG_ENV) == "1"
+
+
+def leave_closed_pipe(*, hard: bool = False) -> NoReturn:
+    """End the command quietly because the reader of its stdout (or stderr) went away
+    (:attr:`ExitCode.CLOSED_PIPE`): both streams are pointed at the null device, so nothing
+    buffered fails again on the way out, and the process leaves with 141.
+
+    Why: Python ignores SIGPIPE and raises ``BrokenPipeError`` instead; its documented recipe
+    (the ``signal`` module's note on SIGPIPE) points stdout at ``os.devnull`` and exits. Bees
+    keeps SIGPIPE ignored (its sockets need it) and exits as a shell expects of a pipe
+    reader that left early (``yes | head -1``: 141).
+
+    Args:
+        hard: leave by ``os._exit`` (a command that used a temporalio client,
+            :func:`bees_cli.cli.output.exit_hard`) instead of ``SystemExit``.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+                continue
+    finally:
+        os.close(devnull)
+    if hard:
+        os._exit(ExitCode.CLOSED_PIPE)
+    raise SystemExit(ExitCode.CLOSED_PIPE)
+
+
+@contextmanager
+def closed_pipe_ends_quietly(*, hard: bool = False) -> Iterator[None]:
+    """Run the block, then flush stdout (however the block ended); a ``BrokenPipeError``
+    from either ends the command with :func:`leave_closed_pipe` (141, nothing said).
+
+    Why: every way a command writes (its body, its error, click's help and usage) passes
+    through one of the few places that use this, so ``bees … | head -1`` ends the same
+    way for every command, and nothing is left buffered to fail at interpreter exit.
+    """
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        leave_closed_pipe(hard=hard)
 
 
 def as_bees_error(raised: Exception) -> BeesError | None:
@@ -71,7 +124,9 @@ def run_guarded(body: Callable[[], None], *, as_json: bool) -> int:
     """Run a command's ``body`` as :func:`bees_cli.cli.errors.error_boundary` runs a typer
     command, for a command line parsed without typer: an error is rendered once (text on
     stderr, or JSON on stdout when ``as_json``) and its exit code returned; Ctrl-C prints
-    ``interrupted`` (130); a bug propagates with its traceback only under :func:`debugging`.
+    ``interrupted`` (130); a closed stdout ends it quietly (141,
+    :func:`closed_pipe_ends_quietly`); a bug propagates with its traceback only under
+    :func:`debugging`.
 
     Returns:
         The exit code: 0, or the error's (``BeesError.exit_code``, which agrees with
@@ -79,15 +134,18 @@ def run_guarded(body: Callable[[], None], *, as_json: bool) -> int:
     """
     from bees_cli.cli.output import render_error
 
-    try:
-        body()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return ExitCode.INTERRUPTED
-    except Exception as raised:
-        error = as_bees_error(raised)
-        if error is None:
+    with closed_pipe_ends_quietly():
+        try:
+            body()
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            return ExitCode.INTERRUPTED
+        except BrokenPipeError:
             raise
-        render_error(error, as_json=as_json)
-        return error.exit_code
+        except Exception as raised:
+            error = as_bees_error(raised)
+            if error is None:
+                raise
+            render_error(error, as_json=as_json)
+            return error.exit_code
     return ExitCode.OK

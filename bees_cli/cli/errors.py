@@ -2,7 +2,8 @@
 
 Exit codes (DESIGN.md, Interfaces; issue 15, point 3): 0 ok; 1 failure, including "not
 found" and I/O errors; 2 bad usage or an invalid workspace; 3 refused (not the owner, key
-taken, checkpoint invalid, wrong state). JSON mode is read from the command's parsed
+taken, checkpoint invalid, wrong state); 130 interrupted; 141 the reader of stdout went away
+(``bees item show ID | head -1``: quiet, issue 23, point 8). JSON mode is read from the command's parsed
 ``--json`` option (its ``as_json`` parameter), never from ``sys.argv``; in JSON mode stdout
 gets ``{"version", "error": {"code", "message", "hint"}}``. An ``OSError`` that means a
 read-only or full disk (or no permission) on a named file is rendered as
@@ -26,6 +27,7 @@ from bees_cli.cli.boundary import (
     ExitCode,
     IoFailure,
     as_bees_error,
+    closed_pipe_ends_quietly,
     debugging,
 )
 from bees_cli.errors import (
@@ -52,6 +54,8 @@ EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
     (UserError, ExitCode.USAGE, "bad usage, an invalid workspace or state file"),
     (CloudRefused, ExitCode.REFUSED, "Bees Cloud answered no: not the owner, key taken"),
     (BeesError, ExitCode.FAILURE, "the engine, Bees Cloud, a model or a disk failed"),
+    (BrokenPipeError, ExitCode.CLOSED_PIPE, "the reader of stdout went away (| head -1): "
+     "nothing said"),
     (OSError, ExitCode.FAILURE, "an I/O error"),
     (typer.TyperException, ExitCode.USAGE, "a command line that does not parse"),
     (KeyboardInterrupt, ExitCode.INTERRUPTED, "Ctrl-C"),
@@ -117,7 +121,9 @@ def error_boundary(fn: F) -> F:
     or JSON on stdout when its parsed ``--json`` is set) and ends the process with the
     table's exit code (:func:`exit_code_of`). A bug propagates with its traceback only
     under :func:`debugging`. A command marked :func:`touches_engine` leaves by
-    ``os._exit``.
+    ``os._exit``. A closed stdout (``| head -1``) ends it quietly with 141, its output
+    flushed inside the boundary so a late failure is caught too
+    (:func:`~bees_cli.cli.boundary.closed_pipe_ends_quietly`).
     """
     hard = bool(getattr(fn, ENGINE_ATTR, False))
 
@@ -125,28 +131,29 @@ def error_boundary(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from bees_cli.cli.output import exit_hard, render_error
 
-        try:
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, ParseRefusal):
-                    raise value.error
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort, typer.TyperException):
-            raise  # click's own ways out (a usage error is exit 2 already)
-        except KeyboardInterrupt:
-            sys.stderr.write("interrupted\n")
-            if hard:
-                exit_hard(ExitCode.INTERRUPTED)
-            raise typer.Exit(ExitCode.INTERRUPTED) from None
-        except Exception as raised:
-            # a read-only or full disk is one line naming the file (issue 12, point 7)
-            error = as_bees_error(raised)
-            if error is None:
-                raise
-            render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
-            code = exit_code_of(error)
-            if hard:
-                exit_hard(code)
-            raise typer.Exit(code) from None
+        with closed_pipe_ends_quietly(hard=hard):
+            try:
+                for value in (*args, *kwargs.values()):
+                    if isinstance(value, ParseRefusal):
+                        raise value.error
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
+                raise  # click's own ways out (a usage error is exit 2 already); a closed pipe
+            except KeyboardInterrupt:
+                sys.stderr.write("interrupted\n")
+                if hard:
+                    exit_hard(ExitCode.INTERRUPTED)
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
+            except Exception as raised:
+                # a read-only or full disk is one line naming the file (issue 12, point 7)
+                error = as_bees_error(raised)
+                if error is None:
+                    raise
+                render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
+                code = exit_code_of(error)
+                if hard:
+                    exit_hard(code)
+                raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 
