@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from enum import IntEnum
 from typing import NoReturn
 
-from bees_cli.errors import BeesError, disk_error_of, os_path
+from bees_cli.errors import BeesError, IoFailure, disk_error_of, os_path
 
 DEBUG_ENV = "BEES_DEBUG"
 """Set to 1 (or run `bees --debug`) to keep tracebacks: the SDK's on the console, and a bug's
@@ -33,13 +33,6 @@ class ExitCode(IntEnum):
     """The reader of stdout (or stderr) went away, as in ``bees item show ID | head -1``:
     the command ends quietly with the status a shell gives a program SIGPIPE stopped
     (128 + 13)."""
-
-
-class IoFailure(BeesError):
-    """An I/O error on a named file that is not a full or read-only disk (exit 1): e.g.
-    ``BEES_HOME`` names a file, not a folder."""
-
-    code = "io"
 
 
 class Bug(BeesError):

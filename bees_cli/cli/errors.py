@@ -7,7 +7,7 @@ taken, checkpoint invalid, wrong state); 130 interrupted; 141 the reader of stdo
 ``--json`` option (its ``as_json`` parameter), never from ``sys.argv``; in JSON mode stdout
 gets ``{"version", "error": {"code", "message", "hint"}}``. An ``OSError`` that means a
 read-only or full disk (or no permission) on a named file is rendered as
-:class:`~bees_cli.errors.DiskError`, any other as :class:`IoFailure`. No error shows a
+:class:`~bees_cli.errors.DiskError`, any other as :class:`~bees_cli.errors.IoFailure`. No error shows a
 Python traceback, except a bug under ``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
 """
 

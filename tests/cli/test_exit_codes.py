@@ -79,6 +79,7 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("item accept", ("item", "accept", ITEM), ExitCode.REFUSED),
     ("item cancel", ("item", "cancel", ITEM), ExitCode.REFUSED),
     ("schemas write", ("schemas", "write", "{file}"), ExitCode.USAGE),
+    ("schemas write", ("schemas", "write", "{file}/schemas"), ExitCode.FAILURE),
     ("cloud serve", ("cloud", "serve", "--db", "x.db"), ExitCode.USAGE),
     ("cloud status", ("cloud", "status"), ExitCode.USAGE),
     ("cloud team add", ("cloud", "team", "add", "acme", "--db", "x.db"), ExitCode.USAGE),
@@ -182,6 +183,16 @@ def test_bees_home_naming_a_file_is_one_line_not_a_traceback(
     else:
         assert done.stderr.splitlines() == [f"error: {message}",
                                             "hint: check that path (and BEES_HOME, if set)"]
+
+
+def test_schemas_write_that_cannot_write_is_an_io_failure(
+        run_bees: InProcess, places: dict[str, str]) -> None:
+    """Issue 23, point 8: an I/O error is exit 1, as the table says, not a usage error."""
+    target = f"{places['file']}/schemas"
+    done = run_bees("schemas", "write", target, "--json")
+    assert (done.code, done.raised) == (ExitCode.FAILURE, None)
+    assert done.json() == {"version": 1, "error": {
+        "code": "io", "message": f"{target}: cannot write: Not a directory", "hint": None}}
 
 
 def test_a_record_that_is_not_a_database_is_one_line(run_bees: InProcess,
