@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import typer
@@ -43,8 +45,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 ENGINE_ATTR = "__bees_touches_engine__"
 
-__all__ = ["EXIT_CODES", "JSON_PARAM", "Bug", "ExitCode", "IoFailure", "as_bees_error",
-           "debugging", "error_boundary", "exit_code_for", "exit_code_of", "guard_all"]
+__all__ = ["EXIT_CODES", "JSON_PARAM", "Bug", "ErrorAnswer", "ExitCode", "IoFailure",
+           "as_bees_error", "debugging", "error_answer", "error_boundary", "exit_code_for",
+           "exit_code_of", "guard_all"]
 
 
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
@@ -92,6 +95,40 @@ def exit_code_of_code(code: str) -> ExitCode:
     return ExitCode.FAILURE
 
 
+@dataclass
+class ErrorAnswer:
+    """What a command's JSON error carries at its top level, beside ``error``: the keys
+    every answer of that command has, success or not (``item create``: ``item_id``).
+
+    Attributes:
+        model: the error document's model (an :class:`~bees_cli.cli.json_models.ErrorOut`
+            with those keys).
+        keys: their values, filled in by the command as it learns them.
+    """
+
+    model: Any
+    keys: dict[str, Any] = field(default_factory=dict)
+
+
+_ANSWER: ContextVar[ErrorAnswer | None] = ContextVar("bees_error_answer", default=None)
+
+
+def error_answer(model: Any, **keys: Any) -> dict[str, Any]:
+    """Declare that the running command's JSON error is ``model`` with ``keys`` at its top
+    level (their values so far); return the dict the command fills in as it learns them.
+
+    Why: a script reads ``.item_id`` of ``bees item create --json`` whether the wait ended
+    well or not (issue 23, point 8); an error raised after the item was made must still
+    name it, wherever it is raised, and the boundary renders it once.
+
+    Example: ``answer = error_answer(out.ItemCreateErrorOut, item_id=None)``, then
+    ``answer["item_id"] = created.id`` once the item exists.
+    """
+    answer = ErrorAnswer(model=model, keys=dict(keys))
+    _ANSWER.set(answer)
+    return answer.keys
+
+
 def touches_engine(fn: F) -> F:
     """Mark a command that may use a temporalio client: the boundary leaves it with
     :func:`~bees_cli.cli.output.exit_hard` (DESIGN.md, measured facts: sdk-python issue 300)."""
@@ -131,6 +168,7 @@ def error_boundary(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from bees_cli.cli.output import exit_hard, render_error
 
+        declared = _ANSWER.set(None)  # the command may declare its own (error_answer)
         with closed_pipe_ends_quietly(hard=hard):
             try:
                 for value in (*args, *kwargs.values()):
@@ -149,11 +187,16 @@ def error_boundary(fn: F) -> F:
                 error = as_bees_error(raised)
                 if error is None:
                     raise
-                render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
+                answer = _ANSWER.get()
+                render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)),
+                             model=None if answer is None else answer.model,
+                             top=None if answer is None else answer.keys)
                 code = exit_code_of(error)
                 if hard:
                     exit_hard(code)
                 raise typer.Exit(code) from None
+            finally:
+                _ANSWER.reset(declared)
 
     return wrapper  # type: ignore[return-value]
 

@@ -46,17 +46,19 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def render_error(error: BeesError, *, as_json: bool) -> None:
+def render_error(error: BeesError, *, as_json: bool, model: Any = None,
+                 top: dict[str, Any] | None = None) -> None:
     """Print ``error`` on stderr as ``error: …`` plus ``hint: …``, or as JSON on stdout.
 
     JSON mode prints ``{"version", "error": {"code", "message", "hint", …}}`` on stdout
     (:class:`~bees_cli.cli.json_models.ErrorOut`), so a script reading stdout always gets a
-    JSON document.
+    JSON document; a command that declared its answer's keys
+    (:func:`bees_cli.cli.errors.error_answer`) gets ``model`` with ``top`` beside ``error``.
     """
     if as_json:
         from bees_cli.cli.json_models import ErrorOut, emit
 
-        emit(ErrorOut.model_validate({"error": error.to_json()}))
+        emit((model or ErrorOut).model_validate({**(top or {}), "error": error.to_json()}))
         return
     problems = getattr(error, "problems", None)
     if problems:

@@ -144,12 +144,13 @@ class Bees:
 
     async def create_item(self, workspace_path: Path | None, process: str, *,
                           title: str | None = None, agents: list[str] | None = None,
-                          folders: list[str] | None = None) -> CreatedItem:
+                          folders: list[str] | None = None,
+                          made: Callable[[str], None] | None = None) -> CreatedItem:
         """``bees item create``: see :func:`bees_cli.usecases.items.create`."""
         from bees_cli.usecases.items import create
 
         return await create(self, workspace_path, process, title=title, agents=agents or [],
-                            folders=folders or [])
+                            folders=folders or [], made=made)
 
     async def wait_for_item(self, item_id: str, *, timeout: float | None = None,
                             poll: float = 0.2) -> int:

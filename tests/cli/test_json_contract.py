@@ -329,18 +329,35 @@ def test_item_create_wait_timeout_names_the_item_and_its_last_state(
     done = run_bees(*argv, "--json")
     assert (done.code, done.raised) == (1, None), done.stderr
     doc = done.json()
-    assert matches("item create", doc) == "error.json"
-    item = doc["error"]["item_id"]
-    assert doc == {"version": 1, "error": {
+    assert matches("item create", doc) == "item-create-error.json"
+    item = doc["item_id"]  # issue 23, point 8: where docs/ci.md's `jq -r .item_id` reads it
+    assert doc == {"version": 1, "item_id": item, "error": {
         "code": "timed_out", "item_id": item, "item_status": "pending", "stage": "Draft",
         "message": f"timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
         "hint": f"bees item show {item}"}}
+    assert [row.id for row in LocalRecord(Computer.load().record_path).items()] == [item]
     text = run_bees(*argv)
     assert (text.code, text.raised) == (1, None)
     item = text.stdout.strip()
     assert text.stderr.splitlines()[-2:] == [
         f"error: timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
         f"hint: bees item show {item}"]
+
+
+def test_every_answer_of_item_create_has_the_item_id_at_the_top(
+        run_bees: InProcess, workspace: Path) -> None:
+    """Issue 23, point 8: success or not, ``item create --json`` answers with ``item_id`` at
+    the top level: the item's id once it was made, null when no item was made."""
+    made = run_bees("item", "create", "draft-review", "-w", str(workspace), "--json")
+    assert (made.code, matches("item create", made.json())) == (0, "item-create.json")
+    unknown = run_bees("item", "create", "nope", "-w", str(workspace), "--json")
+    assert (unknown.code, unknown.raised) == (1, None)
+    assert unknown.json() == {"version": 1, "item_id": None, "error": {
+        "code": "not_found", "message": "no process named 'nope' in the workspace",
+        "hint": "declared processes: draft-review"}}
+    assert matches("item create", unknown.json()) == "item-create-error.json"
+    refused = run_bees("item", "create", "draft-review", "--timeout", "1", "--json")
+    assert (refused.code, refused.json()["item_id"]) == (2, None)
 
 
 def test_doctor_gives_why_a_process_cannot_run_as_codes_and_words_them_in_text(
