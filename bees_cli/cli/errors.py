@@ -236,3 +236,7 @@ def guard_all(app: typer.Typer) -> None:
     for group in app.registered_groups:
         if group.typer_instance is not None:
             guard_all(group.typer_instance)
+            info = group.typer_instance.registered_callback  # a group that lists by itself
+            if (info is not None and info.callback is not None
+                    and not hasattr(info.callback, "__wrapped__")):
+                info.callback = error_boundary(info.callback)

@@ -68,6 +68,7 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "item accept": ("item-accept.json",),
     "item cancel": ("item-cancel.json",),
     "approvals": ("approvals.json",),
+    "approvals show": ("approvals.json",),
     "approve": ("approve.json",),
     "deny": ("deny.json",),
     "schedules": ("schedules.json",),

@@ -195,6 +195,13 @@ class Bees:
 
         return await waiting_approvals(self)
 
+    async def approvals_of(self, item_id: str, *,
+                           request_id: int | None = None) -> list[ApprovalRow]:
+        """``bees approvals show``: see :func:`bees_cli.usecases.approvals.item_approvals`."""
+        from bees_cli.usecases.approvals import item_approvals
+
+        return await item_approvals(self, item_id, request_id=request_id)
+
     async def queued_answers(self, item_id: str) -> list[dict[str, object]]:
         """The decisions on item ``item_id`` (its full id) that wait for ``bees run`` to
         deliver them: see :func:`bees_cli.usecases.approvals.queued_answers`."""

@@ -57,6 +57,8 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("retry", ("retry", "01JH3"), ExitCode.USAGE),
     ("retry", ("retry", "../x"), ExitCode.USAGE),
     ("approvals", ("approvals", "extra"), ExitCode.USAGE),
+    ("approvals show", ("approvals", "show", ITEM), ExitCode.FAILURE),
+    ("approvals show", ("approvals", "show", "01JH3"), ExitCode.USAGE),
     ("approve", ("approve", ITEM), ExitCode.REFUSED),
     ("approve", ("approve", ITEM, "--ran", "--again"), ExitCode.USAGE),
     ("deny", ("deny", ITEM), ExitCode.USAGE),
