@@ -1,16 +1,15 @@
 """The typer-free half of the CLI's error boundary: exit codes, what an exception is rendered as,
-how a closed pipe ends a command (:func:`leave_closed_pipe`), and :func:`run_guarded` for the
-commands :mod:`bees_cli.cli.quick` runs without typer."""
+and :func:`run_guarded` for the commands :mod:`bees_cli.cli.quick` runs without typer (a
+closed pipe: :mod:`bees_cli.cli.pipes`)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import IntEnum
-from typing import NoReturn
 
+from bees_cli.cli.pipes import CLOSED_PIPE, closed_pipe_ends_quietly
 from bees_cli.errors import BeesError, IoFailure, disk_error_of, os_path
 
 DEBUG_ENV = "BEES_DEBUG"
@@ -29,10 +28,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     REFUSED = 3
     INTERRUPTED = 130
-    CLOSED_PIPE = 141
+    CLOSED_PIPE = CLOSED_PIPE
     """The reader of stdout (or stderr) went away, as in ``bees item show ID | head -1``:
     the command ends quietly with the status a shell gives a program SIGPIPE stopped
-    (128 + 13)."""
+    (128 + 13; :mod:`bees_cli.cli.pipes`)."""
 
 
 class Bug(BeesError):
@@ -45,52 +44,6 @@ class Bug(BeesError):
 def debugging() -> bool:
     """True under ``bees --debug`` or ``BEES_DEBUG=1``: a bug keeps its traceback."""
     return os.environ.get(DEBUG_ENV) == "1"
-
-
-def leave_closed_pipe(*, hard: bool = False) -> NoReturn:
-    """End the command quietly because the reader of its stdout (or stderr) went away
-    (:attr:`ExitCode.CLOSED_PIPE`): both streams are pointed at the null device, so nothing
-    buffered fails again on the way out, and the process leaves with 141.
-
-    Why: Python ignores SIGPIPE and raises ``BrokenPipeError`` instead; its documented recipe
-    (the ``signal`` module's note on SIGPIPE) points stdout at ``os.devnull`` and exits. Bees
-    keeps SIGPIPE ignored (its sockets need it) and exits as a shell expects of a pipe
-    reader that left early (``yes | head -1``: 141).
-
-    Args:
-        hard: leave by ``os._exit`` (a command that used a temporalio client,
-            :func:`bees_cli.cli.output.exit_hard`) instead of ``SystemExit``.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                os.dup2(devnull, stream.fileno())
-            except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
-                continue
-    finally:
-        os.close(devnull)
-    if hard:
-        os._exit(ExitCode.CLOSED_PIPE)
-    raise SystemExit(ExitCode.CLOSED_PIPE)
-
-
-@contextmanager
-def closed_pipe_ends_quietly(*, hard: bool = False) -> Iterator[None]:
-    """Run the block, then flush stdout (however the block ended); a ``BrokenPipeError``
-    from either ends the command with :func:`leave_closed_pipe` (141, nothing said).
-
-    Why: every way a command writes (its body, its error, click's help and usage) passes
-    through one of the few places that use this, so ``bees … | head -1`` ends the same
-    way for every command, and nothing is left buffered to fail at interpreter exit.
-    """
-    try:
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-    except BrokenPipeError:
-        leave_closed_pipe(hard=hard)
 
 
 def as_bees_error(raised: Exception) -> BeesError | None:
@@ -118,8 +71,8 @@ def run_guarded(body: Callable[[], None], *, as_json: bool) -> int:
     command, for a command line parsed without typer: an error is rendered once (text on
     stderr, or JSON on stdout when ``as_json``) and its exit code returned; Ctrl-C prints
     ``interrupted`` (130); a closed stdout ends it quietly (141,
-    :func:`closed_pipe_ends_quietly`); a bug propagates with its traceback only under
-    :func:`debugging`.
+    :func:`~bees_cli.cli.pipes.closed_pipe_ends_quietly`); a bug propagates with its
+    traceback only under :func:`debugging`.
 
     Returns:
         The exit code: 0, or the error's (``BeesError.exit_code``, which agrees with

@@ -2,13 +2,14 @@
 
 Exit codes (DESIGN.md, Interfaces; issue 15, point 3): 0 ok; 1 failure, including "not
 found" and I/O errors; 2 bad usage or an invalid workspace; 3 refused (not the owner, key
-taken, checkpoint invalid, wrong state); 130 interrupted; 141 the reader of stdout went away
-(``bees item show ID | head -1``: quiet, issue 23, point 8). JSON mode is read from the command's parsed
-``--json`` option (its ``as_json`` parameter), never from ``sys.argv``; in JSON mode stdout
-gets ``{"version", "error": {"code", "message", "hint"}}``. An ``OSError`` that means a
-read-only or full disk (or no permission) on a named file is rendered as
-:class:`~bees_cli.errors.DiskError`, any other as :class:`~bees_cli.errors.IoFailure`. No error shows a
-Python traceback, except a bug under ``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
+taken, checkpoint invalid, wrong state); 130 interrupted; 141 the reader of stdout went
+away (``bees item show ID | head -1``: quiet, issue 23, point 8). JSON mode is read from
+the command's parsed ``--json`` option (its ``as_json`` parameter), never from
+``sys.argv``; in JSON mode stdout gets ``{"version", "error": {"code", "message",
+"hint"}}``. An ``OSError`` that means a read-only or full disk (or no permission) on a named
+file is rendered as :class:`~bees_cli.errors.DiskError`, any other as
+:class:`~bees_cli.errors.IoFailure`. No error shows a Python traceback, except a bug under
+``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from bees_cli.cli.boundary import (
     ExitCode,
     IoFailure,
     as_bees_error,
-    closed_pipe_ends_quietly,
     debugging,
 )
+from bees_cli.cli.pipes import closed_pipe_ends_quietly
 from bees_cli.errors import (
     Ambiguous,
     BeesError,
@@ -160,7 +161,7 @@ def error_boundary(fn: F) -> F:
     under :func:`debugging`. A command marked :func:`touches_engine` leaves by
     ``os._exit``. A closed stdout (``| head -1``) ends it quietly with 141, its output
     flushed inside the boundary so a late failure is caught too
-    (:func:`~bees_cli.cli.boundary.closed_pipe_ends_quietly`).
+    (:func:`~bees_cli.cli.pipes.closed_pipe_ends_quietly`).
     """
     hard = bool(getattr(fn, ENGINE_ATTR, False))
 

@@ -80,7 +80,7 @@ class LazyGroup(TyperGroup):
     def make_context(self, info_name: str | None, args: list[str],
                      parent: Any = None, **extra: Any) -> Any:
         """Parse the root's options; a closed pipe under its help ends quietly (141)."""
-        from bees_cli.cli.boundary import closed_pipe_ends_quietly
+        from bees_cli.cli.pipes import closed_pipe_ends_quietly
 
         with closed_pipe_ends_quietly():
             return super().make_context(info_name, args, parent, **extra)
@@ -90,9 +90,9 @@ class LazyGroup(TyperGroup):
         click, before any command runs) ends quietly with 141, not typer's exit 1.
 
         Why: typer turns a ``BrokenPipeError`` into exit 1 itself; caught here first, every
-        command and its help end alike (:func:`bees_cli.cli.boundary.leave_closed_pipe`).
+        command and its help end alike (:func:`bees_cli.cli.pipes.leave_closed_pipe`).
         """
-        from bees_cli.cli.boundary import closed_pipe_ends_quietly
+        from bees_cli.cli.pipes import closed_pipe_ends_quietly
 
         with closed_pipe_ends_quietly():
             return super().invoke(ctx)

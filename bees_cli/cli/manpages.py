@@ -134,7 +134,7 @@ def _group_page(root: Node, group: Node, version: str) -> str:
     lines += [".SH NAME", f"{escape(name)} \\- {escape(_first_line(group.command))}"]
     lines += [".SH SYNOPSIS", *_synopsis(group)]
     lines += [".SH DESCRIPTION", *_help(group.command.help)]
-    if group.command.invoke_without_command:  # it does something by itself: `bees approvals`
+    if getattr(group.command, "invoke_without_command", False):  # `bees approvals` lists
         lines += [".SH OPTIONS", *_params(group, with_help=False)]
     lines += [".SH COMMANDS"]
     pending = group.children()
@@ -179,7 +179,8 @@ def _synopsis(node: Node) -> list[str]:
             pieces.append(piece if param.required else f"[{piece}]")
     if isinstance(node.command, TyperGroup):
         command = "\\fICOMMAND\\fR [\\fIARGS\\fR]..."
-        pieces.append(f"[{command}]" if node.command.invoke_without_command else command)
+        alone = getattr(node.command, "invoke_without_command", False)
+        pieces.append(f"[{command}]" if alone else command)
     return [f".B {escape(node.path)}", " ".join(pieces)]
 
 

@@ -8,24 +8,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from bees_cli.cli.pipes import leave_closed_pipe, write_stdout
 from bees_cli.errors import BeesError
-
-
-WRITE_CHARS = 2048
-"""The largest piece :func:`write_stdout` hands to ``sys.stdout`` at once (at most 8 KiB of
-UTF-8: never more than the stream's buffer)."""
-
-
-def write_stdout(text: str) -> None:
-    """Write ``text`` to stdout in pieces of :data:`WRITE_CHARS` characters.
-
-    Why: CPython loses the ``BrokenPipeError`` of a single write larger than the stream's
-    buffer when the reader leaves midway (``bees item show ID --json | head -1``): the rest
-    is dropped and the command would end 0. Written in pieces, the closed pipe is raised,
-    and the boundary ends the command with 141 (issue 23, point 8).
-    """
-    for start in range(0, len(text), WRITE_CHARS):
-        sys.stdout.write(text[start:start + WRITE_CHARS])
 
 
 def print_json(value: Any) -> None:
@@ -86,8 +70,6 @@ def exit_hard(code: int) -> NoReturn:
     Temporal skip interpreter teardown. A reader of stdout or stderr that went away
     makes it leave quietly with 141 instead (issue 23, point 8).
     """
-    from bees_cli.cli.boundary import leave_closed_pipe
-
     try:
         try:
             sys.stdout.flush()

@@ -40,7 +40,7 @@ class Part(BaseModel):
 def emit(doc: BaseModel) -> None:
     """Print the document ``doc`` (an :class:`Out`, or :class:`ItemShowOut`) as indented JSON
     on stdout: the one way a ``--json`` document leaves."""
-    from bees_cli.cli.output import write_stdout
+    from bees_cli.cli.pipes import write_stdout
 
     data = doc.model_dump(mode="json", by_alias=True)
     write_stdout(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
