@@ -138,7 +138,7 @@ def approvals_show(
     if as_json:
         out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
         return
-    sys.stdout.write("\n".join("\n".join(request_lines(row)) for row in rows) + "\n")
+    sys.stdout.write("\n\n".join("\n".join(request_lines(row)) for row in rows) + "\n")
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
