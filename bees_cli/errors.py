@@ -12,6 +12,7 @@
     ├── EngineError                exit 1   the local Temporal engine is missing or failed
     ├── WaitTimedOut               exit 1   ``--wait --timeout`` ran out (the item and its state)
     ├── DiskError                  exit 1   a file of this computer cannot be written
+    ├── IoFailure                  exit 1   any other I/O error on a named file
     ├── CloudError                 exit 1   talking to Bees Cloud failed
     │   ├── CloudUnreachable       exit 1   connection failed or timed out after retries
     │   ├── CloudUnauthorized      exit 1   the token is missing, wrong or revoked (HTTP 401)
@@ -202,6 +203,14 @@ DISK_ERRNOS: dict[int, str] = {
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 """The ``OSError`` numbers that mean a file cannot be written, and how to say each."""
+
+
+class IoFailure(BeesError):
+    """An I/O error on a named file that is not a full or read-only disk (exit 1): e.g.
+    ``BEES_HOME`` names a file, not a folder, or ``bees schemas write`` is given a path
+    under a file."""
+
+    code = "io"
 
 
 def disk_error_of(error: OSError) -> DiskError | None:

@@ -1,5 +1,6 @@
 """The typer-free half of the CLI's error boundary: exit codes, what an exception is rendered as,
-and :func:`run_guarded` for the commands :mod:`bees_cli.cli.quick` runs without typer."""
+and :func:`run_guarded` for the commands :mod:`bees_cli.cli.quick` runs without typer (a
+closed pipe: :mod:`bees_cli.cli.pipes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 from collections.abc import Callable
 from enum import IntEnum
 
-from bees_cli.errors import BeesError, disk_error_of, os_path
+from bees_cli.cli.pipes import CLOSED_PIPE, closed_pipe_ends_quietly
+from bees_cli.errors import BeesError, IoFailure, disk_error_of, os_path
 
 DEBUG_ENV = "BEES_DEBUG"
 """Set to 1 (or run `bees --debug`) to keep tracebacks: the SDK's on the console, and a bug's
@@ -26,13 +28,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     REFUSED = 3
     INTERRUPTED = 130
-
-
-class IoFailure(BeesError):
-    """An I/O error on a named file that is not a full or read-only disk (exit 1): e.g.
-    ``BEES_HOME`` names a file, not a folder."""
-
-    code = "io"
+    CLOSED_PIPE = CLOSED_PIPE
+    """The reader of stdout (or stderr) went away, as in ``bees item show ID | head -1``:
+    the command ends quietly with the status a shell gives a program SIGPIPE stopped
+    (128 + 13; :mod:`bees_cli.cli.pipes`)."""
 
 
 class Bug(BeesError):
@@ -71,7 +70,9 @@ def run_guarded(body: Callable[[], None], *, as_json: bool) -> int:
     """Run a command's ``body`` as :func:`bees_cli.cli.errors.error_boundary` runs a typer
     command, for a command line parsed without typer: an error is rendered once (text on
     stderr, or JSON on stdout when ``as_json``) and its exit code returned; Ctrl-C prints
-    ``interrupted`` (130); a bug propagates with its traceback only under :func:`debugging`.
+    ``interrupted`` (130); a closed stdout ends it quietly (141,
+    :func:`~bees_cli.cli.pipes.closed_pipe_ends_quietly`); a bug propagates with its
+    traceback only under :func:`debugging`.
 
     Returns:
         The exit code: 0, or the error's (``BeesError.exit_code``, which agrees with
@@ -79,15 +80,18 @@ def run_guarded(body: Callable[[], None], *, as_json: bool) -> int:
     """
     from bees_cli.cli.output import render_error
 
-    try:
-        body()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return ExitCode.INTERRUPTED
-    except Exception as raised:
-        error = as_bees_error(raised)
-        if error is None:
+    with closed_pipe_ends_quietly():
+        try:
+            body()
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            return ExitCode.INTERRUPTED
+        except BrokenPipeError:
             raise
-        render_error(error, as_json=as_json)
-        return error.exit_code
+        except Exception as raised:
+            error = as_bees_error(raised)
+            if error is None:
+                raise
+            render_error(error, as_json=as_json)
+            return error.exit_code
     return ExitCode.OK

@@ -117,6 +117,8 @@ def verify(
 
 
 def register(app: typer.Typer) -> None:
-    """Attach the ``checkpoint`` group to the root app."""
-    checkpoint_app.command()(verify)
+    """Attach the ``checkpoint`` group to the root app (its ``verify`` once, however many
+    apps it is attached to: a second copy would miss the error boundary)."""
+    if not checkpoint_app.registered_commands:
+        checkpoint_app.command()(verify)
     app.add_typer(checkpoint_app, name="checkpoint")

@@ -50,9 +50,6 @@ COMMANDS: dict[str, Entry] = {
                     "stays as it is)."),
     "retry": Entry(_ENGINE, "Start a failed stage again from the top, as a new attempt (or, for "
                    "an item stopped at the review limit, one more round from the work stage)."),
-    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer: the "
-                       "action and a short summary of its input (the whole input: --json, or "
-                       "bees item show)."),
     "approve": Entry(_ENGINE, "Approve what waits on an item (a held action, or its stage's "
                      "finish)."),
     "deny": Entry(_ENGINE, "Deny what waits on an item: the agent's action is refused with the "
@@ -85,6 +82,9 @@ COMMANDS: dict[str, Entry] = {
                    "connection."),
     "checkpoint": Entry(("checkpoint",), "Check the checkpoint a run folder carries on a "
                         "handover."),
+    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer: the "
+                       "action and its input, recipients first (each field on its own line: "
+                       "bees approvals show ITEM)."),
     "model": Entry(("model",), "The embedded demo model: a tiny local model for trying model "
                    "agents."),
 }

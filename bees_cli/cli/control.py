@@ -77,11 +77,21 @@ def item_cancel(item: ItemArg, as_json: JsonOpt = False) -> None:
     exit_hard(0)
 
 
-def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
+approvals_app = typer.Typer(  # its help is its callback's: the listing below
+    name="approvals", invoke_without_command=True, subcommand_metavar="[COMMAND [ARGS]...]",
+    no_args_is_help=False, context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+
+@approvals_app.callback(invoke_without_command=True)
+def approvals(ctx: typer.Context, as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
         "--wide", help="Every cell whole (no cut to the terminal's width), times in UTC.")
         ] = False) -> None:
-    """List what waits for a person's approval on this computer: the action and a short
-    summary of its input (the whole input: --json, or bees item show).
+    """List what waits for a person's approval on this computer: the action and its input,
+    recipients first (each field on its own line: bees approvals show ITEM).
+
+    With --json, each request's ``input`` is the JSON object the agent gave.
 
     Example: bees approvals --json
     """
@@ -92,6 +102,8 @@ def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
     from bees_cli.cli.table import table_width
     from bees_cli.utc import utc_now
 
+    if ctx.invoked_subcommand is not None:
+        return
     rows = asyncio.run(bees_here().approvals())
     if as_json:
         out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
@@ -101,6 +113,32 @@ def approvals(as_json: JsonOpt = False, wide: Annotated[bool, typer.Option(
         return
     lines = approval_lines(rows, now=utc_now(), width=table_width(), wide=wide)
     sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
+@approvals_app.command("show")
+def approvals_show(
+    item: ItemArg,
+    action: Annotated[int | None, typer.Option(
+        "--action", metavar="ID", autocompletion=complete_requests,
+        help="Only this request (see bees approvals); default: every one of the item.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show what waits for approval on an item, whole: each field of the input on its own
+    line, recipients first (to, cc, bcc…), nothing cut; then how to decide.
+
+    Example: bees approvals show 01JH3 --action 1
+    """
+    import asyncio
+
+    from bees_cli.cli import json_models as out
+    from bees_cli.cli.status_view import request_lines
+
+    rows = asyncio.run(bees_here().approvals_of(item, request_id=action))
+    if as_json:
+        out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
+        return
+    sys.stdout.write("\n\n".join("\n".join(request_lines(row)) for row in rows) + "\n")
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
@@ -197,14 +235,16 @@ def action(
 
 
 def register(app: typer.Typer) -> None:
-    """Attach ``retry``, ``approvals``, ``approve``, ``deny``, ``action`` and
-    ``item accept|cancel``."""
+    """Attach ``retry``, the ``approvals`` group (its listing and ``show``), ``approve``,
+    ``deny``, ``action`` and ``item accept|cancel``."""
     from bees_cli.cli.engine import item_app
 
     app.command("retry")(retry)
-    app.command("approvals")(approvals)
+    app.add_typer(approvals_app, name="approvals")
     app.command("approve")(approve)
     app.command("deny")(deny)
     app.command("action")(action)
-    item_app.command("accept")(item_accept)
-    item_app.command("cancel")(item_cancel)
+    if "accept" not in {command.name for command in item_app.registered_commands}:
+        # once, however many apps are built: a second copy would miss the error boundary
+        item_app.command("accept")(item_accept)
+        item_app.command("cancel")(item_cancel)

@@ -9,7 +9,7 @@ import typer
 
 from bees_cli.cli.complete import complete_agents, complete_folders, complete_processes
 from bees_cli.cli.context import bees_here
-from bees_cli.cli.errors import touches_engine
+from bees_cli.cli.errors import error_answer, touches_engine
 from bees_cli.cli.options import ItemArg, JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import exit_hard, say
 from bees_cli.errors import UserError
@@ -87,7 +87,8 @@ def item_create(
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
     bounds the wait (exit 1: timed out, the error names the item and, with --json, carries
-    its ``item_id``, ``item_status`` and ``stage``; without --wait it is a usage error, exit 2).
+    its ``item_status`` and ``stage``; without --wait it is a usage error, exit 2). With
+    --json, every answer has ``item_id`` at the top, an error too (null: no item was made).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
@@ -95,14 +96,18 @@ def item_create(
 
     from bees_cli.cli import json_models as out
 
+    answer = error_answer(out.ItemCreateErrorOut, item_id=None)
     if timeout is not None and not wait:
         raise UserError("--timeout needs --wait",
                         hint=f"bees item create {process} --wait --timeout {timeout:g}")
     bees = bees_here()
 
+    def made(item_id: str) -> None:  # an error from here on names the item
+        answer["item_id"] = item_id
+
     async def create_then_wait() -> int:
         created = await bees.create_item(workspace, process, title=title, agents=agent,
-                                         folders=folder)
+                                         folders=folder, made=made)
         done = out.ItemCreateOut(item_id=created.id, process=created.process,
                                  title=created.title, run_folder=str(created.run_folder),
                                  started=created.started)

@@ -12,8 +12,18 @@ def run() -> None:
     ``bees --version`` the version at the cost of a bare interpreter (issue 16, point 4:
     ``--help`` within 3× ``python -c pass``), ``status`` and ``validate`` go through
     :func:`bees_cli.cli.quick.run` when it takes their line; every other command line
-    runs the typer app."""
-    args = sys.argv[1:]
+    runs the typer app. A reader of its output that went away ends any of them quietly
+    with 141 (:func:`bees_cli.cli.pipes.closed_pipe_ends_quietly`)."""
+    try:
+        _run(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the root's help or version, or click's own usage error
+        from bees_cli.cli.pipes import leave_closed_pipe
+
+        leave_closed_pipe()
+
+
+def _run(args: list[str]) -> None:
     if args in (["--help"], ["-h"]):
         from bees_cli.cli.roothelp import render
 

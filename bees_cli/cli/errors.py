@@ -2,12 +2,14 @@
 
 Exit codes (DESIGN.md, Interfaces; issue 15, point 3): 0 ok; 1 failure, including "not
 found" and I/O errors; 2 bad usage or an invalid workspace; 3 refused (not the owner, key
-taken, checkpoint invalid, wrong state). JSON mode is read from the command's parsed
-``--json`` option (its ``as_json`` parameter), never from ``sys.argv``; in JSON mode stdout
-gets ``{"version", "error": {"code", "message", "hint"}}``. An ``OSError`` that means a
-read-only or full disk (or no permission) on a named file is rendered as
-:class:`~bees_cli.errors.DiskError`, any other as :class:`IoFailure`. No error shows a
-Python traceback, except a bug under ``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
+taken, checkpoint invalid, wrong state); 130 interrupted; 141 the reader of stdout went
+away (``bees item show ID | head -1``: quiet, issue 23, point 8). JSON mode is read from
+the command's parsed ``--json`` option (its ``as_json`` parameter), never from
+``sys.argv``; in JSON mode stdout gets ``{"version", "error": {"code", "message",
+"hint"}}``. An ``OSError`` that means a read-only or full disk (or no permission) on a named
+file is rendered as :class:`~bees_cli.errors.DiskError`, any other as
+:class:`~bees_cli.errors.IoFailure`. No error shows a Python traceback, except a bug under
+``bees --debug`` (or ``BEES_DEBUG=1``, STYLE habit 3).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import typer
@@ -28,6 +32,7 @@ from bees_cli.cli.boundary import (
     as_bees_error,
     debugging,
 )
+from bees_cli.cli.pipes import closed_pipe_ends_quietly
 from bees_cli.errors import (
     Ambiguous,
     BeesError,
@@ -41,8 +46,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 ENGINE_ATTR = "__bees_touches_engine__"
 
-__all__ = ["EXIT_CODES", "JSON_PARAM", "Bug", "ExitCode", "IoFailure", "as_bees_error",
-           "debugging", "error_boundary", "exit_code_for", "exit_code_of", "guard_all"]
+__all__ = ["EXIT_CODES", "JSON_PARAM", "Bug", "ErrorAnswer", "ExitCode", "IoFailure",
+           "as_bees_error", "debugging", "error_answer", "error_boundary", "exit_code_for",
+           "exit_code_of", "guard_all"]
 
 
 EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
@@ -52,6 +58,8 @@ EXIT_CODES: tuple[tuple[type[BaseException], ExitCode, str], ...] = (
     (UserError, ExitCode.USAGE, "bad usage, an invalid workspace or state file"),
     (CloudRefused, ExitCode.REFUSED, "Bees Cloud answered no: not the owner, key taken"),
     (BeesError, ExitCode.FAILURE, "the engine, Bees Cloud, a model or a disk failed"),
+    (BrokenPipeError, ExitCode.CLOSED_PIPE, "the reader of stdout went away (| head -1): "
+     "nothing said"),
     (OSError, ExitCode.FAILURE, "an I/O error"),
     (typer.TyperException, ExitCode.USAGE, "a command line that does not parse"),
     (KeyboardInterrupt, ExitCode.INTERRUPTED, "Ctrl-C"),
@@ -88,6 +96,40 @@ def exit_code_of_code(code: str) -> ExitCode:
     return ExitCode.FAILURE
 
 
+@dataclass
+class ErrorAnswer:
+    """What a command's JSON error carries at its top level, beside ``error``: the keys
+    every answer of that command has, success or not (``item create``: ``item_id``).
+
+    Attributes:
+        model: the error document's model (an :class:`~bees_cli.cli.json_models.ErrorOut`
+            with those keys).
+        keys: their values, filled in by the command as it learns them.
+    """
+
+    model: Any
+    keys: dict[str, Any] = field(default_factory=dict)
+
+
+_ANSWER: ContextVar[ErrorAnswer | None] = ContextVar("bees_error_answer", default=None)
+
+
+def error_answer(model: Any, **keys: Any) -> dict[str, Any]:
+    """Declare that the running command's JSON error is ``model`` with ``keys`` at its top
+    level (their values so far); return the dict the command fills in as it learns them.
+
+    Why: a script reads ``.item_id`` of ``bees item create --json`` whether the wait ended
+    well or not (issue 23, point 8); an error raised after the item was made must still
+    name it, wherever it is raised, and the boundary renders it once.
+
+    Example: ``answer = error_answer(out.ItemCreateErrorOut, item_id=None)``, then
+    ``answer["item_id"] = created.id`` once the item exists.
+    """
+    answer = ErrorAnswer(model=model, keys=dict(keys))
+    _ANSWER.set(answer)
+    return answer.keys
+
+
 def touches_engine(fn: F) -> F:
     """Mark a command that may use a temporalio client: the boundary leaves it with
     :func:`~bees_cli.cli.output.exit_hard` (DESIGN.md, measured facts: sdk-python issue 300)."""
@@ -117,7 +159,9 @@ def error_boundary(fn: F) -> F:
     or JSON on stdout when its parsed ``--json`` is set) and ends the process with the
     table's exit code (:func:`exit_code_of`). A bug propagates with its traceback only
     under :func:`debugging`. A command marked :func:`touches_engine` leaves by
-    ``os._exit``.
+    ``os._exit``. A closed stdout (``| head -1``) ends it quietly with 141, its output
+    flushed inside the boundary so a late failure is caught too
+    (:func:`~bees_cli.cli.pipes.closed_pipe_ends_quietly`).
     """
     hard = bool(getattr(fn, ENGINE_ATTR, False))
 
@@ -125,28 +169,35 @@ def error_boundary(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from bees_cli.cli.output import exit_hard, render_error
 
-        try:
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, ParseRefusal):
-                    raise value.error
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort, typer.TyperException):
-            raise  # click's own ways out (a usage error is exit 2 already)
-        except KeyboardInterrupt:
-            sys.stderr.write("interrupted\n")
-            if hard:
-                exit_hard(ExitCode.INTERRUPTED)
-            raise typer.Exit(ExitCode.INTERRUPTED) from None
-        except Exception as raised:
-            # a read-only or full disk is one line naming the file (issue 12, point 7)
-            error = as_bees_error(raised)
-            if error is None:
-                raise
-            render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)))
-            code = exit_code_of(error)
-            if hard:
-                exit_hard(code)
-            raise typer.Exit(code) from None
+        declared = _ANSWER.set(None)  # the command may declare its own (error_answer)
+        with closed_pipe_ends_quietly(hard=hard):
+            try:
+                for value in (*args, *kwargs.values()):
+                    if isinstance(value, ParseRefusal):
+                        raise value.error
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
+                raise  # click's own ways out (a usage error is exit 2 already); a closed pipe
+            except KeyboardInterrupt:
+                sys.stderr.write("interrupted\n")
+                if hard:
+                    exit_hard(ExitCode.INTERRUPTED)
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
+            except Exception as raised:
+                # a read-only or full disk is one line naming the file (issue 12, point 7)
+                error = as_bees_error(raised)
+                if error is None:
+                    raise
+                answer = _ANSWER.get()
+                render_error(error, as_json=bool(kwargs.get(JSON_PARAM, False)),
+                             model=None if answer is None else answer.model,
+                             top=None if answer is None else answer.keys)
+                code = exit_code_of(error)
+                if hard:
+                    exit_hard(code)
+                raise typer.Exit(code) from None
+            finally:
+                _ANSWER.reset(declared)
 
     return wrapper  # type: ignore[return-value]
 
@@ -186,3 +237,7 @@ def guard_all(app: typer.Typer) -> None:
     for group in app.registered_groups:
         if group.typer_instance is not None:
             guard_all(group.typer_instance)
+            info = group.typer_instance.registered_callback  # a group that lists by itself
+            if (info is not None and info.callback is not None
+                    and not hasattr(info.callback, "__wrapped__")):
+                info.callback = error_boundary(info.callback)

@@ -27,6 +27,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "schemas-write.json": m.SchemasWriteOut,
     "status.json": m.StatusOut,
     "item-create.json": m.ItemCreateOut,
+    "item-create-error.json": m.ItemCreateErrorOut,
     "item-show.json": m.ItemShowOut,
     "item-show-team.json": m.TeamItemShow,
     "retry.json": m.PersonDoneOut,
@@ -61,12 +62,13 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "validate": ("validate.json",),
     "schemas write": ("schemas-write.json",),
     "status": ("status.json",),
-    "item create": ("item-create.json",),
+    "item create": ("item-create.json", "item-create-error.json"),
     "item show": ("item-show.json", "item-show-team.json"),
     "retry": ("retry.json",),
     "item accept": ("item-accept.json",),
     "item cancel": ("item-cancel.json",),
     "approvals": ("approvals.json",),
+    "approvals show": ("approvals.json",),
     "approve": ("approve.json",),
     "deny": ("deny.json",),
     "schedules": ("schedules.json",),
@@ -82,7 +84,8 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "app": ("app.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
-them); its errors match ``error.json``."""
+them); its errors match ``error.json``, or the command's own error file when its every
+answer carries a key beside ``error`` (``item-create-error.json``: the ``item_id``)."""
 
 NO_JSON: dict[str, str] = {
     "run": "a long-running worker: it prints log lines, not a document",

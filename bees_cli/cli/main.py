@@ -77,6 +77,26 @@ class LazyGroup(TyperGroup):
         for name, command in typer.main.get_group(holder).commands.items():
             self.commands.setdefault(name, command)
 
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Any = None, **extra: Any) -> Any:
+        """Parse the root's options; a closed pipe under its help ends quietly (141)."""
+        from bees_cli.cli.pipes import closed_pipe_ends_quietly
+
+        with closed_pipe_ends_quietly():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a closed pipe under a group's or command's help (written by
+        click, before any command runs) ends quietly with 141, not typer's exit 1.
+
+        Why: typer turns a ``BrokenPipeError`` into exit 1 itself; caught here first, every
+        command and its help end alike (:func:`bees_cli.cli.pipes.leave_closed_pipe`).
+        """
+        from bees_cli.cli.pipes import closed_pipe_ends_quietly
+
+        with closed_pipe_ends_quietly():
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: Any) -> list[str]:
         """Names in :data:`COMMANDS` order, then any registered eagerly beyond it."""
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]

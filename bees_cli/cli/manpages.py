@@ -28,6 +28,9 @@ EXIT_STATUS = (
     ("1", "failure (including not found and I/O errors)."),
     ("2", "bad usage or an invalid workspace."),
     ("3", "refused: not the owner, key taken, checkpoint invalid, wrong state."),
+    ("130", "interrupted (Ctrl-C)."),
+    ("141", "the reader of the output went away (bees item show ITEM | head -1): the "
+            "command stopped there, quietly."),
 )
 """The exit codes (DESIGN.md, Interfaces; :mod:`bees_cli.cli.errors`)."""
 
@@ -131,6 +134,8 @@ def _group_page(root: Node, group: Node, version: str) -> str:
     lines += [".SH NAME", f"{escape(name)} \\- {escape(_first_line(group.command))}"]
     lines += [".SH SYNOPSIS", *_synopsis(group)]
     lines += [".SH DESCRIPTION", *_help(group.command.help)]
+    if getattr(group.command, "invoke_without_command", False):  # `bees approvals` lists
+        lines += [".SH OPTIONS", *_params(group, with_help=False)]
     lines += [".SH COMMANDS"]
     pending = group.children()
     while pending:
@@ -173,7 +178,9 @@ def _synopsis(node: Node) -> list[str]:
             piece = f"\\fI{name}\\fR" + ("..." if param.nargs == -1 else "")
             pieces.append(piece if param.required else f"[{piece}]")
     if isinstance(node.command, TyperGroup):
-        pieces.append("\\fICOMMAND\\fR [\\fIARGS\\fR]...")
+        command = "\\fICOMMAND\\fR [\\fIARGS\\fR]..."
+        alone = getattr(node.command, "invoke_without_command", False)
+        pieces.append(f"[{command}]" if alone else command)
     return [f".B {escape(node.path)}", " ".join(pieces)]
 
 

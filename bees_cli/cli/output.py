@@ -8,12 +8,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from bees_cli.cli.pipes import leave_closed_pipe, write_stdout
 from bees_cli.errors import BeesError
 
 
 def print_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout (dates and paths via ``str``)."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_stdout(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
@@ -29,17 +30,19 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def render_error(error: BeesError, *, as_json: bool) -> None:
+def render_error(error: BeesError, *, as_json: bool, model: Any = None,
+                 top: dict[str, Any] | None = None) -> None:
     """Print ``error`` on stderr as ``error: …`` plus ``hint: …``, or as JSON on stdout.
 
     JSON mode prints ``{"version", "error": {"code", "message", "hint", …}}`` on stdout
     (:class:`~bees_cli.cli.json_models.ErrorOut`), so a script reading stdout always gets a
-    JSON document.
+    JSON document; a command that declared its answer's keys
+    (:func:`bees_cli.cli.errors.error_answer`) gets ``model`` with ``top`` beside ``error``.
     """
     if as_json:
         from bees_cli.cli.json_models import ErrorOut, emit
 
-        emit(ErrorOut.model_validate({"error": error.to_json()}))
+        emit((model or ErrorOut).model_validate({**(top or {}), "error": error.to_json()}))
         return
     problems = getattr(error, "problems", None)
     if problems:
@@ -64,10 +67,14 @@ def exit_hard(code: int) -> NoReturn:
 
     Why: a process that used a temporalio client can crash at interpreter exit
     (DESIGN.md, measured facts; sdk-python issue 300), so commands that touched
-    Temporal skip interpreter teardown.
+    Temporal skip interpreter teardown. A reader of stdout or stderr that went away
+    makes it leave quietly with 141 instead (issue 23, point 8).
     """
     try:
-        sys.stdout.flush()
-    finally:
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+        finally:
+            sys.stderr.flush()
+    except BrokenPipeError:
+        leave_closed_pipe(hard=True)
     os._exit(code)

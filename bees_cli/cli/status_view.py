@@ -104,11 +104,73 @@ def more_line(more: int) -> str | None:
     return f"{more} more; --all to show all" if more > 0 else None
 
 
+def field_text(value: Any) -> str:
+    """Return one input field's value as a person reads it: a text as it is, anything
+    else as JSON (``["maya@example.com"]``)."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def input_text(row: Any) -> str:
+    """Return a held action's input on one line, field by field, recipients first
+    (``to: wrong@example.org, subject: …, body: …``, issue 23, point 8); the request's
+    ``summary`` for a finish, an empty input, or one that is not a JSON object."""
+    from bees_cli.usecases.approvals import input_fields, request_input
+
+    extra = row.model_extra or {}
+    fields = input_fields(request_input(extra.get("input")))
+    if not fields:
+        return str(extra.get("summary") or "-")
+    return ", ".join(f"{key}: {field_text(value)}" for key, value in fields)
+
+
+def request_lines(row: Any) -> list[str]:
+    """Return ``bees approvals show``'s lines for one waiting request: its item, request,
+    stage, action, when it was asked, then its input with each field on its own line,
+    recipients first, whole (a text's lines under its first), its digest, and the commands
+    that decide it (issue 23, point 8).
+
+    Args:
+        row: an :class:`~bees_cli.usecases.models.ApprovalRow`.
+    """
+    from bees_cli.usecases.approvals import input_fields, request_input
+
+    extra = row.model_extra or {}
+    action = extra.get("action")
+    lines = [f"item      {row.item_id}  {row.title}", f"request   {row.id}",
+             f"stage     {row.stage} (round {extra.get('round', '?')})",
+             f"action    {action} ({extra.get('kind')})" if action
+             else f"action    finish: {extra.get('summary') or '-'}",
+             f"asked     {display_utc(parse_utc(row.asked_at))}"]
+    if extra.get("interrupted_at"):
+        lines.append(f"note      may already have run (interrupted at "
+                     f"{display_utc(parse_utc(extra['interrupted_at']))}): approve with "
+                     "--ran (it ran) or --again (run it once more)")
+    value = request_input(extra.get("input"))
+    fields = input_fields(value)
+    if fields:
+        lines.append("input")
+        width = max(len(str(key)) for key, _ in fields)
+        for key, field in fields:
+            text = field_text(field).split("\n")
+            lines.append(f"  {str(key):<{width}}  {text[0]}".rstrip())
+            lines += [f"  {'':<{width}}  {more}".rstrip() for more in text[1:]]
+    elif value is not None:
+        lines.append(f"input     {field_text(value)}")
+    if extra.get("digest"):
+        lines.append(f"digest    {extra['digest']}")
+    lines.append(f"decide    bees approve {row.item_id} --action {row.id}  |  "
+                 f'bees deny {row.item_id} --action {row.id} --reason "…"')
+    return lines
+
+
 def approval_lines(rows: Sequence[Any], *, now: datetime, width: int | None,
                    wide: bool = False) -> list[str]:
     """Return the ``bees approvals`` table: item, request, title, stage, the action (or
-    ``finish``), a short summary of its input (after ``may already have run:`` for an
-    interrupted action), and when it was asked.
+    ``finish``), its input on one line with the recipients first (:func:`input_text`; after
+    ``may already have run:`` for an interrupted action), and when it was asked. ``wide``
+    cuts no cell; otherwise the input is cut to the width at its end.
 
     Args:
         rows: :class:`~bees_cli.usecases.models.ApprovalRow` models (their ``action`` and
@@ -120,7 +182,7 @@ def approval_lines(rows: Sequence[Any], *, now: datetime, width: int | None,
     cells: list[list[str | Cell]] = []
     for r in rows:
         extra = r.model_extra or {}
-        summary = str(extra.get("summary") or "-")
+        summary = input_text(r)
         if extra.get("interrupted_at"):
             summary = f"may already have run: {summary}"
         cells.append([r.item_id, str(r.id), r.title, r.stage, str(extra.get("action") or

@@ -271,7 +271,9 @@ class JournalFound(BaseModel):
 class ActionAsk(BaseModel):
     """Input of the ``bees.action`` update: may ``agent`` run ``action`` (``ADDON.ACTION``) in
     ``stage`` with this input (``digest``: SHA-256 of its canonical JSON; ``summary``: one
-    short line of it; ``input``: its canonical JSON, cut at 4,000 characters)?"""
+    short line of it; ``input``: its JSON in the agent's order with every field, long
+    texts shortened only past 64,000 characters,
+    :func:`bees_cli.usecases.actions.kept_input`)?"""
 
     stage: str
     agent: str

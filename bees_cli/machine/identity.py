@@ -82,14 +82,20 @@ def load_identity(state: Path | None = None) -> Identity:
     return Identity(data["machine_id"], data["computer"], data.get("person"))
 
 
-def set_identity(*, person: str | None = None, computer: str | None = None) -> Identity:
+def set_identity(*, person: str | None = None, computer: str | None = None,
+                 state: Path | None = None) -> Identity:
     """Set the signed-in person and/or the computer name; return the new identity.
+
+    Args:
+        person: the person's email, or None to keep it.
+        computer: the computer's name, or None to keep it.
+        state: the computer's state folder (default: this one's).
 
     Raises:
         UserError: ``person`` is not an email address, or ``computer`` is empty.
     """
-    current = load_identity()
-    data = _read()
+    current = load_identity(state)
+    data = _read(state)
     if person is not None:
         if not _is_email(person):
             raise UserError(
@@ -101,5 +107,5 @@ def set_identity(*, person: str | None = None, computer: str | None = None) -> I
             raise UserError("the computer name cannot be empty")
         data["computer"] = computer.strip()
     data.setdefault("machine_id", current.machine_id)
-    write_json_atomic(_path(), data)
-    return load_identity()
+    write_json_atomic(_path(state), data)
+    return load_identity(state)

@@ -109,6 +109,35 @@ def effective_login(
     )
 
 
+def take_token_person(person: str, *, login: Login | None, current: str | None,
+                      state: Path | None = None) -> bool:
+    """Make ``person`` (who Bees Cloud says the token of ``login`` is) this computer's person
+    when that token came from ``BEES_TOKEN`` and ``current`` (this computer's person now)
+    differs; return True when it did.
+
+    Why: ``bees login`` makes the token's person this computer's person (the server acts
+    for that person); a computer signed in by its environment alone had none, so its
+    schedules never fired and ``bees doctor`` named two people (issue 23, point 8). Whoever
+    learns who the token is (``bees run`` at its start, ``bees doctor``) calls this.
+
+    Args:
+        person: the token's person, as Bees Cloud answered.
+        login: the sign-in in force (:func:`effective_login`), or None.
+        current: this computer's person now, or None.
+        state: the computer's state folder (default: this one's).
+
+    Raises:
+        UserError: ``person`` is not an email address.
+        DiskError: ``machine.json`` cannot be written.
+    """
+    from bees_cli.machine.identity import set_identity
+
+    if login is None or login.token_from != TOKEN_VARIABLE or person == current:
+        return False
+    set_identity(person=person, state=state)
+    return True
+
+
 def save_login(login: Login) -> Path:
     """Store ``login`` atomically with mode 0600; return the file."""
     from bees_cli.files import write_json_atomic

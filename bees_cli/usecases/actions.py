@@ -41,8 +41,12 @@ SUMMARY_CHARS = 100
 POLL_SECONDS = 0.25
 """How often a held action reads the local record for the person's decision."""
 
-INPUT_KEPT = 4000
-"""Characters of an action's input kept with an approval request (what the person approves)."""
+INPUT_KEPT = 64_000
+"""Most characters of an action's input kept with an approval request (what the person
+approves); past it, long texts are shortened, never a field dropped (:func:`kept_input`)."""
+
+SHORTENED = (8000, 2000, 500, 100)
+"""The lengths :func:`kept_input` tries, in turn, to shorten each long text of an input to."""
 
 
 def parse_input(text: str | None) -> Any:
@@ -76,6 +80,34 @@ def canonical(data: Any) -> str:
 def digest_of(data: Any) -> str:
     """Return the SHA-256 (64 hex digits) of :func:`canonical` ``data``."""
     return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
+
+
+def kept_input(data: Any) -> str:
+    """Return what an approval request keeps of an action's input: its JSON in the agent's
+    own order, whole when it has at most :data:`INPUT_KEPT` characters; else with each text
+    longer than one of :data:`SHORTENED` cut to it (``… (N more characters)``), the first
+    that fits. Always valid JSON, every field kept: a mail's ``to`` is never cut away by a
+    long body (issue 23, point 8). The digest, not this, says which input is approved.
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for limit in SHORTENED:
+        if len(text) <= INPUT_KEPT:
+            return text
+        text = json.dumps(_shortened(data, limit), ensure_ascii=False, separators=(",", ":"))
+    if len(text) <= INPUT_KEPT:
+        return text
+    return json.dumps(text[:INPUT_KEPT] + "…", ensure_ascii=False)  # nothing else fits
+
+
+def _shortened(value: Any, limit: int) -> Any:
+    """Return ``value`` with every text longer than ``limit`` characters cut to it."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}… ({len(value) - limit} more characters)"
+    if isinstance(value, list):
+        return [_shortened(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {k: _shortened(v, limit) for k, v in value.items()}
+    return value
 
 
 def summary_of(data: Any) -> str:
@@ -261,7 +293,7 @@ async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
     from bees_cli.engine.models import ACTION_UPDATE, ActionAnswer, ActionAsk
 
     ask = ActionAsk(stage=call.stage, agent=call.agent, action=call.name, digest=call.digest,
-                    summary=summary_of(call.data), input=canonical(call.data)[:INPUT_KEPT],
+                    summary=summary_of(call.data), input=kept_input(call.data),
                     attempt=call.attempt, at_once=True, interrupted_at=interrupted_at,
                     piece=environ.get("BEES_PIECE") or None)
     engine = await bees.engine(environ.get("BEES_TEMPORAL_ADDRESS") or None)

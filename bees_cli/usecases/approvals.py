@@ -8,10 +8,11 @@ record otherwise: ``bees run`` delivers it when it starts (so a script can run `
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError, Refused, UserError
+from bees_cli.errors import BeesError, NotFound, Refused, UserError
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
 from bees_cli.record.views import QueuedDecision
 from bees_cli.usecases.models import ApprovalRow, DecideDone
@@ -21,6 +22,34 @@ if TYPE_CHECKING:
 
 DECIDE_TIMEOUT = 30.0
 """Seconds to wait for ``bees run`` to answer a decision."""
+
+RECIPIENT_KEYS = ("to", "cc", "bcc", "recipient", "recipients", "channel", "chat", "payee",
+                  "account")
+"""Input fields that name whom a held action reaches (a mail's ``to``, a post's ``channel``,
+a payment's ``payee``): shown first, in this order, wherever a person reads an input to
+decide on it (issue 23, point 8: a long body hid a wrong ``to``)."""
+
+
+def request_input(text: str | None) -> Any:
+    """Return a request's kept input as the JSON value it is (None: no input, e.g. a stage's
+    finish); a text that is not JSON (kept cut by an older Bees) is returned as it is."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def input_fields(value: Any) -> list[tuple[str, Any]] | None:
+    """Return the fields of an input object in the order a person reads them: the
+    recipients first (:data:`RECIPIENT_KEYS`, any case), then the rest as given; None when
+    ``value`` is not a JSON object."""
+    if not isinstance(value, dict):
+        return None
+    rank = {key: n for n, key in enumerate(RECIPIENT_KEYS)}
+    first = sorted((k for k in value if str(k).lower() in rank), key=lambda k: rank[k.lower()])
+    return [(k, value[k]) for k in first] + [(k, v) for k, v in value.items() if k not in first]
 
 
 def queued_answers(record: LocalRecord, item_id: str | None = None) -> list[dict[str, object]]:
@@ -89,6 +118,32 @@ def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
         out.append(ApprovalRow.model_validate(
             {**data, "title": row.title, "process": row.process, "what": request.label}))
     return out
+
+
+async def item_approvals(bees: Bees, item_id: str, *,
+                         request_id: int | None = None) -> list[ApprovalRow]:
+    """``bees approvals show ITEM``: what waits for approval on item ``item_id`` (a unique
+    prefix is enough), as :func:`waiting_approvals` lists it, or only request
+    ``request_id``.
+
+    Raises:
+        NotFound, Ambiguous: no such item here, or the prefix matches several.
+        NotFound: nothing of the item waits, or ``request_id`` does not wait (exit 1).
+    """
+    def lookup() -> list[ApprovalRow]:
+        row = bees.record.item(item_id)
+        waiting = [r for r in approvals_waiting(bees.record) if r.item_id == row.id]
+        if not waiting:
+            raise NotFound(f"nothing waits for approval on item {row.id} "
+                           f"(it is {row.status_text})", hint="bees approvals lists what waits")
+        chosen = [r for r in waiting if request_id in (None, r.id)]
+        if not chosen:
+            raise NotFound(f"request {request_id} of item {row.id} does not wait for approval "
+                           f"(waiting: {', '.join(str(r.id) for r in waiting)})",
+                           hint=f"bees approvals show {row.id}")
+        return chosen
+
+    return await asyncio.to_thread(lookup)
 
 
 async def waiting_approvals(bees: Bees) -> list[ApprovalRow]:

@@ -144,12 +144,13 @@ class Bees:
 
     async def create_item(self, workspace_path: Path | None, process: str, *,
                           title: str | None = None, agents: list[str] | None = None,
-                          folders: list[str] | None = None) -> CreatedItem:
+                          folders: list[str] | None = None,
+                          made: Callable[[str], None] | None = None) -> CreatedItem:
         """``bees item create``: see :func:`bees_cli.usecases.items.create`."""
         from bees_cli.usecases.items import create
 
         return await create(self, workspace_path, process, title=title, agents=agents or [],
-                            folders=folders or [])
+                            folders=folders or [], made=made)
 
     async def wait_for_item(self, item_id: str, *, timeout: float | None = None,
                             poll: float = 0.2) -> int:
@@ -193,6 +194,13 @@ class Bees:
         from bees_cli.usecases.approvals import waiting_approvals
 
         return await waiting_approvals(self)
+
+    async def approvals_of(self, item_id: str, *,
+                           request_id: int | None = None) -> list[ApprovalRow]:
+        """``bees approvals show``: see :func:`bees_cli.usecases.approvals.item_approvals`."""
+        from bees_cli.usecases.approvals import item_approvals
+
+        return await item_approvals(self, item_id, request_id=request_id)
 
     async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
                      reason: str | None = None, answer: str | None = None) -> DecideDone:

@@ -13,6 +13,7 @@ when it could not.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,23 +103,32 @@ def _check(name: str, ok: bool, detail: str, **extra: Any) -> Check:
 
 async def doctor_report(bees: Bees, workspace_path: Path | None) -> DoctorReport:
     """``bees doctor``: see :func:`doctor_checks` (run in a thread)."""
-    return await asyncio.to_thread(doctor_checks, bees.computer, workspace_path)
+    return await asyncio.to_thread(doctor_checks, bees.computer, workspace_path, say=bees.say)
 
 
-def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
+def _quiet(_: str) -> None:
+    return None
+
+
+def doctor_checks(here: Computer, workspace_path: Path | None, *,
+                  say: Callable[[str], None] = _quiet) -> DoctorReport:
     """Return ``{"ok", "checks", "processes"}`` for ``bees doctor``.
 
     ``checks``: one ``{"check", "ok", "detail"}`` each for the engine, the cloud, the
     clock skew, each folder link and each add-on. ``processes``: one ``{"process",
     "stage", "can_run", "reasons"}`` each. Without a workspace, only the computer's checks.
     ``ok`` is True when every check passed (processes that cannot run are reported, not
-    counted as failures: they may simply wait for a folder link).
+    counted as failures: they may simply wait for a folder link). ``person`` is this
+    computer's person; signed in by ``BEES_TOKEN``, the token's person, which Bees Cloud
+    names and which becomes this computer's (said once, :func:`_token_person`).
     """
     from bees_cli.errors import BeesError
     from bees_cli.schedules.zones import tz_database
 
+    cloud = _cloud_checks(here)
+    person = _token_person(here, cloud, say)
     checks = [_engine_check(here.data_dir), _bees_run_check(here.data_dir),
-              _lost_check(here.record_path), *_cloud_checks(here)]
+              _lost_check(here.record_path), *cloud]
     zones = tz_database()
     checks.append(_check("time zones", True, zones.text, tz_version=zones.version,
                          tz_source=zones.source))  # information, never a failure
@@ -149,7 +159,30 @@ def doctor_checks(here: Computer, workspace_path: Path | None) -> DoctorReport:
                                  addon=addon.name, missing=list(addon.missing)))
         processes = _process_checks(workspace)
     return DoctorReport(ok=all(c.ok for c in checks), checks=checks, processes=processes,
-                        computer=here.computer, machine_id=here.machine_id, person=here.person)
+                        computer=here.computer, machine_id=here.machine_id, person=person)
+
+
+def _token_person(here: Computer, cloud: list[Check], say: Callable[[str], None]) -> str | None:
+    """Return this computer's person once the cloud check learned who the token is: signed
+    in by ``BEES_TOKEN``, the token's person becomes this computer's, as ``bees login``
+    makes it (:func:`~bees_cli.machine.signin.take_token_person`; issue 23, point 8), so
+    the report names one person. A ``machine.json`` that cannot be written is said, and
+    the person shown is still the token's."""
+    from bees_cli.errors import BeesError
+    from bees_cli.machine.signin import TOKEN_VARIABLE, take_token_person
+
+    signed = next((c for c in cloud if c.check == "cloud" and c.ok), None)
+    person = (signed.model_extra or {}).get("person") if signed is not None else None
+    if not isinstance(person, str):
+        return here.person
+    try:
+        if take_token_person(person, login=here.login, current=here.person, state=here.state):
+            say(f"this computer's person is now {person} (BEES_TOKEN's)")
+    except BeesError as error:
+        say(f"cannot make {person} this computer's person: {error.message}")
+    if here.login is not None and here.login.token_from == TOKEN_VARIABLE:
+        return person
+    return here.person
 
 
 def _engine_check(data: Path) -> Check:

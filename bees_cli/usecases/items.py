@@ -81,9 +81,13 @@ def _undo_create(record: LocalRecord, item_id: str, folder: Path) -> None:
 
 
 async def create(bees: Bees, workspace_path: Path | None, process: str, *,
-                 title: str | None, agents: list[str], folders: list[str]) -> CreatedItem:
+                 title: str | None, agents: list[str], folders: list[str],
+                 made: Callable[[str], None] | None = None) -> CreatedItem:
     """``bees item create``: make the item (:func:`create_item`) and start its run now when
     this computer's engine answers; otherwise it stays ``pending`` and ``bees run`` starts it.
+
+    ``made`` is called with the item's id as soon as the item exists (before its run is
+    started), so an error after it can still name the item (``item create --json``).
 
     Raises:
         UserError, WorkspaceInvalid, NotFound: see :func:`create_item`.
@@ -96,6 +100,8 @@ async def create(bees: Bees, workspace_path: Path | None, process: str, *,
     created = await asyncio.to_thread(
         create_item, workspace_path, process, title=title, agents=agents, folders=folders,
         record=bees.record, computer=bees.computer, say=bees.say)
+    if made is not None:
+        made(created.id)
     if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
         bees.say("the engine is not running: the item starts when `bees run` starts")
         return created

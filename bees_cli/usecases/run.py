@@ -258,6 +258,38 @@ async def _closing(engine: EngineGateway, record: LocalRecord, queue: str) -> li
     return await asyncio.to_thread(closing_runs, record, open_runs)
 
 
+async def take_token_person_at_start(bees: Bees) -> None:
+    """Signed in by ``BEES_TOKEN``, ask Bees Cloud whose token it is and make that person
+    this computer's person (:func:`~bees_cli.machine.signin.take_token_person`), as ``bees
+    login`` does, before the schedules are registered and the worker starts: the schedules
+    that fire here are that person's (issue 23, point 8). ``bees.computer`` is updated.
+
+    A cloud that does not answer, or a ``machine.json`` that cannot be written, is said
+    and the person stays as it was (the next ``bees run`` or ``bees doctor`` asks again).
+    """
+    import dataclasses
+
+    from bees_cli.errors import BeesError
+    from bees_cli.machine.signin import TOKEN_VARIABLE, take_token_person
+
+    here = bees.computer
+    if here.login is None or here.login.token_from != TOKEN_VARIABLE:
+        return
+    client = bees.cloud(retries=1)
+    assert client is not None  # signed in
+    try:
+        person = (await client.me()).person
+        if await asyncio.to_thread(take_token_person, person, login=here.login,
+                                   current=here.person, state=here.state):
+            bees.computer = dataclasses.replace(here, person=person)
+            bees.say(f"this computer's person is now {person} (BEES_TOKEN's)")
+    except BeesError as error:
+        bees.say(f"cannot learn whose {TOKEN_VARIABLE} this is: {error.message}; this "
+                 f"computer's person stays {here.person or 'unset'}")
+    finally:
+        await client.aclose()
+
+
 async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
                       heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
     from bees_cli.engine.background import prepare_schedules, start_background
@@ -272,6 +304,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
     from bees_cli.engine.worker import make_worker
     from bees_cli.usecases.approvals import deliver_queued
 
+    await take_token_person_at_start(bees)  # before the schedules and the worker read it
     computer, record, say = bees.computer, bees.record, bees.say
     data = computer.data_dir
     await asyncio.to_thread(clean_up_after_a_kill, data, say)  # issue 12, point 8

@@ -57,10 +57,11 @@ def write(folder: Path) -> list[Path]:
     """Write every schema into ``folder`` (created if missing); return the paths written.
 
     Raises:
-        UserError: ``folder`` is an existing file, or it or a file in it cannot be
-            written (no permission, a parent that is a file, disk full).
+        UserError: ``folder`` is an existing file (exit 2).
+        DiskError: a read-only or full disk, or no permission (exit 1).
+        IoFailure: any other I/O error, e.g. a parent that is a file (exit 1).
     """
-    from bees_cli.errors import UserError
+    from bees_cli.errors import IoFailure, UserError, disk_error_of
     from bees_cli.files import write_atomic
 
     if folder.exists() and not folder.is_dir():
@@ -72,9 +73,10 @@ def write(folder: Path) -> list[Path]:
             path = folder / file_name
             write_atomic(path, text.encode("utf-8"))
             written.append(path)
-    except OSError as error:
+    except OSError as error:  # an I/O error is a failure (exit 1), not bad usage
         where = error.filename or folder
-        raise UserError(f"{where}: cannot write: {error.strerror or error}") from None
+        raise disk_error_of(error) or IoFailure(
+            f"{where}: cannot write: {error.strerror or error}") from None
     return written
 
 

@@ -57,6 +57,8 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("retry", ("retry", "01JH3"), ExitCode.USAGE),
     ("retry", ("retry", "../x"), ExitCode.USAGE),
     ("approvals", ("approvals", "extra"), ExitCode.USAGE),
+    ("approvals show", ("approvals", "show", ITEM), ExitCode.FAILURE),
+    ("approvals show", ("approvals", "show", "01JH3"), ExitCode.USAGE),
     ("approve", ("approve", ITEM), ExitCode.REFUSED),
     ("approve", ("approve", ITEM, "--ran", "--again"), ExitCode.USAGE),
     ("deny", ("deny", ITEM), ExitCode.USAGE),
@@ -79,6 +81,7 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("item accept", ("item", "accept", ITEM), ExitCode.REFUSED),
     ("item cancel", ("item", "cancel", ITEM), ExitCode.REFUSED),
     ("schemas write", ("schemas", "write", "{file}"), ExitCode.USAGE),
+    ("schemas write", ("schemas", "write", "{file}/schemas"), ExitCode.FAILURE),
     ("cloud serve", ("cloud", "serve", "--db", "x.db"), ExitCode.USAGE),
     ("cloud status", ("cloud", "status"), ExitCode.USAGE),
     ("cloud team add", ("cloud", "team", "add", "acme", "--db", "x.db"), ExitCode.USAGE),
@@ -158,6 +161,9 @@ def test_the_readme_states_the_table() -> None:
     readme = (REPO / "README.md").read_text("utf-8")
     assert ("Exit codes: 0 ok; 1 failure (including not found and I/O errors); 2 bad usage or "
             "invalid workspace; 3 refused") in " ".join(readme.split())
+    assert "; 141 the reader of the output went away" in " ".join(readme.split())
+    assert "| 141 | the reader of the output went away" in (
+        REPO / "docs" / "ci.md").read_text("utf-8")
 
 
 @pytest.mark.parametrize("argv", [
@@ -179,6 +185,16 @@ def test_bees_home_naming_a_file_is_one_line_not_a_traceback(
     else:
         assert done.stderr.splitlines() == [f"error: {message}",
                                             "hint: check that path (and BEES_HOME, if set)"]
+
+
+def test_schemas_write_that_cannot_write_is_an_io_failure(
+        run_bees: InProcess, places: dict[str, str]) -> None:
+    """Issue 23, point 8: an I/O error is exit 1, as the table says, not a usage error."""
+    target = f"{places['file']}/schemas"
+    done = run_bees("schemas", "write", target, "--json")
+    assert (done.code, done.raised) == (ExitCode.FAILURE, None)
+    assert done.json() == {"version": 1, "error": {
+        "code": "io", "message": f"{target}: cannot write: Not a directory", "hint": None}}
 
 
 def test_a_record_that_is_not_a_database_is_one_line(run_bees: InProcess,
@@ -247,3 +263,82 @@ def test_the_sign_in_hint_names_with_token(run_bees: InProcess) -> None:
     assert (done.code, done.stderr) == (
         ExitCode.USAGE, "error: not signed in to Bees Cloud\n"
         "hint: run `bees login URL --with-token`\n")
+
+
+CLOSED_PIPE = 141
+"""What a shell reports for a program a closed pipe stopped (128 + SIGPIPE's 13)."""
+
+
+def _closed_pipe_run(bees_home: Path, argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Run ``bees ARGV`` with a stdout whose reader is already gone; return its exit code
+    and stderr."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "bees_cli", *argv], stdout=write,
+                              stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=120,
+                              env={**os.environ, "BEES_HOME": str(bees_home)})
+    finally:
+        os.close(write)
+    return done.returncode, done.stderr
+
+
+def test_bees_item_show_piped_to_head_ends_quietly_with_the_shells_status(
+        bees_home: Path, tmp_path: Path) -> None:
+    """``bees item show ID | head -1`` (issue 23, point 8): head leaves after one line, bees
+    ends quietly with 141, as a program a closed pipe stopped does, never "unexpected
+    BrokenPipeError… report it"."""
+    import os
+    import subprocess
+    import sys
+
+    record = LocalRecord(Computer.load().record_path)
+    record.add_item(id=ITEM, process="draft-review", title="Week 1", workspace=str(tmp_path),
+                    run_folder=str(tmp_path / "run"), input="", stage="Draft")
+    for n in range(2000):  # a history longer than a pipe holds: head leaves before its end
+        record.add_event(ITEM, key=f"retried:{n}", kind="retried", stage="Draft",
+                         data={"who": "maya@example.com"})
+    bees = f"{sys.executable} -m bees_cli"
+    script = (f'{bees} item show {ITEM} | head -1; echo "bees ended ${{PIPESTATUS[0]}}" >&2'
+              f'; {bees} item show {ITEM} --json | head -1; echo "${{PIPESTATUS[0]}}" >&2')
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "BEES_HOME": str(bees_home)})
+    assert done.stdout.splitlines() == [f"item        {ITEM}  Week 1", "{"]
+    assert done.stderr == f"bees ended {CLOSED_PIPE}\n{CLOSED_PIPE}\n"
+
+
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The starter workspace (``bees init``), made once for this module's pipe tests."""
+    from bees_cli.workspace.starter import create
+
+    ws = tmp_path_factory.mktemp("starter") / "ws"
+    create(ws)
+    return ws
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["--version"], ["item", "--help"], ["status", "--json"], ["whoami"],
+    ["validate", "{ws}"], ["validate", "{ws}", "--json"], ["links", "-w", "{ws}"],
+    ["schedules", "-w", "{ws}"], ["doctor", "-w", "{ws}"], ["completion", "bash"],
+    ["item", "create", "draft-review", "-w", "{ws}", "--json"],
+    ["item", "show", "01ZZZZZZ", "--json"], ["approvals", "--json"], ["nosuch"],
+], ids=lambda argv: " ".join(argv))
+def test_every_command_ends_quietly_when_its_reader_is_gone(
+        bees_home: Path, tmp_path: Path, starter: Path, argv: list[str]) -> None:
+    """Every way out to stdout (a command's output, its JSON error, click's help, the
+    root's help and version, a command that touched the engine): a stdout nobody reads
+    ends the command with 141 and nothing said about it (the closed pipe row of the
+    table); its talk on stderr is still said."""
+    code, stderr = _closed_pipe_run(bees_home, [a.format(ws=starter) for a in argv],
+                                    tmp_path)
+    if argv == ["nosuch"]:  # a usage error says so on stderr, which is still read
+        assert (code, stderr.splitlines()[-1]) == (
+            ExitCode.USAGE, "Error: No such command 'nosuch'.")
+        return
+    assert code == CLOSED_PIPE, stderr
+    assert "error" not in stderr and "Traceback" not in stderr, stderr

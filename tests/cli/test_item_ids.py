@@ -31,6 +31,7 @@ COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], bool]] = [
     (("approve",), (), True),
     (("approve",), ("--action", "1", "--ran"), True),
     (("deny",), ("--reason", "no"), True),
+    (("approvals", "show"), ("--action", "1"), True),
     (("relinquish",), ("--json",), True),
     (("continue",), ("--digest", "ab" * 32), False),
     (("continue",), ("--from", "/tmp"), False),

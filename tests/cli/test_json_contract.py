@@ -67,6 +67,9 @@ def leaf_commands() -> dict[str, set[str]]:
 
     def walk(command: Any, path: tuple[str, ...]) -> None:
         if hasattr(command, "commands"):
+            if command.invoke_without_command:  # a group that lists by itself: `approvals`
+                found[" ".join(path)] = {o for p in command.params
+                                         for o in getattr(p, "opts", [])}
             for name, sub in command.commands.items():
                 walk(sub, (*path, name))
             return
@@ -182,6 +185,7 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     waiting = check("approvals")["approvals"]
     assert [(a["request_id"], a["item_id"], a["asked_at"]) for a in waiting] == [
         (1, item, "2026-12-01T08:00:00Z"), (2, item, "2026-12-01T08:00:00Z")]
+    assert check("approvals show", item, "--action", "2")["approvals"] == waiting[1:]
     assert [a["asked_at"] for a in check("item show", item)["approvals"]] == [
         "2026-12-01T08:00:00Z", "2026-12-01T08:00:00Z"]
     approved = check("approve", item, "--action", "1")
@@ -224,6 +228,7 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     assert times == {
         "status: items[].since", "status: items[].created", "item show: item.since",
         "item show: item.created", "item show: history[].at", "approvals: approvals[].asked_at",
+        "approvals show: approvals[].asked_at",
         "item show: approvals[].asked_at", "approve: at", "deny: at",
         "schedules: schedules[].next[]"}
 
@@ -329,18 +334,86 @@ def test_item_create_wait_timeout_names_the_item_and_its_last_state(
     done = run_bees(*argv, "--json")
     assert (done.code, done.raised) == (1, None), done.stderr
     doc = done.json()
-    assert matches("item create", doc) == "error.json"
-    item = doc["error"]["item_id"]
-    assert doc == {"version": 1, "error": {
+    assert matches("item create", doc) == "item-create-error.json"
+    item = doc["item_id"]  # issue 23, point 8: where docs/ci.md's `jq -r .item_id` reads it
+    assert doc == {"version": 1, "item_id": item, "error": {
         "code": "timed_out", "item_id": item, "item_status": "pending", "stage": "Draft",
         "message": f"timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
         "hint": f"bees item show {item}"}}
+    assert [row.id for row in LocalRecord(Computer.load().record_path).items()] == [item]
     text = run_bees(*argv)
     assert (text.code, text.raised) == (1, None)
     item = text.stdout.strip()
     assert text.stderr.splitlines()[-2:] == [
         f"error: timed out after 0 s waiting for {item} (status: {WAITING_FOR_RUN})",
         f"hint: bees item show {item}"]
+
+
+def test_every_answer_of_item_create_has_the_item_id_at_the_top(
+        run_bees: InProcess, workspace: Path) -> None:
+    """Issue 23, point 8: success or not, ``item create --json`` answers with ``item_id`` at
+    the top level: the item's id once it was made, null when no item was made."""
+    made = run_bees("item", "create", "draft-review", "-w", str(workspace), "--json")
+    assert (made.code, matches("item create", made.json())) == (0, "item-create.json")
+    unknown = run_bees("item", "create", "nope", "-w", str(workspace), "--json")
+    assert (unknown.code, unknown.raised) == (1, None)
+    assert unknown.json() == {"version": 1, "item_id": None, "error": {
+        "code": "not_found", "message": "no process named 'nope' in the workspace",
+        "hint": "declared processes: draft-review"}}
+    assert matches("item create", unknown.json()) == "item-create-error.json"
+    refused = run_bees("item", "create", "draft-review", "--timeout", "1", "--json")
+    assert (refused.code, refused.json()["item_id"]) == (2, None)
+
+
+MAIL_BODY = "Dear team,\nthe numbers are up.\n" + "More of the same. " * 300
+"""A mail body longer than what a request kept of its input (4,000 characters)."""
+
+
+def test_approvals_show_each_input_field_recipients_first_and_json_gives_the_object(
+        run_bees: InProcess, workspace: Path) -> None:
+    """Issue 23, point 8: ``bees approvals show ITEM`` gives each field of a held action's
+    input on its own line, recipients first and nothing cut; ``--json`` gives ``input`` as
+    the object itself, in ``bees approvals`` too."""
+    from bees_cli.usecases.actions import kept_input
+
+    item = run_bees("item", "create", "draft-review", "-w", str(workspace)).stdout.strip()
+    mail = {"subject": "Weekly report", "body": MAIL_BODY, "to": "wrong@example.org",
+            "cc": ["maya@example.com"]}
+    record = LocalRecord(Computer.load().record_path)
+    record.put_approval(item, {
+        "id": 1, "item_id": item, "stage": "Draft", "round": 1, "action": "mail.send",
+        "kind": "send", "summary": "{…}", "input": kept_input(mail), "status": "waiting",
+        "asked_at": "2026-12-01T08:00:00Z"})
+    listed = run_bees("approvals", "--json")
+    assert listed.code == 0 and matches("approvals", listed.json()) == "approvals.json"
+    [waiting] = listed.json()["approvals"]
+    assert waiting["input"] == mail
+    shown = run_bees("approvals", "show", item[:8], "--json")
+    assert (shown.code, shown.json()) == (0, listed.json())
+    assert matches("approvals show", shown.json()) == "approvals.json"
+    text = run_bees("approvals", "show", item[:8])
+    assert (text.code, text.raised) == (0, None), text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[:7] == [
+        f"item      {item}  Draft and review",
+        "request   1",
+        "stage     Draft (round 1)",
+        "action    mail.send (send)",
+        "asked     2026-12-01T08:00:00Z",
+        "input",
+        "  to       wrong@example.org"]
+    assert lines[7:10] == [
+        '  cc       ["maya@example.com"]',
+        "  subject  Weekly report",
+        "  body     Dear team,"]
+    assert lines[10:] == [
+        "           the numbers are up.",
+        "           " + ("More of the same. " * 300).rstrip(),
+        f"decide    bees approve {item} --action 1  |  "
+        f'bees deny {item} --action 1 --reason "…"']
+    nothing = run_bees("approvals", "show", item, "--action", "2")
+    assert (nothing.code, nothing.stderr.splitlines()[0]) == (
+        1, f"error: request 2 of item {item} does not wait for approval (waiting: 1)")
 
 
 def test_doctor_gives_why_a_process_cannot_run_as_codes_and_words_them_in_text(

@@ -182,6 +182,22 @@ def test_approvals_show_the_action_and_a_short_summary_of_its_input() -> None:
         f"{HELD.removeprefix('mail.send ')}{' ' * 22}  2026-12-01T09:00:00Z (1h ago)")
 
 
+def test_approvals_put_recipients_first_and_wide_shows_the_whole_input() -> None:
+    """Issue 23, point 8: a mail's ``to`` came after a long body in the input's sorted keys
+    and was cut away, even with ``--wide``; recipients come first, ``--wide`` cuts nothing."""
+    body = "Dear team, " + "the numbers are up. " * 10
+    data = ('{"bcc":["audit@example.com"],"body":"' + body + '","subject":"Weekly report",'
+            '"to":"wrong@example.org"}')
+    rows = [approval(input=data, summary=data[:99] + "…")]
+    assert approval_lines(rows, now=NOW, width=100)[2] == (
+        "01JH3B000000  1        Weekly report f…  Send   mail.send  to: wrong@example.org, "
+        'bcc: ["a…  1h ago')
+    assert approval_lines(rows, now=NOW, width=100, wide=True)[2] == (
+        f"{B}  1        Weekly report for the team  Send   mail.send  to: wrong@example.org, "
+        f'bcc: ["audit@example.com"], body: {body}, subject: Weekly report  '
+        "2026-12-01T09:00:00Z (1h ago)")
+
+
 def test_redraw_goes_back_over_the_last_frame_and_erases_what_is_left() -> None:
     assert redraw(["a", "b"], 0) == "a\x1b[K\nb\x1b[K\n\x1b[J"
     assert redraw(["c"], 2) == "\x1b[2Fc\x1b[K\n\x1b[J"

@@ -16,7 +16,7 @@ from bees_cli.cloud.server.storage import Storage
 from bees_cli.errors import UserError
 from bees_cli.machine.signin import Login, effective_login, save_login
 
-from ..conftest import BeesRunner
+from ..conftest import BeesRunner, run_lines
 from .conftest import ServerProcess
 
 SAVED = Login("https://saved.example.com", "bees.saved")
@@ -137,3 +137,36 @@ def test_login_refuses_plain_http_to_another_computer(bees: BeesRunner, bees_hom
     both = bees("login", "https://cloud.example.com", "--token", "x", "--with-token")
     assert (both.returncode, both.stderr.splitlines()[0]) == (
         2, "error: give --token or --with-token, not both")
+
+
+def test_the_tokens_person_is_this_computers_person(
+    bees: BeesRunner, bees_home: Path, admin: Storage, server: ServerProcess, tmp_path: Path
+) -> None:
+    """Issue 23, point 8: signed in by ``BEES_CLOUD_URL`` and ``BEES_TOKEN`` alone, the
+    token's person becomes this computer's person, as ``bees login`` makes it: ``bees
+    doctor`` names one person, and ``bees run`` registers that person's schedules."""
+    name, token = _person(admin, tmp_path)
+    env = {"BEES_CLOUD_URL": server.url, "BEES_TOKEN": token}
+    workspace = tmp_path / "ws"
+    assert bees("init", str(workspace)).returncode == 0
+    (workspace / "schedules" / "daily-draft.yaml").write_text(
+        "process: draft-review\nowner: maya@example.com\ncron: '0 9 * * *'\n"
+        "timezone: Europe/Paris\n")
+    doctor = bees("doctor", "-w", str(workspace), env=env)
+    lines = doctor.stdout.splitlines()
+    assert [line for line in lines if line.startswith("computer ")] == [
+        f"computer  {json.loads(bees('whoami', '--json').stdout)['computer']} "
+        "(maya@example.com)"], doctor.stdout
+    assert (f"ok    cloud: {server.url}: signed in as maya@example.com (team {name}) (URL "
+            "from BEES_CLOUD_URL, token from BEES_TOKEN)") in lines
+    assert doctor.stderr == "this computer's person is now maya@example.com (BEES_TOKEN's)\n"
+    again = bees("doctor", "-w", str(workspace), "--json", env=env)
+    assert (json.loads(again.stdout)["person"], again.stderr) == ("maya@example.com", "")
+    (bees_home / "state" / "machine.json").write_text(json.dumps({  # a fresh computer again
+        **json.loads((bees_home / "state" / "machine.json").read_text()), "person": None}))
+    ran = bees("run", "-w", str(workspace), "--exit-when-idle", env=env, timeout=180)
+    said = run_lines(ran.stderr)
+    assert ran.returncode == 0, ran.stderr
+    assert "this computer's person is now maya@example.com (BEES_TOKEN's)" in said
+    assert "schedules added: daily-draft" in said, ran.stderr
+    assert not [line for line in said if "schedules are not registered" in line]

@@ -56,6 +56,7 @@ from bees_cli.cli.json_models.handover import (
 from bees_cli.cli.json_models.items import (
     CancelOut,
     DelegateOut,
+    ItemCreateErrorOut,
     ItemCreateOut,
     ItemShowOut,
     PersonDoneOut,
@@ -110,6 +111,7 @@ __all__ = [
     "StatusWarningOut",
     "StatusOut",
     "status_out",
+    "ItemCreateErrorOut",
     "ItemCreateOut",
     "TeamItemShow",
     "ItemShowOut",

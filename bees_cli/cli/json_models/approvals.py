@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field, JsonValue
+
 from bees_cli.cli.json_models.base import DISPLAY_KEYS, Out, Part
 from bees_cli.record.views import UtcTime
 
@@ -20,7 +22,9 @@ class ApprovalOut(Part):
     action: str | None
     kind: str
     summary: str
-    input: str
+    input: JsonValue = Field(description="The held action's input as the agent gave it (an "
+                             "object for an add-on action; null for a stage's finish), each "
+                             "field whole; past 64,000 characters, long texts are shortened.")
     digest: str | None = None
     status: str
     asked_at: UtcTime
@@ -32,14 +36,18 @@ def approval_out(row: dict[str, Any]) -> ApprovalOut:
     """Return one ``bees approvals --json`` row of the use case's row (the request's ``id``
     is ``request_id``; who decided, when and why stay out: it still waits; what waits is
     ``action`` (null: the stage's finish), ``kind``, ``summary`` and ``input``, not the text
-    view's one line ``what``)."""
+    view's one line ``what``; ``input`` is the JSON value itself, not its text: issue 23,
+    point 8)."""
+    from bees_cli.usecases.approvals import request_input
+
     data = {k: v for k, v in row.items()
             if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer"}}
-    return ApprovalOut.model_validate({"request_id": row["id"], **data})
+    return ApprovalOut.model_validate({"request_id": row["id"], **data,
+                                       "input": request_input(row.get("input"))})
 
 
 class ApprovalsOut(Out):
-    """``bees approvals``."""
+    """``bees approvals``, and ``bees approvals show ITEM`` (that item's requests)."""
 
     approvals: list[ApprovalOut]
 

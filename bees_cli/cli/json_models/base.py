@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,8 +40,10 @@ class Part(BaseModel):
 def emit(doc: BaseModel) -> None:
     """Print the document ``doc`` (an :class:`Out`, or :class:`ItemShowOut`) as indented JSON
     on stdout: the one way a ``--json`` document leaves."""
+    from bees_cli.cli.pipes import write_stdout
+
     data = doc.model_dump(mode="json", by_alias=True)
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_stdout(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 D = TypeVar("D", bound="Out")

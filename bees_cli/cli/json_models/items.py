@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from bees_cli.agents.selection import PickTier, pick_tier
-from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, Out, Part
+from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, ErrorOut, Out, Part
 from bees_cli.record.views import ItemShow, ItemView, ModelRetry, QueuedDecision, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
@@ -96,6 +96,16 @@ class ItemCreateOut(Out):
     run_folder: str
     started: bool
     final: ItemView | None = None
+
+
+class ItemCreateErrorOut(ErrorOut):
+    """``bees item create``'s error: ``item_id`` at the top level, as in its success, so a
+    script's ``jq -r .item_id`` finds the item however the command ended (issue 23,
+    point 8)."""
+
+    item_id: str | None = Field(description="The item made before the error (a --wait that "
+                                "timed out, an engine that refused its start), or null when "
+                                "no item was made.")
 
 
 class TeamItemShow(Out):
