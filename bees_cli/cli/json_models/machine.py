@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from bees_cli.cli.json_models.base import Out, Part
 
 
@@ -64,6 +66,17 @@ class InitOut(Out):
     files: list[str]
 
 
+class ToolKindOut(Part):
+    """An MCP add-on's tool, its kind and why: ``declared`` (the add-on's ``kinds``),
+    ``read_only_hint`` (the server marks it read-only) or ``undeclared`` (gated: held for
+    approval on an approval stage)."""
+
+    addon: str
+    tool: str
+    kind: str
+    why: Literal["declared", "read_only_hint", "undeclared"]
+
+
 class ValidateOut(Out):
     """``bees validate`` of a valid workspace (an invalid one is an error, exit 2)."""
 
@@ -72,6 +85,10 @@ class ValidateOut(Out):
     name: str
     counts: dict[str, int]
     warnings: list[dict[str, Any]]
+    tools: list[ToolKindOut] = Field(
+        default_factory=list,
+        description="Each tool the workspace names of its MCP add-ons, with the kind known "
+        "without the server (bees addons asks the server).")
 
 
 class SchemasWriteOut(Out):
