@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
 
 from bees_cli.errors import ActionInterrupted, UserError
 from bees_cli.machine.connections import AddonConnection, check_connection
@@ -165,7 +165,7 @@ def _reason(error: BaseException, server: McpServer, errlog: IO[str] | None,
 
 @asynccontextmanager
 async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
-                   cwd: str | None, errlog: IO[str] | None) -> AsyncIterator[ClientSession]:
+                   cwd: str | None, errlog: TextIO | None) -> AsyncIterator[ClientSession]:
     """Start or reach the server and shake hands; yield the session (stopped on exit)."""
     from mcp import ClientSession
 
@@ -212,7 +212,8 @@ async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[
     missing = _missing_env(server, environ)
     if missing:
         raise McpNotReached(f"{', '.join(missing)} not set", hint=_hint(server))
-    errlog = tempfile.TemporaryFile("w+", encoding="utf-8") if server.command else None
+    errlog: TextIO | None = (tempfile.TemporaryFile("w+", encoding="utf-8")
+                             if server.command else None)
     sent = False
     done: list[T] = []
 

@@ -560,14 +560,17 @@ class Addon(Strict):
     )
 
     description: str | None = Field(default=None, description="What the add-on connects to.")
+    # the fields an add-on of one type leaves empty are left out of its dump, so a stored
+    # snapshot of a script add-on keeps its JSON (and digest) and an MCP one reloads
     actions: dict[Name, Action] = Field(
-        default_factory=dict, min_length=1,
+        default_factory=dict, min_length=1, exclude_if=lambda v: not v,
         description="Its actions, by name (a script add-on).")
     mcp: McpServer | None = Field(
-        default=None, description="An MCP server whose tools are the actions (an MCP add-on)."
+        default=None, exclude_if=lambda v: v is None,
+        description="An MCP server whose tools are the actions (an MCP add-on).",
     )
     kinds: dict[Name, ActionKind] = Field(
-        default_factory=dict,
+        default_factory=dict, exclude_if=lambda v: not v,
         description="An MCP add-on's tools by name → kind. A tool not named here is read only "
         "when the server marks it read-only (readOnlyHint), otherwise it waits for approval "
         "on an approval stage like send.",

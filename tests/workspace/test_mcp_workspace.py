@@ -56,3 +56,17 @@ def test_validate_lists_each_named_tool_with_its_kind_and_why(
         {"addon": "notes", "tool": "close_issue", "kind": "gated", "why": "undeclared"},
         {"addon": "notes", "tool": "search", "kind": "read", "why": "declared"},
         {"addon": "notes", "tool": "send_email", "kind": "send", "why": "declared"}]
+
+
+def test_a_script_addon_dumps_as_before_and_an_mcp_one_reloads() -> None:
+    """A stored snapshot is found by the digest of its JSON: a script add-on's dump keeps its
+    keys (no ``mcp: null``), and an MCP add-on's dump (no ``actions: {}``) loads again."""
+    from bees_cli.workspace.models import Addon
+
+    script = Addon.model_validate({"actions": {"send": {"kind": "send", "command": ["x"]}}})
+    assert list(script.model_dump(mode="json")) == ["description", "actions", "connection"]
+    server = Addon.model_validate({"mcp": {"url": "https://notes.example.com/mcp"},
+                                   "kinds": {"send_email": "send"}})
+    dumped = server.model_dump(mode="json")
+    assert list(dumped) == ["description", "mcp", "kinds", "connection"]
+    assert Addon.model_validate(dumped) == server
