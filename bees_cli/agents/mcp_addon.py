@@ -43,12 +43,13 @@ from bees_cli.workspace.summary import ToolKind
 if TYPE_CHECKING:
     from mcp import ClientSession
 
+    from bees_cli.workspace.loader import Workspace
     from bees_cli.workspace.models import Addon, McpServer
 
 T = TypeVar("T")
 
 __all__ = ["McpCallCut", "McpConnection", "McpNotReached", "McpResult", "McpTool", "ToolKind",
-           "call_tool", "check_mcp", "list_tools", "tool_kinds"]
+           "addon_connections", "call_tool", "check_mcp", "list_tools", "tool_kinds"]
 
 
 class McpNotReached(UserError):
@@ -92,6 +93,24 @@ class McpConnection(AddonConnection):
     reasons it is not connected), with each tool the server listed, its kind and why."""
 
     tools: tuple[ToolKind, ...] = ()
+
+    def words(self) -> str:
+        """How ``bees doctor`` says it: ``connected, 4 tools`` or ``not connected: REASONS``."""
+        if self.connected:
+            return f"connected, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
+        return f"not connected: {'; '.join(self.missing)}"
+
+
+def addon_connections(workspace: Workspace) -> list[AddonConnection]:
+    """Return whether every declared add-on is connected here, sorted by add-on name: a
+    script add-on by its ``connection``, an MCP add-on by asking its server
+    (:func:`check_mcp`, with the tools the workspace names). Blocking."""
+    from bees_cli.workspace.summary import named_tools
+
+    root = str(workspace.root.resolve())
+    return [check_mcp(name, addon, named_tools(name, addon, workspace.agents), root=root)
+            if addon.mcp is not None else check_connection(name, addon)
+            for name, addon in sorted(workspace.addons.items())]
 
 
 def tool_kinds(name: str, addon: Addon, tools: Iterable[McpTool]) -> tuple[ToolKind, ...]:

@@ -45,12 +45,28 @@ class LinksOut(Out):
     folders: list[FolderLink]
 
 
+class ToolKindOut(Part):
+    """An MCP add-on's tool, its kind and why: ``declared`` (the add-on's ``kinds``),
+    ``read_only_hint`` (the server marks it read-only) or ``undeclared`` (gated: held for
+    approval on an approval stage)."""
+
+    addon: str
+    tool: str
+    kind: str
+    why: Literal["declared", "read_only_hint", "undeclared"]
+
+
 class AddonConnection(Part):
-    """One add-on: connected here, or the environment it misses."""
+    """One add-on: connected here, or what it misses (an MCP add-on: why its server is not
+    connected); an MCP add-on's tools as its server lists them, with their kinds."""
 
     addon: str
     connected: bool
     missing: list[str]
+    tools: list[ToolKindOut] = Field(
+        default_factory=list,
+        description="An MCP add-on's tools as its server lists them (empty when not "
+        "connected, and for a script add-on).")
 
 
 class AddonsOut(Out):
@@ -64,17 +80,6 @@ class InitOut(Out):
 
     workspace: str
     files: list[str]
-
-
-class ToolKindOut(Part):
-    """An MCP add-on's tool, its kind and why: ``declared`` (the add-on's ``kinds``),
-    ``read_only_hint`` (the server marks it read-only) or ``undeclared`` (gated: held for
-    approval on an approval stage)."""
-
-    addon: str
-    tool: str
-    kind: str
-    why: Literal["declared", "read_only_hint", "undeclared"]
 
 
 class ValidateOut(Out):
