@@ -10,8 +10,8 @@ Served over Streamable HTTP in the test's process by :func:`http_server` (a real
 loopback port).
 
 Tools: ``search`` (marked read-only), ``send_email`` (no annotations; the test workspaces
-declare it ``send``), ``close_issue`` (no annotations, not declared: gated) and ``fail``
-(answers an error). Each call of a tool appends ``TOOL JSON-ARGS`` to the file named by
+declare it ``send``), ``close_issue`` (no annotations, not declared: gated), ``stall``
+(answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool appends ``TOOL JSON-ARGS`` to the file named by
 ``NOTES_LOG`` (the server's environment) when set; ``ENV_DUMP`` names a file the server
 writes its environment's names to when it starts.
 """
@@ -60,6 +60,15 @@ def build_server(log: str | None = None) -> Any:
         """Close an issue of the tracker."""
         record("close_issue", {"number": number})
         return f"closed #{number}"
+
+    @server.tool()
+    async def stall(seconds: float) -> str:
+        """Answer after ``seconds`` (logged when called)."""
+        import anyio
+
+        record("stall", {"seconds": seconds})
+        await anyio.sleep(seconds)
+        return "late"
 
     @server.tool()
     def fail(why: str) -> str:

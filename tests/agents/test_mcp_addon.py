@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from bees_cli.agents.mcp_addon import (
+    McpCallCut,
     McpResult,
     McpTool,
     ToolKind,
@@ -56,7 +57,7 @@ async def test_list_tools_gives_names_schemas_and_read_only_hints(
     addon = stdio_addon() if transport == "stdio" else http_addon(http_url)
     assert addon.mcp is not None
     tools = by_name(await list_tools(addon.mcp, root=str(tmp_path), environ={}))
-    assert sorted(tools) == ["close_issue", "fail", "search", "send_email"]
+    assert sorted(tools) == ["close_issue", "fail", "search", "send_email", "stall"]
     assert tools["send_email"].input_schema == SEND_SCHEMA
     assert tools["send_email"].description == "Send one mail."
     assert [tools[n].read_only_hint for n in ("search", "send_email", "close_issue")] == [
@@ -110,6 +111,7 @@ def test_a_connected_server_lists_each_tool_with_its_kind_and_why(tmp_path: Path
         ToolKind("notes", "fail", "gated", "undeclared"),
         ToolKind("notes", "search", "read", "read_only_hint"),
         ToolKind("notes", "send_email", "send", "declared"),
+        ToolKind("notes", "stall", "gated", "undeclared"),
     )
 
 
@@ -167,3 +169,15 @@ async def test_a_call_to_a_server_that_cannot_start_says_so(tmp_path: Path) -> N
         await call_tool(addon.mcp, "send_email", {}, root=str(tmp_path), environ={})
     assert raised.value.message == "server exited: notes: cannot open the notes file"
     assert sys.executable  # the server ran under ${BEES_PYTHON}
+
+
+async def test_a_call_not_answered_within_its_bound_may_have_run(tmp_path: Path) -> None:
+    log = tmp_path / "notes.log"
+    addon = stdio_addon(env=["NOTES_LOG"], call_seconds=1)
+    assert addon.mcp is not None
+    with pytest.raises(McpCallCut) as raised:
+        await call_tool(addon.mcp, "stall", {"seconds": 30}, root=str(tmp_path),
+                        environ={"NOTES_LOG": str(log)})
+    assert raised.value.message == ("no answer to the tool call: no answer within 1 s; it "
+                                    "may already have run, so it is not run again by itself")
+    assert log.read_text().splitlines() == ['stall {"seconds": 30.0}']

@@ -64,13 +64,15 @@ def test_addons_lists_a_connected_servers_tools_with_their_kinds(
         "add-on notes: fail gated (not declared and not marked read-only)",
         "add-on notes: search read (marked read-only by the server)",
         "add-on notes: send_email send (declared)",
+        "add-on notes: stall gated (not declared and not marked read-only)",
     ]
     listed = json.loads(bees("addons", "-w", str(root), "--json").stdout)["addons"]
     assert listed == [{"addon": "notes", "connected": True, "missing": [], "tools": [
         {"addon": "notes", "tool": "close_issue", "kind": "gated", "why": "undeclared"},
         {"addon": "notes", "tool": "fail", "kind": "gated", "why": "undeclared"},
         {"addon": "notes", "tool": "search", "kind": "read", "why": "read_only_hint"},
-        {"addon": "notes", "tool": "send_email", "kind": "send", "why": "declared"}]}]
+        {"addon": "notes", "tool": "send_email", "kind": "send", "why": "declared"},
+        {"addon": "notes", "tool": "stall", "kind": "gated", "why": "undeclared"}]}]
     done = bees("doctor", "-w", str(root))
-    assert "ok    add-on notes: connected, 4 tools" in done.stdout.splitlines()
+    assert "ok    add-on notes: connected, 5 tools" in done.stdout.splitlines()
     assert "ok    process p: could run here now" in done.stdout.splitlines()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,13 +16,18 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.errors import ActionInterrupted
+from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord, item_journal
+from bees_cli.usecases.actions import digest_of
+from bees_cli.usecases.items import create_item
 from tests.engine.conftest import Space, until
 from tests.engine.test_actions import updates_accepted
 from tests.engine.test_rules import (
     SEND,
     action_agent,
     decide,
+    here,
     log_lines,
     start,
     waiting_approvals,
@@ -134,3 +140,30 @@ async def test_a_server_that_does_not_start_makes_the_computer_ineligible(
     assert row.reason == ("no enabled agent for Send: sender add-on notes not connected "
                           "(server exited: notes: cannot open the notes file)")
     assert log_lines(space) == [] and notes_lines(log) == []
+
+
+async def test_a_call_cut_by_its_bound_leaves_its_intent_held_for_a_person(
+        space: Space, record: LocalRecord, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No engine needed: an ungated tool runs from ``bees action`` itself; its call gets no
+    answer within ``call_seconds``, so it may have run: the intent stays open (the stage's
+    next attempt holds it for a person), and a server that cannot start writes none."""
+    log = space.root.parent / "notes.log"
+    monkeypatch.setenv("NOTES_LOG", str(log))
+    space.write("addons/notes.yaml", f'mcp:\n  command: ["${{BEES_PYTHON}}", "{SCRIPT}"]\n'
+                "  env: [NOTES_LOG]\n  start_seconds: 20\n  call_seconds: 1\n"
+                "kinds:\n  stall: write\n")
+    action_agent(space, "sender", tools=["notes.stall"], actions=[])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    record.set_state(item.id, status="running", stage="Send", agent="sender")
+    env = dict(os.environ, BEES_ITEM_ID=item.id, BEES_STAGE="Send", BEES_AGENT="sender",
+               BEES_TEMPORAL_ADDRESS="127.0.0.1:9")
+    with pytest.raises(ActionInterrupted) as cut:
+        await here().action("notes.stall", '{"seconds": 30}', env=env)
+    assert cut.value.message == (
+        "notes.stall: no answer to the tool call: no answer within 1 s; it may already have "
+        "run, so it is not run again by itself")
+    assert notes_lines(log) == ['stall {"seconds": 30.0}']
+    intent = record.open_intent(item.id, "Send", "notes.stall", digest_of({"seconds": 30}))
+    assert intent is not None and intent["attempt"] == 1
