@@ -11,9 +11,9 @@ loopback port).
 
 Tools: ``search`` (marked read-only), ``send_email`` (no annotations; the test workspaces
 declare it ``send``), ``close_issue`` (no annotations, not declared: gated), ``stall``
-(answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool appends ``TOOL JSON-ARGS`` to the file named by
-``NOTES_LOG`` (the server's environment) when set; ``ENV_DUMP`` names a file the server
-writes its environment's names to when it starts.
+(answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool
+appends ``TOOL JSON-ARGS`` to the file named by ``NOTES_LOG`` (the server's environment) when
+set; ``ENV_DUMP`` names a file the server writes its environment's names to when it starts.
 """
 
 from __future__ import annotations
