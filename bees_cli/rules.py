@@ -163,8 +163,8 @@ def mcp_tool_kind(declared: str | None,  # pragma: no mutate
             the server says nothing).
 
     Returns:
-        ``(kind, why)``, e.g. ``("send", "declared")``, ``("read", "read_only_hint")``,
-        ``("gated", "undeclared")``.
+        ``(kind, why)``, e.g. ``(send, declared)``, ``(read, read_only_hint)``,
+        ``(gated, undeclared)``.
     """
     if declared is not None:
         return declared, "declared"
