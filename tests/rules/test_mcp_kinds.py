@@ -27,3 +27,12 @@ def test_an_undeclared_tool_is_held_on_an_approval_stage_like_send() -> None:
     assert needs_approval(UNDECLARED_KIND, "required") is True
     assert needs_approval(UNDECLARED_KIND, "none") is False
     assert needs_approval("read", "required") is False
+
+
+def test_the_default_bounds_of_an_mcp_server_are_10_and_60_seconds() -> None:
+    from bees_cli.rules import MCP_CALL_SECONDS, MCP_START_SECONDS
+    from bees_cli.workspace.models import McpServer
+
+    server = McpServer.model_validate({"command": ["notes-server"]})
+    assert (server.start_seconds, server.call_seconds) == (10.0, 60.0)
+    assert (MCP_START_SECONDS, MCP_CALL_SECONDS) == (10.0, 60.0)
