@@ -8,6 +8,7 @@ module (``scripts/mutate_rules.sh``) shows the tests notice any of them changing
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Literal
 
 RECHECK_EVERY = timedelta(seconds=15)
 """How often an item that may not start yet checks again: eligibility and a busy agent's
@@ -33,9 +34,25 @@ SYNC_EVERY = timedelta(seconds=15)
 """How often a computer sends its items' changes to the shared record and fetches the
 team's (Rules: shared record)."""
 
-GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay"})
+UNDECLARED_KIND = "gated"
+"""The kind of an MCP tool the workspace gives no kind and the server does not mark
+read-only: held like ``send`` on an ``approval: required`` stage, never silently ungated
+(DESIGN.md, words: add-on; issue 25). Not a kind a workspace may declare."""
+
+GATED_KINDS: frozenset[str] = frozenset({"send", "post", "delete", "pay", UNDECLARED_KIND})
 """Add-on action kinds an agent may not run on an ``approval: required`` stage until a person
-approves (Rules: approvals)."""
+approves (Rules: approvals), with :data:`UNDECLARED_KIND`."""
+
+MCP_START_SECONDS = 10.0
+"""Default bound (seconds) on starting or reaching an MCP add-on's server and on each of its
+answers before a tool call (the handshake, the list of tools); an add-on may set its own
+``mcp.start_seconds``. A server that does not answer within it is not connected, never a
+hang (issue 25, point 3)."""
+
+MCP_CALL_SECONDS = 60.0
+"""Default bound (seconds) on one MCP tool call's answer; an add-on may set its own
+``mcp.call_seconds``. A call not answered within it may have taken effect, so a gated one is
+held for a person like any interrupted action (issue 25)."""
 
 CLOCK_TOLERANCE_SECONDS = 300
 """How far (seconds) a shared-record change's origin time may be ahead of Bees Cloud's clock
@@ -137,3 +154,31 @@ def review_stops(requests_for_changes: int) -> bool:
     """Tell whether a review's ``requests_for_changes``-th request for changes (counted from
     1 since the last person's answer) stops the item for a person (Rules: moving)."""
     return requests_for_changes >= REVIEW_LIMIT
+
+
+ToolKindWhy = Literal["declared", "read_only_hint", "undeclared"]
+"""Why an MCP tool has its kind: the workspace declares it, the server marks the tool
+read-only, or neither (:data:`UNDECLARED_KIND`)."""
+
+
+def mcp_tool_kind(declared: str | None,  # pragma: no mutate
+                  read_only_hint: bool | None) -> tuple[str, ToolKindWhy]:
+    """Return the kind of an MCP tool and why (DESIGN.md, words: add-on; issue 25, point 2).
+
+    The workspace's declared kind wins; otherwise only the server's ``readOnlyHint: true``
+    makes the tool ``read``; otherwise it is :data:`UNDECLARED_KIND`, gated like ``send``.
+
+    Args:
+        declared: the kind the add-on's ``kinds:`` gives the tool, or None.
+        read_only_hint: the tool's ``annotations.readOnlyHint`` as the server lists it (None:
+            the server says nothing).
+
+    Returns:
+        ``(kind, why)``, e.g. ``(send, declared)``, ``(read, read_only_hint)``,
+        ``(gated, undeclared)``.
+    """
+    if declared is not None:
+        return declared, "declared"
+    if read_only_hint is True:
+        return "read", "read_only_hint"
+    return UNDECLARED_KIND, "undeclared"

@@ -107,11 +107,19 @@ def linked_reads(snapshot: ItemSnapshot) -> tuple[dict[str, str], list[str]]:
 
 def connection_check(snapshot: ItemSnapshot) -> Callable[[str], AddonConnection]:
     """Return the live check of an add-on's connection here that agent choice uses: an add-on
-    the snapshot does not declare is never connected (``WHY_UNDECLARED``)."""
+    the snapshot does not declare is never connected (``WHY_UNDECLARED``); an MCP add-on is
+    connected when its server answers within its bound and has every tool the workspace
+    names (:func:`~bees_cli.agents.mcp_addon.check_mcp`)."""
     def connected(name: str) -> AddonConnection:
         addon = snapshot.addons.get(name)
         if addon is None:
             return AddonConnection(name, False, [WHY_UNDECLARED])
+        if addon.mcp is not None:  # connected means it answers here (issue 25, point 3)
+            from bees_cli.agents.mcp_addon import check_mcp
+            from bees_cli.workspace.summary import named_tools
+
+            return check_mcp(name, addon, named_tools(name, addon, snapshot.agents),
+                             root=snapshot.workspace_root)
         return check_connection(name, addon)
 
     return connected

@@ -108,20 +108,28 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees addons
     """
+    from bees_cli.agents.mcp_addon import addon_connections
     from bees_cli.cli import json_models as out
-    from bees_cli.machine.report import addon_connections
     from bees_cli.workspace.loader import load_workspace
+    from bees_cli.workspace.summary import tool_kind_lines
 
     rows = addon_connections(load_workspace(workspace))
+    tools = {r.name: list(getattr(r, "tools", ())) for r in rows}  # an MCP server's, listed
     if as_json:
         out.emit(out.AddonsOut(addons=[
-            out.AddonConnection(addon=r.name, connected=r.connected, missing=r.missing)
+            out.AddonConnection(addon=r.name, connected=r.connected, missing=r.missing,
+                                tools=[out.ToolKindOut(addon=t.addon, tool=t.tool,
+                                                       kind=t.kind, why=t.why)
+                                       for t in tools[r.name]])
             for r in rows]))
         return
     print_table(
         [[r.name, "yes" if r.connected else "no", ", ".join(r.missing) or "-"] for r in rows],
         headers=["add-on", "connected", "missing"],
     )
+    for r in rows:
+        for line in tool_kind_lines(tools[r.name], live=True):
+            typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

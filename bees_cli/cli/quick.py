@@ -108,7 +108,12 @@ def validate_workspace(directory: Path | None, workspace: Path | None, *, from_e
     """
     from bees_cli.cli.output import say
     from bees_cli.workspace.loader import load_workspace, workspace_argument
-    from bees_cli.workspace.summary import summary_json, summary_line
+    from bees_cli.workspace.summary import (
+        declared_tool_kinds,
+        summary_json,
+        summary_line,
+        tool_kind_lines,
+    )
 
     if directory is not None and from_env:
         workspace = None  # BEES_WORKSPACE is a default: the DIR given here wins
@@ -121,6 +126,8 @@ def validate_workspace(directory: Path | None, workspace: Path | None, *, from_e
     for warning in loaded.warnings:
         say(warning.format())
     sys.stdout.write(summary_line(loaded) + "\n")
+    for line in tool_kind_lines(declared_tool_kinds(loaded), live=False):
+        sys.stdout.write(line + "\n")  # each MCP tool's kind and why (issue 25)
     sys.stdout.flush()
 
 

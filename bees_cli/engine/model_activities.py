@@ -16,7 +16,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,6 +64,7 @@ from bees_cli.record.states import Status, WaitKind
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_addon import McpTool
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.record.views import ModelRetry
     from bees_cli.workspace.models import ModelRunner
@@ -73,6 +74,8 @@ ANSWER_FILE = "answer.md"
 STAGE_FOLDER = "stage"
 """The name by which the file tools mean the stage's own folder."""
 FILE_CHARS = 20_000
+MCP_LISTS_KEPT = 256
+"""At most this many MCP tool lists (one per stage attempt and add-on) are kept in memory."""
 """At most this many characters of a file are given back by ``read_file``."""
 
 ActionRunner = Callable[[str, str, dict[str, str], str], Awaitable[Any]]
@@ -202,19 +205,53 @@ class ModelActivities:
         self.delegate = delegate
         self.engine_env = dict(engine_env or {})
         self.heartbeat_every = heartbeat_every
+        self._mcp_listed: dict[tuple[Any, ...], dict[str, McpTool]] = {}
 
     def _snapshot(self, context: TurnContext) -> ItemSnapshot:
         return load_snapshot(self.record, context.item_id, context.snapshot_digest)
 
+    async def _mcp_tools(self, snapshot: ItemSnapshot,
+                         context: TurnContext) -> dict[str, McpTool]:
+        """Return ``ADDON.TOOL`` → the tool as its server lists it, for the agent's tools of MCP
+        add-ons (issue 25): listed once per stage attempt. A server that does not answer
+        gives none: its tools are offered without their schema, and a call says why."""
+        from bees_cli.agents.mcp_addon import McpNotReached, list_tools
+        from bees_cli.agents.selection import tool_addons
+
+        found: dict[str, McpTool] = {}
+        for name in tool_addons(snapshot.agents[context.agent]):
+            addon = snapshot.addons.get(name)
+            if addon is None or addon.mcp is None:
+                continue
+            key = (context.item_id, context.stage, context.round, context.attempt,
+                   context.piece, name)
+            if key not in self._mcp_listed:
+                try:
+                    tools = await list_tools(addon.mcp, root=snapshot.workspace_root,
+                                             environ=os.environ)
+                except McpNotReached:
+                    tools = []
+                if len(self._mcp_listed) >= MCP_LISTS_KEPT:
+                    self._mcp_listed.clear()
+                self._mcp_listed[key] = {tool.name: tool for tool in tools}
+            found.update({f"{name}.{tool}": listed
+                          for tool, listed in self._mcp_listed[key].items()})
+        return found
+
     def _tools(self, snapshot: ItemSnapshot, context: TurnContext,
-               runner: ModelRunner, called: set[str]) -> list[ToolDef]:
+               runner: ModelRunner, called: set[str],
+               mcp: Mapping[str, McpTool] | None = None) -> list[ToolDef]:
         """Return the tools offered: the file tools (unless the runner turns them off) and
-        the agent's add-on actions, less the required ones already ``called``."""
+        the agent's add-on actions, less the required ones already ``called``; an MCP tool
+        (in ``mcp``) with its server's description and input schema."""
         agent = snapshot.agents[context.agent]
         tools = (file_tools([STAGE_FOLDER, *context.folders, *context.previous])
                  if runner.file_tools else [])
         for tool in agent.tools:
             if tool in called and tool in runner.required_tools:
+                continue
+            if mcp and tool in mcp:
+                tools.append(addon_tool(tool, mcp[tool].description, mcp[tool].input_schema))
                 continue
             addon, _, name = tool.partition(".")
             action = snapshot.addons[addon].actions.get(name) if addon in snapshot.addons else None
@@ -252,7 +289,8 @@ class ModelActivities:
         entries = await asyncio.to_thread(transcript_lines, path)
         called = {e["tool"] for e in entries if e.get("kind") == "tool"
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
-        tools = self._tools(snapshot, context, runner, called)
+        tools = self._tools(snapshot, context, runner, called,
+                            await self._mcp_tools(snapshot, context))
         offered = {t.function.name for t in tools}
         saved = next((e for e in entries if _same(e, context, call.turn, "reply")), None)
         if saved is not None:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bees_cli.rules import GATED_KINDS
+from bees_cli.rules import GATED_KINDS, UNDECLARED_KIND
 
 __all__ = ["GATED_KINDS", "SNAPSHOT_VERSION", "ActionView", "AddonView", "AgentView",
            "EngineSnapshot", "LoopView", "ProcessView", "StageView", "View"]
@@ -109,6 +109,31 @@ class EngineSnapshot(View):
     item_folders: list[str] = Field(default_factory=list)
     max_piece_depth: int = 2
     """How deep pieces may nest (``bees.yaml``; issue 14)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mcp_tools_as_actions(cls, data: Any) -> Any:
+        """Read an MCP add-on of the workspace snapshot (``mcp``, ``kinds``) as actions: each
+        tool its ``kinds`` name or an agent's ``tools`` name, with its declared kind, else
+        :data:`~bees_cli.rules.UNDECLARED_KIND` (the run holds it on an approval stage; a
+        tool the server marks read-only is decided ``read`` by ``bees action``, which then
+        never asks the run). Issue 25; old histories carry no ``mcp``."""
+        if not isinstance(data, dict) or not isinstance(data.get("addons"), dict):
+            return data
+        agents = data["agents"] if isinstance(data.get("agents"), dict) else {}
+        addons = dict(data["addons"])
+        for name, addon in addons.items():
+            if not isinstance(addon, dict) or not addon.get("mcp") or addon.get("actions"):
+                continue
+            kinds = dict(addon.get("kinds") or {})
+            named = list(kinds)
+            for agent in agents.values():
+                tools = agent.get("tools", []) if isinstance(agent, dict) else []
+                named += [t.split(".", 1)[1] for t in tools
+                          if isinstance(t, str) and t.split(".", 1)[0] == name and "." in t]
+            addons[name] = {**addon, "actions": {
+                tool: {"kind": kinds.get(tool, UNDECLARED_KIND)} for tool in named}}
+        return {**data, "addons": addons}
 
     def stage(self, name: str) -> StageView:
         """Return the stage ``name``.

@@ -20,6 +20,10 @@ class AddonConnection:
     connected: bool
     missing: list[str]
 
+    def words(self) -> str:
+        """How ``bees doctor`` says it: ``connected``, or ``missing env GMAIL_TOKEN``."""
+        return "connected" if self.connected else f"missing {', '.join(self.missing)}"
+
 
 def check_connection(name: str, addon: Addon) -> AddonConnection:
     """Check add-on ``name`` on this computer: every env var non-empty, every file present."""

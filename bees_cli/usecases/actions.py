@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bees_cli.record.local import LocalRecord
     from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
+    from bees_cli.usecases.mcp_actions import McpAction
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
@@ -155,10 +156,14 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
                  attempt=int(environ.get("BEES_ATTEMPT", "1") or 1))
 
 
-def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool]:
+def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
+                 ) -> tuple[str, list[str], bool, McpAction | None]:
     """Read the item's stored snapshot: the action's kind and command, and whether it is
     gated on the stage (``rules.needs_approval``); check the input against the action's
-    schema (:func:`~bees_cli.usecases.action_input.check_input`).
+    schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP add-on's tool
+    (issue 25) takes its kind and schema from its server
+    (:func:`~bees_cli.usecases.mcp_actions.mcp_rules`) and is returned as the
+    :class:`~bees_cli.usecases.mcp_actions.McpAction` to call.
 
     Raises:
         Refused: the item's record does not show the stage running, the agent may not use
@@ -190,9 +195,17 @@ def _local_rules(record: LocalRecord, call: _Call) -> tuple[str, list[str], bool
     if addon not in view.addons or action_name not in view.addons[addon].actions:
         raise Refused(where + f"no action {call.name} among the item's add-ons")
     action = view.addons[addon].actions[action_name]
+    if snapshot.addons[addon].mcp is not None:
+        from bees_cli.usecases.mcp_actions import McpAction, mcp_rules
+
+        mcp = McpAction(addon=snapshot.addons[addon], tool=action_name,
+                        root=snapshot.workspace_root)
+        kind, schema = mcp_rules(call.name, mcp, environ)
+        check_input(call.name, schema, call.data)
+        return kind, [], needs_approval(kind, view.stage(call.stage).approval), mcp
     check_input(call.name, snapshot.addons[addon].actions[action_name].input, call.data)
     gated = needs_approval(action.kind, view.stage(call.stage).approval)
-    return action.kind, list(action.command), gated
+    return action.kind, list(action.command), gated, None
 
 
 async def _await_decision(record: LocalRecord, item_id: str, request_id: int) -> dict[str, Any]:
@@ -252,7 +265,7 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     environ = dict(env)
     call = _call(name, input_text, environ)
     record = bees.record
-    kind, command, gated = await asyncio.to_thread(_local_rules, record, call)
+    kind, command, gated, mcp = await asyncio.to_thread(_local_rules, record, call, environ)
     request_id: int | None = None
     intent: dict[str, Any] | None = None
     if kind != "read":
@@ -279,7 +292,7 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
         request_id = int(request["id"]) if request.get("id") is not None else None
-    return await _run(record, call, environ, kind, command, request_id, cwd)
+    return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp)
 
 
 async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
@@ -341,8 +354,11 @@ def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, An
 
 async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: str,
                command: list[str], request_id: int | None,
-               cwd: str | None = None) -> ActionOutcome:
-    """Run the add-on: the intent first (not for ``read``), the result journaled after."""
+               cwd: str | None = None, *, mcp: McpAction | None = None) -> ActionOutcome:
+    """Run the add-on: the intent first (not for ``read``), the result journaled after.
+
+    The one place an action runs: a script add-on's program, or an MCP add-on's tool call
+    (``mcp``; one server process per call for now), under the same intent and journal."""
     from bees_cli.agents.runner import expand_command
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
 
@@ -357,15 +373,29 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
             digest=call.digest, attempt=call.attempt, at=at)
         await asyncio.to_thread(_folder_intent, record, call, at)
     try:
-        done = await asyncio.to_thread(
-            subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
-            stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, cwd=cwd, check=False)
-    except OSError as error:
+        if mcp is not None:
+            from bees_cli.usecases.mcp_actions import run_mcp
+
+            code, text = await run_mcp(mcp, call.data, environ=environ, cwd=cwd)
+            done = subprocess.CompletedProcess(argv, code, text.encode("utf-8"))
+        else:
+            done = await asyncio.to_thread(
+                subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
+                stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, cwd=cwd, check=False)
+    except (OSError, UserError) as error:
         if seq is not None:  # it never started: nothing may have happened
             await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)
             await asyncio.to_thread(_folder_end, record, call, "result", None)
+        if isinstance(error, UserError):  # an MCP server not reached: nothing was sent
+            raise UserError(f"{call.name} was not run: {error.message}",
+                            hint=error.hint) from None
         raise UserError(f"cannot start {argv[0]} for {call.name}: "
                         f"{error.strerror or error}") from None
+    except ActionInterrupted as error:  # an MCP call sent and not answered: it may have run
+        raise ActionInterrupted(
+            f"{call.name}: {error.message}",
+            hint=f"the stage's next attempt holds it for a person: bees approve "
+                 f"{call.item_id} --ran (it ran) or --again (run it once more)") from None
     if seq is not None and done.returncode < 0:
         # killed by a signal while it ran: it may have taken effect, so its intent stays open
         # and a person decides (DESIGN.md, under faults: an intent without a result)

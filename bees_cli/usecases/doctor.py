@@ -146,16 +146,15 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
         checks.append(_check("workspace", True, str(workspace.root) + (
             " (from BEES_WORKSPACE)" if from_env else ""), path=str(workspace.root),
             from_env=from_env))
-        from bees_cli.machine.report import addon_connections, folder_links
+        from bees_cli.agents.mcp_addon import addon_connections
+        from bees_cli.machine.report import folder_links
 
         for link in folder_links(workspace):
             path = link.default if link.path is None else str(link.path)
             checks.append(_check(f"folder {link.name}", link.linked, link.reason,
                                  folder=link.name, path=path, link=link.how, env=link.env))
         for addon in addon_connections(workspace):
-            missing = ", ".join(addon.missing)
-            checks.append(_check(f"add-on {addon.name}", addon.connected,
-                                 "connected" if addon.connected else f"missing {missing}",
+            checks.append(_check(f"add-on {addon.name}", addon.connected, addon.words(),
                                  addon=addon.name, missing=list(addon.missing)))
         processes = _process_checks(workspace)
     return DoctorReport(ok=all(c.ok for c in checks), checks=checks, processes=processes,

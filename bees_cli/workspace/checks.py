@@ -228,6 +228,8 @@ def _check_agent(loaded: Loaded, agent: Agent, source: Source) -> list[Problem]:
                 hint = did_you_mean(addon_name, addons) or f": there is no addons/{addon_name}.yaml"
                 problems.append(source.at(path, f"unknown add-on '{addon_name}'{hint}"))
             continue
+        if addons[addon_name].mcp is not None:
+            continue  # an MCP server's tools are known live: eligibility checks them here
         actions = addons[addon_name].actions
         if action not in actions:
             hint = did_you_mean(action, actions)

@@ -30,6 +30,7 @@ from pydantic import (
 
 from bees_cli.ids import EMAIL_PATTERN as EMAIL_PATTERN  # the one email rule (issue 15)
 from bees_cli.rules import GATED_KINDS as GATED_KINDS  # re-exported for older imports
+from bees_cli.rules import MCP_CALL_SECONDS, MCP_START_SECONDS
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Names of objects, stages and actions: safe as file names and ids, no dots (dots join
@@ -489,14 +490,106 @@ class Connection(Strict):
     )
 
 
+HEADER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$"
+"""An HTTP header's name, e.g. ``Authorization`` or ``X-Api-Key``."""
+
+
+class McpServer(Strict):
+    """An MCP server whose tools are the add-on's actions: a local server Bees
+    starts (``command``, spoken to over stdio) or a remote one (``url``, Streamable HTTP).
+
+    ``env`` names the environment variables the local server is given (besides a minimal
+    ``PATH``, ``HOME``…); ``headers`` maps a header to the *name* of the environment variable
+    holding its value, never the value. In ``command``, ``${BEES_WORKSPACE}`` and
+    ``${BEES_PYTHON}`` are expanded as in a runner's.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["command"]}, {"required": ["url"]}]}
+    )
+
+    command: list[Text] | None = Field(
+        default=None, min_length=1,
+        description="The program starting a local server and its arguments (stdio).",
+    )
+    env: list[EnvName] = Field(
+        default_factory=list,
+        description="Environment variables passed to the local server (names; their values "
+        "come from this computer's environment).",
+    )
+    url: Url | None = Field(
+        default=None, description="The endpoint of a remote server (Streamable HTTP)."
+    )
+    headers: dict[Annotated[str, StringConstraints(pattern=HEADER_PATTERN)], EnvName] = Field(
+        default_factory=dict,
+        description="Headers sent to the remote server: header name → the name of the "
+        "environment variable holding its value (never the value).",
+    )
+    start_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=MCP_START_SECONDS,
+        description="Seconds allowed for starting or reaching the server and for each of its "
+        "answers before a tool call (handshake, list of tools).",
+    )
+    call_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=MCP_CALL_SECONDS, description="Seconds allowed for one tool call's answer."
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of 'command' (a server run here, over stdio) "
+                             "or 'url' (a remote server, over Streamable HTTP)")
+        if self.env and self.command is None:
+            raise ValueError("'env' goes with 'command'; a remote server gets 'headers'")
+        if self.headers and self.url is None:
+            raise ValueError("'headers' go with 'url'; a local server gets 'env'")
+        return self
+
+
 class Addon(Strict):
-    """``addons/NAME.yaml``: a connection offering actions."""
+    """``addons/NAME.yaml``: a connection offering actions.
+
+    Either scripts (``actions``: each a program with its kind) or an MCP server (``mcp``),
+    whose tools are the actions; ``kinds`` gives an MCP tool its kind (a tool not named
+    there is ``read`` only when the server marks it read-only, else it is gated: held for
+    approval on an approval stage like ``send``).
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [{"required": ["actions"]}, {"required": ["mcp"]}]}
+    )
 
     description: str | None = Field(default=None, description="What the add-on connects to.")
-    actions: dict[Name, Action] = Field(min_length=1, description="Its actions, by name.")
+    # the fields an add-on of one type leaves empty are left out of its dump, so a stored
+    # snapshot of a script add-on keeps its JSON (and digest) and an MCP one reloads
+    actions: dict[Name, Action] = Field(
+        default_factory=dict, min_length=1, exclude_if=lambda v: not v,
+        description="Its actions, by name (a script add-on).")
+    mcp: McpServer | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="An MCP server whose tools are the actions (an MCP add-on).",
+    )
+    kinds: dict[Name, ActionKind] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="An MCP add-on's tools by name → kind. A tool not named here is read only "
+        "when the server marks it read-only (readOnlyHint), otherwise it waits for approval "
+        "on an approval stage like send.",
+    )
     connection: Connection = Field(
         default_factory=Connection, description="How to tell it is connected on a computer."
     )
+
+    @model_validator(mode="after")
+    def _scripts_or_server(self) -> Addon:
+        if self.actions and self.mcp is not None:
+            raise ValueError("give either 'actions' (a script per action) or 'mcp' (a server "
+                             "whose tools are the actions), not both")
+        if not self.actions and self.mcp is None:
+            raise ValueError("give 'actions' (a script per action) or 'mcp' (a server whose "
+                             "tools are the actions)")
+        if self.kinds and self.mcp is None:
+            raise ValueError("'kinds' go with 'mcp': a script action declares its own kind")
+        return self
 
 
 KINDS: dict[str, type[Strict]] = {

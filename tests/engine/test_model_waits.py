@@ -39,7 +39,7 @@ from bees_cli.usecases.liveness import note_worker
 from bees_cli.usecases.models import ItemDetails
 from bees_cli.utc import display_utc, parse_utc, utc_now
 from tests.agents.model_server import Answer, ScriptedServer, serve
-from tests.app.conftest import ORIGIN, PORT, TestClient
+from tests.app.conftest import HOST, ORIGIN, PORT, TestClient
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, until
 from tests.engine.test_model_loop import model_agent
@@ -70,7 +70,7 @@ async def details(item_id: str) -> dict[str, Any]:
 
 def app_status(space: Space, item_id: str) -> tuple[str, str | None]:
     """Return the status word and its detail on the app's item page."""
-    guard = Guard(port=PORT)
+    guard = Guard(port=PORT, host=HOST)
     app = create_app(Bees(Computer.load()), guard, workspace=space.root)
     with TestClient(app, base_url=ORIGIN, follow_redirects=False) as client:
         assert client.get(f"/?secret={guard.secret}").status_code == 303

@@ -30,6 +30,7 @@ def test_validate_example_json(bees: BeesRunner) -> None:
         "name": "weekly-report-example",
         "counts": {"processes": 1, "agents": 3, "schedules": 1, "folders": 2, "addons": 1},
         "warnings": [],
+        "tools": [],
     }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from bees_cli.cli.json_models.base import Out, Part
 
 
@@ -43,12 +45,28 @@ class LinksOut(Out):
     folders: list[FolderLink]
 
 
+class ToolKindOut(Part):
+    """An MCP add-on's tool, its kind and why: ``declared`` (the add-on's ``kinds``),
+    ``read_only_hint`` (the server marks it read-only) or ``undeclared`` (gated: held for
+    approval on an approval stage)."""
+
+    addon: str
+    tool: str
+    kind: str
+    why: Literal["declared", "read_only_hint", "undeclared"]
+
+
 class AddonConnection(Part):
-    """One add-on: connected here, or the environment it misses."""
+    """One add-on: connected here, or what it misses (an MCP add-on: why its server is not
+    connected); an MCP add-on's tools as its server lists them, with their kinds."""
 
     addon: str
     connected: bool
     missing: list[str]
+    tools: list[ToolKindOut] = Field(
+        default_factory=list,
+        description="An MCP add-on's tools as its server lists them (empty when not "
+        "connected, and for a script add-on).")
 
 
 class AddonsOut(Out):
@@ -72,6 +90,10 @@ class ValidateOut(Out):
     name: str
     counts: dict[str, int]
     warnings: list[dict[str, Any]]
+    tools: list[ToolKindOut] = Field(
+        default_factory=list,
+        description="Each tool the workspace names of its MCP add-ons, with the kind known "
+        "without the server (bees addons asks the server).")
 
 
 class SchemasWriteOut(Out):

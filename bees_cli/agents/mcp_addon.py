@@ -1,0 +1,404 @@
+"""MCP add-ons: start or reach an add-on's MCP server, list its tools, call one; every step bounded.
+
+An add-on whose YAML has ``mcp:`` is a Model Context Protocol server (issue 25): a local one
+Bees starts (``command``, stdio) or a remote one (``url``, Streamable HTTP). Its tools are the
+add-on's actions. The official ``mcp`` SDK speaks the protocol; this module only bounds each
+step and says what went wrong in words for ``bees doctor``.
+
+Bounds (seconds, from the add-on's ``mcp`` settings, defaults in :mod:`bees_cli.rules`):
+the handshake and the list of tools each get ``start_seconds``
+(:data:`~bees_cli.rules.MCP_START_SECONDS`), a tool call ``call_seconds``
+(:data:`~bees_cli.rules.MCP_CALL_SECONDS`); the whole exchange is bounded by their sum, so a
+server that hangs is "not connected", never a hang.
+
+A local server runs once per list or call: started, asked, stopped (the SDK closes its stdin,
+then ends its process tree, each wait bounded). Reusing one process across the calls of a
+stage is a later step.
+
+Errors::
+
+    McpNotReached (UserError)        the server could not be started or reached, or did not
+                                     answer, before any tool call was sent: nothing happened
+    McpCallCut (ActionInterrupted)   the call was sent and no answer came (bound, or the server
+                                     went away): it may have taken effect
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
+
+from bees_cli.errors import ActionInterrupted, UserError
+from bees_cli.machine.connections import AddonConnection, check_connection
+from bees_cli.rules import mcp_tool_kind
+from bees_cli.workspace.summary import ToolKind
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+    from bees_cli.workspace.loader import Workspace
+    from bees_cli.workspace.models import Addon, McpServer
+
+T = TypeVar("T")
+
+__all__ = ["McpCallCut", "McpConnection", "McpNotReached", "McpResult", "McpTool", "ToolKind",
+           "addon_connections", "call_tool", "check_mcp", "list_tools", "tool_kinds"]
+
+
+class McpNotReached(UserError):
+    """The server could not be started or reached, or did not answer in time, before any
+    tool call was sent: nothing happened. The message is the reason (``command not found:
+    notes-server``, ``server exited: LAST STDERR LINE``, ``URL refused the connection``,
+    ``no answer within 10 s``)."""
+
+
+class McpCallCut(ActionInterrupted):
+    """A tool call was sent and no answer came (its bound ran out, or the server went away):
+    it may have taken effect, so it is never sent again without a person."""
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One tool as the server lists it: ``name``, ``description``, ``input_schema`` (a JSON
+    Schema of an object) and ``read_only_hint`` (``annotations.readOnlyHint``; None: not
+    said)."""
+
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    read_only_hint: bool | None
+
+
+@dataclass(frozen=True)
+class McpResult:
+    """A tool call's answer: ``is_error`` (the tool failed), ``text`` (its text content,
+    joined by newlines; other content named in brackets, e.g. ``[image]``) and
+    ``structured`` (its structured content, or None)."""
+
+    is_error: bool
+    text: str
+    structured: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class McpConnection(AddonConnection):
+    """An MCP add-on's connection here: as :class:`AddonConnection` (``missing`` holds the
+    reasons it is not connected), with each tool the server listed, its kind and why."""
+
+    tools: tuple[ToolKind, ...] = ()
+
+    def words(self) -> str:
+        """How ``bees doctor`` says it: ``connected, 4 tools`` or ``not connected: REASONS``."""
+        if self.connected:
+            return f"connected, {len(self.tools)} tool{'s' if len(self.tools) != 1 else ''}"
+        return f"not connected: {'; '.join(self.missing)}"
+
+
+def addon_connections(workspace: Workspace) -> list[AddonConnection]:
+    """Return whether every declared add-on is connected here, sorted by add-on name: a
+    script add-on by its ``connection``, an MCP add-on by asking its server
+    (:func:`check_mcp`, with the tools the workspace names). Blocking."""
+    from bees_cli.workspace.summary import named_tools
+
+    root = str(workspace.root.resolve())
+    return [check_mcp(name, addon, named_tools(name, addon, workspace.agents), root=root)
+            if addon.mcp is not None else check_connection(name, addon)
+            for name, addon in sorted(workspace.addons.items())]
+
+
+def tool_kinds(name: str, addon: Addon, tools: Iterable[McpTool]) -> tuple[ToolKind, ...]:
+    """Return each listed tool of add-on ``name`` with its kind and why
+    (:func:`~bees_cli.rules.mcp_tool_kind`), sorted by tool name."""
+    return tuple(sorted(
+        ToolKind(name, tool.name, *mcp_tool_kind(addon.kinds.get(tool.name),
+                                                 tool.read_only_hint))
+        for tool in tools))
+
+
+def _missing_env(server: McpServer, environ: Mapping[str, str]) -> list[str]:
+    names = [*server.env, *server.headers.values()]
+    return [f"env {name}" for name in dict.fromkeys(names) if not environ.get(name)]
+
+
+def _last_line(errlog: IO[str] | None) -> str | None:
+    if errlog is None:
+        return None
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+    return lines[-1] if lines else None
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, or ``[error]``."""
+    if isinstance(error, BaseExceptionGroup):
+        found: list[BaseException] = []
+        for inner in error.exceptions:
+            found += _leaves(inner)
+        return found
+    return [error]
+
+
+def _reason(error: BaseException, server: McpServer, errlog: IO[str] | None,
+            bound: float) -> str:
+    """Word why the server was not reached or did not answer."""
+    import httpx2
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    leaves = _leaves(error)
+    for leaf in leaves:  # the most telling first: the transport's own error
+        if isinstance(leaf, httpx2.ConnectError):
+            return f"{server.url} refused the connection"
+        if isinstance(leaf, httpx2.TimeoutException):
+            return f"no answer within {bound:g} s"
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            return f"{server.url} answered HTTP {leaf.response.status_code}"
+    leaf = leaves[0]
+    if isinstance(leaf, TimeoutError) or (isinstance(leaf, MCPError)
+                                          and leaf.code == REQUEST_TIMEOUT):
+        return f"no answer within {bound:g} s"
+    if isinstance(leaf, FileNotFoundError) and server.command is not None:
+        return f"command not found: {server.command[0]}"
+    if isinstance(leaf, OSError) and server.command is not None:
+        return f"cannot start {server.command[0]}: {leaf.strerror or leaf}"
+    if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
+        if server.command is None:
+            return f"{server.url} closed the connection"
+        last = _last_line(errlog)
+        return f"server exited: {last}" if last else "server exited"
+    if isinstance(leaf, MCPError):
+        return f"the server answered an error: {leaf.message}"
+    return f"{type(leaf).__name__}: {leaf}"
+
+
+@asynccontextmanager
+async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
+                   cwd: str | None, errlog: TextIO | None) -> AsyncIterator[ClientSession]:
+    """Start or reach the server and shake hands; yield the session (stopped on exit)."""
+    from mcp import ClientSession
+
+    from bees_cli.agents.runner import expand_command
+
+    if server.command is not None:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        argv = expand_command(list(server.command), root)
+        params = StdioServerParameters(
+            command=argv[0], args=argv[1:], cwd=cwd or root,
+            env={name: environ[name] for name in server.env})
+        assert errlog is not None
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:
+            await session.initialize()
+            yield session
+        return
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    assert server.url is not None
+    headers = {header: environ[name] for header, name in server.headers.items()}
+    timeout = httpx2.Timeout(server.start_seconds, read=max(server.start_seconds,
+                                                            server.call_seconds))
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as client, \
+            streamable_http_client(server.url, http_client=client) as (read, write), \
+            ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:
+        await session.initialize()
+        yield session
+
+
+async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[T]], *,
+                    root: str, environ: Mapping[str, str], cwd: str | None,
+                    calls: bool) -> T:
+    """Open a session, run ``ask`` in it, close it; every step bounded.
+
+    Raises:
+        McpNotReached: not started, reached or answered before ``ask`` sent a tool call.
+        McpCallCut: ``calls`` and the call got no answer.
+    """
+    import anyio
+
+    missing = _missing_env(server, environ)
+    if missing:
+        raise McpNotReached(f"{', '.join(missing)} not set", hint=_hint(server))
+    errlog: TextIO | None = (tempfile.TemporaryFile("w+", encoding="utf-8")
+                             if server.command else None)
+    sent = False
+    done: list[T] = []
+
+    async def run() -> None:
+        nonlocal sent
+        async with _session(server, root=root, environ=environ, cwd=cwd,
+                            errlog=errlog) as session:
+            sent = calls
+            done.append(await ask(session))
+
+    total = 3 * server.start_seconds + (server.call_seconds if calls else 0)
+    try:
+        with anyio.fail_after(total):
+            await run()
+    except Exception as error:  # noqa: BLE001 - worded below; a bug keeps its cause
+        if done:  # answered; only the stop failed
+            return done[0]
+        bound = server.call_seconds if sent else server.start_seconds
+        reason = _reason(error, server, errlog, bound)
+        if sent:
+            raise McpCallCut(f"no answer to the tool call: {reason}; it may already have "
+                             "run, so it is not run again by itself") from error
+        raise McpNotReached(reason, hint=_hint(server)) from error
+    finally:
+        if errlog is not None:
+            errlog.close()
+    return done[0]
+
+
+def _hint(server: McpServer) -> str:
+    if server.command is not None:
+        return f"try the server's command by hand: {' '.join(server.command)}"
+    return f"check that {server.url} is up and reachable from this computer"
+
+
+async def list_tools(server: McpServer, *, root: str,
+                     environ: Mapping[str, str]) -> list[McpTool]:
+    """Start or reach ``server`` and return its tools (all pages), in the server's order.
+
+    Args:
+        server: the add-on's ``mcp`` settings.
+        root: the workspace folder (``${BEES_WORKSPACE}``; a local server runs there).
+        environ: where the values of ``env`` and ``headers`` names are read.
+
+    Raises:
+        McpNotReached: the reason, e.g. ``server exited: LAST STDERR LINE``.
+    """
+    from mcp_types import PaginatedRequestParams
+
+    async def ask(session: ClientSession) -> list[McpTool]:
+        tools: list[McpTool] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_tools(
+                params=None if cursor is None else PaginatedRequestParams(cursor=cursor))
+            tools += [McpTool(name=t.name, description=t.description,
+                              input_schema=dict(t.input_schema),
+                              read_only_hint=None if t.annotations is None
+                              else t.annotations.read_only_hint) for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    return await _exchange(server, ask, root=root, environ=environ, cwd=None, calls=False)
+
+
+async def call_tool(server: McpServer, tool: str, arguments: dict[str, Any], *, root: str,
+                    environ: Mapping[str, str], cwd: str | None = None) -> McpResult:
+    """Start or reach ``server``, call ``tool`` with ``arguments`` once, and return its answer.
+
+    Args:
+        server: the add-on's ``mcp`` settings.
+        tool: the tool's name.
+        arguments: its input (a JSON object).
+        root: the workspace folder (``${BEES_WORKSPACE}``).
+        environ: where the values of ``env`` and ``headers`` names are read.
+        cwd: the folder a local server runs in (default: ``root``).
+
+    Returns:
+        The :class:`McpResult`; a tool's failure, or the server refusing the call (an error
+        answer), is ``is_error`` with its message.
+
+    Raises:
+        McpNotReached: nothing was sent (the reason).
+        McpCallCut: the call was sent and got no answer within ``call_seconds``, or the
+            server went away: it may have taken effect.
+    """
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    async def ask(session: ClientSession) -> McpResult:
+        try:
+            answer = await session.call_tool(tool, arguments,
+                                             read_timeout_seconds=server.call_seconds)
+        except MCPError as error:
+            if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise
+            return McpResult(is_error=True, text=error.message, structured=None)
+        return McpResult(is_error=bool(answer.is_error), text=_text(answer.content),
+                         structured=answer.structured_content)
+
+    return await _exchange(server, ask, root=root, environ=environ, cwd=cwd, calls=True)
+
+
+def _text(content: Iterable[Any]) -> str:
+    parts = []
+    for block in content:
+        text = getattr(block, "text", None)
+        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
+    return "\n".join(parts)
+
+
+def result_json(result: McpResult) -> str:
+    """Return the text a caller reads: the tool's text, or its structured content as JSON
+    when it gave no text."""
+    if result.text or result.structured is None:
+        return result.text
+    return json.dumps(result.structured, ensure_ascii=False, sort_keys=True)
+
+
+def run_blocking(make: Callable[[], Awaitable[T]]) -> T:
+    """Run ``make()`` to its end from blocking code: in this thread when no event loop runs
+    here, else in a thread of its own (eligibility is checked from both)."""
+    async def main() -> T:
+        return await make()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+def check_mcp(name: str, addon: Addon, expected: Iterable[str], *, root: str,
+              environ: Mapping[str, str] | None = None) -> McpConnection:
+    """Tell whether MCP add-on ``name`` answers here (issue 25, point 3; DESIGN.md, Rules:
+    eligibility): its ``connection`` holds, its server starts (or its URL answers) within
+    its bound, lists its tools, and has every tool in ``expected``.
+
+    Args:
+        name: the add-on's name.
+        addon: its model (``mcp`` set).
+        expected: the tools the workspace names (``kinds`` keys, agents' tools).
+        root: the workspace folder.
+        environ: where ``env`` and ``headers`` values are read (default: this process's).
+
+    Returns:
+        The :class:`McpConnection`; when not connected, ``missing`` holds the reasons
+        (``env NAME``, ``command not found: X``, ``server exited: LINE``, ``URL refused the
+        connection``, ``no answer within N s``, ``tool X missing``). Never raises for the
+        server's faults.
+    """
+    assert addon.mcp is not None
+    server = addon.mcp
+    here = check_connection(name, addon)
+    if not here.connected:
+        return McpConnection(name, False, list(here.missing))
+    values = os.environ if environ is None else environ
+    unset = _missing_env(server, values)
+    if unset:
+        return McpConnection(name, False, unset)
+    try:
+        tools = run_blocking(lambda: list_tools(server, root=root, environ=values))
+    except McpNotReached as error:
+        return McpConnection(name, False, [error.message])
+    listed = {tool.name for tool in tools}
+    missing = [f"tool {tool} missing" for tool in dict.fromkeys(expected) if tool not in listed]
+    return McpConnection(name, not missing, missing, tool_kinds(name, addon, tools))

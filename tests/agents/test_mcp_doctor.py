@@ -1,0 +1,78 @@
+"""``bees doctor`` and ``bees addons`` on MCP add-ons (issue 25, point 3): each says which
+add-on is not connected and why, and lists a connected server's tools with their kinds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import BeesRunner
+from tests.mcp_server import SCRIPT, free_port
+
+
+def server(mode: str, extra: str = "") -> str:
+    return f'mcp:\n  command: ["${{BEES_PYTHON}}", "{SCRIPT}", "{mode}"]\n{extra}'
+
+
+def workspace(root: Path, addons: dict[str, str], tools: list[str]) -> Path:
+    root.mkdir()
+    files = {"bees.yaml": "name: doctor\n",
+             "agents/clerk.yaml": f"tools: [{', '.join(tools)}]\nrunner:\n  command: [clerk]\n",
+             "processes/p.yaml": "stages:\n  - {name: Work, kind: work, agents: [clerk]}\n"
+                                 "  - {name: Done, kind: done}\n"}
+    files |= {f"addons/{name}.yaml": text for name, text in addons.items()}
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    return root
+
+
+def addon_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if " add-on " in line or "process" in line]
+
+
+def test_doctor_says_which_mcp_addon_is_not_connected_and_why(
+        tmp_path: Path, bees: BeesRunner) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    root = workspace(tmp_path / "w", {
+        "crashy": server("crash"),
+        "stuck": server("hang", "  start_seconds: 1\n"),
+        "notes": server("stdio", "kinds:\n  send_email: send\n"),
+        "remote": f"mcp:\n  url: {url}\n",
+    }, ["notes.send_mail"])
+    done = bees("doctor", "-w", str(root))
+    assert done.returncode == 1, done.stderr
+    assert addon_lines(done.stdout) == [
+        "FAIL  add-on crashy: not connected: server exited: notes: cannot open the notes file",
+        "FAIL  add-on notes: not connected: tool send_mail missing",
+        f"FAIL  add-on remote: not connected: {url} refused the connection",
+        "FAIL  add-on stuck: not connected: no answer within 1 s",
+        "no    process p: cannot run here now: no enabled agent for Work: clerk add-on notes "
+        "not connected",
+    ]
+
+
+def test_addons_lists_a_connected_servers_tools_with_their_kinds(
+        tmp_path: Path, bees: BeesRunner) -> None:
+    root = workspace(tmp_path / "w", {"notes": server("stdio", "kinds:\n  send_email: send\n")},
+                     ["notes.search", "notes.send_email"])
+    done = bees("addons", "-w", str(root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[2:] == [
+        "notes     yes          -",
+        "add-on notes: close_issue gated (not declared and not marked read-only)",
+        "add-on notes: fail gated (not declared and not marked read-only)",
+        "add-on notes: search read (marked read-only by the server)",
+        "add-on notes: send_email send (declared)",
+        "add-on notes: stall gated (not declared and not marked read-only)",
+    ]
+    listed = json.loads(bees("addons", "-w", str(root), "--json").stdout)["addons"]
+    assert listed == [{"addon": "notes", "connected": True, "missing": [], "tools": [
+        {"addon": "notes", "tool": "close_issue", "kind": "gated", "why": "undeclared"},
+        {"addon": "notes", "tool": "fail", "kind": "gated", "why": "undeclared"},
+        {"addon": "notes", "tool": "search", "kind": "read", "why": "read_only_hint"},
+        {"addon": "notes", "tool": "send_email", "kind": "send", "why": "declared"},
+        {"addon": "notes", "tool": "stall", "kind": "gated", "why": "undeclared"}]}]
+    done = bees("doctor", "-w", str(root))
+    assert "ok    add-on notes: connected, 5 tools" in done.stdout.splitlines()
+    assert "ok    process p: could run here now" in done.stdout.splitlines()

@@ -1,0 +1,113 @@
+"""A real MCP server for tests, written with the ``mcp`` SDK's server side (``MCPServer``).
+
+Run as ``python mcp_server.py MODE``:
+
+- ``stdio``: serve over stdio;
+- ``crash``: print ``notes: cannot open the notes file`` on stderr and exit 1 at once;
+- ``hang``: never answer (sleep, reading nothing).
+
+Served over Streamable HTTP in the test's process by :func:`http_server` (a real uvicorn on a
+loopback port).
+
+Tools: ``search`` (marked read-only), ``send_email`` (no annotations; the test workspaces
+declare it ``send``), ``close_issue`` (no annotations, not declared: gated), ``stall``
+(answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool
+appends ``TOOL JSON-ARGS`` to the file named by ``NOTES_LOG`` (the server's environment) when
+set; ``ENV_DUMP`` names a file the server writes its environment's names to when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).resolve()
+
+
+def build_server(log: str | None = None) -> Any:
+    """Return the notes server (an ``MCPServer``); its tools log to ``log`` when given."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    server = MCPServer("notes", log_level="WARNING")
+
+    def record(tool: str, arguments: dict[str, object]) -> None:
+        if log:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(f"{tool} {json.dumps(arguments, sort_keys=True)}\n")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def search(query: str) -> str:
+        """Search the notes for a word."""
+        record("search", {"query": query})
+        return f"2 notes match {query}"
+
+    @server.tool()
+    def send_email(to: str, subject: str) -> str:
+        """Send one mail."""
+        record("send_email", {"subject": subject, "to": to})
+        return f"sent to {to}"
+
+    @server.tool()
+    def close_issue(number: int) -> str:
+        """Close an issue of the tracker."""
+        record("close_issue", {"number": number})
+        return f"closed #{number}"
+
+    @server.tool()
+    async def stall(seconds: float) -> str:
+        """Answer after ``seconds`` (logged when called)."""
+        import anyio
+
+        record("stall", {"seconds": seconds})
+        await anyio.sleep(seconds)
+        return "late"
+
+    @server.tool()
+    def fail(why: str) -> str:
+        """Always fails with ``why``."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        raise ToolError(why)
+
+    return server
+
+
+@contextmanager
+def http_server(log: str | None = None) -> Iterator[str]:
+    """Serve the notes server over Streamable HTTP on a free loopback port until the block
+    ends; yield its URL (``http://127.0.0.1:PORT/mcp``)."""
+    from tests.servers import uvicorn_in_thread
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    with uvicorn_in_thread(build_server(log).streamable_http_app(), sock,
+                           lifespan="on") as (host, port):
+        yield f"http://{host}:{port}/mcp"
+
+
+def free_port() -> int:
+    """Return a loopback port nobody listens on (bound and closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "crash":
+        print("starting notes", file=sys.stderr)
+        print("notes: cannot open the notes file", file=sys.stderr)
+        sys.exit(1)
+    if mode == "hang":
+        time.sleep(3600)
+    if os.environ.get("ENV_DUMP"):
+        Path(os.environ["ENV_DUMP"]).write_text("\n".join(sorted(os.environ)) + "\n")
+    build_server(os.environ.get("NOTES_LOG")).run()
