@@ -37,6 +37,13 @@ update), in this order:
    held) refuses with ``X was not run: the item was cancelled``. The use case asked the run
    for every gated action and, for a held one, read the decision in the local record.
 
+Who calls it now: ``bees action`` (:func:`bees_cli.usecases.actions.run_action`) checks
+:func:`refusal` before it looks anything up, then decides from the local record's journal
+and intent: refused, journal, run, or it asks the run; once a person decided a held request
+it decides again on the record's copy of that request. The run's ``bees.action`` update
+checks :func:`refusal` in its validator and decides from its own journal and requests (a new
+request when the verdict is to hold and none exists). Nothing else judges an action.
+
 :func:`decide` is exactly that table. Its one difference from before is on a path no caller
 takes: a ``read`` action asked with an open intent (``bees action`` writes no intent for
 ``read``, so never asks so) is run, where the update held it.
@@ -176,18 +183,20 @@ class Decision:
     reason: str | None = None  # pragma: no mutate
 
 
-def refusal(call: ActionCall) -> Decision | None:  # pragma: no mutate
-    """Return the refusal of an action outside the agent's ``tools:`` (checked before any
-    fact is looked up), or None when the agent may use it (Rules: approvals).
+def refusal(action: str, agent: str,
+            tools: tuple[str, ...]) -> Decision | None:  # pragma: no mutate
+    """Return the refusal of ``action`` when it is outside ``agent``'s ``tools:``, or None
+    when the agent may use it (Rules: approvals). Callers check it first, before they look
+    anything up (and before they know the action's kind); :func:`decide` starts with it.
 
     Returns:
         ``Decision(REFUSE, "agent A may not use X: it is not in its tools (tools: T)")``.
     """
-    if call.action in call.tools:
+    if action in tools:
         return None
-    tools = ", ".join(call.tools) or "none"
-    return Decision(Verdict.REFUSE, f"agent {call.agent} may not use {call.action}: it is "
-                                    f"not in its tools (tools: {tools})")
+    listed = ", ".join(tools) or "none"
+    return Decision(Verdict.REFUSE, f"agent {agent} may not use {action}: it is "
+                                    f"not in its tools (tools: {listed})")
 
 
 def decide(call: ActionCall, facts: Facts) -> Decision:
@@ -202,7 +211,7 @@ def decide(call: ActionCall, facts: Facts) -> Decision:
     Returns:
         The :class:`Decision`; ``reason`` is set for ``REFUSE``, ``DENIED`` and ``NOT_RUN``.
     """
-    refused = refusal(call)
+    refused = refusal(call.action, call.agent, call.tools)
     if refused is not None:
         return refused
     if call.journaled:

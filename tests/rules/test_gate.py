@@ -116,11 +116,11 @@ def test_a_refusal_names_the_agent_the_action_and_its_tools() -> None:
     assert decide(call, Facts()) == Decision(
         Verdict.REFUSE, "agent writer may not use mail.send: it is not in its tools "
                         "(tools: files.read)")
-    assert refusal(call) == decide(call, Facts())
+    assert refusal(ACTION, "writer", ("files.read",)) == decide(call, Facts())
     bare = dataclasses.replace(call, tools=())
     assert decide(bare, Facts()).reason == ("agent writer may not use mail.send: it is not "
                                             "in its tools (tools: none)")
-    assert refusal(call_of(True, "write", None)) is None
+    assert refusal(ACTION, "writer", ("files.read", ACTION)) is None
 
 
 @pytest.mark.parametrize("intent", list(Intent))
