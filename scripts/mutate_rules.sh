@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Mutation test of the post's rules (bees_cli/rules.py) with cosmic-ray; not part of CI.
+# Mutation test of the post's rules (bees_cli/rules.py) and the approval gate's decision
+# (bees_cli/gate.py) with cosmic-ray; not part of CI.
 #
 # Every mutant of a rule's constant or condition must make the tests fail. cosmic-ray makes
 # the mutants of numbers and operators; the set of gated kinds is mutated here by hand (one
 # kind dropped at a time), since cosmic-ray does not mutate set members. Prints each
 # survivor and a count; exits 1 when a mutant survives. Takes 10-30 minutes on 2 cores.
 #
-# Excluded (``# pragma: no mutate`` on a def line of rules.py, filtered by cr-filter-pragma):
-# only annotations, which are equivalent mutants: the module has ``from __future__ import
-# annotations``, so ``str | None`` in a signature is never evaluated and its ``|`` mutated
-# to ``+``, ``-``, ... cannot change behaviour. A body line never carries the pragma.
+# Excluded (``# pragma: no mutate`` on a def line, or a dataclass field's line of gate.py,
+# filtered by cr-filter-pragma): only annotations, which are equivalent mutants: both modules
+# have ``from __future__ import annotations``, so ``str | None`` in a signature or a field's
+# annotation is never evaluated and its ``|`` mutated to ``+``, ``-``, ... cannot change
+# behaviour. A function's body line never carries the pragma.
 #
-# Usage: scripts/mutate_rules.sh [WORK_DIR]    (run from a clone with .venv installed)
+# The gate's mutants are judged by its decision table alone (tests/rules/test_gate.py, under
+# a second; no engine): every kind x approval x journal x intent x request x answer x in
+# tools or not. Its run takes about a minute.
+#
+# Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|all]   (default all; run from a clone
+# with .venv installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="$PWD/.venv/bin/python"
 BIN="$PWD/.venv/bin"
 WORK="${1:-$(mktemp -d)}"
+WHICH="${2:-all}"
 RULES=bees_cli/rules.py
+GATE=bees_cli/gate.py
 "$PY" -m pip install -q cosmic-ray
 
 # The tests that judge the rules, fastest first so most mutants die in seconds (a survivor
@@ -44,44 +53,67 @@ tests/engine/test_rules.py"
 RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 
 cp "$RULES" "$WORK/rules.py.orig"
-restore() { cp "$WORK/rules.py.orig" "$RULES"; }
+cp "$GATE" "$WORK/gate.py.orig"
+restore() { cp "$WORK/rules.py.orig" "$RULES"; cp "$WORK/gate.py.orig" "$GATE"; }
 trap restore EXIT
+survivors=0
 
-cat > "$WORK/config.toml" <<TOML
+# cosmic_ray NAME MODULE TEST_COMMAND [EXCLUDED_OPERATORS]: one cosmic-ray session; adds
+# its survivors. EXCLUDED_OPERATORS: a TOML list of operator names cr-filter-operators skips.
+cosmic_ray() {
+    local name=$1 module=$2 tests=$3 excluded=${4:-[]}
+    cat > "$WORK/$name.toml" <<TOML
+[cosmic-ray.filters.operators-filter]
+exclude-operators = $excluded
+
 [cosmic-ray]
-module-path = "$RULES"
+module-path = "$module"
 timeout = 900.0
 excluded-modules = []
-test-command = "$RUN_TESTS"
+test-command = "$tests"
 
 [cosmic-ray.distributor]
 name = "local"
 TOML
+    echo "== baseline: the tests pass on the unmutated $module"
+    $tests >"$WORK/$name-baseline.log" 2>&1 || { echo "baseline fails: $WORK/$name-baseline.log"; exit 2; }
+    echo "== cosmic-ray over $module"
+    rm -f "$WORK/$name.sqlite"
+    "$BIN/cosmic-ray" init "$WORK/$name.toml" "$WORK/$name.sqlite"
+    "$BIN/cr-filter-pragma" "$WORK/$name.sqlite"
+    "$BIN/cr-filter-operators" "$WORK/$name.sqlite" "$WORK/$name.toml"
+    "$BIN/cosmic-ray" exec "$WORK/$name.toml" "$WORK/$name.sqlite"
+    "$BIN/cr-report" "$WORK/$name.sqlite" --show-pending >"$WORK/$name-report.txt"
+    tail -4 "$WORK/$name-report.txt"
+    local found
+    found=$("$BIN/cr-report" "$WORK/$name.sqlite" --surviving-only | grep -c "^\[job-id\]" || true)
+    survivors=$((survivors + found))
+}
 
-echo "== baseline: the tests pass on the unmutated rules"
-$RUN_TESTS >"$WORK/baseline.log" 2>&1 || { echo "baseline fails: $WORK/baseline.log"; exit 2; }
+if [ "$WHICH" != gate ]; then
+    cosmic_ray rules "$RULES" "$RUN_TESTS"
 
-echo "== cosmic-ray over $RULES"
-rm -f "$WORK/session.sqlite"
-"$BIN/cosmic-ray" init "$WORK/config.toml" "$WORK/session.sqlite"
-"$BIN/cr-filter-pragma" "$WORK/session.sqlite"
-"$BIN/cosmic-ray" exec "$WORK/config.toml" "$WORK/session.sqlite"
-"$BIN/cr-report" "$WORK/session.sqlite" --show-pending >"$WORK/report.txt"
-tail -4 "$WORK/report.txt"
-survivors=$("$BIN/cr-report" "$WORK/session.sqlite" --surviving-only | grep -c "^\[job-id\]" || true)
-
-echo "== hand-made mutants: one gated kind dropped at a time"
-for kind in send post delete pay; do
+    echo "== hand-made mutants: one gated kind dropped at a time"
+    for kind in send post delete pay; do
+        restore
+        sed -i "s/\"$kind\", //; s/, \"$kind\"//" "$RULES"
+        if grep -q "\"$kind\"" "$RULES"; then echo "could not drop $kind"; exit 2; fi
+        if $RUN_TESTS >"$WORK/gated-$kind.log" 2>&1; then
+            echo "SURVIVED: GATED_KINDS without $kind"; survivors=$((survivors + 1))
+        else
+            echo "killed: GATED_KINDS without $kind"
+        fi
+    done
     restore
-    sed -i "s/\"$kind\", //; s/, \"$kind\"//" "$RULES"
-    if grep -q "\"$kind\"" "$RULES"; then echo "could not drop $kind"; exit 2; fi
-    if $RUN_TESTS >"$WORK/gated-$kind.log" 2>&1; then
-        echo "SURVIVED: GATED_KINDS without $kind"; survivors=$((survivors + 1))
-    else
-        echo "killed: GATED_KINDS without $kind"
-    fi
-done
-restore
+fi
 
-echo "== $survivors surviving mutants (details: $WORK/report.txt)"
+if [ "$WHICH" != rules ]; then
+    # ``is`` <-> ``==`` (and ``is not`` <-> ``!=``) between enum members are equivalent
+    # mutants: a member is equal only to itself. Their ordering mutants (``is`` -> ``<=``)
+    # are kept: the gate's enums are plain ``Enum``, so those raise and die.
+    cosmic_ray gate "$GATE" "$PY -m pytest -x -q -n 0 -p no:cacheprovider tests/rules/test_gate.py" \
+        '["core/ReplaceComparisonOperator_Is_Eq", "core/ReplaceComparisonOperator_IsNot_NotEq", "core/ReplaceComparisonOperator_Eq_Is", "core/ReplaceComparisonOperator_NotEq_IsNot"]'
+fi
+
+echo "== $survivors surviving mutants (details: $WORK/*report.txt)"
 [ "$survivors" -eq 0 ]

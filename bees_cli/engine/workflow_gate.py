@@ -1,7 +1,8 @@
 """The approval gate of an item's run: a person's decisions and the agent's add-on actions.
 
 Part of :class:`~bees_cli.engine.workflows.ItemWorkflow` (its base class), deterministic like
-it: imports only ``datetime``, ``temporalio`` and the engine's models (passed through).
+it: imports only ``datetime``, ``temporalio``, the engine's models and the pure gate
+(:mod:`bees_cli.gate`, which decides every action; passed through).
 """
 
 from __future__ import annotations
@@ -33,7 +34,19 @@ with workflow.unsafe.imports_passed_through():
         StageOutput,
     )
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
-    from bees_cli.rules import needs_approval, review_limit_reason
+    from bees_cli.gate import (
+        ActionCall,
+        Answer,
+        Facts,
+        Intent,
+        Journal,
+        Kind,
+        Request,
+        decide,
+        refusal,
+    )
+    from bees_cli.gate import Verdict as V
+    from bees_cli.rules import review_limit_reason
     from bees_cli.utc import format_utc
 
 ACTION_AT_ONCE = "action-returns-at-once"
@@ -148,53 +161,62 @@ class ApprovalGate:
     async def action(self, ask: ActionAsk) -> ActionAnswer:
         """May the stage's agent run ``ask.action`` now? (DESIGN.md, Rules: approvals)
 
-        Answered from the journal when the same action with the same input already ran (exit
-        0) in this stage (not for ``read`` actions, which change nothing and whose answer may
-        have changed); held until a person decides when the action is gated on this stage;
-        else ``run``.
+        Decided by :func:`bees_cli.gate.decide` from the run's facts: answered from the
+        journal when the same action with the same input already ran (exit 0) in this stage
+        (not for ``read`` actions, which change nothing and whose answer may have changed);
+        held until a person decides when the action is gated on this stage, or when its
+        intent has no result (``ask.interrupted_at``: held once per interruption, answered
+        ``held`` at once); else ``run``.
         """
         addon, name = ask.action.split(".", 1)
         action = self._snapshot.addons[addon].actions[name]
+        call = ActionCall(action=ask.action, agent=ask.agent,
+                          tools=tuple(self._snapshot.agents[ask.agent].tools),
+                          kind=Kind(action.kind), approval=self._stage_spec(ask.stage).approval)
         if ask.interrupted_at is not None and workflow.patched(ACTION_AT_ONCE):
-            return await self._hold_interrupted(ask, action.kind)
-        if action.kind != "read":
+            return await self._hold_interrupted(ask, call, list(action.command))
+        facts, entry = Facts(), None
+        if call.journaled:
             entry = await self._journal_hit(ask)
             if entry is not None:
-                await self._record(RecordInput(
-                    item_id=self._id, status=None, stage=ask.stage, round=self._round,
-                    key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
-                    kind="action_answered",
-                    data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
-                          "exit_code": entry.exit_code, "ran_at": entry.at}))
-                return ActionAnswer(decision="journal", kind=action.kind,
-                                    exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
-        stage = self._stage_spec(ask.stage)
-        if not needs_approval(action.kind, stage.approval):
+                facts = Facts(journal=Journal.RAN)
+        decision = decide(call, facts)
+        if decision.verdict is V.JOURNAL:
+            assert entry is not None
+            await self._record(RecordInput(
+                item_id=self._id, status=None, stage=ask.stage, round=self._round,
+                key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
+                kind="action_answered",
+                data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
+                      "exit_code": entry.exit_code, "ran_at": entry.at}))
+            return ActionAnswer(decision="journal", kind=action.kind,
+                                exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
+        if decision.verdict is V.REFUSE:  # the validator refused it already
+            raise refuse(decision.reason or "")
+        if decision.verdict is V.RUN:  # not gated
             return ActionAnswer(decision="run", kind=action.kind, command=list(action.command))
         request = next((r for r in self._requests if r.stage == ask.stage
                         and r.action == ask.action and r.digest == ask.digest
                         and r.status in ("waiting", "approved")), None)
         if request is None:
             request = self._denied(ask)
+        if request is not None:
+            decision = decide(call, _facts(facts, request))
         if request is None:
             request = ApprovalRequest(
                 id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
                 round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
                 digest=ask.digest, input=ask.input, asked_at=self._now())
             self._requests.append(request)
-        if request.status == "waiting":
+        if decision.verdict is V.HOLD:
             await self._hold(request, attempt=ask.attempt)
             if ask.at_once and workflow.patched(ACTION_AT_ONCE):
                 return ActionAnswer(decision="held", kind=action.kind, request_id=request.id)
             await workflow.wait_condition(lambda: request.status != "waiting")
-        if request.status in ("cancelled", "relinquished"):
+            decision = decide(call, _facts(facts, request))
+        if decision.verdict in (V.DENIED, V.NOT_RUN):
             return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
-                                reason=f"{ask.action} was not run: the item was "
-                                       f"{request.status}")
-        if request.status == "denied":
-            return ActionAnswer(
-                decision="denied", kind=action.kind, request_id=request.id,
-                reason=f"{ask.action} was denied by {request.who}: {request.reason}")
+                                reason=decision.reason)
         return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
                             request_id=request.id)
 
@@ -211,12 +233,21 @@ class ApprovalGate:
             return None
         return denied
 
-    async def _hold_interrupted(self, ask: ActionAsk, kind: str) -> ActionAnswer:
+    async def _hold_interrupted(self, ask: ActionAsk, call: ActionCall,
+                                command: list[str]) -> ActionAnswer:
         """Hold an action whose intent has no result (it may already have run) for a person,
-        once per interruption; return ``held``, or the answer already given."""
+        once per interruption; return ``held`` (the caller reads the person's answer in the
+        local record), or the answer already given."""
+        kind = call.kind.value
         request = next((r for r in self._requests if r.stage == ask.stage
                         and r.action == ask.action and r.digest == ask.digest
                         and r.interrupted_at == ask.interrupted_at), None)
+        # the caller asks so only after its journal showed no result of this action
+        facts = Facts(intent=Intent.OPEN)
+        decision = decide(call, facts if request is None else _facts(facts, request))
+        if decision.verdict is V.RUN and request is None:
+            # a read writes no intent, so is never asked so; were it, it would run
+            return ActionAnswer(decision="run", kind=kind, command=command)
         if request is None:
             request = ApprovalRequest(
                 id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
@@ -224,7 +255,7 @@ class ApprovalGate:
                 digest=ask.digest, input=ask.input, asked_at=self._now(),
                 interrupted_at=ask.interrupted_at)
             self._requests.append(request)
-        if request.status == "waiting":
+        if decision.verdict is V.HOLD_MAY_HAVE_RUN:
             await self._hold(request, attempt=ask.attempt)
         return ActionAnswer(decision="held", kind=kind, request_id=request.id)
 
@@ -237,10 +268,9 @@ class ApprovalGate:
                 agent is None):
             raise refuse(f"agent {ask.agent} does not run stage {ask.stage} "
                           f"(its agent is {self._agent})")
-        if ask.action not in agent.tools:
-            tools = ", ".join(agent.tools) or "none"
-            raise refuse(f"agent {ask.agent} may not use {ask.action}: it is not in its tools "
-                          f"(tools: {tools})")
+        refused = refusal(ask.action, ask.agent, tuple(agent.tools))
+        if refused is not None:
+            raise refuse(refused.reason or "")
         addon, _, name = ask.action.partition(".")
         if addon not in self._snapshot.addons or name not in self._snapshot.addons[addon].actions:
             raise refuse(f"no action {ask.action} among the item's add-ons")
@@ -369,3 +399,11 @@ class ApprovalGate:
     async def _record(self, record: RecordInput) -> None:
         await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
 
+
+
+def _facts(facts: Facts, request: ApprovalRequest) -> Facts:
+    """Return ``facts`` with what a person made of ``request`` (its status, answer, who,
+    why), for :func:`bees_cli.gate.decide`."""
+    return Facts(journal=facts.journal, intent=facts.intent, request=Request(request.status),
+                 answer=None if request.answer is None else Answer(request.answer),
+                 who=request.who, why=request.reason)

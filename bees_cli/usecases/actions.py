@@ -2,12 +2,14 @@
 
 The agent's program runs inside a stage, so its environment names the item, the stage and
 the agent (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_AGENT``) and this computer's engine
-(``BEES_TEMPORAL_ADDRESS``, ``BEES_HOME``). Most actions are decided here, from the item's
-stored snapshot and the local record's journal, without a workflow update: refused (not in
-the agent's tools), answered from the journal (it already ran in this stage), or run (not
-gated). Only a gated action on an ``approval: required`` stage, or one interrupted before
-its result was written, asks the run (``bees.action``, which returns at once); the person's
-decision is then awaited in the local record. An *intent* is written durably before the
+(``BEES_TEMPORAL_ADDRESS``, ``BEES_HOME``). The gate's decision is
+:func:`bees_cli.gate.decide` (the run's ``bees.action`` update uses the same function); most
+actions are decided here, from the item's stored snapshot and the local record's journal,
+without a workflow update: refused (not in the agent's tools), answered from the journal (it
+already ran in this stage), or run (not gated). Only a gated action on an ``approval:
+required`` stage, or one interrupted before its result was written, asks the run
+(``bees.action``, which returns at once); the person's decision is then awaited in the local
+record and decided on by the gate again. An *intent* is written durably before the
 add-on runs and the result after it, so a power cut in between never repeats the action
 without a person (DESIGN.md, Rules: approvals; the journal).
 """
@@ -26,6 +28,18 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from bees_cli.errors import ActionInterrupted, Refused, UserError
+from bees_cli.gate import (
+    ActionCall,
+    Answer,
+    Facts,
+    Intent,
+    Journal,
+    Kind,
+    Request,
+    Verdict,
+    decide,
+    refusal,
+)
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
 from bees_cli.utc import format_utc, utc_now
@@ -157,11 +171,11 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
 
 
 def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
-                 ) -> tuple[str, list[str], bool, McpAction | None]:
-    """Read the item's stored snapshot: the action's kind and command, and whether it is
-    gated on the stage (``rules.needs_approval``); check the input against the action's
-    schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP add-on's tool
-    (issue 25) takes its kind and schema from its server
+                 ) -> tuple[ActionCall, list[str], McpAction | None]:
+    """Read the item's stored snapshot: the gate's view of the call (the agent's tools, the
+    action's kind, the stage's approval) and the action's command; check the input against
+    the action's schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP
+    add-on's tool (issue 25) takes its kind and schema from its server
     (:func:`~bees_cli.usecases.mcp_actions.mcp_rules`) and is returned as the
     :class:`~bees_cli.usecases.mcp_actions.McpAction` to call.
 
@@ -171,7 +185,6 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
         UserError: the input does not follow the action's input schema.
     """
     from bees_cli.engine.snapshot_store import engine_view, load_snapshot
-    from bees_cli.rules import needs_approval
     from bees_cli.usecases.action_input import check_input
 
     row = record.item(call.item_id)
@@ -187,10 +200,9 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
     agent = view.agents.get(call.agent)
     if agent is None:
         raise Refused(where + f"agent {call.agent} does not run stage {call.stage}")
-    if call.name not in agent.tools:
-        tools = ", ".join(agent.tools) or "none"
-        raise Refused(where + f"agent {call.agent} may not use {call.name}: it is not in "
-                      f"its tools (tools: {tools})")
+    refused = refusal(call.name, call.agent, tuple(agent.tools))
+    if refused is not None:
+        raise Refused(where + (refused.reason or ""))
     addon, _, action_name = call.name.partition(".")
     if addon not in view.addons or action_name not in view.addons[addon].actions:
         raise Refused(where + f"no action {call.name} among the item's add-ons")
@@ -202,10 +214,12 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
                         root=snapshot.workspace_root)
         kind, schema = mcp_rules(call.name, mcp, environ)
         check_input(call.name, schema, call.data)
-        return kind, [], needs_approval(kind, view.stage(call.stage).approval), mcp
+        return ActionCall(action=call.name, agent=call.agent, tools=tuple(agent.tools),
+                          kind=Kind(kind), approval=view.stage(call.stage).approval), [], mcp
     check_input(call.name, snapshot.addons[addon].actions[action_name].input, call.data)
-    gated = needs_approval(action.kind, view.stage(call.stage).approval)
-    return action.kind, list(action.command), gated, None
+    gate_call = ActionCall(action=call.name, agent=call.agent, tools=tuple(agent.tools),
+                           kind=Kind(action.kind), approval=view.stage(call.stage).approval)
+    return gate_call, list(action.command), None
 
 
 async def _await_decision(record: LocalRecord, item_id: str, request_id: int) -> dict[str, Any]:
@@ -216,15 +230,6 @@ async def _await_decision(record: LocalRecord, item_id: str, request_id: int) ->
         if request is not None and request["status"] != "waiting":
             return request
         await asyncio.sleep(POLL_SECONDS)
-
-
-def _refusal(request: dict[str, Any], name: str) -> Refused | None:
-    """Return why a decided request does not let ``name`` run, or None (approved)."""
-    if request["status"] in ("cancelled", "relinquished"):
-        return Refused(f"{name} was not run: the item was {request['status']}")
-    if request["status"] == "denied":
-        return Refused(f"{name} was denied by {request['who']}: {request['reason']}")
-    return None
 
 
 async def run_action(bees: Bees, name: str, input_text: str | None, *,
@@ -265,29 +270,41 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     environ = dict(env)
     call = _call(name, input_text, environ)
     record = bees.record
-    kind, command, gated, mcp = await asyncio.to_thread(_local_rules, record, call, environ)
-    request_id: int | None = None
-    intent: dict[str, Any] | None = None
-    if kind != "read":
+    gate_call, command, mcp = await asyncio.to_thread(_local_rules, record, call, environ)
+    kind = gate_call.kind.value
+    facts, hit, intent = Facts(), None, None
+    if gate_call.journaled:
         hit = await asyncio.to_thread(record.journal_hit, call.item_id, call.stage, name,
                                       call.digest)
         if hit is None:  # run-folder journal: what a lost record.db forgot
             hit = await asyncio.to_thread(_recall_from_folder, record, call)
-        if hit is not None:
-            return await asyncio.to_thread(_answered, record, call, hit)
-        intent = await asyncio.to_thread(record.open_intent, call.item_id, call.stage, name,
-                                         call.digest)
-    if intent is not None:
-        request = await _ask_run(bees, environ, call, interrupted_at=intent["at"])
+        if hit is None:
+            intent = await asyncio.to_thread(record.open_intent, call.item_id, call.stage,
+                                             name, call.digest)
+        facts = Facts(journal=Journal.NONE if hit is None else Journal.RAN,
+                      intent=Intent.NONE if intent is None else Intent.OPEN)
+    decision = decide(gate_call, facts)
+    verdict = decision.verdict
+    if verdict is Verdict.REFUSE:  # _local_rules refused it already, before any look-up
+        raise Refused(f"item {call.item_id}: {decision.reason}")
+    request_id: int | None = None
+    if verdict is Verdict.JOURNAL:
+        assert hit is not None
+        return await asyncio.to_thread(_answered, record, call, hit)
+    if verdict is Verdict.HOLD_MAY_HAVE_RUN:
+        assert intent is not None
+        request, verdict = await _ask_run(bees, environ, call, gate_call, facts,
+                                          interrupted_at=intent["at"])
         request_id = int(request["id"])
-        if request.get("answer") == "ran":
+        if verdict is Verdict.CONFIRM_RAN:
             return await asyncio.to_thread(_confirmed, record, call, kind, intent, request)
         await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]),
                                 "again", None)
         await asyncio.to_thread(_folder_end, record, call, "again", None)
-    elif gated:
-        request = await _ask_run(bees, environ, call, interrupted_at=None)
-        if request.get("decision") == "journal":
+    elif verdict is Verdict.HOLD:
+        request, verdict = await _ask_run(bees, environ, call, gate_call, facts,
+                                          interrupted_at=None)
+        if verdict is Verdict.JOURNAL:
             return ActionOutcome(exit_code=request["exit_code"] or 0,
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
@@ -295,10 +312,11 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp)
 
 
-async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
-                   interrupted_at: str | None) -> dict[str, Any]:
+async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, gate_call: ActionCall,
+                   facts: Facts, *, interrupted_at: str | None) -> tuple[dict[str, Any], Verdict]:
     """Ask the run (``bees.action``, returning at once) and wait in the local record for a
-    held request's decision; return the decided request (or the run's journal answer).
+    held request's decision; return the decided request (or the run's journal answer) and
+    the gate's verdict on it (:func:`bees_cli.gate.decide`: run, confirm ran, or journal).
 
     Raises:
         Refused: the run refused, or the request was denied, cancelled or relinquished.
@@ -316,15 +334,18 @@ async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
         raise Refused(answer.reason or f"{call.name} was denied")
     if answer.decision == "journal":
         return {"decision": "journal", "exit_code": answer.exit_code, "stdout": answer.stdout,
-                "at": answer.at}
+                "at": answer.at}, Verdict.JOURNAL
     if answer.decision == "run":
-        return {"decision": "run", "id": answer.request_id}
+        return {"decision": "run", "id": answer.request_id}, Verdict.RUN
     assert answer.request_id is not None
     request = await _await_decision(bees.record, call.item_id, answer.request_id)
-    refusal = _refusal(request, call.name)
-    if refusal is not None:
-        raise refusal
-    return request
+    decided = decide(gate_call, Facts(
+        journal=facts.journal, intent=facts.intent, request=Request(request["status"]),
+        answer=None if request.get("answer") is None else Answer(request["answer"]),
+        who=request.get("who"), why=request.get("reason")))
+    if decided.verdict in (Verdict.DENIED, Verdict.NOT_RUN):
+        raise Refused(decided.reason or f"{call.name} was denied")
+    return request, decided.verdict
 
 
 def _answered(record: LocalRecord, call: _Call, hit: dict[str, Any]) -> ActionOutcome:
