@@ -4,6 +4,7 @@ call's deadline, a huge reply at the size limit, without reading the rest."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ HUGE = 50_000_000
 """Bytes of content in a huge reply."""
 
 
-def bounded(server: ScriptedServer, **settings: float) -> ModelClient:
+def bounded(server: ScriptedServer, **settings: Any) -> ModelClient:
     """A client of ``server`` trying once, with the given ``runner.model`` settings."""
     spec = ModelSpec(base_url=server.base_url, name="scripted-model", **settings)
     return ModelClient(spec, retry=RetryPolicy(attempts=1))
