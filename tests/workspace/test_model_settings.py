@@ -44,8 +44,8 @@ def test_an_agent_dumps_its_model_runner_without_a_serializer_warning() -> None:
                                 "prices": None, "timeout_seconds": 300.0,
                                 "deadline_seconds": 600.0, "max_reply_bytes": 1_000_000},
                       "tool_mode": "native", "max_turns": 3, "token_budget": None,
-                      "max_reply_tokens": None, "max_tool_calls": 50, "file_tools": True, "attach": [],
-                      "required_tools": []}
+                      "max_reply_tokens": None, "max_tool_calls": 50, "file_tools": True,
+                      "attach": [], "required_tools": []}
     assert Agent.model_validate({"runner": dumped}) == agent
 
 
