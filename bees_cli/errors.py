@@ -349,6 +349,13 @@ class ModelAnswerInvalid(ModelError):
     code = "model_answer_invalid"
 
 
+class ModelReplyTooLarge(ModelAnswerInvalid):
+    """The model's reply was larger than ``runner.model.max_reply_bytes``; it was cut off
+    there, unread (not retryable: the same request may well answer as much again)."""
+
+    code = "model_reply_too_large"
+
+
 class ModelToolCallInvalid(ModelAnswerInvalid):
     """A tool call's arguments are not a JSON object (told back to the model by the loop).
 

@@ -49,6 +49,32 @@ answers before a tool call (the handshake, the list of tools); an add-on may set
 ``mcp.start_seconds``. A server that does not answer within it is not connected, never a
 hang (issue 25, point 3)."""
 
+MODEL_READ_SECONDS = 300.0
+"""Default bound (seconds) on connecting to a model's server and on each read and write of
+one model call (``runner.model.timeout_seconds``). A model that does not stream sends
+nothing until its reply is whole, so this is also how long it may think: a small model on a
+busy laptop CPU took over 120 s (issue 26, point 1)."""
+
+MODEL_CALL_SECONDS = 600.0
+"""Default deadline (seconds) of one model call as a whole, from sending the request to the
+reply's last byte (``runner.model.deadline_seconds``): a server that drips its reply is cut
+there, whatever each read takes. A cut call is tried again like a timeout (issue 26, point 1)."""
+
+MODEL_CALL_MOST_SECONDS = 1800.0
+"""The longest deadline a workspace may set: the engine's own bound on one model call
+(``MODEL_CALL_TIMEOUT``, 30 minutes), which must not cut a call first."""
+
+MODEL_REPLY_BYTES = 1_000_000
+"""Default limit (bytes, decoded) of one model reply (``runner.model.max_reply_bytes``): the
+reply is read as it arrives and cut off past it with "the reply was larger than 1 MB", never
+read whole; the stage fails with that reason, not tried again. Kept under the engine's
+2 MB limit on one step's result, which a larger reply would hit (issue 26, point 1)."""
+
+MODEL_TOOL_CALLS = 50
+"""Default limit of tool calls in one model reply (``runner.max_tool_calls``): a reply asking
+for more runs none of them; the model is told why once, and a second such reply fails the
+stage with that reason (issue 26, point 1)."""
+
 MCP_CALL_SECONDS = 60.0
 """Default bound (seconds) on one MCP tool call's answer; an add-on may set its own
 ``mcp.call_seconds``. A call not answered within it may have taken effect, so a gated one is

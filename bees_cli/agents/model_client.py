@@ -5,6 +5,8 @@ repeated a bounded number of times when repeating may help, and every failure ma
 one typed error of :mod:`bees_cli.errors`::
 
     connection failed, timed out, HTTP 5xx/408   retried with backoff, then ModelUnavailable
+    the call past its deadline (the whole call)   the same: retried, then ModelUnavailable
+    a reply larger than max_reply_bytes           ModelReplyTooLarge at once (cut off unread)
     HTTP 429                                      waits Retry-After (at most max_retry_after),
                                                   retried, then ModelRateLimited
     HTTP 401, 403                                 ModelUnauthorized at once (names the variable)
@@ -17,6 +19,11 @@ lives only in a ``SecretStr`` and in the ``Authorization`` header of each reques
 texts, reprs and transcripts name the variable, never the key, and any echo of the key in
 a server's error text is blanked. Waits go through an injected ``sleep`` so tests never
 sleep; a durable loop that leaves retries to Temporal passes ``RetryPolicy(attempts=1)``.
+
+Each try is bounded as a whole (issue 26, point 1): ``timeout_seconds`` bounds connecting
+and each read, ``deadline_seconds`` the try from sending to the reply's last byte, so a
+server dripping a byte at a time is cut there; the reply is read as it arrives with a
+running count and cut off past ``max_reply_bytes``, so a huge one is never read whole.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from bees_cli.errors import (
     ModelError,
     ModelRateLimited,
     ModelRejected,
+    ModelReplyTooLarge,
     ModelUnauthorized,
     ModelUnavailable,
 )
@@ -281,7 +289,10 @@ class ModelClient:
             The answer, the tries it took and the seconds from the first try.
 
         Raises:
-            ModelUnavailable: no answer, a timeout or HTTP 5xx on the last try (retryable).
+            ModelUnavailable: no answer, a timeout, the try's deadline passed, or HTTP 5xx on
+                the last try (retryable).
+            ModelReplyTooLarge: a reply (of any status) larger than ``max_reply_bytes``,
+                cut off there (not retryable).
             ModelRateLimited: HTTP 429 on the last try, or a Retry-After longer than
                 ``retry.max_retry_after`` (retryable; ``retry_after`` carries the wait).
             ModelUnauthorized: HTTP 401/403 (not retryable).
@@ -292,14 +303,22 @@ class ModelClient:
         body = json.dumps(request.wire()).encode("utf-8")
         started = self._clock()
         attempt = 0
+        failure: ModelError
         while True:
             attempt += 1
             try:
-                response = await self._http.post(
-                    self.url, content=body, headers=self._headers()
+                async with asyncio.timeout(self.spec.deadline_seconds):
+                    response = await self._post(body)
+            except TimeoutError:  # the whole try's deadline, not one read's timeout
+                failure = ModelUnavailable(
+                    f"{self.shown_url} did not finish its reply within its deadline of "
+                    f"{self.spec.deadline_seconds:g} s",
+                    hint="a slow local model may need a larger runner.model.deadline_seconds",
+                    retryable=True,
                 )
+                wait = self.retry.backoff(attempt)
             except httpx.TimeoutException:
-                failure: ModelError = ModelUnavailable(
+                failure = ModelUnavailable(
                     f"{self.shown_url} did not answer within {self.spec.timeout_seconds:g} s",
                     hint="a slow local model may need a larger runner.model.timeout_seconds",
                     retryable=True,
@@ -324,6 +343,36 @@ class ModelClient:
             if attempt >= self.retry.attempts:
                 raise failure
             await self._sleep(wait)
+
+    async def _post(self, body: bytes) -> httpx.Response:
+        """POST ``body`` and read the reply as it arrives, counting its bytes.
+
+        Returns:
+            The reply with its whole body read (decoded: no ``Content-Encoding`` left).
+
+        Raises:
+            ModelReplyTooLarge: the body passed ``max_reply_bytes``; the connection is
+                closed there and the rest never read.
+            httpx.TransportError: connecting or a read failed or timed out.
+        """
+        limit = self.spec.max_reply_bytes
+        read = bytearray()
+        async with self._http.stream("POST", self.url, content=body,
+                                     headers=self._headers()) as streamed:
+            async for chunk in streamed.aiter_bytes():
+                read += chunk
+                if len(read) > limit:
+                    raise ModelReplyTooLarge(
+                        f"the reply was larger than {limit / 1_000_000:g} MB and was cut "
+                        f"off there ({self.shown_url})",
+                        hint="raise runner.model.max_reply_bytes, or bound the reply with "
+                        "runner.max_reply_tokens",
+                    )
+        headers = [(name, value) for name, value in streamed.headers.multi_items()
+                   if name.lower() not in ("content-encoding", "content-length",
+                                           "transfer-encoding")]
+        return httpx.Response(streamed.status_code, headers=headers, content=bytes(read),
+                              request=streamed.request)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

@@ -8,6 +8,9 @@ server's ``Retry-After`` (one retry layer; the client itself tries once). A call
 be tried again says so in the record before it raises (``waiting: rate limited by SERVER
 until 14:05``, ``waiting: retrying model call, try 2 of 5``), its next try while it runs
 (``running: retrying model call, try 2 of 5``), and an answer clears it (issue 23, point 7).
+A call past ``runner.model.deadline_seconds`` is retried like a timeout; a reply over
+``max_reply_bytes`` fails the stage at once; a reply asking for more than
+``runner.max_tool_calls`` tool calls runs none of them (issue 26, point 1).
 """
 
 from __future__ import annotations
@@ -340,6 +343,9 @@ class ModelActivities:
             await asyncio.to_thread(self._shown, self._answered, context)
         read = read_step(response, review=review, json_mode=json_mode, offered=offered,
                          turn=call.turn)
+        if len(read.calls) > runner.max_tool_calls:
+            return self._too_many_calls(response, len(read.calls), runner.max_tool_calls,
+                                        seconds, from_transcript)
         folder = work_folder(context.run_folder, context.stage, context.piece)
         if read.kind in ("final", "verdict"):
             await asyncio.to_thread(self._write_result, folder, read.kind, read.text,
@@ -351,6 +357,22 @@ class ModelActivities:
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens, seconds=seconds,
             output_dir=str(folder), from_transcript=from_transcript)
+
+    @staticmethod
+    def _too_many_calls(response: ChatResponse, asked: int, most: int, seconds: float,
+                        from_transcript: bool) -> ModelStep:
+        """Return a reply asking for more than ``most`` tool calls as an invalid step: none
+        of its calls runs; the loop tells the model why once, then fails the stage with it
+        (issue 26, point 1). The assistant message keeps its text, not its calls, so the
+        conversation sent next stays one the protocol accepts (no call without a result)."""
+        return ModelStep(
+            kind="invalid", message={"role": "assistant", "content": response.message.content
+                                     or ""},
+            problem=f"the reply asked for {asked} tool calls, more than the {most} one "
+            "reply may ask (runner.max_tool_calls); none of them ran",
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens, seconds=seconds,
+            from_transcript=from_transcript)
 
     @staticmethod
     def _entry(context: TurnContext, turn: int, kind: str, **data: Any) -> dict[str, Any]:

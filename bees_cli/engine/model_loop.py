@@ -30,12 +30,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import RECORD_ACTIVITY, RecordInput, StageInput, StageOutput
     from bees_cli.engine.snapshot import LoopView
+    from bees_cli.rules import MODEL_CALL_MOST_SECONDS
 
 MODEL_LOOP = "model-loop"
 """Patch: an agent with a model runner runs the model loop instead of ``bees.run_stage``."""
 
-MODEL_CALL_TIMEOUT = timedelta(minutes=30)
-"""Longest single model call (a slow local model on a laptop CPU)."""
+MODEL_CALL_TIMEOUT = timedelta(seconds=MODEL_CALL_MOST_SECONDS)
+"""Longest single model call (30 minutes): no agent's ``deadline_seconds`` may exceed it, so
+the client's own deadline cuts a slow call first, with its reason."""
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 """A model call heartbeats while it waits for the model: a worker killed mid-call (kill -9,
 a power cut) is noticed within this, and the turn is asked again, not after

@@ -30,7 +30,15 @@ from pydantic import (
 
 from bees_cli.ids import EMAIL_PATTERN as EMAIL_PATTERN  # the one email rule (issue 15)
 from bees_cli.rules import GATED_KINDS as GATED_KINDS  # re-exported for older imports
-from bees_cli.rules import MCP_CALL_SECONDS, MCP_START_SECONDS
+from bees_cli.rules import (
+    MCP_CALL_SECONDS,
+    MCP_START_SECONDS,
+    MODEL_CALL_MOST_SECONDS,
+    MODEL_CALL_SECONDS,
+    MODEL_READ_SECONDS,
+    MODEL_REPLY_BYTES,
+    MODEL_TOOL_CALLS,
+)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Names of objects, stages and actions: safe as file names and ids, no dots (dots join
@@ -181,8 +189,17 @@ class ModelSpec(Strict):
         default=None, description="Prices per million tokens, for cost estimates."
     )
     timeout_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=120.0,
+        default=MODEL_READ_SECONDS,
         description="Seconds allowed for connecting, and for each read and write of one call.",
+    )
+    deadline_seconds: Annotated[float, Field(gt=0, le=MODEL_CALL_MOST_SECONDS)] = Field(
+        default=MODEL_CALL_SECONDS,
+        description="Seconds one call may take in all, from sending to the reply's last "
+        "byte; a slower call is cut off and tried again.",
+    )
+    max_reply_bytes: Annotated[int, Field(ge=1)] = Field(
+        default=MODEL_REPLY_BYTES,
+        description="A reply larger than this many bytes is cut off and fails the stage.",
     )
 
 
@@ -214,6 +231,11 @@ class ModelRunner(Strict):
         description="Sent as max_tokens: at most this many tokens in one reply "
         "(default: the server's). In json mode it also bounds the answer's strings, so a "
         "grammar-following server always closes the JSON within it.",
+    )
+    max_tool_calls: Annotated[int, Field(ge=1)] = Field(
+        default=MODEL_TOOL_CALLS,
+        description="A reply asking for more tool calls than this runs none of them; the "
+        "model is told once, then the stage fails.",
     )
     file_tools: bool = Field(
         default=True,

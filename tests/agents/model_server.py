@@ -14,14 +14,14 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.servers import uvicorn_in_thread
@@ -29,23 +29,42 @@ from tests.servers import uvicorn_in_thread
 EXHAUSTED = "script exhausted"
 HOLD_LIMIT = 120.0
 """Most seconds a held answer waits for its event (a test that forgets it still ends)."""
+CHUNK = 64 * 1024
+"""Bytes per write of a streamed answer's filler."""
 
 
 @dataclass(frozen=True)
 class Answer:
     """One scripted answer: a status, a JSON body (or raw text) and headers; with ``hold``,
     the server keeps the request waiting until the event is set (at most
-    :data:`HOLD_LIMIT` s), as a model that thinks for a long time."""
+    :data:`HOLD_LIMIT` s), as a model that thinks for a long time. With ``drip``
+    (bytes, seconds), the JSON body is preceded by that many spaces sent one at a time, that
+    many seconds apart (a server that drips); with ``filler``, the reply's content is that
+    many ``x`` written :data:`CHUNK` bytes at a time (a huge reply, never built whole). A
+    dripped or filled answer counts the bytes it wrote in :attr:`ScriptedModel.sent`."""
 
     status: int = 200
     body: Any = None
     text: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     hold: threading.Event | None = None
+    drip: tuple[int, float] | None = None
+    filler: int = 0
 
     def held(self, until: threading.Event) -> Answer:
         """This answer, given only once ``until`` is set."""
-        return Answer(self.status, self.body, self.text, dict(self.headers), until)
+        return Answer(self.status, self.body, self.text, dict(self.headers), until,
+                      self.drip, self.filler)
+
+    def dripped(self, count: int, every: float) -> Answer:
+        """This answer after ``count`` spaces sent ``every`` seconds apart."""
+        return Answer(self.status, self.body, self.text, dict(self.headers), self.hold,
+                      (count, every), self.filler)
+
+    @classmethod
+    def huge(cls, size: int) -> Answer:
+        """A text reply whose content is ``size`` bytes of ``x``, streamed."""
+        return cls(body=cls.reply("").body, filler=size)
 
     @classmethod
     def reply(cls, content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5,
@@ -112,6 +131,9 @@ class ScriptedModel:
 
     script: deque[Answer] = field(default_factory=deque)
     received: list[Received] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)
+    """Bytes written of each dripped or filled answer so far, in the order sent (a client
+    that stops reading stops it, short of the whole)."""
 
     def push(self, *answers: Answer) -> None:
         """Add ``answers`` to the end of the script."""
@@ -129,10 +151,43 @@ class ScriptedModel:
         answer = self.script.popleft()
         if answer.hold is not None:
             await asyncio.to_thread(answer.hold.wait, HOLD_LIMIT)
+        if answer.drip is not None or answer.filler:
+            return StreamingResponse(self._stream(answer), status_code=answer.status,
+                                     headers=answer.headers, media_type="application/json")
         if answer.text is not None:
             return Response(answer.text, status_code=answer.status, headers=answer.headers,
                             media_type="application/json")
         return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+    async def _stream(self, answer: Answer) -> AsyncIterator[bytes]:
+        """Write ``answer`` piece by piece, counting the bytes written in :attr:`sent`."""
+        index = len(self.sent)
+        self.sent.append(0)
+        body = json.dumps(answer.body).encode()
+        count, every = answer.drip or (0, 0.0)
+        for _ in range(count):
+            yield b" "
+            self.sent[index] += 1
+            await asyncio.sleep(every)
+        head, _, tail = body.partition(b'"content": ""')
+        if not answer.filler:
+            head, tail = body, b""
+        else:
+            head, tail = head + b'"content": "', b'"' + tail
+        yield head
+        self.sent[index] += len(head)
+        left = answer.filler
+        while left > 0:
+            piece = b"x" * min(CHUNK, left)
+            yield piece
+            self.sent[index] += len(piece)
+            left -= len(piece)
+            # a write to a closed connection returns at once: let the response notice the
+            # client went away (and stop this) before the next
+            await asyncio.sleep(0)
+        if tail:
+            yield tail
+            self.sent[index] += len(tail)
 
     def app(self) -> Starlette:
         """The ASGI app: ``POST /v1/chat/completions`` only."""

@@ -16,10 +16,11 @@ def test_model_runner_settings_and_their_defaults() -> None:
     assert local == ModelRunner(model=ModelSpec(base_url="http://127.0.0.1:11434/v1",
                                                 name="smollm2"))
     assert isinstance(local, ModelRunner)
-    assert (local.model.api_key_env, local.model.prices, local.model.timeout_seconds) == (
-        None, None, 120.0)
-    assert (local.tool_mode, local.max_turns, local.token_budget, local.max_reply_tokens) == (
-        "native", 20, None, None)
+    assert (local.model.api_key_env, local.model.prices, local.model.timeout_seconds,
+            local.model.deadline_seconds, local.model.max_reply_bytes) == (
+        None, None, 300.0, 600.0, 1_000_000)
+    assert (local.tool_mode, local.max_turns, local.token_budget, local.max_reply_tokens,
+            local.max_tool_calls) == ("native", 20, None, None, 50)
     full = Agent.model_validate({"runner": {
         "model": {"base_url": "https://api.openai.com/v1", "name": "gpt-4o-mini",
                   "api_key_env": "OPENAI_API_KEY", "timeout_seconds": 30,
@@ -40,11 +41,20 @@ def test_an_agent_dumps_its_model_runner_without_a_serializer_warning() -> None:
         warnings.simplefilter("error")
         dumped = agent.model_dump(mode="json")["runner"]
     assert dumped == {"model": {"base_url": "http://h/v1", "name": "m", "api_key_env": None,
-                                "prices": None, "timeout_seconds": 120.0},
+                                "prices": None, "timeout_seconds": 300.0,
+                                "deadline_seconds": 600.0, "max_reply_bytes": 1_000_000},
                       "tool_mode": "native", "max_turns": 3, "token_budget": None,
-                      "max_reply_tokens": None, "file_tools": True, "attach": [],
-                      "required_tools": []}
+                      "max_reply_tokens": None, "max_tool_calls": 50, "file_tools": True,
+                      "attach": [], "required_tools": []}
     assert Agent.model_validate({"runner": dumped}) == agent
+
+
+def test_a_deadline_longer_than_the_engines_bound_of_one_call_is_refused() -> None:
+    model = {"base_url": "http://127.0.0.1:11434/v1", "name": "m"}
+    with pytest.raises(ValidationError, match="less than or equal to 1800"):
+        Agent.model_validate({"runner": {"model": {**model, "deadline_seconds": 1801}}})
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        Agent.model_validate({"runner": {"model": model, "max_tool_calls": 0}})
 
 
 def test_required_tools_need_json_mode_and_must_be_the_agents_tools() -> None:
