@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.mcp_actions import McpAction
+    from bees_cli.workspace.models import Addon, Agent
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
@@ -157,9 +158,10 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
 
 
 def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
-                 ) -> tuple[str, list[str], bool, McpAction | None]:
-    """Read the item's stored snapshot: the action's kind and command, and whether it is
-    gated on the stage (``rules.needs_approval``); check the input against the action's
+                 ) -> tuple[str, list[str], bool, McpAction | None, list[str]]:
+    """Read the item's stored snapshot: the action's kind and command, whether it is
+    gated on the stage (``rules.needs_approval``), and the names its program's environment
+    holds besides the base (:func:`declared_env`); check the input against the action's
     schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP add-on's tool
     (issue 25) takes its kind and schema from its server
     (:func:`~bees_cli.usecases.mcp_actions.mcp_rules`) and is returned as the
@@ -202,10 +204,24 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
                         root=snapshot.workspace_root)
         kind, schema = mcp_rules(call.name, mcp, environ)
         check_input(call.name, schema, call.data)
-        return kind, [], needs_approval(kind, view.stage(call.stage).approval), mcp
+        return kind, [], needs_approval(kind, view.stage(call.stage).approval), mcp, []
     check_input(call.name, snapshot.addons[addon].actions[action_name].input, call.data)
     gated = needs_approval(action.kind, view.stage(call.stage).approval)
-    return action.kind, list(action.command), gated, None
+    declared = declared_env(snapshot.addons[addon], snapshot.agents.get(call.agent))
+    return action.kind, list(action.command), gated, None, declared
+
+
+def declared_env(addon: Addon, agent: Agent | None) -> list[str]:
+    """Return the names a script add-on's program gets from the stage's environment besides
+    the base and ``BEES_*`` (issue 25, point 4): its ``connection.env``, and the variables
+    the calling command agent's ``runner.env`` sets (the workspace's own settings, which its
+    ``bees action`` hands on). Never a model's API key unless the add-on names it."""
+    from bees_cli.workspace.models import CommandRunner
+
+    names = list(addon.connection.env)
+    if agent is not None and isinstance(agent.runner, CommandRunner):
+        names += list(agent.runner.env)
+    return list(dict.fromkeys(names))
 
 
 async def _await_decision(record: LocalRecord, item_id: str, request_id: int) -> dict[str, Any]:
@@ -265,7 +281,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     environ = dict(env)
     call = _call(name, input_text, environ)
     record = bees.record
-    kind, command, gated, mcp = await asyncio.to_thread(_local_rules, record, call, environ)
+    kind, command, gated, mcp, declared = await asyncio.to_thread(_local_rules, record, call,
+                                                                  environ)
     request_id: int | None = None
     intent: dict[str, Any] | None = None
     if kind != "read":
@@ -292,7 +309,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
         request_id = int(request["id"]) if request.get("id") is not None else None
-    return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp)
+    return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp,
+                      declared=declared)
 
 
 async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, *,
@@ -354,16 +372,21 @@ def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, An
 
 async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: str,
                command: list[str], request_id: int | None,
-               cwd: str | None = None, *, mcp: McpAction | None = None) -> ActionOutcome:
+               cwd: str | None = None, *, mcp: McpAction | None = None,
+               declared: list[str] | None = None) -> ActionOutcome:
     """Run the add-on: the intent first (not for ``read``), the result journaled after.
 
     The one place an action runs: a script add-on's program, or an MCP add-on's tool call
-    (``mcp``; one server process per call for now), under the same intent and journal."""
+    (``mcp``; one server process per call for now), under the same intent and journal. A
+    script's environment is :func:`~bees_cli.agents.child_env.child_environment` of the
+    stage's with the ``declared`` names (issue 25, point 4)."""
+    from bees_cli.agents.child_env import child_environment
     from bees_cli.agents.runner import expand_command
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
 
     argv = expand_command(command, environ.get("BEES_WORKSPACE", ""))
-    child_env = dict(environ, BEES_ACTION=call.name, BEES_ACTION_DIGEST=call.digest,
+    child_env = dict(child_environment(environ, declared or ()), BEES_ACTION=call.name,
+                     BEES_ACTION_DIGEST=call.digest,
                      BEES_ACTION_KEY=action_key(call.item_id, call.stage, call.digest))
     seq = None
     if kind != "read":
