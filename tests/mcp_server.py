@@ -13,7 +13,7 @@ Tools: ``search`` (marked read-only), ``send_email`` (no annotations; the test w
 declare it ``send``), ``close_issue`` (no annotations, not declared: gated), ``stall``
 (answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool
 appends ``TOOL JSON-ARGS`` to the file named by ``NOTES_LOG`` (the server's environment) when
-set; ``ENV_DUMP`` names a file the server writes its environment's names to when it starts.
+set; ``ENV_DUMP`` names a file the server writes its environment to (JSON) when it starts.
 """
 
 from __future__ import annotations
@@ -109,5 +109,5 @@ if __name__ == "__main__":
     if mode == "hang":
         time.sleep(3600)
     if os.environ.get("ENV_DUMP"):
-        Path(os.environ["ENV_DUMP"]).write_text("\n".join(sorted(os.environ)) + "\n")
+        Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ), sort_keys=True))
     build_server(os.environ.get("NOTES_LOG")).run()

@@ -188,6 +188,7 @@ async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
     """Start or reach the server and shake hands; yield the session (stopped on exit)."""
     from mcp import ClientSession
 
+    from bees_cli.agents.child_env import child_environment
     from bees_cli.agents.runner import expand_command
 
     if server.command is not None:
@@ -196,7 +197,7 @@ async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
         argv = expand_command(list(server.command), root)
         params = StdioServerParameters(
             command=argv[0], args=argv[1:], cwd=cwd or root,
-            env={name: environ[name] for name in server.env})
+            env=child_environment(environ, server.env, bees=False))
         assert errlog is not None
         async with stdio_client(params, errlog=errlog) as (read, write), \
                 ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bees_cli.agents.child_env import child_environment
 from bees_cli.agents.groups import (
     KILL_GRACE,
     die_with_parent,
@@ -182,14 +183,16 @@ def context_of(request: StageRequest) -> dict[str, Any]:
 
 
 def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
-    """Return the program's environment: this process's, then the agent's ``env``, then
-    the ``BEES_*`` variables and ``request.engine_env`` (which win, so an agent cannot hide
-    its own context).
+    """Return the program's environment: this process's as any child gets it
+    (:func:`~bees_cli.agents.child_env.child_environment`: a small base and ``BEES_*``, never
+    a model's API key; issue 25, point 4), then the agent's ``env``, then the ``BEES_*``
+    variables and ``request.engine_env`` (which win, so an agent cannot hide its own
+    context).
 
     ``PATH`` starts with the folder of the Python running Bees, so the program finds
     ``bees`` (for ``bees action``); ``BEES_PYTHON`` is that Python.
     """
-    env = dict(os.environ)
+    env = child_environment(os.environ)
     env.update(request.env)
     scripts = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([scripts, env.get("PATH", os.defpath)])

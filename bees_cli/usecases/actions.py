@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.mcp_actions import McpAction
+    from bees_cli.workspace.models import Addon, Agent
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
@@ -171,10 +172,11 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
 
 
 def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
-                 ) -> tuple[ActionCall, list[str], McpAction | None]:
+                 ) -> tuple[ActionCall, list[str], McpAction | None, list[str]]:
     """Read the item's stored snapshot: the gate's view of the call (the agent's tools, the
-    action's kind, the stage's approval) and the action's command; check the input against
-    the action's schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP
+    action's kind, the stage's approval), the action's command, and the names its program's
+    environment holds besides the base (:func:`declared_env`); check the input against the
+    action's schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP
     add-on's tool (issue 25) takes its kind and schema from its server
     (:func:`~bees_cli.usecases.mcp_actions.mcp_rules`) and is returned as the
     :class:`~bees_cli.usecases.mcp_actions.McpAction` to call.
@@ -215,11 +217,25 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
         kind, schema = mcp_rules(call.name, mcp, environ)
         check_input(call.name, schema, call.data)
         return ActionCall(action=call.name, agent=call.agent, tools=tuple(agent.tools),
-                          kind=Kind(kind), approval=view.stage(call.stage).approval), [], mcp
+                          kind=Kind(kind), approval=view.stage(call.stage).approval), [], mcp, []
     check_input(call.name, snapshot.addons[addon].actions[action_name].input, call.data)
     gate_call = ActionCall(action=call.name, agent=call.agent, tools=tuple(agent.tools),
                            kind=Kind(action.kind), approval=view.stage(call.stage).approval)
-    return gate_call, list(action.command), None
+    declared = declared_env(snapshot.addons[addon], snapshot.agents.get(call.agent))
+    return gate_call, list(action.command), None, declared
+
+
+def declared_env(addon: Addon, agent: Agent | None) -> list[str]:
+    """Return the names a script add-on's program gets from the stage's environment besides
+    the base and ``BEES_*`` (issue 25, point 4): its ``connection.env``, and the variables
+    the calling command agent's ``runner.env`` sets (the workspace's own settings, which its
+    ``bees action`` hands on). Never a model's API key unless the add-on names it."""
+    from bees_cli.workspace.models import CommandRunner
+
+    names = list(addon.connection.env)
+    if agent is not None and isinstance(agent.runner, CommandRunner):
+        names += list(agent.runner.env)
+    return list(dict.fromkeys(names))
 
 
 async def _await_decision(record: LocalRecord, item_id: str, request_id: int) -> dict[str, Any]:
@@ -270,7 +286,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     environ = dict(env)
     call = _call(name, input_text, environ)
     record = bees.record
-    gate_call, command, mcp = await asyncio.to_thread(_local_rules, record, call, environ)
+    gate_call, command, mcp, declared = await asyncio.to_thread(_local_rules, record, call,
+                                                                environ)
     kind = gate_call.kind.value
     facts, hit, intent = Facts(), None, None
     if gate_call.journaled:
@@ -309,7 +326,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
         request_id = int(request["id"]) if request.get("id") is not None else None
-    return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp)
+    return await _run(record, call, environ, kind, command, request_id, cwd, mcp=mcp,
+                      declared=declared)
 
 
 async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, gate_call: ActionCall,
@@ -375,16 +393,21 @@ def _confirmed(record: LocalRecord, call: _Call, kind: str, intent: dict[str, An
 
 async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: str,
                command: list[str], request_id: int | None,
-               cwd: str | None = None, *, mcp: McpAction | None = None) -> ActionOutcome:
+               cwd: str | None = None, *, mcp: McpAction | None = None,
+               declared: list[str] | None = None) -> ActionOutcome:
     """Run the add-on: the intent first (not for ``read``), the result journaled after.
 
     The one place an action runs: a script add-on's program, or an MCP add-on's tool call
-    (``mcp``; one server process per call for now), under the same intent and journal."""
+    (``mcp``; one server process per call for now), under the same intent and journal. A
+    script's environment is :func:`~bees_cli.agents.child_env.child_environment` of the
+    stage's with the ``declared`` names (issue 25, point 4)."""
+    from bees_cli.agents.child_env import child_environment
     from bees_cli.agents.runner import expand_command
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
 
     argv = expand_command(command, environ.get("BEES_WORKSPACE", ""))
-    child_env = dict(environ, BEES_ACTION=call.name, BEES_ACTION_DIGEST=call.digest,
+    child_env = dict(child_environment(environ, declared or ()), BEES_ACTION=call.name,
+                     BEES_ACTION_DIGEST=call.digest,
                      BEES_ACTION_KEY=action_key(call.item_id, call.stage, call.digest))
     seq = None
     if kind != "read":

@@ -3,6 +3,7 @@ Streamable HTTP on loopback; every step bounded; failures worded for ``bees doct
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -95,7 +96,7 @@ async def test_a_local_server_gets_only_the_declared_environment_and_is_gone_aft
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     await call_tool(addon.mcp, "search", {"query": "week"}, root=str(tmp_path),
                     environ=environ)
-    names = set(dump.read_text().split())
+    names = set(json.loads(dump.read_text()))
     assert {"NOTES_LOG", "ENV_DUMP"} <= names
     assert "OPENAI_API_KEY" not in names and "BEES_HOME" not in names
     # one process per call: the server is stopped when the call returns

@@ -70,7 +70,7 @@ def runs(bees_home: Path) -> Iterator[Runs]:
 def test_bees_run_killed_mid_model_call_the_next_run_asks_that_turn_again_and_finishes(
         bees: BeesRunner, bees_home: Path, space: Space, model_server: ScriptedServer, runs: Runs,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))  # the add-on's command runs under bees run
     space.write("agents/sender.yaml", "\n".join([
         "instructions: send it", "tools: [mail.send]", "runner:", "  model:",

@@ -143,7 +143,7 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
 async def test_a_gated_tool_waits_for_approval_then_runs_once(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))
     model_agent(space, "sender", model_server, tools=["mail.send"])
     space.write("processes/p.yaml", SEND.format(approval="required"))
@@ -166,7 +166,7 @@ async def test_a_gated_tool_waits_for_approval_then_runs_once(
 async def test_a_denial_is_given_back_to_the_model_as_the_tools_result(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))
     model_agent(space, "sender", model_server, tools=["mail.send"])
     space.write("processes/p.yaml", SEND.format(approval="required"))
@@ -221,7 +221,7 @@ async def test_a_tool_outside_the_agents_tools_is_refused_back_to_the_model(
 async def test_an_input_its_schema_refuses_is_told_back_to_the_model_and_not_run(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))
     mail = space.root / "addons" / "mail.yaml"
     mail.write_text(mail.read_text().replace(
@@ -362,7 +362,7 @@ async def test_the_turn_limit_and_the_token_budget_fail_the_stage_with_the_reaso
 async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finished_call(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
         model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))
     model_agent(space, "sender", model_server, tools=["mail.send"])
     space.write("processes/p.yaml", SEND.format(approval="none"))

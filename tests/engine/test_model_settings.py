@@ -61,7 +61,7 @@ async def test_a_small_models_agents_answer_in_one_step_and_send_exactly_once(
         model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer, with no file tools, may only answer (its text bounded to fit 100 tokens);
     the sender sees the draft in its task, may only call mail.send first, then only answer."""
-    log = mail_addon(space)
+    log = mail_addon(space, declared=True)
     monkeypatch.setenv("ADDON_LOG", str(log))
     model_agent(space, "writer", model_server, tool_mode="json", file_tools="false",
                 max_reply_tokens=100)

@@ -107,14 +107,19 @@ async def worker(dev_env: WorkflowEnvironment, space: Space,
         yield running
 
 
-def mail_addon(space: Space) -> Path:
-    """Declare add-on ``mail`` (send: kind send; list: kind read); return its log file."""
+def mail_addon(space: Space, *, declared: bool = False) -> Path:
+    """Declare add-on ``mail`` (send: kind send; list: kind read); return its log file.
+    ``declared``: the add-on names ``ADDON_LOG`` (``connection.env``), so it gets it from
+    ``bees run``'s environment (a model agent's tool call); a command agent's ``runner.env``
+    hands it on otherwise."""
     log = space.root.parent / "addon.log"
     command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    connection = "connection: {env: [ADDON_LOG]}" if declared else ""
     space.write("addons/mail.yaml", f"""\
         actions:
           send: {{kind: send, command: {command}}}
           list: {{kind: read, command: {command}}}
+        {connection}
         """)
     return log
 
