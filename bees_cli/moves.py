@@ -195,7 +195,8 @@ def next_move(state: RunState, event: Event) -> Move:
     return _go(state, _after(state, stage), comments)
 
 
-def _answered(state: RunState, stage: Stage, event: Retried | Accepted) -> Move:
+def _answered(state: RunState, stage: Stage,
+              event: Retried | Accepted) -> Move:  # pragma: no mutate
     """Return the move of a person's retry or accept (rules 4 and 5)."""
     if state.phase is Phase.FAILED and isinstance(event, Retried):
         return Move(To.STAGE, stage.name, state.round, again=True, comments=state.comments)
