@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation test of the post's rules (bees_cli/rules.py) and the approval gate's decision
-# (bees_cli/gate.py) with cosmic-ray; not part of CI.
+# (bees_cli/gate.py) and where an item goes when a stage ends (bees_cli/moves.py) with
+# cosmic-ray; not part of CI.
 #
 # Every mutant of a rule's constant or condition must make the tests fail. cosmic-ray makes
 # the mutants of numbers and operators; the set of gated kinds is mutated here by hand (one
@@ -8,16 +9,17 @@
 # survivor and a count; exits 1 when a mutant survives. Takes 10-30 minutes on 2 cores.
 #
 # Excluded (``# pragma: no mutate`` on a def line, or a dataclass field's line of gate.py,
-# filtered by cr-filter-pragma): only annotations, which are equivalent mutants: both modules
+# or moves.py, filtered by cr-filter-pragma): only annotations, which are equivalent mutants: both modules
 # have ``from __future__ import annotations``, so ``str | None`` in a signature or a field's
 # annotation is never evaluated and its ``|`` mutated to ``+``, ``-``, ... cannot change
 # behaviour. A function's body line never carries the pragma.
 #
 # The gate's mutants are judged by its decision table alone (tests/rules/test_gate.py, under
 # a second; no engine): every kind x approval x journal x intent x request x answer x in
-# tools or not. Its run takes about a minute.
+# tools or not. Its run takes about a minute. The moves' mutants likewise by their table
+# (tests/rules/test_moves.py, under a second; no engine).
 #
-# Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|all]   (default all; run from a clone
+# Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|moves|all]   (default all; run from a clone
 # with .venv installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ WORK="${1:-$(mktemp -d)}"
 WHICH="${2:-all}"
 RULES=bees_cli/rules.py
 GATE=bees_cli/gate.py
+MOVES=bees_cli/moves.py
 "$PY" -m pip install -q cosmic-ray
 
 # The tests that judge the rules, fastest first so most mutants die in seconds (a survivor
@@ -54,7 +57,11 @@ RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 
 cp "$RULES" "$WORK/rules.py.orig"
 cp "$GATE" "$WORK/gate.py.orig"
-restore() { cp "$WORK/rules.py.orig" "$RULES"; cp "$WORK/gate.py.orig" "$GATE"; }
+cp "$MOVES" "$WORK/moves.py.orig"
+restore() {
+    cp "$WORK/rules.py.orig" "$RULES"; cp "$WORK/gate.py.orig" "$GATE"
+    cp "$WORK/moves.py.orig" "$MOVES"
+}
 trap restore EXIT
 survivors=0
 
@@ -90,7 +97,7 @@ TOML
     survivors=$((survivors + found))
 }
 
-if [ "$WHICH" != gate ]; then
+if [ "$WHICH" = all ] || [ "$WHICH" = rules ]; then
     cosmic_ray rules "$RULES" "$RUN_TESTS"
 
     echo "== hand-made mutants: one gated kind dropped at a time"
@@ -107,12 +114,18 @@ if [ "$WHICH" != gate ]; then
     restore
 fi
 
-if [ "$WHICH" != rules ]; then
-    # ``is`` <-> ``==`` (and ``is not`` <-> ``!=``) between enum members are equivalent
-    # mutants: a member is equal only to itself. Their ordering mutants (``is`` -> ``<=``)
-    # are kept: the gate's enums are plain ``Enum``, so those raise and die.
+# ``is`` <-> ``==`` (and ``is not`` <-> ``!=``) between enum members are equivalent
+# mutants: a member is equal only to itself. Their ordering mutants (``is`` -> ``<=``)
+# are kept: the enums are plain ``Enum``, so those raise and die.
+SAME_ENUM='["core/ReplaceComparisonOperator_Is_Eq", "core/ReplaceComparisonOperator_IsNot_NotEq", "core/ReplaceComparisonOperator_Eq_Is", "core/ReplaceComparisonOperator_NotEq_IsNot"]'
+if [ "$WHICH" = all ] || [ "$WHICH" = gate ]; then
     cosmic_ray gate "$GATE" "$PY -m pytest -x -q -n 0 -p no:cacheprovider tests/rules/test_gate.py" \
-        '["core/ReplaceComparisonOperator_Is_Eq", "core/ReplaceComparisonOperator_IsNot_NotEq", "core/ReplaceComparisonOperator_Eq_Is", "core/ReplaceComparisonOperator_NotEq_IsNot"]'
+        "$SAME_ENUM"
+fi
+
+if [ "$WHICH" = all ] || [ "$WHICH" = moves ]; then
+    cosmic_ray moves "$MOVES" "$PY -m pytest -x -q -n 0 -p no:cacheprovider tests/rules/test_moves.py" \
+        "$SAME_ENUM"
 fi
 
 echo "== $survivors surviving mutants (details: $WORK/*report.txt)"

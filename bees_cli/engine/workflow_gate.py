@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         refusal,
     )
     from bees_cli.gate import Verdict as V
+    from bees_cli.moves import Phase
     from bees_cli.rules import review_limit_reason
     from bees_cli.utc import format_utc
 
@@ -61,9 +62,10 @@ a denial given while ``bees run`` was down reaches the stage's retried attempt).
 SHORT = timedelta(seconds=60)
 """Timeout of the short activities (record, journal look-up, slots)."""
 
-# what the run is doing, for the validators of a person's requests
+# what the run is doing, for the validators of a person's requests (bees_cli.moves.Phase)
 RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
-    "running", "waiting", "failed", "waiting for a person", "waiting for approval")
+    Phase.RUNNING.value, Phase.WAITING.value, Phase.FAILED.value, Phase.STOPPED.value,
+    Phase.APPROVAL.value)
 
 
 def refuse(message: str) -> ApplicationError:

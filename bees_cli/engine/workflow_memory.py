@@ -17,6 +17,18 @@ with workflow.unsafe.imports_passed_through():
         ItemState,
         JournalEntry,
         ReviewRounds,
+        StageOutput,
+    )
+    from bees_cli.engine.snapshot import StageView
+    from bees_cli.moves import (
+        ChangesRequested,
+        Event,
+        Failed,
+        Finished,
+        Phase,
+        RunState,
+        Stage,
+        StageKind,
     )
 
 
@@ -83,3 +95,26 @@ class RunMemory:
             "requests": list(self._requests), "approved": sorted(self._approved),
             "journal": list(self._journal), "facts": self._facts})
         return item.model_copy(update={"state": state})
+
+    def _run_state(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,
+                   phase: Phase, approved: bool = False) -> RunState:
+        """Return the state :func:`bees_cli.moves.next_move` decides from: the process, the
+        plan's memory, and whether a person approved the finish of ``stage``'s ``round_``
+        (``approved``: just now)."""
+        return RunState(
+            stages=tuple(Stage(view.name, StageKind(view.kind), view.reviews,
+                               view.approval == "required") for view in stages),
+            stage=stage, round=round_, phase=phase, rounds=dict(memo.rounds),
+            change_requests=len(memo.change_requests.get(stage, [])),
+            comments=tuple(memo.comments),
+            finish_approved=approved or (stage, round_) in self._approved)
+
+
+def stage_event(stage: StageView, result: StageOutput) -> Event:
+    """Return what a stage's end was (:mod:`bees_cli.moves`): failed (its reason, else
+    ``failed``), a review that asked for changes (its comments), else finished."""
+    if not result.ok:
+        return Failed(result.reason or "failed")
+    if stage.kind == "review" and result.verdict == "changes_requested":
+        return ChangesRequested(tuple(result.comments))
+    return Finished()

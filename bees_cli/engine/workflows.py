@@ -28,7 +28,7 @@ from bees_cli.engine.workflow_gate import (
     WAITING,
     refuse,
 )
-from bees_cli.engine.workflow_memory import RunMemory
+from bees_cli.engine.workflow_memory import RunMemory, stage_event
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
@@ -69,8 +69,18 @@ with workflow.unsafe.imports_passed_through():
         StageOutput,
     )
     from bees_cli.engine.piece_models import PieceView
-    from bees_cli.engine.snapshot import LoopView
-    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY, review_limit_reason, review_stops
+    from bees_cli.engine.snapshot import LoopView, StageView
+    from bees_cli.moves import (
+        REVIEW_LIMIT_CODE,
+        Accepted,
+        ChangesRequested,
+        Move,
+        Phase,
+        Retried,
+        To,
+        next_move,
+    )
+    from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
@@ -301,7 +311,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             if busy is not None:
                 await self._fail(stage.name, round_, check.agent, busy, "busy")
                 await self._wait_for_person()
-                memo.again = True
+                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
+                                            Phase.FAILED).again
                 continue
             key = f"{stage.name}:{round_}"
             base = memo.attempts.get(key, 1)
@@ -328,40 +339,48 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
             # are in its stage_finished fact, also when its finish is then denied)
             spent = {} if result.ok else usage(result)
-            if result.ok and stage.approval == "required":
+            event = stage_event(stage, result)
+            running = Phase.RUNNING
+            move = next_move(self._run_state(stages, memo, stage.name, round_, running), event)
+            if move.to is To.APPROVAL:
                 result = await self._finish_gate(stage, round_, check.agent, result)
                 self._stop_if_relinquished()
-            if not result.ok:
-                await self._fail(stage.name, round_, check.agent, result.reason or "failed",
+                event = stage_event(stage, result)
+                move = next_move(self._run_state(stages, memo, stage.name, round_, running,
+                                                 approved=True), event)
+            if move.to is To.RETRY:
+                await self._fail(stage.name, round_, check.agent, move.reason or "failed",
                                  f"{result.attempt}:failed", spent)
                 await self._wait_for_person()
-                memo.again = True
+                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
+                                            Phase.FAILED).again
                 continue
             memo.done_by[stage.name] = check.agent
             memo.outputs[stage.name] = result.output_dir
-            if stage.kind == "work":
-                memo.comments = []
-            if stage.kind == "review" and result.verdict == "changes_requested" and stage.reviews:
-                asked = memo.change_requests.setdefault(stage.name, [])
-                asked.append(list(result.comments))
-                memo.comments = list(result.comments)
-                if review_stops(len(asked)):
-                    self._person = None
-                    self._state = STOPPED
-                    await self._record(RecordInput(
-                        item_id=item.item_id, status=STOPPED, stage=stage.name,
-                        reason=review_limit_reason(stage.name),
-                        agent=check.agent, key=f"{stage.name}:{round_}:limit",
-                        kind="review_limit", round=round_,
-                        data={"rounds": [list(c) for c in asked]}))
-                    choice = await self._wait_for_person()
-                    memo.change_requests[stage.name] = []
-                    if choice == "accept":
-                        index += 1
-                        continue
-                index = position[stage.reviews]
-                continue
-            index += 1
+            memo.comments = list(move.comments)
+            if isinstance(event, ChangesRequested) and stage.reviews:
+                memo.change_requests.setdefault(stage.name, []).append(list(event.comments))
+            if move.to is To.PERSON:
+                asked = memo.change_requests[stage.name]
+                self._person = None
+                self._state = STOPPED
+                await self._record(RecordInput(
+                    item_id=item.item_id, status=STOPPED, stage=stage.name,
+                    reason=move.reason, agent=check.agent, key=f"{stage.name}:{round_}:limit",
+                    kind=REVIEW_LIMIT_CODE, round=round_,
+                    data={"rounds": [list(c) for c in asked]}))
+                choice = await self._wait_for_person()
+                memo.change_requests[stage.name] = []
+                move = self._answered(stages, memo, stage.name, round_,
+                                      Accepted() if choice == "accept" else Retried(),
+                                      Phase.STOPPED)
+            index = position[move.stage]
+
+    def _answered(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,
+                  answer: Accepted | Retried, phase: Phase) -> Move:
+        """Return the move of a person's ``answer`` to the item that waited at ``stage``'s
+        ``round_`` in ``phase`` (failed, or stopped at the review limit)."""
+        return next_move(self._run_state(stages, memo, stage, round_, phase), answer)
 
     async def _run_stage(self, given: StageInput, loop: LoopView | None) -> StageOutput:
         """Run the stage: a command agent in one ``bees.run_stage`` activity; since
