@@ -392,6 +392,10 @@ class UnknownEvent(EventBase):
         data = json.dumps(self.data, sort_keys=True, ensure_ascii=False)
         return self.where() + f"{self.kind} {data}"
 
+    def stored_data(self) -> dict[str, Any]:
+        """Return the ``data`` it was read from, whole (a relayed fact is stored unchanged)."""
+        return dict(self.data)
+
 
 KnownEvent = Annotated[
     Created | Scheduled | Picked | Waiting | Busy | StageStarted | StageFinished | StageFailed
