@@ -389,8 +389,16 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                 (item_id, key, now_utc(), kind, stage, round, json.dumps(data or {})),
             )
 
-    add_event = _add_event
-    """The old string-and-dict writer, kept while writers move to :meth:`add_fact`."""
+    def relay_fact(self, item_id: str, *, key: str, kind: str, stage: str | None,
+                   round: int | None, data: dict[str, Any]) -> None:
+        """Store a fact a workflow already serialized (``bees.record``'s and
+        ``bees.piece_record``'s input: ``kind`` and ``data``), unchanged.
+
+        Why not :meth:`add_fact`: the input of an activity scheduled by a running (or saved)
+        workflow history keeps the shape it was given; reading it into a model and back
+        would drop or rewrite what an older workflow wrote.
+        """
+        self._add_event(item_id, key=key, kind=kind, stage=stage, round=round, data=data)
 
     # -- reading ---------------------------------------------------------------------------
 

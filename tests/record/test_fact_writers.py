@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ def record(tmp_path: Path) -> LocalRecord:
 def _stored_keys(event: EventBase) -> set[str]:
     """The stored keys the model read (by alias: ``from``)."""
     fields = type(event).model_fields
-    keys = {fields[name].alias or name for name in event.model_fields_set}
+    keys = {fields[name].serialization_alias or name for name in event.model_fields_set}
     # a piece's wait stored its reasons as one sentence, ``reason``
     return keys | {"reason"} if event.kind == "piece_waiting" and "reasons" in keys else keys
 
@@ -80,3 +81,28 @@ def test_an_unknown_fact_is_relayed_whole(record: LocalRecord) -> None:
     stored = record.events(ITEM)[-1]
     assert (stored.kind, stored.data) == ("piece_merged", data)
     assert "piece_merged" not in KINDS
+
+
+PACKAGE = Path(__file__).resolve().parents[2] / "bees_cli"
+RELAYS = {"engine/activities.py", "engine/piece_activities.py"}
+"""The two activities that store a fact a workflow already serialized (``relay_fact``)."""
+
+
+def _calls(name: str) -> list[str]:
+    """Every ``….NAME(`` call (or ``NAME`` passed on, as to ``asyncio.to_thread``) in the
+    package outside ``record/``: ``path:line``."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if where.startswith("record/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == name:
+                found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_no_writer_outside_the_record_stores_a_kind_and_a_dict() -> None:
+    assert _calls("add_event") == []
+    assert _calls("_add_event") == []
+    assert {c.split(":")[0] for c in _calls("relay_fact")} <= RELAYS
