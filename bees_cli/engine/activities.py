@@ -37,7 +37,18 @@ from bees_cli.engine.models import (
     StageOutput,
 )
 from bees_cli.engine.snapshot_store import load_snapshot
+from bees_cli.record.events import (
+    Busy,
+    PickData,
+    Picked,
+    StageFailed,
+    StageFinished,
+    StageInterrupted,
+    StageStarted,
+    Waiting,
+)
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.reasons import Reason, read_reason
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.rules import busy_fails, waited_for_slot
 
@@ -124,10 +135,11 @@ class BeesActivities:
                                    folders=result.folders)
             digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
             with self.record.step():
-                self.record.add_event(
-                    check.item_id, key=f"{prefix}:waiting:{digest}", kind="waiting",
+                self.record.add_fact(check.item_id, Waiting(
                     stage=check.stage, round=check.round,
-                    data={"reasons": list(result.reasons), "pick": pick})
+                    reasons=[read_reason(r) for r in result.reasons],
+                    pick=None if pick is None else PickData.model_validate(pick)),
+                    key=f"{prefix}:waiting:{digest}")
                 self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,
                                       reason=reason, wait=WaitKind.ELIGIBILITY)
             self._said[check.item_id] = said
@@ -136,9 +148,9 @@ class BeesActivities:
         assert result.pick is not None and result.pick.agent is not None
         self._said.pop(check.item_id, None)
         with self.record.step():
-            self.record.add_event(
-                check.item_id, key=f"{prefix}:pick", kind="pick", stage=check.stage,
-                round=check.round, data={"pick": pick, "reviewed_by": check.reviewed_by})
+            self.record.add_fact(check.item_id, Picked(
+                stage=check.stage, round=check.round, pick=PickData.model_validate(pick),
+                reviewed_by=check.reviewed_by), key=f"{prefix}:pick")
             self.record.set_state(check.item_id, status="running", stage=check.stage,
                                   agent=result.pick.agent)
         return CheckOutput(ok=True, agent=result.pick.agent, pick=pick, folders=result.folders)
@@ -227,33 +239,28 @@ class BeesActivities:
         with self.record.step():
             row = self.record.item(stage.item_id)
             stopped = row.wait == WaitKind.ENGINE_NOT_RUNNING
-            self.record.add_event(
-                stage.item_id, key=f"{stage.stage}:{stage.round}:interrupted:{attempt}",
-                kind="stage_interrupted", stage=stage.stage, round=stage.round,
-                data={"agent": stage.agent, "attempt": attempt,
-                      "reason": "bees run stopped" if stopped
-                      else "its worker stopped (bees run ended or was killed)"})
+            self.record.add_fact(stage.item_id, StageInterrupted(
+                stage=stage.stage, round=stage.round, agent=stage.agent, attempt=attempt,
+                reason=Reason(code="run_stopped" if stopped else "worker_stopped")),
+                key=f"{stage.stage}:{stage.round}:interrupted:{attempt}")
 
     def _started(self, stage: StageInput, attempt: int) -> None:
         with self.record.step():
             self.record.set_state(stage.item_id, status="running", stage=stage.stage,
                                   agent=stage.agent)
-            self.record.add_event(
-                stage.item_id, key=f"{stage.stage}:{stage.round}:started:{attempt}",
-                kind="stage_started", stage=stage.stage, round=stage.round,
-                data={"agent": stage.agent, "attempt": attempt,
-                      "comments": list(stage.comments)})
+            self.record.add_fact(stage.item_id, StageStarted(
+                stage=stage.stage, round=stage.round, agent=stage.agent, attempt=attempt,
+                comments=list(stage.comments)),
+                key=f"{stage.stage}:{stage.round}:started:{attempt}")
 
     def _finish(self, stage: StageInput, out: StageOutput) -> None:
-        kind = "stage_finished" if out.ok else "stage_failed"
-        self.record.add_event(
-            stage.item_id, key=f"{stage.stage}:{stage.round}:{out.attempt}:{kind}", kind=kind,
-            stage=stage.stage, round=stage.round,
-            data={"agent": stage.agent, "attempt": out.attempt, "reason": out.reason,
-                  "verdict": out.verdict,
-                  "comments": out.comments, "output_dir": out.output_dir,
-                  "stdout": out.stdout_path, "stderr": out.stderr_path,
-                  "exit_code": out.exit_code})
+        end = StageFinished if out.ok else StageFailed
+        self.record.add_fact(stage.item_id, end(
+            stage=stage.stage, round=stage.round, agent=stage.agent, attempt=out.attempt,
+            reason=None if out.reason is None else read_reason(out.reason),
+            verdict=out.verdict, comments=out.comments, output_dir=out.output_dir,
+            stdout=out.stdout_path, stderr=out.stderr_path, exit_code=out.exit_code),
+            key=f"{stage.stage}:{stage.round}:{out.attempt}:{end.model_fields['kind'].default}")
 
     @activity.defn(name=RECORD_ACTIVITY)
     async def record_state(self, entry: RecordInput) -> None:
@@ -266,8 +273,8 @@ class BeesActivities:
                 self.record.put_approval(entry.item_id, dict(entry.approval))
             if entry.journal is not None:
                 self.record.add_journal(entry.item_id, dict(entry.journal))
-            self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind,
-                                  stage=entry.stage, round=entry.round, data=dict(entry.data))
+            self.record.relay_fact(entry.item_id, key=entry.key, kind=entry.kind,
+                                   stage=entry.stage, round=entry.round, data=dict(entry.data))
             if entry.status is not None:
                 self.record.set_state(entry.item_id, status=entry.status, stage=entry.stage,
                                       reason=entry.reason, agent=entry.agent)
@@ -324,11 +331,11 @@ class BeesActivities:
             if (row.status, row.wait, row.reason) == (Status.WAITING, WaitKind.BUSY_AGENT,
                                                       slot.reason):
                 return
-            self.record.add_event(
-                ask.item_id, key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
-                                 f"{info.activity_id}:{info.attempt}",
-                kind="busy", stage=ask.stage, round=ask.round,
-                data={"reason": slot.reason, "position": slot.position})
+            self.record.add_fact(ask.item_id, Busy(
+                stage=ask.stage, round=ask.round, reason=read_reason(slot.reason),
+                position=slot.position),
+                key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
+                    f"{info.activity_id}:{info.attempt}")
             self.record.set_state(ask.item_id, status=Status.WAITING, stage=ask.stage,
                                   reason=slot.reason, agent=ask.agent, wait=WaitKind.BUSY_AGENT)
 

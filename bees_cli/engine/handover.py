@@ -62,6 +62,7 @@ from bees_cli.engine.handover_models import (
 from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnreachable, Refused
 from bees_cli.handover.store import item_path, keep_handover, snapshot_path
 from bees_cli.machine.computer import Computer
+from bees_cli.record.events import Relinquished
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import RELEASE_WAIT_TEXT, Status, WaitKind
 
@@ -300,13 +301,12 @@ class HandoverActivities:
         restart = handover.restart_stages.get(MAIN_PIECE) or next(
             iter(handover.restart_stages.values()))
         self.record.release_slot(handover.item_id)
-        self.record.add_event(
-            handover.item_id, key=f"relinquished:{written.checkpoint_sha256}",
-            kind="relinquished", stage=handover.stage,
-            data={"who": handover.who, "asked_at": handover.at,
-                  "restart_stages": dict(handover.restart_stages),
-                  "checkpoint_sha256": written.checkpoint_sha256, "files": written.files,
-                  "total_bytes": written.total_bytes, "released": written.released})
+        self.record.add_fact(handover.item_id, Relinquished(
+            stage=handover.stage, who=handover.who, asked_at=handover.at,
+            restart_stages=dict(handover.restart_stages),
+            checkpoint_sha256=written.checkpoint_sha256, files=written.files,
+            total_bytes=written.total_bytes, released=written.released),
+            key=f"relinquished:{written.checkpoint_sha256}")
         self.record.set_state(handover.item_id, status="free", stage=restart,
                               reason=f"restarts at {restart}")
 

@@ -61,6 +61,7 @@ from bees_cli.errors import (
     Refused,
     UserError,
 )
+from bees_cli.record.events import StageStarted
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import PieceStatus
 from bees_cli.record.states import Status, WaitKind
@@ -466,11 +467,10 @@ class ModelActivities:
             context.item_id, status="running", stage=context.stage, agent=context.agent,
             reason=None if retry is None else retry.words(utc_now()),
             model_retry=None if retry is None else retry.model_dump(mode="json"))
-        self.record.add_event(
-            context.item_id, key=f"{context.stage}:{context.round}:started:{context.attempt}",
-            kind="stage_started", stage=context.stage, round=context.round,
-            data={"agent": context.agent, "attempt": context.attempt,
-                  "comments": list(context.comments)})
+        self.record.add_fact(context.item_id, StageStarted(
+            stage=context.stage, round=context.round, agent=context.agent,
+            attempt=context.attempt, comments=list(context.comments)),
+            key=f"{context.stage}:{context.round}:started:{context.attempt}")
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, call: ToolCallInput) -> ToolResult:

@@ -31,8 +31,10 @@ from bees_cli.engine.piece_models import (
 )
 from bees_cli.engine.snapshot_store import engine_view, load_snapshot
 from bees_cli.engine.transcript import transcript_lines, transcript_path
+from bees_cli.record.events_pieces import PiecePicked, PieceWaiting
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import END_STATUSES, Piece, PieceStatus
+from bees_cli.record.reasons import read_reasons
 from bees_cli.rules import busy_fails, waited_for_slot
 from bees_cli.utc import format_utc, utc_now
 
@@ -108,11 +110,10 @@ class PieceActivities:
             status=PieceStatus.RUNNING if view.max_concurrent_runs is None
             else PieceStatus.WAITING, reason=None)
         if live is not None:  # a piece its run already stopped stays stopped
-            self.record.add_event(
-                piece.item_id, key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:pick",
-                kind="piece_picked", stage=piece.stage, round=piece.round,
-                data={"piece": piece.piece, "agent": agent, "reason": found.pick.reason,
-                      "pick": pick})
+            self.record.add_fact(piece.item_id, PiecePicked.model_validate(
+                {"stage": piece.stage, "round": piece.round, "piece": piece.piece,
+                 "agent": agent, "reason": found.pick.reason, "pick": pick}),
+                key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:pick")
         return PieceCheckOutput(ok=True, agent=agent, pick_reason=found.pick.reason, pick=pick,
                                 folders=dict(found.folders), cap=view.max_concurrent_runs,
                                 loop=view.loop)
@@ -126,11 +127,11 @@ class PieceActivities:
                                          status=PieceStatus.WAITING, reason=reason) is None:
             return  # it ended: a piece its run already stopped stays stopped
         info = activity.info()
-        self.record.add_event(
-            piece.item_id, key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:waiting:"
-                               f"{info.activity_id}:{info.attempt}",
-            kind="piece_waiting", stage=piece.stage, round=piece.round,
-            data={"piece": piece.piece, "reason": reason})
+        self.record.add_fact(piece.item_id, PieceWaiting(
+            stage=piece.stage, round=piece.round, piece=piece.piece,
+            reasons=read_reasons(reason)),
+            key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:waiting:"
+                f"{info.activity_id}:{info.attempt}")
 
     # -- busy agents ------------------------------------------------------------------------
 
@@ -237,8 +238,8 @@ class PieceActivities:
             if status == PieceStatus.FINISHED:
                 changes.update(self._result(entry))
             self.record.update_piece(entry.item_id, entry.stage, entry.piece, **changes)
-        self.record.add_event(entry.item_id, key=entry.key, kind=entry.kind, stage=entry.stage,
-                              round=entry.round, data=dict(entry.data))
+        self.record.relay_fact(entry.item_id, key=entry.key, kind=entry.kind,
+                               stage=entry.stage, round=entry.round, data=dict(entry.data))
 
     def _result(self, entry: PieceRecordInput) -> dict[str, Any]:
         """Return a finished piece's result and tokens, read from its folder and logs."""

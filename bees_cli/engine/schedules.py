@@ -40,6 +40,7 @@ from temporalio import activity
 from bees_cli.engine.fire_models import FIRE_ACTIVITY, FireRequest, FireResult
 from bees_cli.errors import BeesError
 from bees_cli.machine.computer import Computer
+from bees_cli.record.events import Scheduled
 from bees_cli.rules import LATE_AFTER
 from bees_cli.utc import parse_utc
 
@@ -436,4 +437,4 @@ def make_fire_item(computer: Computer, workspace: Workspace, schedule_id: str,
     folder.mkdir(parents=True, exist_ok=True)
     make_item(record, snapshot, item_id=item_id, title=title, run_folder=folder,
               workspace=str(workspace.root))
-    record.add_event(item_id, key="schedule", kind="scheduled", data={"schedule": schedule_id})
+    record.add_fact(item_id, Scheduled(schedule=schedule_id), key="schedule")

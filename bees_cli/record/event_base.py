@@ -5,7 +5,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Keep ``at`` without a default in ``--json``'s schema: every fact shown has one."""
+    schema.pop("default", None)
 
 
 class EventBase(BaseModel):
@@ -16,7 +21,8 @@ class EventBase(BaseModel):
                               json_schema_serialization_defaults_required=True)
 
     kind: str
-    at: str
+    at: str = Field(default="", json_schema_extra=_no_default)
+    """When it was recorded; a fact being written leaves it empty (the record stamps it)."""
     stage: str | None = None
     round: int | None = None
     computer: str | None = None
@@ -40,6 +46,21 @@ class EventBase(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """Return the fact as ``bees item show --json`` emits it (flat, JSON-safe)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def stored_data(self) -> dict[str, Any]:
+        """Return the ``data`` object of the fact's ``events`` row: the fields its writer set,
+        beside ``kind``, ``at``, ``stage``, ``round`` and ``computer`` (their own columns),
+        JSON-safe, by alias (``from``). Reasons are stored as codes (:class:`Reason` objects).
+
+        Why only the fields set: a writer that passes the keys the old string-and-dict writer
+        passed stores the same bytes, so records and saved histories read alike.
+        """
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True,
+                               exclude=set(COMMON_FIELDS))
+
+
+COMMON_FIELDS = ("kind", "at", "stage", "round", "computer")
+"""The fields of every fact kept in their own columns of an ``events`` row, not in ``data``."""
 
 
 def joined(comments: list[str]) -> str:

@@ -17,12 +17,18 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
 from bees_cli.record import events_pieces as pieces
 from bees_cli.record.event_base import EventBase, approval_object, joined, restarts
+from bees_cli.record.events_pieces import PickData
 from bees_cli.record.events_recovery import Lost, Recovered
-from bees_cli.record.reasons import EventTier, ReasonField, Skip, read_tier, tier_words
+from bees_cli.record.reasons import ReasonField
 
 
 class Created(EventBase):
@@ -42,29 +48,6 @@ class Scheduled(EventBase):
 
     def render(self) -> str:
         return self.where() + f"created by schedule {self.schedule or '?'}"
-
-
-class PickData(BaseModel):
-    """An agent pick (``bees_cli.agents.selection.Pick`` as JSON): ``reason`` is the tier
-    that yielded the agent (``stage``: with the ``process`` and ``of_stage`` whose agents
-    they are), ``skipped`` each agent looked at and not used, and why (as codes).
-
-    Stored picks give ``reason`` as words (``stage agents of weekly-report.Draft``); they
-    are read as their tier (``other``, with the words in ``text``, when none fits)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    agent: str | None = None
-    reason: EventTier
-    process: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    of_stage: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    skipped: list[Skip] = Field(default_factory=list)
-
-    _tier = model_validator(mode="before")(read_tier)
-
-    def words(self) -> str:
-        """Return the tier as people read it (``stage agents of weekly-report.Draft``)."""
-        return tier_words(self.reason, self.process, self.of_stage, self.text)
 
 
 class Picked(EventBase):
@@ -367,11 +350,15 @@ class Continued(EventBase):
     """This computer continued an item handed over by another (from its checkpoint)."""
 
     kind: Literal["continued"] = "continued"
-    from_computer: str | None = Field(default=None, alias="from")
+    from_computer: str | None = Field(
+        default=None, validation_alias=AliasChoices("from", "from_computer"),
+        serialization_alias="from")
+    """Stored as ``from``; a writer gives ``from_computer=`` (mypy checks it)."""
     checkpoint_sha256: str
     restart_stages: dict[str, str] = Field(default_factory=dict)
     files: int | None = None
     journal: int | None = None
+    pieces: int | None = None
     run: int | None = None
 
     def render(self) -> str:
@@ -391,6 +378,10 @@ class UnknownEvent(EventBase):
     def render(self) -> str:
         data = json.dumps(self.data, sort_keys=True, ensure_ascii=False)
         return self.where() + f"{self.kind} {data}"
+
+    def stored_data(self) -> dict[str, Any]:
+        """Return the ``data`` it was read from, whole (a relayed fact is stored unchanged)."""
+        return dict(self.data)
 
 
 KnownEvent = Annotated[

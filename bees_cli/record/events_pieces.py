@@ -1,13 +1,44 @@
-"""Facts of pieces (issue 14): handed out, its agent picked, waiting, and how it ended."""
+"""Facts of pieces (issue 14): handed out, its agent picked, waiting, and how it ended; the
+pick an agent choice gives (a stage's too)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bees_cli.record.event_base import EventBase
-from bees_cli.record.reasons import EventTier, ReasonField, read_reasons, read_tier, tier_words
+from bees_cli.record.reasons import (
+    EventTier,
+    ReasonField,
+    Skip,
+    read_reasons,
+    read_tier,
+    tier_words,
+)
+
+
+class PickData(BaseModel):
+    """An agent pick (``bees_cli.agents.selection.Pick`` as JSON): ``reason`` is the tier
+    that yielded the agent (``stage``: with the ``process`` and ``of_stage`` whose agents
+    they are), ``skipped`` each agent looked at and not used, and why (as codes).
+
+    Stored picks give ``reason`` as words (``stage agents of weekly-report.Draft``); they
+    are read as their tier (``other``, with the words in ``text``, when none fits)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    agent: str | None = None
+    reason: EventTier
+    process: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    of_stage: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    skipped: list[Skip] = Field(default_factory=list)
+
+    _tier = model_validator(mode="before")(read_tier)
+
+    def words(self) -> str:
+        """Return the tier as people read it (``stage agents of weekly-report.Draft``)."""
+        return tier_words(self.reason, self.process, self.of_stage, self.text)
 
 
 class PieceStarted(EventBase):
@@ -39,6 +70,8 @@ class PiecePicked(EventBase):
     process: str | None = Field(default=None, exclude_if=lambda v: v is None)
     of_stage: str | None = Field(default=None, exclude_if=lambda v: v is None)
     text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    pick: PickData | None = None
+    """The whole pick (each agent skipped, and why), as a stage's pick gives it."""
 
     _tier = model_validator(mode="before")(read_tier)
 

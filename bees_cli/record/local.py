@@ -354,10 +354,23 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                 (new_stage, str(status), reason, agent, new_wait, retry, at, item_id),
             )
 
-    def add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,
-                  round: int | None = None, data: dict[str, Any] | None = None) -> None:
-        """Add a fact to the item's history; a second fact with the same ``key`` in the same
-        run of the item is ignored.
+    def add_fact(self, item_id: str, fact: EventBase, *, key: str) -> None:
+        """Add a fact (a model of :mod:`bees_cli.record.events`) to the item's history; a
+        second fact with the same ``key`` in the same run of the item is ignored.
+
+        Stored as before: ``kind``, ``stage`` and ``round`` in their columns and the fields
+        the writer set as the JSON ``data`` (:meth:`EventBase.stored_data`); a fact read
+        back as :class:`~bees_cli.record.events.UnknownEvent` is stored with its ``data``
+        whole. ``at`` is the time of writing, whatever the fact says.
+        """
+        self._add_event(item_id, key=key, kind=fact.kind, stage=fact.stage, round=fact.round,
+                        data=fact.stored_data())
+
+    def _add_event(self, item_id: str, *, key: str, kind: str, stage: str | None = None,
+                   round: int | None = None, data: dict[str, Any] | None = None) -> None:
+        """Add a stored fact (``kind`` and its ``data``) to the item's history; a second
+        fact with the same ``key`` in the same run of the item is ignored. Writers outside
+        the record use :meth:`add_fact` (tests write old rows with this).
 
         Why per run: a continued run (``run`` 2 or more in the item's workflow input) numbers
         its approval requests and facts afresh and may start its restart stage's round again,
@@ -375,6 +388,17 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (item_id, key, now_utc(), kind, stage, round, json.dumps(data or {})),
             )
+
+    def relay_fact(self, item_id: str, *, key: str, kind: str, stage: str | None,
+                   round: int | None, data: dict[str, Any]) -> None:
+        """Store a fact a workflow already serialized (``bees.record``'s and
+        ``bees.piece_record``'s input: ``kind`` and ``data``), unchanged.
+
+        Why not :meth:`add_fact`: the input of an activity scheduled by a running (or saved)
+        workflow history keeps the shape it was given; reading it into a model and back
+        would drop or rewrite what an older workflow wrote.
+        """
+        self._add_event(item_id, key=key, kind=kind, stage=stage, round=round, data=data)
 
     # -- reading ---------------------------------------------------------------------------
 

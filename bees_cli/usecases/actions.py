@@ -40,6 +40,7 @@ from bees_cli.gate import (
     decide,
     refusal,
 )
+from bees_cli.record.events import ActionAnswered, ActionRan
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import ActionOutcome
 from bees_cli.utc import format_utc, utc_now
@@ -368,11 +369,10 @@ async def _ask_run(bees: Bees, environ: dict[str, str], call: _Call, gate_call: 
 
 def _answered(record: LocalRecord, call: _Call, hit: dict[str, Any]) -> ActionOutcome:
     """Answer a repeated action from the journal, and note it in the item's history."""
-    record.add_event(
-        call.item_id, key=f"answered:{call.stage}:{call.attempt}:{call.name}:{call.digest}",
-        kind="action_answered", stage=call.stage, round=call.round,
-        data={"action": call.name, "digest": call.digest, "attempt": call.attempt,
-              "exit_code": hit["exit_code"], "ran_at": hit["at"]})
+    record.add_fact(call.item_id, ActionAnswered(
+        stage=call.stage, round=call.round, action=call.name, digest=call.digest,
+        attempt=call.attempt, exit_code=hit["exit_code"], ran_at=hit["at"]),
+        key=f"answered:{call.stage}:{call.attempt}:{call.name}:{call.digest}")
     return ActionOutcome(exit_code=int(hit["exit_code"]), stdout=hit["stdout"],
                          from_journal=True, ran_at=hit["at"])
 
@@ -460,12 +460,11 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
         await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", data)
     await asyncio.to_thread(_folder_end, record, call, "result", data)
     await asyncio.to_thread(
-        record.add_event, call.item_id,
-        key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
-        stage=entry.stage, round=entry.round,
-        data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
-              "attempt": entry.attempt, "exit_code": entry.exit_code,
-              "request": entry.request_id})
+        record.add_fact, call.item_id, ActionRan(
+            stage=entry.stage, round=entry.round, action=entry.action, action_kind=entry.kind,
+            digest=entry.digest, attempt=entry.attempt, exit_code=entry.exit_code,
+            request=entry.request_id),
+        key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}")
     return ActionOutcome(exit_code=done.returncode, stdout=stdout)
 
 

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Literal
 
 from bees_cli.errors import EngineError, Refused
+from bees_cli.record.events import CancelAsked, Cancelled
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
 from bees_cli.record.states import Status
 from bees_cli.usecases.models import CancelDone, PersonDone
@@ -104,14 +105,14 @@ async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) ->
     row = await asyncio.to_thread(changeable_row, record, item_id, "cancel")
     who = bees.who()
     if row.status in (Status.PENDING, Status.LOST):  # no run to stop
-        record.add_event(row.id, key="cancelled", kind="cancelled", data={"who": who})
+        record.add_fact(row.id, Cancelled(who=who), key="cancelled")
         record.set_state(row.id, status="cancelled", stage=row.stage)
         return CancelDone(item=row.id, requested=False, cancelled=True)
     if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
         raise EngineError(NOT_UP, hint=start_hint(f"bees item cancel {row.id}"))
     engine = await bees.engine()
     await engine.cancel(row.id)
-    record.add_event(row.id, key=f"cancel:{now_utc()}", kind="cancel_asked", data={"who": who})
+    record.add_fact(row.id, CancelAsked(who=who), key=f"cancel:{now_utc()}")
     return CancelDone(item=row.id, requested=True,
                       cancelled=await _wait_cancelled(record, row.id, wait))
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import Ambiguous, CloudUnreachable, EngineError, NotFound, Refused
 from bees_cli.handover.continue_ import Continued, Say
+from bees_cli.record.events import Continued as ContinuedFact
 
 if TYPE_CHECKING:
     from bees_cli.handover.checkpoint import Progress
@@ -392,12 +393,10 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
     for entry in journal:
         record.add_journal(item_id, entry.model_dump(mode="json"))
     seed_pieces(record, pieces)
-    record.add_event(item_id, key=f"continued:{ready['sha256']}", kind="continued",
-                     stage=restart,
-                     data={"from": checkpoint["computer"], "checkpoint_sha256": ready["sha256"],
-                           "restart_stages": dict(checkpoint["restart_stages"]),
-                           "files": len(checkpoint["files"]), "journal": len(journal),
-                           "pieces": len(pieces), "run": run})
+    record.add_fact(item_id, ContinuedFact(
+        stage=restart, from_computer=checkpoint["computer"], checkpoint_sha256=ready["sha256"],
+        restart_stages=dict(checkpoint["restart_stages"]), files=len(checkpoint["files"]),
+        journal=len(journal), pieces=len(pieces), run=run), key=f"continued:{ready['sha256']}")
     FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
                                         computer=here.computer, detail=None,
                                         tried=datetime.now(UTC), epoch=epoch)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bees_cli.errors import BeesError
+from bees_cli.record.events import Retried
 from bees_cli.record.local import ItemRow, now_utc
 from bees_cli.record.rebuild import RebuiltItem, mark_lost, restore_item
 from bees_cli.record.states import NOT_STARTED_WAITS, RUN_STATUSES, Status
@@ -230,8 +231,9 @@ async def retry_lost(bees: Bees, row: ItemRow) -> PersonDone:
     who, at = bees.who(), now_utc()
     await asyncio.to_thread(record.restart_item, row.id, input=again,
                             run_folder=row.run_folder, stage=restart)
-    await asyncio.to_thread(record.add_event, row.id, key=f"retried:lost:{at}", kind="retried",
-                            stage=restart, data={"who": who, "asked_at": at})
+    await asyncio.to_thread(record.add_fact, row.id,
+                            Retried(stage=restart, who=who, asked_at=at),
+                            key=f"retried:lost:{at}")
     if await asyncio.to_thread(bees.worker_address) is None:
         bees.say(f"the engine is not running: {row.id} starts at {restart} when `bees run` "
                  "starts")

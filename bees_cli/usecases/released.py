@@ -19,6 +19,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from bees_cli.errors import BeesError
+from bees_cli.record.events import ApprovalRelinquished, Relinquished
 from bees_cli.record.states import Status
 
 if TYPE_CHECKING:
@@ -100,15 +101,14 @@ def mark_relinquished(record: LocalRecord, row: ItemRow, owner: wire.Owner) -> N
         for request in record.approvals(row.id):
             request["status"] = "relinquished"
             record.put_approval(row.id, request)
-            record.add_event(row.id, key=f"approval:{request['id']}:relinquished",
-                             kind="approval_relinquished", stage=request.get("stage"),
-                             data={"request": request["id"], "action": request.get("action")})
+            record.add_fact(row.id, ApprovalRelinquished(
+                stage=request.get("stage"), request=request["id"], action=request.get("action")),
+                key=f"approval:{request['id']}:relinquished")
         record.release_slot(row.id)
-        record.add_event(
-            row.id, key=f"relinquished:{release.checkpoint_sha256}", kind="relinquished",
-            stage=row.stage,
-            data={"who": owner.person, "asked_at": format_utc(release.released_at),
-                  "restart_stages": dict(release.restart_stages),
-                  "checkpoint_sha256": release.checkpoint_sha256, "released": True})
+        record.add_fact(row.id, Relinquished(
+            stage=row.stage, who=owner.person, asked_at=format_utc(release.released_at),
+            restart_stages=dict(release.restart_stages),
+            checkpoint_sha256=release.checkpoint_sha256, released=True),
+            key=f"relinquished:{release.checkpoint_sha256}")
         record.set_state(row.id, status=Status.FREE, stage=restart,
                          reason=f"restarts at {restart}")

@@ -87,9 +87,9 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
     record = LocalRecord(computer.record_path)
     add(record, ITEM, tmp_path, status=Status.WAITING_FOR_APPROVAL, stage="Send",
         reason="mail.send", agent="sender")
-    record.add_event(ITEM, key="p1", kind="pick", stage="Send", round=1,
+    record._add_event(ITEM, key="p1", kind="pick", stage="Send", round=1,
                      data={"pick": {"agent": "sender", "reason": "first eligible"}})
-    record.add_event(ITEM, key="a1", kind="approval_asked", stage="Send", round=1,
+    record._add_event(ITEM, key="a1", kind="approval_asked", stage="Send", round=1,
                      data={"request": 1, "action": "mail.send", "summary": "to sam"})
     record.put_approval(ITEM, {"id": 1, "item_id": ITEM, "stage": "Send", "round": 1,
                                "action": "mail.send", "kind": "send", "summary": "to sam",

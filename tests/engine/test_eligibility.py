@@ -71,7 +71,8 @@ async def test_item_waits_with_reasons_and_rechecks_every_15_s(
         assert [retried_every(e) for e in waits] == [(timedelta(seconds=15), 1.0, 0)]
         assert await skip_env.get_current_time() - start >= timedelta(seconds=32)
         await handle.terminate()
-    waits = [e.data["reasons"] for e in record.events(item.id) if e.kind == "waiting"]
+    waits = [[r.words() for r in e.typed().reasons]  # type: ignore[attr-defined]
+             for e in record.events(item.id) if e.kind == "waiting"]
     assert waits == [
         ["folder notes: not linked on this computer (bees link notes PATH)",
          "no enabled agent for Work: alpha disabled"],

@@ -107,8 +107,8 @@ async def test_a_busy_pieces_agent_is_rechecked_every_15_s_then_it_runs(
     assert (done.status, done.agent, done.pick_reason) == (
         PieceStatus.FINISHED, "alpha", "named by the caller")
     assert done.result is not None and done.result.files == ["alpha.md"]
-    assert [e.data["reason"] for e in record.events(item.id)
-            if e.kind == "piece_waiting"] == [BUSY]
+    assert ["; ".join(r.words() for r in e.typed().reasons)  # type: ignore[attr-defined]
+            for e in record.events(item.id) if e.kind == "piece_waiting"] == [BUSY]
     assert record.slots() == []
 
 

@@ -74,5 +74,6 @@ async def test_busy_agent_rechecks_every_15_s_and_fails_after_10_minutes(
         assert await handle.result() == "done"
     assert space.lines() == ["Work alpha 1 1 []"]
     assert record.slots() == []
-    busy = [e.data["reason"] for e in record.events(item.id) if e.kind == "busy"]
+    busy = [e.typed().reason.words()  # type: ignore[attr-defined]
+            for e in record.events(item.id) if e.kind == "busy"]
     assert busy == ["waiting for agent alpha: 1 of 1 busy (items 01OTHER)"]

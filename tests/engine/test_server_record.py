@@ -52,8 +52,8 @@ def test_record_states_events_and_prefixes(tmp_path: Path) -> None:
     assert (row.stage, row.status_text) == ("Draft", "waiting: folder x: gone")
     record.set_state(row.id, status="starting", only_if=frozenset({"pending"}))
     assert record.item(row.id).status == "waiting"
-    record.add_event(row.id, key="k", kind="pick", data={"n": 1})
-    record.add_event(row.id, key="k", kind="pick", data={"n": 2})
+    record._add_event(row.id, key="k", kind="pick", data={"n": 1})
+    record._add_event(row.id, key="k", kind="pick", data={"n": 2})
     assert [(e.kind, e.data) for e in record.events(row.id)] == [
         ("created", {}), ("pick", {"n": 1})]
     with pytest.raises(NotFound, match="matches 2 items"):

@@ -44,8 +44,14 @@ stages:
 
 def picks(record: LocalRecord, item_id: str) -> list[dict[str, object]]:
     """Return ``(stage, round, pick)`` of each pick in the item's history."""
-    return [{"stage": e.stage, "round": e.round, **e.data["pick"]}
-            for e in record.events(item_id) if e.kind == "pick"]
+    found = []
+    for e in record.events(item_id):
+        if e.kind == "pick":  # stored as tier codes, read back as the words people read
+            pick = e.typed().pick  # type: ignore[attr-defined]
+            found.append({"stage": e.stage, "round": e.round, "agent": pick.agent,
+                          "reason": pick.words(), "skipped": [
+                              {"agent": s.agent, "why": s.why_words()} for s in pick.skipped]})
+    return found
 
 
 async def run_to_end(env: WorkflowEnvironment, space: Space, record: LocalRecord, process: str,

@@ -45,7 +45,7 @@ def test_the_lock_is_free_again_once_a_continue_ended(bees_home: object) -> None
 
 def test_an_item_continued_here_already_is_refused_with_its_run(bees: BeesRunner) -> None:
     record = _record()
-    record.add_event(ITEM, key="continued:x", kind="continued", stage="Draft",
+    record._add_event(ITEM, key="continued:x", kind="continued", stage="Draft",
                      data={"from": "maya-laptop", "run": 2})
     done = bees("continue", ITEM, "--digest", DIGEST)
     assert (done.returncode, done.stdout) == (3, "")

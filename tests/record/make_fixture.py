@@ -53,23 +53,23 @@ def main() -> None:
                     run_folder="/runs/B", input='{"item_id": "B"}', stage="Draft")
     record.add_item(id=ITEM_C, process="mail", title="Reply", workspace="/ws",
                     run_folder="/runs/C", input='{"item_id": "C"}', stage="Send")
-    record.add_event(ITEM_A, key="Draft:1:waiting:abc", kind="waiting", stage="Draft",
+    record._add_event(ITEM_A, key="Draft:1:waiting:abc", kind="waiting", stage="Draft",
                      round=1, data={"reasons": ["folder reports is not linked here"],
                                     "pick": None})
     record.set_state(ITEM_A, status="waiting", stage="Draft",
                      reason="folder reports is not linked here")
-    record.add_event(ITEM_A, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
+    record._add_event(ITEM_A, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
                      data={"pick": {"agent": "writer", "reason": "named on the item",
                                     "skipped": []}, "reviewed_by": None})
-    record.add_event(ITEM_A, key="Draft:1:started:1", kind="stage_started", stage="Draft",
+    record._add_event(ITEM_A, key="Draft:1:started:1", kind="stage_started", stage="Draft",
                      round=1, data={"agent": "writer", "attempt": 1, "comments": []})
-    record.add_event(ITEM_A, key="Draft:1:1:stage_failed", kind="stage_failed", stage="Draft",
+    record._add_event(ITEM_A, key="Draft:1:1:stage_failed", kind="stage_failed", stage="Draft",
                      round=1, data={"agent": "writer", "attempt": 1, "reason": "exit 3",
                                     "verdict": None, "comments": [],
                                     "output_dir": "/runs/A/Draft", "stdout": "/l/1.stdout",
                                     "stderr": "/l/1.stderr", "exit_code": 3})
     record.set_state(ITEM_A, status="failed", stage="Draft", reason="exit 3", agent="writer")
-    record.add_event(ITEM_B, key="done", kind="done", stage="Done")
+    record._add_event(ITEM_B, key="done", kind="done", stage="Done")
     record.set_state(ITEM_B, status="done", stage="Done")
     record.set_state(ITEM_C, status="waiting for approval", stage="Send", agent="mailer",
                      reason="mail.send to bob")

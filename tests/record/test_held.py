@@ -44,7 +44,7 @@ def test_one_connection_per_thread_is_opened_once(tmp_path: Path,
     record.add_item(id=ITEM, process="p", title="Week 1", workspace="/ws",
                     run_folder=str(tmp_path / "run"), input="{}", stage="Draft")
     for round_ in range(3):
-        record.add_event(ITEM, key=f"k{round_}", kind="note")
+        record._add_event(ITEM, key=f"k{round_}", kind="note")
         record.set_state(ITEM, status="running", agent=f"a{round_}")
         record.item(ITEM)
     helper = threading.Thread(target=record.events, args=(ITEM,), name="helper")
@@ -70,7 +70,7 @@ def test_a_step_commits_its_writes_together(tmp_path: Path) -> None:
     record = _record(tmp_path)
     other = _other(record)
     with record.step():
-        record.add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1)
+        record._add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1)
         record.set_state(ITEM, status="running", stage="Draft", agent="writer")
         assert other.execute("SELECT status FROM items").fetchall() == [("pending",)]
         with pytest.raises(sqlite3.OperationalError, match="locked"):
@@ -83,7 +83,7 @@ def test_a_step_commits_its_writes_together(tmp_path: Path) -> None:
 def test_a_step_that_raises_writes_nothing_and_lets_go_of_the_lock(tmp_path: Path) -> None:
     record = _record(tmp_path)
     with pytest.raises(KeyError), record.step():
-        record.add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1)
+        record._add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1)
         record.set_state(ITEM, status="running", stage="Draft", agent="writer")
         raise KeyError("stop")
     other = _other(record)

@@ -120,18 +120,18 @@ def test_the_shared_record_carries_the_tokens_of_finished_and_failed_model_stage
     for item_id in ("MODEL", "COMMAND"):
         record.add_item(id=item_id, process="p", title="t", workspace="/ws", run_folder="/r",
                         input="{}", stage="Draft")
-    record.add_event("MODEL", key="Draft:1:1:stage_finished", kind="stage_finished",
+    record._add_event("MODEL", key="Draft:1:1:stage_finished", kind="stage_finished",
                      stage="Draft", round=1, data={"agent": "writer", "turns": 3, "tokens": 1200})
-    record.add_event("MODEL", key="Review:1:1:stage_finished", kind="stage_finished",
+    record._add_event("MODEL", key="Review:1:1:stage_finished", kind="stage_finished",
                      stage="Review", round=1, data={"agent": "reviewer", "turns": 1, "tokens": 345,
                                                      "tokens_in": 300, "tokens_out": 45})
-    record.add_event("MODEL", key="Send:1:1:failed", kind="stage_failed", stage="Send",
+    record._add_event("MODEL", key="Send:1:1:failed", kind="stage_failed", stage="Send",
                      round=1, data={"reason": "agent sender: the turn limit of 4 model calls "
                                     "was reached", "tokens": 100, "tokens_in": 90,
                                     "tokens_out": 10})
-    record.add_event("MODEL", key="Send:1:1:stage_started", kind="stage_started",
+    record._add_event("MODEL", key="Send:1:1:stage_started", kind="stage_started",
                      stage="Send", round=1, data={"agent": "sender", "attempt": 1, "tokens": 9})
-    record.add_event("COMMAND", key="Draft:1:1:stage_finished", kind="stage_finished",
+    record._add_event("COMMAND", key="Draft:1:1:stage_finished", kind="stage_finished",
                      stage="Draft", round=1, data={"agent": "writer", "exit_code": 0})
     record.set_state("MODEL", status=Status.RUNNING, stage="Send", agent="sender")
     record.set_state("COMMAND", status=Status.RUNNING, stage="Review", agent="reviewer")

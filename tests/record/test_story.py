@@ -21,9 +21,9 @@ def laptop_record(tmp_path: Path) -> LocalRecord:
     record = LocalRecord(tmp_path / "laptop.db")
     record.add_item(id=ITEM, process="report", title="Week 2", workspace="/ws",
                     run_folder="/laptop/runs/X", input="{}", stage="Draft")
-    record.add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
+    record._add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
                      data={"pick": {"agent": "writer", "reason": "named on the stage"}})
-    record.add_event(ITEM, key="Review:1:1:stage_finished", kind="stage_finished",
+    record._add_event(ITEM, key="Review:1:1:stage_finished", kind="stage_finished",
                      stage="Review", round=1,
                      data={"verdict": "changes_requested", "comments": ["shorter"],
                            "output_dir": "/laptop/runs/X/Review",
@@ -71,7 +71,7 @@ def test_the_desktop_imports_the_story_before_its_own_facts_once(tmp_path: Path)
     added = import_story(desktop, ITEM, story, machine_id=DESKTOP, computer="maya-desktop",
                          run_folder="/desktop/runs/X")
     assert added == 3
-    desktop.add_event(ITEM, key="continued:x", kind="continued", stage="Draft",
+    desktop._add_event(ITEM, key="continued:x", kind="continued", stage="Draft",
                       data={"from": "maya-laptop", "checkpoint_sha256": "c" * 64})
     row = desktop.item(ITEM)
     assert (row.created, row.created_on) == (laptop.item(ITEM).created, "maya-laptop")
@@ -100,7 +100,7 @@ def test_a_story_that_comes_back_adds_only_what_happened_elsewhere(tmp_path: Pat
     desktop = desktop_record(tmp_path, told(laptop, LAPTOP, "maya-laptop", "/laptop/runs/X"))
     import_story(desktop, ITEM, told(laptop, LAPTOP, "maya-laptop", "/laptop/runs/X"),
                  machine_id=DESKTOP, computer="maya-desktop", run_folder="/desktop/runs/X")
-    desktop.add_event(ITEM, key="Draft:3:pick", kind="pick", stage="Draft", round=3,
+    desktop._add_event(ITEM, key="Draft:3:pick", kind="pick", stage="Draft", round=3,
                       data={"pick": {"agent": "writer", "reason": "named on the stage"}})
     # the desktop tells it on: the laptop's facts keep their laptop keys and origin
     back = told(desktop, DESKTOP, "maya-desktop", "/desktop/runs/X")
@@ -136,7 +136,7 @@ def test_a_continued_run_keeps_its_facts_apart_from_the_earlier_runs(tmp_path: P
     record.restart_item(ITEM, input='{"run": 2, "snapshot": {}}', run_folder="/laptop/runs/X",
                         stage="Draft")
     for _ in range(2):  # an activity retried writes its fact once
-        record.add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
+        record._add_event(ITEM, key="Draft:1:pick", kind="pick", stage="Draft", round=1,
                          data={"pick": {"agent": "editor", "reason": "named on the item"}})
     picks = [e.data["pick"]["agent"] for e in record.events(ITEM) if e.kind == "pick"]
     assert picks == ["writer", "editor"]

@@ -36,8 +36,8 @@ def shown_item(bees_home: Path, tmp_path: Path) -> str:
                     run_folder=str(tmp_path / "run"), input="{}", stage="Draft")
     for kind, (data, stage, round_, _) in sorted(SAMPLES.items()):
         if kind != "created":
-            record.add_event(ITEM, key=kind, kind=kind, stage=stage, round=round_, data=data)
-    record.add_event(ITEM, key="new", kind="piece_merged", data={"piece": "p-2"})
+            record._add_event(ITEM, key=kind, kind=kind, stage=stage, round=round_, data=data)
+    record._add_event(ITEM, key="new", kind="piece_merged", data={"piece": "p-2"})
     for seq, parent, status in ((1, None, "finished"), (2, "r1-a1-p1", "running")):
         record.put_piece(Piece(
             item_id=ITEM, piece=f"r1-a1-p{seq}", stage="Draft", seq=seq, parent=parent,
