@@ -141,6 +141,8 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
             problems += _ref(loaded, "agents", agent, source, (*here, "agents", position))
         for position, folder in enumerate(stage.reads):
             problems += _ref(loaded, "folders", folder, source, (*here, "reads", position))
+        for position, folder in enumerate(stage.writes):
+            problems += _ref(loaded, "folders", folder, source, (*here, "writes", position))
         if stage.kind == "done":
             if index != done_at[0]:
                 message = (
@@ -154,7 +156,7 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                     f"'{stages[index + 1].name}' comes after it"
                 )
                 problems.append(source.at((*here, "kind"), message))
-            for key in ("agents", "reads"):
+            for key in ("agents", "reads", "writes"):
                 if getattr(stage, key):
                     problems.append(
                         source.at((*here, key), f"a 'done' stage runs nothing; remove '{key}'")
