@@ -208,3 +208,46 @@ def mcp_tool_kind(declared: str | None,  # pragma: no mutate
     if read_only_hint is True:
         return "read", "read_only_hint"
     return UNDECLARED_KIND, "undeclared"
+
+
+WriteFolder = Literal["run", "writes", "reads", "outside"]
+"""Where a model's ``write_file`` would land: the stage's own folder in the run folder, a
+linked folder the stage lists under ``writes:``, a linked folder it only reads (``reads:``,
+the item's folders, other stages' folders), or outside all of them."""
+
+STAGE_FOLDER_WORD = "stage"
+"""The name by which a model's file tools mean the stage's own folder."""
+
+
+def write_refusal(where: WriteFolder, *, folder: str,  # pragma: no mutate
+                  approval_required: bool, approved: bool) -> str | None:
+    """Return why a stage's model may not write into ``folder`` now, or None: it may (issue
+    25, point 5: no side doors; Rules: approvals).
+
+    The stage's own folder is always writable; a folder under the stage's ``writes:`` is
+    writable, on a stage with ``approval: required`` only once a person approved something
+    of the stage's current round (before that a write would change a linked folder while
+    the stage shows "waiting for approval"); a folder the stage only reads, and anything
+    outside these, never.
+
+    Args:
+        where: what ``folder`` is to the stage (:data:`WriteFolder`).
+        folder: the folder's name as the model gave it (for the reason).
+        approval_required: the stage is marked ``approval: required``.
+        approved: a person approved a request of the stage's current round.
+
+    Returns:
+        None, or the reason told to the model as the tool's result (after ``refused:``).
+    """
+    if where == "run":
+        return None
+    if where == "writes":
+        if not approval_required or approved:
+            return None
+        return (f"folder {folder} is a linked folder and this stage needs a person's approval "
+                f"before it changes one; write in the stage's own folder ({STAGE_FOLDER_WORD}) "
+                "until then")
+    if where == "reads":
+        return f"folder {folder} is read-only to this stage: it is not under the stage's writes:"
+    return (f"that path is outside the folders this stage may write: its own folder "
+            f"({STAGE_FOLDER_WORD}) and those under its writes:")

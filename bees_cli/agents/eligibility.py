@@ -75,7 +75,7 @@ def find_stage(snapshot: ItemSnapshot, stage_name: str) -> Stage:
 
 def item_reads(snapshot: ItemSnapshot) -> list[str]:
     """Return every folder the item reads, each once: the item's folders, then each stage's
-    ``reads`` in process order.
+    ``reads`` and ``writes`` in process order (a folder a stage writes must be linked too).
 
     Why all stages and not only the next one: an item that can start here should be able
     to finish here, so a missing folder is reported before any work starts.
@@ -83,6 +83,7 @@ def item_reads(snapshot: ItemSnapshot) -> list[str]:
     names = list(snapshot.item_folders)
     for stage in snapshot.process.stages:
         names.extend(stage.reads)
+        names.extend(stage.writes)
     return list(dict.fromkeys(names))
 
 

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from bees_cli.agents.mcp_addon import McpTool
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.record.views import ModelRetry
+    from bees_cli.rules import WriteFolder
     from bees_cli.workspace.models import ModelRunner
 
 ANSWER_FILE = "answer.md"
@@ -558,9 +559,43 @@ class ModelActivities:
                               outcome="failed")
         return ToolResult(content=outcome.stdout, outcome="ran")
 
+    def _approved(self, context: TurnContext) -> bool:
+        """Tell whether a person approved a request of the stage's current round (the local
+        record: ``bees approve`` writes it there before the held action runs)."""
+        return any(request.get("stage") == context.stage
+                   and request.get("round") == context.round
+                   for request in self.record.approvals(context.item_id, status="approved"))
+
+    def _write_refusal(self, context: TurnContext, name: str, target: Path) -> str | None:
+        """Return why the stage's model may not write file ``target`` (asked in folder
+        ``name``) now, or None (:func:`~bees_cli.rules.write_refusal`: no side doors, issue
+        25, point 5). Where ``target`` lands is read from its resolved path, the innermost
+        folder holding it: the stage's own, one under the stage's ``writes:``, another
+        linked folder, or none (a link that leads out)."""
+        from bees_cli.agents.eligibility import find_stage
+        from bees_cli.rules import write_refusal
+
+        stage = find_stage(self._snapshot(context), context.stage)
+        own = work_folder(context.run_folder, context.stage, context.piece)
+        holders = [(Path(path).resolve(), folder) for folder, path in context.folders.items()]
+        holders.append((own.resolve(), STAGE_FOLDER))
+        holding = [(root, folder) for root, folder in holders if target.is_relative_to(root)]
+        where: WriteFolder = "outside"
+        folder = name
+        if holding:
+            _, folder = max(holding, key=lambda held: len(held[0].parts))
+            where = ("run" if folder == STAGE_FOLDER else
+                     "writes" if folder in stage.writes else "reads")
+        required = stage.approval == "required"
+        return write_refusal(where, folder=folder, approval_required=required,
+                             approved=required and where == "writes"
+                             and self._approved(context))
+
     def _file_tool(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
         """Read or write a file inside the stage's folder, a linked folder, or (reading
-        only) an earlier stage's folder; paths follow the checkpoint's rules."""
+        only) an earlier stage's folder; paths follow the checkpoint's rules. A write is
+        refused, with the reason as the tool's result, where the stage may not write now
+        (:meth:`_write_refusal`)."""
         from bees_cli.handover.folder import path_problem
 
         name = str(ask.arguments.get("folder") or STAGE_FOLDER)
@@ -580,6 +615,10 @@ class ModelActivities:
         root = Path(roots[name])
         root.mkdir(parents=True, exist_ok=True)
         target = (root / relative).resolve()
+        if ask.tool != READ_FILE:
+            refusal = self._write_refusal(context, name, target)
+            if refusal is not None:
+                return ToolResult(content=f"refused: {refusal}", outcome="refused")
         if not target.is_relative_to(root.resolve()):
             return ToolResult(content=f"refused: {relative!r} goes outside folder {name}",
                               outcome="refused")

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bees_cli.rules import GATED_KINDS, UNDECLARED_KIND
 from bees_cli.suggest import did_you_mean
 from bees_cli.workspace.models import Agent, Process, Schedule, WorkspaceConfig
 from bees_cli.workspace.problems import Problem, field_path
@@ -141,6 +142,8 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
             problems += _ref(loaded, "agents", agent, source, (*here, "agents", position))
         for position, folder in enumerate(stage.reads):
             problems += _ref(loaded, "folders", folder, source, (*here, "reads", position))
+        for position, folder in enumerate(stage.writes):
+            problems += _ref(loaded, "folders", folder, source, (*here, "writes", position))
         if stage.kind == "done":
             if index != done_at[0]:
                 message = (
@@ -154,7 +157,7 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                     f"'{stages[index + 1].name}' comes after it"
                 )
                 problems.append(source.at((*here, "kind"), message))
-            for key in ("agents", "reads"):
+            for key in ("agents", "reads", "writes"):
                 if getattr(stage, key):
                     problems.append(
                         source.at((*here, key), f"a 'done' stage runs nothing; remove '{key}'")
@@ -163,6 +166,8 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                 problems.append(
                     source.at((*here, "approval"), "a 'done' stage runs nothing; remove 'approval'")
                 )
+        if stage.kind != "done" and stage.approval != "required":
+            problems += _ungated_senders(loaded, stage, source, here)
         if stage.kind == "review":
             problems += _check_review(stages, by_name, index, source)
         elif stage.reviews is not None:
@@ -176,6 +181,55 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
         problems.append(source.at(("stages",), "no 'done' stage; a process ends with exactly one"))
     elif all(stage.kind == "done" for stage in stages):
         problems.append(source.at(("stages",), "a process needs a work stage before 'done'"))
+    return problems
+
+
+UNGATED_WARNING = ("agent '{agent}'{default} holds {tools} but stage '{stage}' has no "
+                   "'approval: required': it runs without a person's approval")
+"""Warning on a stage without approval whose agent holds a send, post, delete or pay tool
+(issue 25, point 5: no side doors)."""
+
+
+def gated_tools(loaded: Loaded, agent: Agent) -> list[tuple[str, str]]:
+    """Return ``(ADDON.ACTION, kind)`` for each tool of ``agent`` whose declared kind is send,
+    post, delete or pay (a script action's ``kind``, an MCP tool's ``kinds:`` entry; an MCP
+    tool whose kind is known only from its server is not judged here)."""
+    addons = loaded.objects.get("addons", {})
+    found: list[tuple[str, str]] = []
+    for tool in agent.tools:
+        addon_name, _, name = tool.partition(".")
+        addon = addons.get(addon_name)
+        if addon is None:
+            continue
+        action = addon.actions.get(name)
+        kind = action.kind if action is not None else addon.kinds.get(name)
+        if kind in GATED_KINDS and kind != UNDECLARED_KIND:
+            found.append((tool, kind))
+    return found
+
+
+def _ungated_senders(loaded: Loaded, stage: Any, source: Source,
+                     here: tuple[str | int, ...]) -> list[Problem]:
+    """Warn for each agent of ``stage`` (those it names, else the workspace's default agent)
+    holding a send, post, delete or pay tool, the stage not marked ``approval: required``."""
+    agents = loaded.objects.get("agents", {})
+    named: list[tuple[str, tuple[str | int, ...], str]] = [
+        (agent, (*here, "agents", position), "") for position, agent in enumerate(stage.agents)]
+    config = loaded.config
+    if not named and config is not None and config.default_agent is not None:
+        named = [(config.default_agent, here, " (the default agent)")]
+    problems: list[Problem] = []
+    for agent, path, default in named:
+        if agent not in agents:
+            continue
+        tools = gated_tools(loaded, agents[agent])
+        if tools:
+            message = UNGATED_WARNING.format(
+                agent=agent, default=default, stage=stage.name,
+                tools=", ".join(f"{tool} ({kind})" for tool, kind in tools))
+            line, column = source.document.positions.value(path)
+            problems.append(Problem(source.rel, line, column, field_path(path), message,
+                                    "warning"))
     return problems
 
 

@@ -126,7 +126,13 @@ class Stage(Strict):
         description="'required': a person must approve before the stage finishes, "
         "sends, posts, deletes or pays.",
     )
-    reads: list[Name] = Field(default_factory=list, description="Folders this stage reads.")
+    reads: list[Name] = Field(
+        default_factory=list,
+        description="Folders this stage reads; a model agent's write_file may not change them.")
+    writes: list[Name] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="Folders this stage's model agent may change with write_file (each must "
+        "be linked, like reads); on an approval stage only once a person approved.")
 
 
 class Process(Strict):

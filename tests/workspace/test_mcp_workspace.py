@@ -20,7 +20,8 @@ def notes_workspace(root: Path) -> Path:
         "agents/clerk.yaml": "tools: [notes.search, notes.send_email, notes.close_issue]\n"
                              "runner:\n  command: [clerk]\n",
         "agents/idle.yaml": "enabled: false\ntools: [notes.archive]\nrunner:\n  command: [x]\n",
-        "processes/p.yaml": "stages:\n  - {name: Work, kind: work, agents: [clerk]}\n"
+        "processes/p.yaml": "stages:\n  - {name: Work, kind: work, agents: [clerk], "
+                            "approval: required}\n"
                             "  - {name: Done, kind: done}\n",
     }.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
