@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bees_cli.engine.models import task_queue
+from bees_cli.engine.transcript import transcript_lines, transcript_path
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
@@ -133,3 +134,30 @@ async def test_a_denied_required_tool_is_offered_again_and_its_corrected_call_he
     assert schema(model_server, 2) == {"anyOf": [{
         "type": "object", "properties": {"final": {"type": "string"}},
         "required": ["final"], "additionalProperties": False}]}
+
+
+async def test_a_required_tool_whose_input_was_refused_is_offered_again(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input the action's schema refuses is not run: mail.send stays offered."""
+    log = mail_addon(space, declared=True)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    mail = space.root / "addons" / "mail.yaml"
+    mail.write_text(mail.read_text().replace(
+        "kind: send,", 'kind: send, input: {type: object, properties: {to: {type: string, '
+        'format: email}}, required: [to]},'))
+    model_agent(space, "sender", model_server, tools=["mail.send"], tool_mode="json",
+                file_tools="false", required_tools="[mail.send]")
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.reply('{"tool": "mail__send", "arguments": {"to": "the team"}}'),
+        Answer.reply('{"tool": "mail__send", "arguments": {"to": "team@example.com"}}'),
+        Answer.reply('{"final": "sent"}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert [b["properties"].get("tool", {}).get("const")
+            for b in schema(model_server, 1)["anyOf"]] == ["mail__send"]
+    assert [list(b["properties"]) for b in schema(model_server, 2)["anyOf"]] == [["final"]]
+    assert log.read_text().splitlines() == ['mail.send {"to": "team@example.com"}']
+    lines = transcript_lines(transcript_path(record.item(item_id).run_folder, "Send"))
+    assert [e["outcome"] for e in lines if e["kind"] == "tool"] == ["not_run", "ran"]
