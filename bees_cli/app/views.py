@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bees_cli.record.states import Status
+from bees_cli.record.views import QueuedDecision, decisions_words
 from bees_cli.usecases.models import StatusView
 from bees_cli.utc import display_utc, parse_utc, utc_now
 
@@ -128,28 +129,38 @@ def item_list(view: StatusView, show: Show, *, here: str,
         show: the filter.
         here: this computer's name (the ``where`` of its own items).
 
-    The warnings are ``bees status``'s, after :data:`BEES_RUN_DOWN` when ``bees run`` is not
-    alive here (``view.bees_run``) and the warnings do not say so already.
         now: the clock ages are counted from (default: now).
+
+    The warnings are ``bees status``'s, after :data:`BEES_RUN_DOWN` when ``bees run`` is not
+    alive here (``view.bees_run``) and the warnings do not say so already. An item whose
+    queued decisions (given while ``bees run`` was down) answer all that waited is said as
+    ``bees status`` says it (:meth:`~bees_cli.record.views.QueuedDecision.words`, an age
+    under a minute ``just now``) and is not under ``waiting`` (issue 23, point 2).
     """
     rows: list[ItemRowView] = []
+    clock = now or utc_now()
     for row in view.rows:
         status = str(row.get("status") or "")
-        if show == "waiting" and status not in WAITING_FOR_ME:
+        held = view.held.get(str(row["id"]))
+        queued = [QueuedDecision.model_validate(d) for d in row.get("queued_decisions") or []]
+        # answered in full while bees run was down: it waits for bees run, not for a person
+        answered = bool(queued) and status == Status.WAITING_FOR_APPROVAL and not held
+        if show == "waiting" and (status not in WAITING_FOR_ME or answered):
             continue
         if show == "failed" and status not in FAILED:
             continue
         text = str(row.get("status_text") or status)
-        held = view.held.get(str(row["id"]))
         if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and held:
             text = f"{status}: {held}"
+        elif answered:  # as bees status says it (issue 23, point 2)
+            text = f"{status}: {decisions_words(queued, clock, coarse=True)}"
         rows.append(ItemRowView(
             item_id=str(row["id"]), title=str(row.get("title") or "-"),
             process=str(row.get("process") or "-"), stage=str(row.get("stage") or "-"),
             status=status or "-", detail="" if row.get("team") else detail(status, text),
             agent=str(row.get("agent") or "-"),
             where=_where(row, here),
-            since=since_text(str(row.get("since") or "-"), now),
+            since=since_text(str(row.get("since") or "-"), clock),
             team=bool(row.get("team"))))
     warnings = view.warning.splitlines() if view.warning else []
     if not view.bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):

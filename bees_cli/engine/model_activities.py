@@ -42,6 +42,7 @@ from bees_cli.agents.model_steps import (
 from bees_cli.agents.pieces import DELEGATE, delegate_tool, piece_stage, work_folder
 from bees_cli.agents.runner import env_key
 from bees_cli.engine.model_models import (
+    CALLED_OUTCOMES,
     MODEL_CALL_ACTIVITY,
     TOOL_CALL_ACTIVITY,
     ModelCallInput,
@@ -292,7 +293,10 @@ class ModelActivities:
         server = server_name(runner.model.base_url)
         await asyncio.to_thread(self._start_try, context, info.attempt, policy, server)
         entries = await asyncio.to_thread(transcript_lines, path)
+        # only a call that ran counts: after a refusal or a denial the model may call the
+        # tool again with a corrected input (held for approval anew)
         called = {e["tool"] for e in entries if e.get("kind") == "tool"
+                  and e.get("outcome") in CALLED_OUTCOMES
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
         tools = self._tools(snapshot, context, runner, called,
                             await self._mcp_tools(snapshot, context))
@@ -550,8 +554,8 @@ class ModelActivities:
             outcome = await self.act(ask.tool, json.dumps(ask.arguments), env, str(here))
         except Refused as error:
             return ToolResult(content=f"refused: {error}", outcome="refused")
-        except UserError as error:
-            return ToolResult(content=f"failed: {error}", outcome="failed")
+        except UserError as error:  # turned down before it ran (bad input…)
+            return ToolResult(content=f"failed: {error}", outcome="not_run")
         if outcome.from_journal:
             return ToolResult(content=outcome.stdout, outcome="journal")
         if outcome.exit_code != 0:

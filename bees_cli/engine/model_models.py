@@ -93,7 +93,17 @@ class ToolCallInput(BaseModel):
 
 class ToolResult(BaseModel):
     """Output of ``bees.tool_call``: the text given back to the model as the tool's result,
-    and how it ended (``ran``, ``journal``, ``refused``, ``failed``)."""
+    and how it ended: ``ran``, ``journal`` (answered from the journal), ``failed`` (ran and
+    failed, or a file tool or piece that failed), ``not_run`` (the action's gate turned it
+    down before it ran: an input its schema refuses, a program that cannot start), or
+    ``refused`` (refused or denied by a person). Only ``ran``, ``journal`` and ``failed``
+    count as called for ``required_tools`` (:data:`CALLED_OUTCOMES`)."""
 
     content: str
-    outcome: Literal["ran", "journal", "refused", "failed"] = "ran"
+    outcome: Literal["ran", "journal", "refused", "failed", "not_run"] = "ran"
+
+
+CALLED_OUTCOMES = frozenset({"ran", "journal", "failed"})
+"""Outcomes of a tool call that ran (or was answered from the journal): a required tool so
+called is not offered again; a refused, denied or not-run call leaves it offered, so the
+model may call it again with a corrected input."""

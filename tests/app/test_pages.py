@@ -134,6 +134,12 @@ def test_a_decision_queued_while_bees_run_is_down_is_not_offered_again(
     assert ('<span data-testid="item-status-detail" class="detail"> — approved by '
             f"{done.who} just now: delivered when bees run starts</span>") in html
     assert asyncio.run(bees.approvals()) == []
+    # the list says it too, and the item waits for nobody here (issue 23, point 2)
+    listed = client.get("/items").text
+    assert (f'<small class="detail" data-field="detail">approved by {done.who} just now: '
+            "delivered when bees run starts</small>") in listed
+    assert cells(listed, ITEM)["status"] == "waiting for approval"
+    assert f'data-item-id="{ITEM}"' not in client.get("/items?show=waiting").text
 
 
 def test_the_item_page_part_polls_and_answers_204_while_unchanged(

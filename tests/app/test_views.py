@@ -160,3 +160,31 @@ def test_the_detail_beside_a_status_word_does_not_repeat_it() -> None:
     assert detail("free", "free, restarts at Send") == "restarts at Send"
     assert detail("done", "done") == ""
     assert detail("running", "Draft, running on maya-laptop") == "Draft, running on maya-laptop"
+
+
+def test_the_list_says_a_queued_decision_as_bees_status_does_and_waits_no_more() -> None:
+    from bees_cli.app.views import item_list
+    from bees_cli.cli.status_view import status_cell
+    from bees_cli.usecases.models import StatusView
+
+    other = ITEM[:-1] + "W"
+    decision = {"decision": "denied", "request_id": None, "answer": None,
+                "who": "maya@example.com", "at": "2026-12-01T10:03:00Z", "reason": "x"}
+    answered = {"id": ITEM, "status": "waiting for approval", "stage": "Send",
+                "status_text": "waiting for approval: mail.send", "since": "2026-12-01T10:00:00Z",
+                "wait": "engine_not_running", "queued_decisions": [decision]}
+    # a decision on request 1 only: request 2 still waits for a person
+    partly = {**answered, "id": other, "wait": None, "queued_decisions": [
+        {**decision, "decision": "approved", "request_id": 1, "reason": None}]}
+    view = StatusView(rows=[answered, partly], held={other: "finish Send"}, bees_run=False)
+    said = 'denied by maya@example.com 2m ago ("x"): delivered when bees run starts'
+    (row, still) = item_list(view, "all", here="maya-laptop", now=NOW).rows
+    assert (row.status, row.detail) == ("waiting for approval", said)
+    assert status_cell(answered, view.held, NOW).text == said  # bees status's cell
+    assert (still.status, still.detail) == ("waiting for approval", "finish Send")
+    assert [r.item_id for r in item_list(view, "waiting", here="maya-laptop",
+                                         now=NOW).rows] == [other]
+    # under a minute the live list says "just now", as every age of its live part
+    soon = datetime(2026, 12, 1, 10, 3, 20, tzinfo=UTC)
+    assert item_list(view, "all", here="maya-laptop", now=soon).rows[0].detail == (
+        'denied by maya@example.com just now ("x"): delivered when bees run starts')
