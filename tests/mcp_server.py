@@ -4,7 +4,13 @@ Run as ``python mcp_server.py MODE``:
 
 - ``stdio``: serve over stdio;
 - ``crash``: print ``notes: cannot open the notes file`` on stderr and exit 1 at once;
-- ``hang``: never answer (sleep, reading nothing).
+- ``hang``: never answer (sleep, reading nothing);
+- ``chatty``: print ``hello, this is not json-rpc`` on stdout, then never answer;
+- ``flaky FOLDER``: serve when started in ``FOLDER`` (the workspace: listing its tools works),
+  else act as ``crash`` (a tool call, started in the stage's folder, finds it down);
+- ``late``: serve over stdio with one more tool, ``late`` (logs ``late {"seconds": S}``
+  when called, then after ``seconds`` logs ``late done``: a side effect that comes late; it
+  blocks, so the server outlives a closed stdin until it is done).
 
 Served over Streamable HTTP in the test's process by :func:`http_server` (a real uvicorn on a
 loopback port).
@@ -102,12 +108,31 @@ def free_port() -> int:
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "flaky":
+        here = Path(sys.argv[2]).resolve() == Path.cwd().resolve()
+        mode = "stdio" if here else "crash"
     if mode == "crash":
         print("starting notes", file=sys.stderr)
         print("notes: cannot open the notes file", file=sys.stderr)
         sys.exit(1)
     if mode == "hang":
         time.sleep(3600)
+    if mode == "chatty":
+        print("hello, this is not json-rpc", flush=True)
+        time.sleep(3600)
     if os.environ.get("ENV_DUMP"):
         Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ), sort_keys=True))
-    build_server(os.environ.get("NOTES_LOG")).run()
+    notes = build_server(os.environ.get("NOTES_LOG"))
+    if mode == "late":
+        @notes.tool()
+        def late(seconds: float) -> str:
+            """Log the call, then ``late done`` after ``seconds`` (a blocking tool: it runs
+            on in its thread when stdin closes)."""
+            log = os.environ["NOTES_LOG"]
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(f"late {json.dumps({'seconds': seconds})}\n")
+            time.sleep(seconds)
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write("late done\n")
+            return "done"
+    notes.run()

@@ -12,12 +12,14 @@ the handshake and the list of tools each get ``start_seconds``
 server that hangs is "not connected", never a hang.
 
 A local server runs once per list or call: started, asked, stopped (the SDK closes its stdin,
-then ends its process tree, each wait bounded). Reusing one process across the calls of a
+then ends its process tree, each wait bounded). It is started with the parent-death signal
+set, so it dies with the process that started it (``bees action``, ``bees run``) even when
+that one is killed mid-call. Reusing one process across the calls of a
 stage is a later step.
 
 Errors::
 
-    McpNotReached (UserError)        the server could not be started or reached, or did not
+    McpNotReached (BeesError)        the server could not be started or reached, or did not
                                      answer, before any tool call was sent: nothing happened
     McpCallCut (ActionInterrupted)   the call was sent and no answer came (bound, or the server
                                      went away): it may have taken effect
@@ -26,16 +28,23 @@ Errors::
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import os
+import shlex
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
 
-from bees_cli.errors import ActionInterrupted, UserError
+from pydantic import ValidationError
+
+from bees_cli.errors import ActionInterrupted, BeesError
 from bees_cli.machine.connections import AddonConnection, check_connection
 from bees_cli.rules import mcp_tool_kind
 from bees_cli.workspace.summary import ToolKind
@@ -52,11 +61,14 @@ __all__ = ["McpCallCut", "McpConnection", "McpNotReached", "McpResult", "McpTool
            "addon_connections", "call_tool", "check_mcp", "list_tools", "tool_kinds"]
 
 
-class McpNotReached(UserError):
+class McpNotReached(BeesError):
     """The server could not be started or reached, or did not answer in time, before any
-    tool call was sent: nothing happened. The message is the reason (``command not found:
-    notes-server``, ``server exited: LAST STDERR LINE``, ``URL refused the connection``,
-    ``no answer within 10 s``)."""
+    tool call was sent: nothing happened. A failure (exit 1), not bad usage. The message is
+    the reason (``command not found: notes-server``, ``server exited: LAST STDERR LINE``,
+    ``URL refused the connection``, ``no answer within 10 s``, ``server wrote non-MCP output
+    on stdout: 'LINE'``); the hint, what to try (the server's command as it runs)."""
+
+    code = "mcp_not_reached"
 
 
 class McpCallCut(ActionInterrupted):
@@ -149,9 +161,45 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
+NOISE_SHOWN = 80
+"""Characters of a server's non-MCP stdout line quoted in the reason."""
+
+_sdk_notes: ContextVar[list[str] | None] = ContextVar("bees_mcp_sdk_notes", default=None)
+"""The current exchange's words for what the SDK logged (None: not in an exchange)."""
+
+
+class _SdkLog(logging.Handler):
+    """Takes what the ``mcp`` SDK logs instead of printing it (with a traceback) on the
+    user's stderr: a line of the server's stdout that is not JSON-RPC becomes a reason of
+    the current exchange; the rest is dropped."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        notes = _sdk_notes.get()
+        error = record.exc_info[1] if record.exc_info else None
+        if notes is None or not isinstance(error, ValidationError):
+            return
+        errors = error.errors()
+        line = errors[0].get("input") if errors else None
+        if not isinstance(line, str):
+            line = json.dumps(line, ensure_ascii=False)
+        shown = line if len(line) <= NOISE_SHOWN else line[:NOISE_SHOWN] + "…"
+        notes.append(f"server wrote non-MCP output on stdout: {shown!r}")
+
+
+@functools.cache
+def _quiet_sdk() -> None:
+    """Route the ``mcp`` loggers to :class:`_SdkLog` only (once per process)."""
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(_SdkLog())
+    sdk.propagate = False
+
+
 def _reason(error: BaseException, server: McpServer, errlog: IO[str] | None,
-            bound: float) -> str:
-    """Word why the server was not reached or did not answer."""
+            bound: float, notes: list[str] | None = None) -> str:
+    """Word why the server was not reached or did not answer: the SDK's own notes first
+    (non-MCP output on stdout), else from ``error``."""
+    if notes:
+        return notes[0]
     import httpx2
     from mcp import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -182,6 +230,27 @@ def _reason(error: BaseException, server: McpServer, errlog: IO[str] | None,
     return f"{type(leaf).__name__}: {leaf}"
 
 
+def _dying_with_us(argv: list[str], cwd: str,
+                   env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Return the argv and environment that start a local server so it dies with this
+    process (``bees action`` killed with its stage's process group, ``bees run`` killed):
+    through :func:`~bees_cli.agents.spawn.fast_launch`'s chain, which sets the parent-death
+    signal (SIGKILL). The SDK starts the server in a session of its own, so a kill of the
+    stage's process group alone would miss it, and a tool still running would take effect
+    after the stage moved on. Where the chain does not work here (no ``setpriv``, a
+    program that would not start: the SDK then reports it), ``argv`` and ``env`` as given
+    (the SDK's environment merged in)."""
+    from mcp.client.stdio import get_default_environment
+
+    from bees_cli.agents.spawn import fast_launch
+
+    whole = get_default_environment() | dict(env)
+    launch = fast_launch(argv, Path(cwd), whole)
+    if launch is None:
+        return argv, whole
+    return launch.argv, launch.env
+
+
 @asynccontextmanager
 async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
                    cwd: str | None, errlog: TextIO | None) -> AsyncIterator[ClientSession]:
@@ -194,10 +263,10 @@ async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
     if server.command is not None:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        argv = expand_command(list(server.command), root)
-        params = StdioServerParameters(
-            command=argv[0], args=argv[1:], cwd=cwd or root,
-            env=child_environment(environ, server.env, bees=False))
+        argv, env = _dying_with_us(expand_command(list(server.command), root), cwd or root,
+                                   child_environment(environ, server.env, bees=False))
+        params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=cwd or root,
+                                       env=env)
         assert errlog is not None
         async with stdio_client(params, errlog=errlog) as (read, write), \
                 ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:
@@ -231,11 +300,14 @@ async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[
 
     missing = _missing_env(server, environ)
     if missing:
-        raise McpNotReached(f"{', '.join(missing)} not set", hint=_hint(server))
+        raise McpNotReached(f"{', '.join(missing)} not set", hint=_hint(server, root))
     errlog: TextIO | None = (tempfile.TemporaryFile("w+", encoding="utf-8")
                              if server.command else None)
     sent = False
     done: list[T] = []
+    _quiet_sdk()
+    notes: list[str] = []
+    noting = _sdk_notes.set(notes)
 
     async def run() -> None:
         nonlocal sent
@@ -252,20 +324,24 @@ async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[
         if done:  # answered; only the stop failed
             return done[0]
         bound = server.call_seconds if sent else server.start_seconds
-        reason = _reason(error, server, errlog, bound)
+        reason = _reason(error, server, errlog, bound, notes)
         if sent:
             raise McpCallCut(f"no answer to the tool call: {reason}; it may already have "
                              "run, so it is not run again by itself") from error
-        raise McpNotReached(reason, hint=_hint(server)) from error
+        raise McpNotReached(reason, hint=_hint(server, root)) from error
     finally:
+        _sdk_notes.reset(noting)
         if errlog is not None:
             errlog.close()
     return done[0]
 
 
-def _hint(server: McpServer) -> str:
+def _hint(server: McpServer, root: str) -> str:
     if server.command is not None:
-        return f"try the server's command by hand: {' '.join(server.command)}"
+        from bees_cli.agents.runner import expand_command
+
+        argv = expand_command(list(server.command), root)
+        return f"try the server's command by hand: {shlex.join(argv)}"
     return f"check that {server.url} is up and reachable from this computer"
 
 

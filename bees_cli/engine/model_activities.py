@@ -550,11 +550,14 @@ class ModelActivities:
         env = await self._env(context)
         here = work_folder(context.run_folder, context.stage, context.piece)
         await asyncio.to_thread(here.mkdir, parents=True, exist_ok=True)
+        from bees_cli.agents.mcp_addon import McpNotReached
+
         try:
             outcome = await self.act(ask.tool, json.dumps(ask.arguments), env, str(here))
         except Refused as error:
             return ToolResult(content=f"refused: {error}", outcome="refused")
-        except UserError as error:  # turned down before it ran (bad input…)
+        except (UserError, McpNotReached) as error:  # turned down before it ran (bad input,
+            # an MCP server not reached): not called, so a required tool stays offered
             return ToolResult(content=f"failed: {error}", outcome="not_run")
         if outcome.from_journal:
             return ToolResult(content=outcome.stdout, outcome="journal")

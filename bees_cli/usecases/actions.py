@@ -402,6 +402,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
     script's environment is :func:`~bees_cli.agents.child_env.child_environment` of the
     stage's with the ``declared`` names (issue 25, point 4)."""
     from bees_cli.agents.child_env import child_environment
+    from bees_cli.agents.mcp_addon import McpNotReached
     from bees_cli.agents.runner import expand_command
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
 
@@ -426,11 +427,14 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
             done = await asyncio.to_thread(
                 subprocess.run, argv, input=json.dumps(call.data, ensure_ascii=False).encode(),
                 stdout=subprocess.PIPE, stderr=sys.stderr, env=child_env, cwd=cwd, check=False)
-    except (OSError, UserError) as error:
+    except (OSError, UserError, McpNotReached) as error:
         if seq is not None:  # it never started: nothing may have happened
             await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)
             await asyncio.to_thread(_folder_end, record, call, "result", None)
-        if isinstance(error, UserError):  # an MCP server not reached: nothing was sent
+        if isinstance(error, McpNotReached):  # nothing was sent: a failure, not bad usage
+            raise McpNotReached(f"{call.name} was not run: {error.message}",
+                                hint=error.hint) from None
+        if isinstance(error, UserError):  # the input is not a JSON object
             raise UserError(f"{call.name} was not run: {error.message}",
                             hint=error.hint) from None
         raise UserError(f"cannot start {argv[0]} for {call.name}: "

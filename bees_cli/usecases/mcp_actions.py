@@ -37,7 +37,7 @@ def mcp_rules(name: str, action: McpAction,
         environ: the stage's environment (values of the add-on's ``env``/``headers`` names).
 
     Raises:
-        McpNotReached: the server did not start or answer (a UserError; the reason).
+        McpNotReached: the server did not start or answer (a failure, exit 1; the reason).
         Refused: the server has no such tool.
     """
     from bees_cli.agents.mcp_addon import list_tools, run_blocking
@@ -67,8 +67,8 @@ async def run_mcp(action: McpAction, data: Any, *, environ: Mapping[str, str],
         cwd: the folder a local server runs in (None: the current folder, as a script's).
 
     Raises:
-        UserError: the input is not a JSON object; McpNotReached (a UserError): nothing was
-            sent.
+        UserError: the input is not a JSON object.
+        McpNotReached: nothing was sent (a failure, exit 1).
         McpCallCut: sent and not answered: it may have taken effect.
     """
     from bees_cli.agents.mcp_addon import call_tool, result_json

@@ -4,6 +4,7 @@ Streamable HTTP on loopback; every step bounded; failures worded for ``bees doct
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 
 from bees_cli.agents.mcp_addon import (
     McpCallCut,
+    McpNotReached,
     McpResult,
     McpTool,
     ToolKind,
@@ -22,7 +24,6 @@ from bees_cli.agents.mcp_addon import (
     check_mcp,
     list_tools,
 )
-from bees_cli.errors import UserError
 from bees_cli.workspace.models import Addon
 from tests.mcp_server import SCRIPT, free_port, http_server
 
@@ -166,9 +167,13 @@ def test_an_unset_variable_is_not_connected_and_nothing_starts(tmp_path: Path) -
 async def test_a_call_to_a_server_that_cannot_start_says_so(tmp_path: Path) -> None:
     addon = stdio_addon("crash")
     assert addon.mcp is not None
-    with pytest.raises(UserError) as raised:
+    with pytest.raises(McpNotReached) as raised:
         await call_tool(addon.mcp, "send_email", {}, root=str(tmp_path), environ={})
     assert raised.value.message == "server exited: notes: cannot open the notes file"
+    # a failure (exit 1), not bad usage; the hint is the command as it ran
+    assert raised.value.exit_code == 1
+    assert raised.value.hint == (f"try the server's command by hand: {sys.executable} "
+                                 f"{SCRIPT} crash")
     assert sys.executable  # the server ran under ${BEES_PYTHON}
 
 
@@ -182,3 +187,41 @@ async def test_a_call_not_answered_within_its_bound_may_have_run(tmp_path: Path)
     assert raised.value.message == ("no answer to the tool call: no answer within 1 s; it "
                                     "may already have run, so it is not run again by itself")
     assert log.read_text().splitlines() == ['stall {"seconds": 30.0}']
+
+
+def gone(process: psutil.Process) -> bool:
+    """The process has ended (a zombie not yet reaped by its new parent counts)."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_stdio_server_dies_with_its_caller_killed_mid_call(tmp_path: Path) -> None:
+    """``bees action`` killed (``kill -9``) during a call: its server dies with it at once,
+    so the tool's late side effect never happens (the run may have moved on)."""
+    log = tmp_path / "notes.log"
+    caller = subprocess.Popen([sys.executable, "-c", (
+        "import asyncio, sys\n"
+        "from bees_cli.agents.mcp_addon import call_tool\n"
+        "from tests.agents.test_mcp_addon import stdio_addon\n"
+        "addon = stdio_addon('late', env=['NOTES_LOG'])\n"
+        "asyncio.run(call_tool(addon.mcp, 'late', {'seconds': 4}, root=sys.argv[1],\n"
+        "                      environ={'NOTES_LOG': sys.argv[2]}))\n"),
+        str(tmp_path), str(log)], cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and log.read_text()) and caller.poll() is None:
+            assert time.monotonic() < deadline, "the tool call never started"
+            time.sleep(0.05)
+        assert log.read_text().splitlines() == ['late {"seconds": 4.0}']
+        server = next(p for p in psutil.Process(caller.pid).children(recursive=True)
+                      if str(SCRIPT) in p.cmdline())
+    finally:
+        caller.kill()
+        caller.wait()
+    deadline = time.monotonic() + 2
+    while not gone(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(server), f"the server {server.pid} outlived its caller"
+    assert log.read_text().splitlines() == ['late {"seconds": 4.0}']

@@ -76,3 +76,14 @@ def test_addons_lists_a_connected_servers_tools_with_their_kinds(
     done = bees("doctor", "-w", str(root))
     assert "ok    add-on notes: connected, 5 tools" in done.stdout.splitlines()
     assert "ok    process p: could run here now" in done.stdout.splitlines()
+
+
+def test_doctor_words_a_server_that_writes_non_mcp_output_without_a_traceback(
+        tmp_path: Path, bees: BeesRunner) -> None:
+    root = workspace(tmp_path / "w", {"chatty": server("chatty", "  start_seconds: 1\n")}, [])
+    done = bees("doctor", "-w", str(root))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert addon_lines(done.stdout)[0] == (
+        "FAIL  add-on chatty: not connected: server wrote non-MCP output on stdout: "
+        "'hello, this is not json-rpc'")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bees_cli.errors import ActionInterrupted
+from bees_cli.cli.errors import ExitCode, exit_code_of
+from bees_cli.errors import ActionInterrupted, BeesError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord, item_journal
 from bees_cli.usecases.actions import digest_of
@@ -167,3 +169,33 @@ async def test_a_call_cut_by_its_bound_leaves_its_intent_held_for_a_person(
     assert notes_lines(log) == ['stall {"seconds": 30.0}']
     intent = record.open_intent(item.id, "Send", "notes.stall", digest_of({"seconds": 30}))
     assert intent is not None and intent["attempt"] == 1
+
+
+@pytest.mark.parametrize("mode", ["crash", "flaky"])
+async def test_an_action_whose_server_does_not_start_is_a_failure_with_the_command_to_try(
+        space: Space, record: LocalRecord, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    """``bees action`` on a server that does not start, when its tool is looked up
+    (``crash``) or when it is called (``flaky``: it answered the look-up in the workspace,
+    not the call in the current folder): nothing ran, exit 1 (a failure, not bad usage), and
+    the hint is the server's command as it ran."""
+    log = space.root.parent / "notes.log"
+    monkeypatch.setenv("NOTES_LOG", str(log))
+    space.write("addons/notes.yaml", f'mcp:\n  command: ["${{BEES_PYTHON}}", "{SCRIPT}", '
+                f'"{mode}", "${{BEES_WORKSPACE}}"]\n  env: [NOTES_LOG]\n  start_seconds: 20\n')
+    action_agent(space, "sender", tools=["notes.search"], actions=[])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    item = create_item(space.root, "p", title="T", agents=[], folders=[], record=record,
+                       computer=Computer.load())
+    record.set_state(item.id, status="running", stage="Send", agent="sender")
+    env = dict(os.environ, BEES_ITEM_ID=item.id, BEES_STAGE="Send", BEES_AGENT="sender",
+               BEES_TEMPORAL_ADDRESS="127.0.0.1:9")
+    with pytest.raises(BeesError) as failed:
+        await here().action("notes.search", '{"query": "week"}', env=env)
+    assert exit_code_of(failed.value) == ExitCode.FAILURE
+    assert failed.value.message == ("notes.search was not run: server exited: notes: cannot "
+                                    "open the notes file" if mode == "flaky" else
+                                    "server exited: notes: cannot open the notes file")
+    assert failed.value.hint == ("try the server's command by hand: "
+                                 f"{sys.executable} {SCRIPT} {mode} {space.root.resolve()}")
+    assert notes_lines(log) == []

@@ -50,3 +50,29 @@ async def test_a_model_agent_gets_the_tools_schema_and_its_call_runs_once(
         'send_email {"subject": "Week 2", "to": "team@example.com"}']
     assert [(j["action"], j["kind"]) for j in item_journal(item_id)] == [
         ("notes.send_email", "send")]
+
+
+async def test_a_model_agents_call_to_a_server_that_is_down_comes_back_as_failed(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        worker: Worker, model_server: ScriptedServer,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server answers in the workspace (eligibility, the list of tools) and is down
+    where the call starts it (the stage's folder): the model reads why, the stage goes on."""
+    log = space.root.parent / "notes.log"
+    monkeypatch.setenv("NOTES_LOG", str(log))
+    space.write("addons/notes.yaml", f'mcp:\n  command: ["${{BEES_PYTHON}}", "{SCRIPT}", '
+                '"flaky", "${BEES_WORKSPACE}"]\n  env: [NOTES_LOG]\n  start_seconds: 20\n'
+                "kinds:\n  send_email: send\n")
+    model_agent(space, "sender", model_server, tools=["notes.send_email"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "notes__send_email",
+                           '{"to": "team@example.com", "subject": "Week 2"}')),
+        Answer.reply("not sent"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "failed: notes.send_email was not run: server exited: notes: cannot open "
+                   "the notes file"}
+    assert not log.exists()
