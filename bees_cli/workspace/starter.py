@@ -50,8 +50,8 @@ instructions: |
   Address every review comment.
 runner:
   command: ["${{BEES_PYTHON}}", "${{BEES_WORKSPACE}}/scripts/write.py"]
-# Model runners (a model over HTTP) are checked but not run yet; an agent with one is
-# skipped. When they run, this is how to ask a model instead of a script:
+# To ask a model (an OpenAI-style server: a provider, Ollama, or `bees model serve`)
+# instead of a script, give a model runner:
 # runner:
 #   model:
 #     base_url: https://api.openai.com/v1
