@@ -80,6 +80,44 @@ MCP_CALL_SECONDS = 60.0
 ``mcp.call_seconds``. A call not answered within it may have taken effect, so a gated one is
 held for a person like any interrupted action (issue 25)."""
 
+TOOL_RESULT_BYTES = 64_000
+"""Most bytes (UTF-8) of an add-on tool's result (a script's stdout, an MCP tool's text) that
+go into a model's conversation; a longer one is cut there, at a character boundary, and the
+model is told (:func:`cap_tool_result`). Keeps one result from filling the model's context
+and the engine's 2 MB limit on one step's result (issue 25, point 6)."""
+
+
+def size_words(size: int) -> str:
+    """Say ``size`` (bytes; 1 KB = 10^3, 1 MB = 10^6) as people read it: ``999 bytes``,
+    whole KB below 1 MB (``200 KB``), MB with one decimal from 1 MB (``1.3 MB``); KB and MB
+    rounded up, so a result one byte over the cap never reads as the cap."""
+    if size < 1_000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{-(-size // 1_000)} KB"
+    return f"{-(-size // 100_000) / 10:.1f} MB"
+
+
+def cap_tool_result(text: str, cap: int = TOOL_RESULT_BYTES) -> str:
+    """Return ``text`` whole when its UTF-8 form holds at most ``cap`` bytes; else its longest
+    start of at most ``cap`` bytes that ends on a whole character, then
+    ``\n[result cut at 64 KB of 200 KB]`` (the cap, then the whole size, in
+    :func:`size_words`). Bounded tool results (issue 25, point 6)."""
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text
+    kept = data[:cap].decode("utf-8", "ignore")  # a character cut in two is dropped whole
+    return f"{kept}\n[result cut at {size_words(cap)} of {size_words(len(data))}]"
+
+
+def binary_refusal(what: str) -> str:  # pragma: no mutate
+    """Return what a model is told instead of a binary tool result; ``what`` says what it is:
+    a media type (an MCP image, audio or blob) or ``not UTF-8 text`` (a script's stdout). The
+    tool ran, so the call counts as made (issue 25, point 6)."""
+    return (f"refused: the tool ran, but its result is binary ({what}), which this model "
+            "cannot read")
+
+
 CLOCK_TOLERANCE_SECONDS = 300
 """How far (seconds) a shared-record change's origin time may be ahead of Bees Cloud's clock
 before the change is refused, shown and kept for a later sync (Rules: under faults — changes

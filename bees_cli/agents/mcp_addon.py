@@ -92,11 +92,13 @@ class McpTool:
 class McpResult:
     """A tool call's answer: ``is_error`` (the tool failed), ``text`` (its text content,
     joined by newlines; other content named in brackets, e.g. ``[image]``) and
-    ``structured`` (its structured content, or None)."""
+    ``structured`` (its structured content, or None); ``binary``, the media type of its first
+    binary content (an image, audio, or an embedded resource's blob), else None."""
 
     is_error: bool
     text: str
     structured: dict[str, Any] | None
+    binary: str | None = None
 
 
 @dataclass(frozen=True)
@@ -409,7 +411,7 @@ async def call_tool(server: McpServer, tool: str, arguments: dict[str, Any], *, 
                 raise
             return McpResult(is_error=True, text=error.message, structured=None)
         return McpResult(is_error=bool(answer.is_error), text=_text(answer.content),
-                         structured=answer.structured_content)
+                         structured=answer.structured_content, binary=binary(answer.content))
 
     return await _exchange(server, ask, root=root, environ=environ, cwd=cwd, calls=True)
 
@@ -420,6 +422,18 @@ def _text(content: Iterable[Any]) -> str:
         text = getattr(block, "text", None)
         parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
     return "\n".join(parts)
+
+
+def binary(content: Iterable[Any]) -> str | None:
+    """Return the media type of the first binary block of a tool's ``content`` (``image``,
+    ``audio``, or an ``resource`` holding a ``blob``; ``application/octet-stream`` when it
+    names none), or None when all of it is text."""
+    for block in content:
+        kind = getattr(block, "type", None)
+        held = getattr(block, "resource", None) if kind == "resource" else block
+        if kind in ("image", "audio") or getattr(held, "blob", None) is not None:
+            return getattr(held, "mime_type", None) or "application/octet-stream"
+    return None
 
 
 def result_json(result: McpResult) -> str:

@@ -66,6 +66,7 @@ from bees_cli.record.events import StageStarted
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import PieceStatus
 from bees_cli.record.states import Status, WaitKind
+from bees_cli.rules import binary_refusal, cap_tool_result
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -559,12 +560,16 @@ class ModelActivities:
         except (UserError, McpNotReached) as error:  # turned down before it ran (bad input,
             # an MCP server not reached): not called, so a required tool stays offered
             return ToolResult(content=f"failed: {error}", outcome="not_run")
+        # bounded tool results (issue 25, point 6): binary refused, text cut at the cap
+        if outcome.binary is not None:  # it ran: called, so "failed", not "not_run"
+            return ToolResult(content=binary_refusal(outcome.binary), outcome="failed")
+        text = cap_tool_result(outcome.stdout)
         if outcome.from_journal:
-            return ToolResult(content=outcome.stdout, outcome="journal")
+            return ToolResult(content=text, outcome="journal")
         if outcome.exit_code != 0:
-            return ToolResult(content=f"{outcome.stdout}\n(exit code {outcome.exit_code})",
+            return ToolResult(content=f"{text}\n(exit code {outcome.exit_code})",
                               outcome="failed")
-        return ToolResult(content=outcome.stdout, outcome="ran")
+        return ToolResult(content=text, outcome="ran")
 
     def _approved(self, context: TurnContext) -> bool:
         """Tell whether a person approved a request of the stage's current round (the local

@@ -411,6 +411,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
                      BEES_ACTION_DIGEST=call.digest,
                      BEES_ACTION_KEY=action_key(call.item_id, call.stage, call.digest))
     seq = None
+    binary = None
     if kind != "read":
         at = _now()
         seq = await asyncio.to_thread(
@@ -421,7 +422,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
         if mcp is not None:
             from bees_cli.usecases.mcp_actions import run_mcp
 
-            code, text = await run_mcp(mcp, call.data, environ=environ, cwd=cwd)
+            code, text, binary = await run_mcp(mcp, call.data, environ=environ, cwd=cwd)
             done = subprocess.CompletedProcess(argv, code, text.encode("utf-8"))
         else:
             done = await asyncio.to_thread(
@@ -453,6 +454,8 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
             hint=f"the stage's next attempt holds it for a person: bees approve "
                  f"{call.item_id} --ran (it ran) or --again (run it once more)")
     stdout = done.stdout.decode("utf-8", "replace")
+    if binary is None and stdout.encode("utf-8") != done.stdout:
+        binary = "not UTF-8 text"  # a model is told so, never shown the bytes (issue 25, 6)
     entry = JournalEntry(
         stage=call.stage, round=call.round, attempt=call.attempt, action=call.name,
         kind=kind, digest=call.digest, exit_code=done.returncode,
@@ -469,7 +472,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
             digest=entry.digest, attempt=entry.attempt, exit_code=entry.exit_code,
             request=entry.request_id),
         key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}")
-    return ActionOutcome(exit_code=done.returncode, stdout=stdout)
+    return ActionOutcome(exit_code=done.returncode, stdout=stdout, binary=binary)
 
 
 # -- the run folder's copy of the journal (record/run_journal.py) ----------------------------

@@ -56,9 +56,10 @@ def mcp_rules(name: str, action: McpAction,
 
 
 async def run_mcp(action: McpAction, data: Any, *, environ: Mapping[str, str],
-                  cwd: str | None) -> tuple[int, str]:
-    """Call the tool once with ``data``; return ``(exit_code, stdout)`` as a script add-on's:
-    0 and the tool's text, or 1 and the tool's error when it failed.
+                  cwd: str | None) -> tuple[int, str, str | None]:
+    """Call the tool once with ``data``; return ``(exit_code, stdout, binary)`` as a script
+    add-on's: 0 and the tool's text, or 1 and the tool's error when it failed; ``binary`` is
+    the media type of binary content in the answer, else None.
 
     Args:
         action: the add-on, tool and workspace folder.
@@ -79,4 +80,4 @@ async def run_mcp(action: McpAction, data: Any, *, environ: Mapping[str, str],
         raise UserError(f"the input of an MCP tool is a JSON object, got {type(data).__name__}")
     result = await call_tool(server, action.tool, data, root=action.root, environ=environ,
                              cwd=cwd or os.getcwd())
-    return (1 if result.is_error else 0), result_json(result)
+    return (1 if result.is_error else 0), result_json(result), result.binary

@@ -162,12 +162,15 @@ class DecideDone(Result):
 
 
 class ActionOutcome(Result):
-    """How ``bees action`` ended: the add-on's exit code and stdout, or the journal's answer."""
+    """How ``bees action`` ended: the add-on's exit code and stdout, or the journal's answer;
+    ``binary`` says what the result is when it is not text (an MCP tool's media type, or
+    ``not UTF-8 text`` for a script's stdout), else None (issue 25, point 6)."""
 
     exit_code: int
     stdout: str
     from_journal: bool = False
     ran_at: str | None = None
+    binary: str | None = None
 
 
 class Check(OpenResult):

@@ -442,3 +442,38 @@ async def test_json_tool_mode_asks_each_step_as_a_json_object(
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
     assert shown.models[0]["cost"] == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
+
+
+def probe_addon(space: Space, program: str) -> None:
+    """Add-on ``probe.out``, a read action running ``program`` with Python."""
+    space.write("addons/probe.yaml", "actions:\n  out:\n    kind: read\n"
+                f"    command: {json.dumps([sys.executable, '-c', program])}\n")
+
+
+async def test_a_large_tool_result_reaches_the_model_cut_with_the_cut_said(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    probe_addon(space, "import sys; sys.stdout.write('x' * 200_000)")
+    model_agent(space, "sender", model_server, tools=["probe.out"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "probe__out", "{}")), Answer.reply("ok"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "x" * 64_000 + "\n[result cut at 64 KB of 200 KB]"}
+
+
+async def test_a_binary_tool_result_is_refused_to_the_model_with_the_reason(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    probe_addon(space, "import sys; sys.stdout.buffer.write(bytes([0x89, 0x50, 0xff, 0xfe]))")
+    model_agent(space, "sender", model_server, tools=["probe.out"])
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.tool_calls(("c1", "probe__out", "{}")), Answer.reply("ok"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "tool", "tool_call_id": "c1",
+        "content": "refused: the tool ran, but its result is binary (not UTF-8 text), which "
+                   "this model cannot read"}
