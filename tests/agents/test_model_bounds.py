@@ -3,7 +3,6 @@ call's deadline, a huge reply at the size limit, without reading the rest."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -30,17 +29,15 @@ def bounded(server: ScriptedServer, **settings: Any) -> ModelClient:
 async def test_a_dripping_reply_is_cut_at_the_whole_call_deadline(
         model_server: ScriptedServer) -> None:
     model_server.model.push(Answer.reply("late").dripped(DRIPS, 0.1))
-    started = time.monotonic()
     async with bounded(model_server, timeout_seconds=5, deadline_seconds=1.5) as c:
         with pytest.raises(ModelUnavailable) as caught:
             await c.complete(HI)
-    took = time.monotonic() - started
     assert str(caught.value) == (f"{model_server.base_url}/chat/completions did not finish "
                                  "its reply within its deadline of 1.5 s")
     assert caught.value.hint == ("a slow local model may need a larger "
                                  "runner.model.deadline_seconds")
     assert caught.value.retryable is True
-    assert 1.5 <= took < 3.0  # each byte came well within the 5 s per read
+    # cut by the deadline, not the 5 s per read: the server never got all its drips out
     assert model_server.model.sent[0] < DRIPS
 
 
