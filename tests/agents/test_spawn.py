@@ -145,6 +145,8 @@ TREE = """
 import json, os, subprocess, sys
 helper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                           stdin=subprocess.PIPE)
+while not open(f"/proc/{helper.pid}/cmdline", "rb").read():  # until its exec is done
+    pass
 secret = os.environ["AGENT_API_KEY"].encode()
 lines = {}
 for name in os.listdir("/proc"):
