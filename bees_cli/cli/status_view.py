@@ -160,8 +160,11 @@ def request_lines(row: Any) -> list[str]:
         lines.append(f"input     {field_text(value)}")
     if extra.get("digest"):
         lines.append(f"digest    {extra['digest']}")
-    lines.append(f"decide    bees approve {row.item_id} --action {row.id}  |  "
-                 f'bees deny {row.item_id} --action {row.id} --reason "…"')
+    approve = f"bees approve {row.item_id} --action {row.id}"
+    approves = ([f"{approve} --ran", f"{approve} --again"] if extra.get("interrupted_at")
+                else [approve])
+    lines.append("decide    " + "  |  ".join(
+        [*approves, f'bees deny {row.item_id} --action {row.id} --reason "…"']))
     return lines
 
 

@@ -518,3 +518,27 @@ def test_status_json_gives_its_warnings_as_codes_and_values(run_bees: InProcess)
                        "shared record trusts each computer's clock (fix the system clock)")
     assert text[1].startswith("team rows as of ") and text[1].endswith(
         " days ago: Bees Cloud unreachable")
+
+
+def test_approvals_show_offers_ran_or_again_for_an_action_that_may_already_have_run(
+        run_bees: InProcess, workspace: Path) -> None:
+    """A request interrupted between its intent and its result cannot be answered by a plain
+    ``bees approve`` (it asks --ran or --again), so the decide line offers those two."""
+    from bees_cli.usecases.actions import kept_input
+
+    item = run_bees("item", "create", "draft-review", "-w", str(workspace)).stdout.strip()
+    record = LocalRecord(Computer.load().record_path)
+    record.put_approval(item, {
+        "id": 1, "item_id": item, "stage": "Draft", "round": 1, "action": "mail.send",
+        "kind": "send", "summary": "{…}", "input": kept_input({"to": "a@example.org"}),
+        "status": "waiting", "asked_at": "2026-12-01T08:00:00Z",
+        "interrupted_at": "2026-12-01T08:01:00Z"})
+    text = run_bees("approvals", "show", item)
+    assert (text.code, text.stdout.splitlines()[-4:]) == (0, [
+        "note      may already have run (interrupted at 2026-12-01T08:01:00Z): approve with "
+        "--ran (it ran) or --again (run it once more)",
+        "input",
+        "  to  a@example.org",
+        f"decide    bees approve {item} --action 1 --ran  |  "
+        f"bees approve {item} --action 1 --again  |  "
+        f'bees deny {item} --action 1 --reason "…"'])
