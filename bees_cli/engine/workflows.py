@@ -20,12 +20,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
-from bees_cli.engine.workflow_gate import (
-    FAILED,
-    SHORT,
-    STOPPED,
-    refuse,
-)
+from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
 from bees_cli.engine.workflow_memory import RunMemory, stage_event
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
@@ -57,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         RUN_ACTIVITY,
         WORKFLOW_NAME,
         CheckInput,
+        CheckOutput,
         ItemInput,
         ItemState,
         PersonInput,
@@ -254,6 +250,12 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         return stage.name
 
     async def _plan(self, item: ItemInput, memo: ItemState) -> str:
+        """Run the process from ``memo.stage`` to its ``done`` stage; return ``"done"``.
+
+        Each stage round waits to be eligible (and for a capped agent's slot), runs, and
+        then goes where :func:`~bees_cli.moves.next_move` says; this carries the move out
+        (the facts, a person's approval, retry or accept, the next stage).
+        """
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
         index = position[memo.stage]
@@ -272,11 +274,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 # a safe point: no stage runs; a person's request still writing finishes first
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry(item, memo))
-            if not memo.again:
-                memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
-            memo.again = False
-            round_ = self.live.round = memo.rounds[stage.name]
-            self.live.round_of = stage.name
+            round_ = self._next_round(stage.name, memo)
             reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self.live.phase = Phase.WAITING
             check = await self._eligible(CheckInput(
@@ -284,75 +282,102 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 reviewed_by=reviewed_by, snapshot_digest=item.snapshot_digest))
             self._stop_if_relinquished()
             assert check.agent is not None
-            self.live.agent = check.agent
-            busy = await self._take_slot(stage.name, check.agent, round_)
+            agent = self.live.agent = check.agent
+            busy = await self._take_slot(stage.name, agent, round_)
             if busy is not None:
-                await self._fail(stage.name, round_, check.agent, busy, "busy")
-                await self._wait_for_person()
-                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
-                                            Phase.FAILED).again
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent, busy, "busy")
                 continue
-            key = f"{stage.name}:{round_}"
-            base = memo.attempts.get(key, 1)
-            self.live.phase = Phase.RUNNING
-            given = StageInput(
-                item_id=item.item_id, title=item.title, run_folder=item.run_folder,
-                stage=stage.name, round=round_, agent=check.agent,
-                folders=check.folders, previous=dict(memo.outputs),
-                comments=list(memo.comments) if stage.kind == "work" else [],
-                snapshot_digest=item.snapshot_digest, attempt_base=base)
-            loop = self._snapshot.agents[check.agent].loop
-            try:
-                self._stop_if_relinquished()  # a cancel swallowed as the slot was granted
-                result: StageOutput = await self._run_stage(given, loop)
-            finally:
-                if self._capped(check.agent):
-                    await workflow.execute_activity(
-                        RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
-                        start_to_close_timeout=SHORT)
-            self._stop_if_relinquished()  # the stage finished as the relinquish arrived
-            # a piece its caller did not wait for is stopped: never done with a piece running
-            await self._end_stage_pieces(stage.name, round_, result.attempt)
-            memo.attempts[key] = result.attempt + 1
+            result = await self._run_round(item, memo, stage, round_, check)
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
             # are in its stage_finished fact, also when its finish is then denied)
             spent = {} if result.ok else usage(result)
             event = stage_event(stage, result)
-            running = Phase.RUNNING
-            move = next_move(self._run_state(stages, memo, stage.name, round_, running), event)
+            move = next_move(self._run_state(stages, memo, stage.name, round_, Phase.RUNNING),
+                             event)
             if move.to is To.APPROVAL:
-                result = await self._finish_gate(stage, round_, check.agent, result)
+                event = stage_event(stage, await self._finish_gate(stage, round_, agent, result))
                 self._stop_if_relinquished()
-                event = stage_event(stage, result)
-                move = next_move(self._run_state(stages, memo, stage.name, round_, running,
-                                                 approved=True), event)
+                move = next_move(self._run_state(stages, memo, stage.name, round_,
+                                                 Phase.RUNNING, approved=True), event)
             if move.to is To.RETRY:
-                await self._fail(stage.name, round_, check.agent, move.reason or "failed",
-                                 f"{result.attempt}:failed", spent)
-                await self._wait_for_person()
-                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
-                                            Phase.FAILED).again
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent,
+                                           move.reason or "failed", f"{result.attempt}:failed",
+                                           spent)
                 continue
-            memo.done_by[stage.name] = check.agent
+            memo.done_by[stage.name] = agent
             memo.outputs[stage.name] = result.output_dir
             memo.comments = list(move.comments)
             if isinstance(event, ChangesRequested) and stage.reviews:
                 memo.change_requests.setdefault(stage.name, []).append(list(event.comments))
             if move.to is To.PERSON:
-                asked = memo.change_requests[stage.name]
-                self.live.person = None
-                self.live.phase = Phase.STOPPED
-                await self._record(RecordInput(
-                    item_id=item.item_id, status=STOPPED, stage=stage.name,
-                    reason=move.reason, agent=check.agent, key=f"{stage.name}:{round_}:limit",
-                    kind=REVIEW_LIMIT_CODE, round=round_,
-                    data={"rounds": [list(c) for c in asked]}))
-                choice = await self._wait_for_person()
-                memo.change_requests[stage.name] = []
-                move = self._answered(stages, memo, stage.name, round_,
-                                      Accepted() if choice == "accept" else Retried(),
-                                      Phase.STOPPED)
+                move = await self._stop_for_person(stages, memo, stage.name, round_, agent, move)
             index = position[move.stage]
+
+    def _next_round(self, stage: str, memo: ItemState) -> int:
+        """Count a new round of ``stage`` (not after a person's retry: the same round runs
+        again as its next attempt); return the round about to run."""
+        if not memo.again:
+            memo.rounds[stage] = memo.rounds.get(stage, 0) + 1
+        memo.again = False
+        self.live.round, self.live.round_of = memo.rounds[stage], stage
+        return self.live.round
+
+    async def _run_round(self, item: ItemInput, memo: ItemState, stage: StageView, round_: int,
+                         check: CheckOutput) -> StageOutput:
+        """Run ``stage``'s ``round_`` with the agent ``check`` chose, as its next attempt;
+        give a capped agent's slot back, stop the pieces it left running; return its end.
+
+        Raises:
+            asyncio.CancelledError: a relinquish is pending (:meth:`_stop_if_relinquished`).
+        """
+        assert check.agent is not None
+        key = f"{stage.name}:{round_}"
+        self.live.phase = Phase.RUNNING
+        given = StageInput(
+            item_id=item.item_id, title=item.title, run_folder=item.run_folder,
+            stage=stage.name, round=round_, agent=check.agent,
+            folders=check.folders, previous=dict(memo.outputs),
+            comments=list(memo.comments) if stage.kind == "work" else [],
+            snapshot_digest=item.snapshot_digest, attempt_base=memo.attempts.get(key, 1))
+        try:
+            self._stop_if_relinquished()  # a cancel swallowed as the slot was granted
+            result = await self._run_stage(given, self._snapshot.agents[check.agent].loop)
+        finally:
+            if self._capped(check.agent):
+                await workflow.execute_activity(
+                    RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
+                    start_to_close_timeout=SHORT)
+        self._stop_if_relinquished()  # the stage finished as the relinquish arrived
+        # a piece its caller did not wait for is stopped: never done with a piece running
+        await self._end_stage_pieces(stage.name, round_, result.attempt)
+        memo.attempts[key] = result.attempt + 1
+        return result
+
+    async def _wait_for_retry(self, stages: list[StageView], memo: ItemState, stage: str,
+                              round_: int, agent: str, reason: str, key: str,
+                              data: dict[str, int] | None = None) -> None:
+        """Fail ``stage``'s ``round_`` with ``reason`` and wait for a person's retry, which
+        runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
+        await self._fail(stage, round_, agent, reason, key, data)
+        await self._wait_for_person()
+        memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
+
+    async def _stop_for_person(self, stages: list[StageView], memo: ItemState, stage: str,
+                               round_: int, agent: str, move: Move) -> Move:
+        """Stop the item at review ``stage``'s limit (``move``) until a person retries or
+        accepts; return where their answer takes it (the review's count starts again)."""
+        asked = memo.change_requests[stage]
+        self.live.person = None
+        self.live.phase = Phase.STOPPED
+        await self._record(RecordInput(
+            item_id=self._id, status=STOPPED, stage=stage,
+            reason=move.reason, agent=agent, key=f"{stage}:{round_}:limit",
+            kind=REVIEW_LIMIT_CODE, round=round_,
+            data={"rounds": [list(c) for c in asked]}))
+        choice = await self._wait_for_person()
+        memo.change_requests[stage] = []
+        answer = Accepted() if choice == "accept" else Retried()
+        return self._answered(stages, memo, stage, round_, answer, Phase.STOPPED)
 
     def _answered(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,
                   answer: Accepted | Retried, phase: Phase) -> Move:
