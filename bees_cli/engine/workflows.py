@@ -1,10 +1,12 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
+Where the item goes is decided by :func:`bees_cli.moves.next_move`; the workflow carries the
+moves out. Its state is one :class:`~bees_cli.engine.workflow_state.LiveRun` (``self.live``).
 Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
 (:mod:`~bees_cli.engine.workflow_gate`), its waits before a stage
-(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`)
-and the engine's models (passed through the sandbox, never the workspace's YAML models); no
-I/O, no clock but the workflow's.
+(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`),
+its state and the engine's models (passed through the sandbox, never the workspace's YAML
+models); no I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
