@@ -19,7 +19,7 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 from bees_cli.engine.model_loop import run_model_stage
-from bees_cli.engine.workflow_gate import APPROVAL, RUNNING, SHORT, refuse
+from bees_cli.engine.workflow_gate import SHORT, refuse
 from bees_cli.engine.workflow_policies import (
     PIECES,
     RECHECK,
@@ -31,6 +31,7 @@ from bees_cli.engine.workflow_policies import (
     STAGE_RETRY,
     STAGE_TIMEOUT,
 )
+from bees_cli.engine.workflow_state import RunParts
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.agents.pieces import (
@@ -43,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import (
         RELEASE_ACTIVITY,
-        ItemInput,
         ReleaseInput,
         SlotInput,
         SlotOutput,
@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         PieceView,
     )
     from bees_cli.engine.snapshot import EngineSnapshot
+    from bees_cli.moves import Phase
     from bees_cli.rules import busy_reason
 
 RECORD_TIMEOUT = timedelta(seconds=60)
@@ -78,7 +79,7 @@ def slot_key(piece: PieceInput) -> str:
     return f"{piece.stage}/pieces/{piece.piece}"
 
 
-class Delegation:
+class Delegation(RunParts):
     """The item run's side of pieces: ``bees.delegate`` starts a ``bees.piece`` child.
 
     Every piece of the item, at any depth, is a child of the item's run, so the run knows
@@ -90,15 +91,6 @@ class Delegation:
     the run (``ParentClosePolicy.REQUEST_CANCEL``).
     """
 
-    _item: ItemInput | None
-    _state: str
-    _stage: str | None
-    _agent: str | None
-    _pieces: dict[str, PieceView]
-    _relinquish: object | None
-    _piece_handles: dict[str, workflow.ChildWorkflowHandle[object, PieceOutput]]
-    _ended_attempts: set[tuple[str, int, int]]
-
     @workflow.update(name=DELEGATE_UPDATE)
     async def delegate(self, ask: DelegateAsk) -> DelegateAnswer:
         """Hand ``ask.task`` to another agent as a new piece; return it once started.
@@ -107,15 +99,15 @@ class Delegation:
         to the local record as ``waiting`` before this returns, so the caller can wait for
         its end there.
         """
-        assert self._item is not None
+        assert self.live.item is not None
         workflow.patched(PIECES)
-        caller = self._pieces.get(ask.caller_piece) if ask.caller_piece else None
+        caller = self.live.pieces.get(ask.caller_piece) if ask.caller_piece else None
         chain = [*caller.chain, ask.caller_agent] if caller else [ask.caller_agent]
         depth = caller.depth + 1 if caller else 1
-        seq = 1 + sum(1 for p in self._pieces.values()
+        seq = 1 + sum(1 for p in self.live.pieces.values()
                       if (p.stage, p.round, p.attempt) == (ask.stage, ask.round, ask.attempt))
         name = piece_name(ask.round, ask.attempt, seq)
-        item = self._item
+        item = self.live.item
         workflow_id = piece_workflow_id(item.item_id, ask.stage, name)
         folder = str(piece_folder(item.run_folder, ask.stage, name))
         start = PieceInput(
@@ -125,7 +117,7 @@ class Delegation:
             chain=chain, named=ask.agent, task=ask.task, input=ask.input,
             ask_digest=ask_digest(ask.agent, ask.task, ask.input), workflow_id=workflow_id,
             folder=folder)
-        self._pieces[name] = PieceView(
+        self.live.pieces[name] = PieceView(
             piece=name, stage=ask.stage, round=ask.round, attempt=ask.attempt,
             parent=ask.caller_piece, depth=depth, chain=chain, named=ask.agent,
             workflow_id=workflow_id, restart_stage=ask.stage)
@@ -140,8 +132,8 @@ class Delegation:
         handle = await workflow.start_child_workflow(
             PIECE_WORKFLOW, start, id=workflow_id, result_type=PieceOutput,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL)
-        view = self._pieces[name]
-        self._piece_handles[name] = handle
+        view = self.live.pieces[name]
+        self.live.piece_handles[name] = handle
 
         async def watch() -> None:
             try:
@@ -156,28 +148,28 @@ class Delegation:
 
     @delegate.validator
     def _delegate_allowed(self, ask: DelegateAsk) -> None:
-        if self._relinquish is not None:
+        if self.live.relinquish is not None:
             raise refuse(f"stage {ask.stage} is stopping: the item is being relinquished")
-        if self._item is None or self._state not in (RUNNING, APPROVAL) or (
-                ask.stage != self._stage):
-            raise refuse(f"stage {ask.stage} is not running (the item is {self._state}"
-                         f"{' at ' + self._stage if self._stage else ''})")
-        if (ask.stage, ask.round, ask.attempt) in self._ended_attempts:
+        if self.live.item is None or self.live.phase not in (Phase.RUNNING, Phase.APPROVAL) or (
+                ask.stage != self.live.stage):
+            raise refuse(f"stage {ask.stage} is not running (the item is {self.live.phase.value}"
+                         f"{' at ' + self.live.stage if self.live.stage else ''})")
+        if (ask.stage, ask.round, ask.attempt) in self.live.ended_attempts:
             raise refuse(f"stage {ask.stage} (round {ask.round}, attempt {ask.attempt}) has "
                          f"ended: its agent is done, so its pieces are stopped")
-        snapshot: EngineSnapshot = self._item.snapshot
+        snapshot: EngineSnapshot = self.live.item.snapshot
         if ask.agent not in snapshot.agents:
             names = ", ".join(sorted(snapshot.agents)) or "none"
             raise refuse(f"no agent named {ask.agent} in the item's workspace (agents: {names})")
         if not ask.task.strip():
             raise refuse("a piece needs a task: say what the agent should do")
         if ask.caller_piece is None:
-            if ask.caller_agent != self._agent:
+            if ask.caller_agent != self.live.agent:
                 raise refuse(f"agent {ask.caller_agent} does not run stage {ask.stage} "
-                             f"(its agent is {self._agent})")
+                             f"(its agent is {self.live.agent})")
             chain, depth = [ask.caller_agent], 1
         else:
-            caller = self._pieces.get(ask.caller_piece)
+            caller = self.live.pieces.get(ask.caller_piece)
             if caller is None or caller.status not in ("waiting", "running") or (
                     caller.agent not in (None, ask.caller_agent)):
                 raise refuse(f"piece {ask.caller_piece} of agent {ask.caller_agent} is not "
@@ -191,7 +183,7 @@ class Delegation:
     @workflow.query(name=PIECES_QUERY)
     def pieces_view(self) -> list[PieceView]:
         """Return the run's pieces, in the order they were handed out."""
-        return list(self._pieces.values())
+        return list(self.live.pieces.values())
 
     async def _stop_pieces(self) -> None:
         """Stop every live piece of the run and wait until each has stopped (DESIGN.md,
@@ -205,7 +197,7 @@ class Delegation:
         agent is stopped before any piece).
         """
         def live() -> list[str]:
-            return [name for name, view in self._pieces.items()
+            return [name for name, view in self.live.pieces.items()
                     if view.status in ("waiting", "running")]
 
         if not live() or not workflow.patched(RELINQUISH_STOPS_PIECES):
@@ -223,10 +215,10 @@ class Delegation:
         itself (a piece whose answer was read, its workflow about to close), then the rest
         are stopped callers first, each once its child has started, and awaited.
         """
-        self._ended_attempts.add((stage, round_, attempt))
+        self.live.ended_attempts.add((stage, round_, attempt))
 
         def live() -> list[str]:
-            return [name for name, view in self._pieces.items()
+            return [name for name, view in self.live.pieces.items()
                     if view.stage == stage and view.status in ("waiting", "running")]
 
         if not live() or not workflow.patched(STAGE_END_STOPS_PIECES):
@@ -244,14 +236,14 @@ class Delegation:
             names = live()
             if not names:
                 return []
-            depth = min(self._pieces[name].depth for name in names)
-            return [name for name in names if self._pieces[name].depth == depth
-                    and name in self._piece_handles and name not in cancelled]
+            depth = min(self.live.pieces[name].depth for name in names)
+            return [name for name in names if self.live.pieces[name].depth == depth
+                    and name in self.live.piece_handles and name not in cancelled]
 
         while live():
             for name in now():
                 cancelled.add(name)
-                handle = self._piece_handles[name]
+                handle = self.live.piece_handles[name]
                 if not handle.done():
                     handle.cancel()
             await workflow.wait_condition(lambda: not live() or bool(now()))
@@ -262,10 +254,10 @@ class Delegation:
         stopping = live()
         while stopping:  # a piece handed out as the others stopped is stopped too
             if top_down:  # callers first: a piece never sees the one it handed out stop
-                depth = min(self._pieces[name].depth for name in stopping)
-                stopping = [name for name in stopping if self._pieces[name].depth == depth]
+                depth = min(self.live.pieces[name].depth for name in stopping)
+                stopping = [name for name in stopping if self.live.pieces[name].depth == depth]
             for name in stopping:
-                handle = self._piece_handles.get(name)
+                handle = self.live.piece_handles.get(name)
                 if handle is not None and not handle.done():
                     handle.cancel()
             await workflow.wait_condition(functools.partial(self._all_ended, stopping))
@@ -273,13 +265,13 @@ class Delegation:
 
     def _all_ended(self, names: list[str]) -> bool:
         """Tell whether every piece of ``names`` has ended (finished, failed or stopped)."""
-        return all(self._pieces[name].status not in ("waiting", "running") for name in names)
+        return all(self.live.pieces[name].status not in ("waiting", "running") for name in names)
 
     def _piece_restarts(self, stage: str | None, round_: int) -> dict[str, str]:
         """Return piece → the stage it restarts at, for each unfinished piece of the stopped
         stage's last attempt (round ``round_``): its caller's stage restarts from the top and
         hands it out again; a finished piece is answered from the checkpoint instead."""
-        mine = [view for view in self._pieces.values()
+        mine = [view for view in self.live.pieces.values()
                 if (view.stage, view.round) == (stage, round_)]
         if not mine:
             return {}
@@ -290,7 +282,7 @@ class Delegation:
     def _piece_agent(self, piece: str | None, agent: str) -> bool:
         """Tell whether ``agent`` runs live piece ``piece`` of this run (it may then ask for
         add-on actions in the stage, under the stage's approval gate)."""
-        view = self._pieces.get(piece or "")
+        view = self.live.pieces.get(piece or "")
         return view is not None and view.status in ("waiting", "running") and (
             view.agent in (None, agent))
 

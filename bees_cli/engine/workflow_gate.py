@@ -12,6 +12,8 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from bees_cli.engine.workflow_state import RunParts
+
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (
         ACTION_DONE_UPDATE,
@@ -28,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         JournalEntry,
         JournalFound,
         JournalQuery,
-        PersonInput,
         RecordInput,
         RunView,
         StageOutput,
@@ -73,7 +74,7 @@ def refuse(message: str) -> ApplicationError:
     return ApplicationError(message, type="Refused", non_retryable=True)
 
 
-class ApprovalGate:
+class ApprovalGate(RunParts):
     """The item's approvals and add-on actions (DESIGN.md, Rules: approvals; the journal).
 
     A person approves or denies waiting requests (``bees.decide``). While a stage runs,
@@ -85,26 +86,14 @@ class ApprovalGate:
     now journals to the local record itself).
     """
 
-    _item: ItemInput | None
-    _state: str
-    _stage: str | None
-    _round: int
-    _agent: str | None
-    _person: tuple[str, PersonInput] | None
-    _requests: list[ApprovalRequest]
-    _journal: list[JournalEntry]
-    _approved: set[tuple[str, int]]
-    _facts: int
-    _reason: str | None
-
     def _fact(self, prefix: str) -> str:
         """Return a new key for a fact of the history (deterministic: a counter)."""
-        self._facts += 1
-        return f"{prefix}:{self._facts}"
+        self.live.facts += 1
+        return f"{prefix}:{self.live.facts}"
 
     def _where(self) -> str:
-        stage = f" at {self._stage}" if self._stage else ""
-        return f"{self._state}{stage}"
+        stage = f" at {self.live.stage}" if self.live.stage else ""
+        return f"{self.live.phase.value}{stage}"
 
     @workflow.update(name=DECIDE_UPDATE)
     async def decide(self, decision: DecideInput) -> list[int]:
@@ -117,7 +106,7 @@ class ApprovalGate:
             if request.interrupted_at is not None:
                 request.answer = decision.answer
             if decision.approve:
-                self._approved.add((request.stage, request.round))
+                self.live.approved.add((request.stage, request.round))
         for request in chosen:
             await self._record(RecordInput(
                 item_id=self._id, status=None, stage=request.stage, round=request.round,
@@ -130,12 +119,12 @@ class ApprovalGate:
                       "reason": request.reason, **({} if request.interrupted_at is None else {
                           "interrupted_at": request.interrupted_at,
                           "answer": request.answer})}))
-        if not self._waiting(None) and self._state == APPROVAL:
+        if not self._waiting(None) and self.live.phase is Phase.APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
             # that delivered it sees work under way
-            self._state = RUNNING
+            self.live.phase = Phase.RUNNING
             await self._record(RecordInput(
-                item_id=self._id, status=RUNNING, stage=self._stage, agent=self._agent,
+                item_id=self._id, status=RUNNING, stage=self.live.stage, agent=self.live.agent,
                 key=self._fact("resumed"), kind="resumed", data={}))
         return [request.id for request in chosen]
 
@@ -156,7 +145,7 @@ class ApprovalGate:
                          "(record it as run) or --again (run it once more)")
 
     def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
-        return [r for r in self._requests if r.status == "waiting"
+        return [r for r in self.live.requests if r.status == "waiting"
                 and (request_id is None or r.id == request_id)]
 
     @workflow.update(name=ACTION_UPDATE)
@@ -186,7 +175,7 @@ class ApprovalGate:
         if decision.verdict is V.JOURNAL:
             assert entry is not None
             await self._record(RecordInput(
-                item_id=self._id, status=None, stage=ask.stage, round=self._round,
+                item_id=self._id, status=None, stage=ask.stage, round=self.live.round,
                 key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
                 kind="action_answered",
                 data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
@@ -197,7 +186,7 @@ class ApprovalGate:
             raise refuse(decision.reason or "")
         if decision.verdict is V.RUN:  # not gated
             return ActionAnswer(decision="run", kind=action.kind, command=list(action.command))
-        request = next((r for r in self._requests if r.stage == ask.stage
+        request = next((r for r in self.live.requests if r.stage == ask.stage
                         and r.action == ask.action and r.digest == ask.digest
                         and r.status in ("waiting", "approved")), None)
         if request is None:
@@ -206,10 +195,10 @@ class ApprovalGate:
             decision = decide(call, _facts(facts, request))
         if request is None:
             request = ApprovalRequest(
-                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
-                round=self._round, action=ask.action, kind=action.kind, summary=ask.summary,
+                id=len(self.live.requests) + 1, item_id=self._id, stage=ask.stage,
+                round=self.live.round, action=ask.action, kind=action.kind, summary=ask.summary,
                 digest=ask.digest, input=ask.input, asked_at=self._now())
-            self._requests.append(request)
+            self.live.requests.append(request)
         if decision.verdict is V.HOLD:
             await self._hold(request, attempt=ask.attempt)
             if ask.at_once and workflow.patched(ACTION_AT_ONCE):
@@ -227,8 +216,8 @@ class ApprovalGate:
         and input), or None: asked again (the stage's next attempt, after ``bees run``
         stopped and delivered a queued denial), it gets the denial and its reason, like an
         approved ask gets its approval (DESIGN.md, Rules: approvals)."""
-        denied = next((r for r in self._requests if r.stage == ask.stage
-                       and r.round == self._round and r.action == ask.action
+        denied = next((r for r in self.live.requests if r.stage == ask.stage
+                       and r.round == self.live.round and r.action == ask.action
                        and r.digest == ask.digest and r.status == "denied"
                        and r.interrupted_at is None), None)
         if denied is None or not workflow.patched(DENIAL_ANSWERS_RETRY):
@@ -241,7 +230,7 @@ class ApprovalGate:
         once per interruption; return ``held`` (the caller reads the person's answer in the
         local record), or the answer already given."""
         kind = call.kind.value
-        request = next((r for r in self._requests if r.stage == ask.stage
+        request = next((r for r in self.live.requests if r.stage == ask.stage
                         and r.action == ask.action and r.digest == ask.digest
                         and r.interrupted_at == ask.interrupted_at), None)
         # the caller asks so only after its journal showed no result of this action
@@ -252,24 +241,24 @@ class ApprovalGate:
             return ActionAnswer(decision="run", kind=kind, command=command)
         if request is None:
             request = ApprovalRequest(
-                id=len(self._requests) + 1, item_id=self._id, stage=ask.stage,
-                round=self._round, action=ask.action, kind=kind, summary=ask.summary,
+                id=len(self.live.requests) + 1, item_id=self._id, stage=ask.stage,
+                round=self.live.round, action=ask.action, kind=kind, summary=ask.summary,
                 digest=ask.digest, input=ask.input, asked_at=self._now(),
                 interrupted_at=ask.interrupted_at)
-            self._requests.append(request)
+            self.live.requests.append(request)
         if decision.verdict is V.HOLD_MAY_HAVE_RUN:
             await self._hold(request, attempt=ask.attempt)
         return ActionAnswer(decision="held", kind=kind, request_id=request.id)
 
     @action.validator
     def _action_allowed(self, ask: ActionAsk) -> None:
-        if self._state not in (RUNNING, APPROVAL) or ask.stage != self._stage:
+        if self.live.phase not in (Phase.RUNNING, Phase.APPROVAL) or ask.stage != self.live.stage:
             raise refuse(f"stage {ask.stage} is not running (the item is {self._where()})")
         agent = self._snapshot.agents.get(ask.agent)
-        if (ask.agent != self._agent and not self._piece_agent(ask.piece, ask.agent)) or (
+        if (ask.agent != self.live.agent and not self._piece_agent(ask.piece, ask.agent)) or (
                 agent is None):
             raise refuse(f"agent {ask.agent} does not run stage {ask.stage} "
-                          f"(its agent is {self._agent})")
+                          f"(its agent is {self.live.agent})")
         refused = refusal(ask.action, ask.agent, tuple(agent.tools))
         if refused is not None:
             raise refuse(refused.reason or "")
@@ -282,8 +271,8 @@ class ApprovalGate:
         """Journal one run of an add-on action (its result), in the run and the local record."""
         # text equality: a repeated delivery carries the same format_utc text (actions._now)
         if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
-                   for e in self._journal):
-            self._journal.append(entry)
+                   for e in self.live.journal):
+            self.live.journal.append(entry)
         await self._record(RecordInput(
             item_id=self._id, status=None, stage=entry.stage, round=entry.round,
             key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
@@ -295,25 +284,26 @@ class ApprovalGate:
     @workflow.query(name="bees.journal")
     def journal(self) -> list[JournalEntry]:
         """Return the item's journal of action runs, oldest first."""
-        return list(self._journal)
+        return list(self.live.journal)
 
     @workflow.query(name=STATE_QUERY)
     def view(self) -> RunView:
         """Return where the item is, for ``bees run`` to rebuild a lost local record (its
         row with the reason the record showed, its approval requests, its journal)."""
         reason = None
-        if self._state == FAILED:
-            reason = self._reason
-        elif self._state == STOPPED:
-            reason = review_limit_reason(str(self._stage))
-        elif self._state == APPROVAL and self._waiting(None):
+        if self.live.phase is Phase.FAILED:
+            reason = self.live.reason
+        elif self.live.phase is Phase.STOPPED:
+            reason = review_limit_reason(str(self.live.stage))
+        elif self.live.phase is Phase.APPROVAL and self._waiting(None):
             reason = self._waiting(None)[-1].label
-        item = None if self._item is None else self._item.model_copy(update={"state": None})
-        restart = (self._restart_stage(self._item)
-                   if self._item is not None and self._state == "relinquished" else None)
-        return RunView(item=item, state=self._state, stage=self._stage, round=self._round,
-                       agent=self._agent, reason=reason, restart=restart,
-                       requests=list(self._requests), journal=list(self._journal))
+        live = self.live
+        item = None if live.item is None else live.item.model_copy(update={"state": None})
+        restart = (self._restart_stage(live.item)
+                   if live.item is not None and live.phase is Phase.RELINQUISHED else None)
+        return RunView(item=item, state=live.phase.value, stage=live.stage, round=live.round,
+                       agent=live.agent, reason=reason, restart=restart,
+                       requests=list(self.live.requests), journal=list(self.live.journal))
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at (the item's workflow says which)."""
@@ -325,7 +315,7 @@ class ApprovalGate:
         return False
 
     async def _journal_hit(self, ask: ActionAsk) -> JournalEntry | None:
-        for entry in self._journal:
+        for entry in self.live.journal:
             if (entry.stage, entry.action, entry.digest, entry.exit_code) == (
                     ask.stage, ask.action, ask.digest, 0):
                 return entry
@@ -334,13 +324,13 @@ class ApprovalGate:
                                            digest=ask.digest),
             result_type=JournalFound, start_to_close_timeout=SHORT)
         if found.entry is not None:
-            self._journal.append(found.entry)
+            self.live.journal.append(found.entry)
         return found.entry
 
     async def _hold(self, request: ApprovalRequest, *, attempt: int) -> None:
-        self._state = APPROVAL
+        self.live.phase = Phase.APPROVAL
         await self._record(RecordInput(
-            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self._agent,
+            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self.live.agent,
             reason=request.label, round=request.round,
             key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
             approval=request.model_dump(mode="json"),
@@ -350,13 +340,13 @@ class ApprovalGate:
 
     @property
     def _id(self) -> str:
-        assert self._item is not None
-        return self._item.item_id
+        assert self.live.item is not None
+        return self.live.item.item_id
 
     @property
     def _snapshot(self) -> EngineSnapshot:
-        assert self._item is not None
-        return self._item.snapshot
+        assert self.live.item is not None
+        return self.live.item.snapshot
 
     def _stage_spec(self, name: str) -> StageView:
         return self._snapshot.stage(name)
@@ -383,16 +373,16 @@ class ApprovalGate:
         A person who approved a held action of this stage round approved the stage too.
         A denial fails the stage with the reason.
         """
-        if (stage.name, round_) in self._approved:
+        if (stage.name, round_) in self.live.approved:
             return result
         request = ApprovalRequest(
-            id=len(self._requests) + 1, item_id=self._id, stage=stage.name, round=round_,
+            id=len(self.live.requests) + 1, item_id=self._id, stage=stage.name, round=round_,
             action=None, kind="finish", summary=f"output {result.output_dir}",
             asked_at=self._now())
-        self._requests.append(request)
+        self.live.requests.append(request)
         await self._hold(request, attempt=result.attempt)
         await workflow.wait_condition(lambda: request.status != "waiting")
-        self._state = RUNNING
+        self.live.phase = Phase.RUNNING
         if request.status == "denied":
             return result.model_copy(update={
                 "ok": False, "reason": f"finish denied by {request.who}: {request.reason}"})

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from bees_cli.engine.workflow_gate import STOPPED
+from bees_cli.engine.workflow_state import RunParts
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (
-        ApprovalRequest,
         ItemInput,
         ItemState,
-        JournalEntry,
         ReviewRounds,
         StageOutput,
     )
@@ -32,19 +30,10 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-class RunMemory:
+class RunMemory(RunParts):
     """The plan's memory (:class:`ItemState`): a run's start (the rounds and review counts a
     handover carries), what a handover carries on, and what a continue-as-new carries
     (DESIGN.md, Rules: handover; reviews)."""
-
-    _state: str
-    _stage: str | None
-    _round: int
-    _round_of: str | None
-    _requests: list[ApprovalRequest]
-    _journal: list[JournalEntry]
-    _approved: set[tuple[str, int]]
-    _facts: int
 
     def _fresh(self, item: ItemInput, start: str | None) -> ItemState:
         """Return the plan's memory at the start of a run at ``start`` (None: the first),
@@ -66,34 +55,34 @@ class RunMemory:
         and the next run redoes the work under review with the last comments.
         """
         rounds = dict(memo.rounds)
-        stage = self._stage
-        if stage is not None and stage in rounds and self._state != STOPPED:
-            if self._round_of == stage:
-                rounds[stage] = self._round - 1
+        stage = self.live.stage
+        if stage is not None and stage in rounds and self.live.phase is not Phase.STOPPED:
+            if self.live.round_of == stage:
+                rounds[stage] = self.live.round - 1
             elif memo.again:  # its round will start again: not counted either
                 rounds[stage] -= 1
         asked = {name: [list(c) for c in each] for name, each in memo.change_requests.items()}
-        if self._state == STOPPED and stage in asked:
+        if self.live.phase is Phase.STOPPED and stage in asked:
             asked[stage] = []
         return ReviewRounds(rounds=rounds, change_requests=asked, comments=list(memo.comments))
 
     def _restore(self, item: ItemInput) -> ItemState:
         """Return the plan's memory: the state a run continued as new carries, else fresh."""
         if item.state is None:
-            self._journal = list(item.journal)
+            self.live.journal = list(item.journal)
             return self._fresh(item, item.start_stage)
         state = item.state
-        self._journal = list(state.journal)
-        self._requests = list(state.requests)
-        self._approved = {(stage, round_) for stage, round_ in state.approved}
-        self._facts = state.facts
+        self.live.journal = list(state.journal)
+        self.live.requests = list(state.requests)
+        self.live.approved = {(stage, round_) for stage, round_ in state.approved}
+        self.live.facts = state.facts
         return state
 
     def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
         """Return the input of the next run: this one's, with the plan's memory."""
         state = memo.model_copy(update={
-            "requests": list(self._requests), "approved": sorted(self._approved),
-            "journal": list(self._journal), "facts": self._facts})
+            "requests": list(self.live.requests), "approved": sorted(self.live.approved),
+            "journal": list(self.live.journal), "facts": self.live.facts})
         return item.model_copy(update={"state": state})
 
     def _run_state(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,
@@ -107,7 +96,7 @@ class RunMemory:
             stage=stage, round=round_, phase=phase, rounds=dict(memo.rounds),
             change_requests=len(memo.change_requests.get(stage, [])),
             comments=tuple(memo.comments),
-            finish_approved=approved or (stage, round_) in self._approved)
+            finish_approved=approved or (stage, round_) in self.live.approved)
 
 
 def stage_event(stage: StageView, result: StageOutput) -> Event:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         SlotInput,
         SlotOutput,
     )
+    from bees_cli.moves import Phase
     from bees_cli.rules import RECHECK_EVERY, busy_fails, busy_reason
 
 
@@ -35,9 +36,6 @@ class StageWaits(ApprovalGate):
     failed after 10 minutes). Since ``WAITS_BY_RETRY`` both waits are one activity retried
     every 15 s (DESIGN.md, Rules: eligibility, busy agent)."""
 
-    _waits_by_retry: bool
-    _eligible_locally: bool
-
     async def _eligible(self, check: CheckInput) -> CheckOutput:
         """Check eligibility until the stage can start here, re-checking every 15 s
         (DESIGN.md, Rules: eligibility); return the passing check (its agent chosen).
@@ -46,9 +44,9 @@ class StageWaits(ApprovalGate):
         wait adds no events however long it lasts; older runs keep their timer loop. Since
         :data:`ELIGIBLE_LOCALLY` the first check is a local activity (:func:`eligible_locally`).
         """
-        if self._eligible_locally and self._waits_by_retry:
+        if self.live.patches.eligible_locally and self.live.patches.waits_by_retry:
             return await eligible_locally(check)
-        if self._waits_by_retry:
+        if self.live.patches.waits_by_retry:
             return await workflow.execute_activity(
                 AWAIT_ELIGIBLE_ACTIVITY, check, result_type=CheckOutput,
                 start_to_close_timeout=SHORT, retry_policy=RECHECK)
@@ -67,10 +65,10 @@ class StageWaits(ApprovalGate):
         cap = self._snapshot.agents[agent].max_concurrent_runs
         if cap is None:
             return None
-        if self._waits_by_retry:
+        if self.live.patches.waits_by_retry:
             # one activity retried every 15 s; it writes each new reason to the local record
             # and answers not granted once BUSY_LIMIT has passed (its queue place given back)
-            self._state = WAITING
+            self.live.phase = Phase.WAITING
             slot: SlotOutput = await workflow.execute_activity(
                 AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
                                                cap=cap, round=round_),
@@ -89,7 +87,7 @@ class StageWaits(ApprovalGate):
                     RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
                     start_to_close_timeout=SHORT)
                 return busy_reason(slot.reason)
-            self._state = WAITING
+            self.live.phase = Phase.WAITING
             if slot.reason != said:  # one fact per distinct reason, not one per re-check
                 said = slot.reason
                 await self._record(RecordInput(

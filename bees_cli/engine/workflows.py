@@ -1,10 +1,12 @@
 """One work item's run as a Temporal workflow: a plan of stages; side effects are activities.
 
+Where the item goes is decided by :func:`bees_cli.moves.next_move`; the workflow carries the
+moves out. Its state is one :class:`~bees_cli.engine.workflow_state.LiveRun` (``self.live``).
 Deterministic: imports only ``asyncio``, ``datetime``, ``temporalio``, its approval gate
 (:mod:`~bees_cli.engine.workflow_gate`), its waits before a stage
-(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`)
-and the engine's models (passed through the sandbox, never the workspace's YAML models); no
-I/O, no clock but the workflow's.
+(:mod:`~bees_cli.engine.workflow_waits`), its memory (:mod:`~bees_cli.engine.workflow_memory`),
+its state and the engine's models (passed through the sandbox, never the workspace's YAML
+models); no I/O, no clock but the workflow's.
 """
 
 from __future__ import annotations
@@ -20,14 +22,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
-from bees_cli.engine.workflow_gate import (
-    FAILED,
-    RUNNING,
-    SHORT,
-    STOPPED,
-    WAITING,
-    refuse,
-)
+from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
 from bees_cli.engine.workflow_memory import RunMemory, stage_event
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
@@ -41,6 +36,7 @@ from bees_cli.engine.workflow_policies import (
     STAGE_TIMEOUT,
     WAITS_BY_RETRY,
 )
+from bees_cli.engine.workflow_state import LiveRun
 from bees_cli.engine.workflow_waits import StageWaits
 
 with workflow.unsafe.imports_passed_through():
@@ -57,18 +53,16 @@ with workflow.unsafe.imports_passed_through():
         RETRY_UPDATE,
         RUN_ACTIVITY,
         WORKFLOW_NAME,
-        ApprovalRequest,
         CheckInput,
+        CheckOutput,
         ItemInput,
         ItemState,
-        JournalEntry,
         PersonInput,
         RecordInput,
         ReleaseInput,
         StageInput,
         StageOutput,
     )
-    from bees_cli.engine.piece_models import PieceView
     from bees_cli.engine.snapshot import LoopView, StageView
     from bees_cli.moves import (
         REVIEW_LIMIT_CODE,
@@ -107,26 +101,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
     """
 
     def __init__(self) -> None:
-        self._item: ItemInput | None = None
-        self._state = "starting"
-        self._stage: str | None = None
-        self._round = 0
-        self._round_of: str | None = None  # the stage self._round counts
-        self._agent: str | None = None
-        self._person: tuple[str, PersonInput] | None = None
-        self._requests: list[ApprovalRequest] = []
-        self._journal: list[JournalEntry] = []
-        self._approved: set[tuple[str, int]] = set()
-        self._facts = 0
-        self._relinquish: PersonInput | None = None
-        self._handed: HandoverOutput | None = None
-        self._waits_by_retry = False
-        self._continues_as_new = False
-        self._eligible_locally = False
-        self._reason: str | None = None
-        self._pieces: dict[str, PieceView] = {}  # issue 14: engine/pieces.py
-        self._piece_handles = {}  # their child workflows, stopped with a relinquish
-        self._ended_attempts = set()  # stage attempts whose agent ended: asks refused
+        self.live = LiveRun()
 
     # -- a person's requests ---------------------------------------------------------------
 
@@ -134,12 +109,12 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
     def retry(self, person: PersonInput) -> str:
         """Start the failed stage again from the top (or, stopped at the review limit, one more
         round from the work stage); return the stage."""
-        self._person = ("retry", person)
-        return self._stage or ""
+        self.live.person = ("retry", person)
+        return self.live.stage or ""
 
     @retry.validator
     def _retry_allowed(self, person: PersonInput) -> None:
-        if self._state not in (FAILED, STOPPED):
+        if self.live.phase not in (Phase.FAILED, Phase.STOPPED):
             raise refuse(f"it is {self._where()}: only a failed or stopped item can be retried")
 
     @workflow.update(name=RELINQUISH_UPDATE)
@@ -151,27 +126,27 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         ``"relinquished: restarts at STAGE"``. When the checkpoint cannot be written, the
         answer is not ok and the stage waits, failed, for a person's retry.
         """
-        self._relinquish = person
-        await workflow.wait_condition(lambda: self._handed is not None)
-        assert self._handed is not None
-        return self._handed
+        self.live.relinquish = person
+        await workflow.wait_condition(lambda: self.live.handed is not None)
+        assert self.live.handed is not None
+        return self.live.handed
 
     @relinquish.validator
     def _relinquish_allowed(self, person: PersonInput) -> None:
-        if self._state in ("done", "cancelled", "relinquished"):
+        if self.live.phase in (Phase.DONE, Phase.CANCELLED, Phase.RELINQUISHED):
             raise refuse(f"it is {self._where()}: nothing to relinquish")
-        if self._relinquish is not None:
+        if self.live.relinquish is not None:
             raise refuse("it is being relinquished already")
 
     @workflow.update(name=ACCEPT_UPDATE)
     def accept(self, person: PersonInput) -> str:
         """Take the work under review as it is and move past the review; return the stage."""
-        self._person = ("accept", person)
-        return self._stage or ""
+        self.live.person = ("accept", person)
+        return self.live.stage or ""
 
     @accept.validator
     def _accept_allowed(self, person: PersonInput) -> None:
-        if self._state != STOPPED:
+        if self.live.phase is not Phase.STOPPED:
             raise refuse(f"it is {self._where()}: only an item stopped at the review limit "
                           "can be accepted")
 
@@ -181,11 +156,11 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
     async def run(self, item: ItemInput) -> str:
         """Run the item to its ``done`` stage; return ``"done"`` (cancelled: records
         ``cancelled``, frees its slots, and ends as cancelled)."""
-        self._item = item
+        self.live.item = item
         # decided once, at the first task: old histories replay the shape they were made with
-        self._waits_by_retry = workflow.patched(WAITS_BY_RETRY)
-        self._continues_as_new = workflow.patched(CONTINUES_AS_NEW)
-        self._eligible_locally = workflow.patched(ELIGIBLE_LOCALLY)
+        self.live.patches.waits_by_retry = workflow.patched(WAITS_BY_RETRY)
+        self.live.patches.continues_as_new = workflow.patched(CONTINUES_AS_NEW)
+        self.live.patches.eligible_locally = workflow.patched(ELIGIBLE_LOCALLY)
         try:
             result = await self._run_until_handed_over(item)
             # a decision still writing its facts finishes before the run ends
@@ -199,10 +174,10 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             await workflow.execute_activity(
                 RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id),
                 start_to_close_timeout=SHORT)
-            self._state = "cancelled"
+            self.live.phase = Phase.CANCELLED
             await self._close_waiting("cancelled")
             await self._record(RecordInput(
-                item_id=item.item_id, status="cancelled", stage=self._stage, key="cancelled",
+                item_id=item.item_id, status="cancelled", stage=self.live.stage, key="cancelled",
                 kind="cancelled", data={}))
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
@@ -217,7 +192,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             plan = asyncio.create_task(self._plan(item, memo))
             try:
                 await workflow.wait_condition(
-                    lambda: plan.done() or self._relinquish is not None)  # noqa: B023
+                    lambda: plan.done() or self.live.relinquish is not None)  # noqa: B023
             except asyncio.CancelledError:
                 plan.cancel()  # the run is cancelled: stop the stage, then say so
                 await workflow.wait([plan])
@@ -230,151 +205,181 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             await workflow.wait([plan])  # the stage activity waits for its agent to stop
             if not plan.cancelled():
                 plan.exception()  # retrieved: the stage's cancellation is expected
-            assert self._relinquish is not None
+            assert self.live.relinquish is not None
             await self._stop_pieces()  # every piece stopped before the checkpoint
             restart = self._restart_stage(item)
             handed: HandoverOutput = await workflow.execute_activity(
                 HANDOVER_ACTIVITY,
                 HandoverInput(item_id=item.item_id, title=item.title,
                               run_folder=item.run_folder,
-                              snapshot_digest=item.snapshot_digest, stage=self._stage,
+                              snapshot_digest=item.snapshot_digest, stage=self.live.stage,
                               restart_stages={
                                   MAIN_PIECE: restart,
-                                  **self._piece_restarts(self._stage, self._round)},
-                              who=self._relinquish.who, at=self._relinquish.at,
+                                  **self._piece_restarts(self.live.stage, self.live.round)},
+                              who=self.live.relinquish.who, at=self.live.relinquish.at,
                               reviews=self._handed_reviews(memo)),
                 result_type=HandoverOutput, start_to_close_timeout=timedelta(minutes=10),
                 retry_policy=HANDOVER_RETRY if workflow.patched(HANDOVER_WAITS_FOR_CLOUD)
                 else RetryPolicy(maximum_attempts=3))
-            self._handed = handed
+            self.live.handed = handed
             if handed.ok:
-                self._state = "relinquished"
+                self.live.phase = Phase.RELINQUISHED
                 await self._close_waiting("relinquished")
                 return f"relinquished: restarts at {restart}"
             # the checkpoint could not be written: the item stays here, failed, until retried
             keeps = workflow.patched(RELINQUISH_KEEPS_STATE)
             if keeps:  # the stopped stage, its round and its next attempt; outputs kept
-                memo.stage, memo.again = self._stage or memo.stage, self._stage is not None
+                memo.stage, memo.again = self.live.stage or memo.stage, self.live.stage is not None
                 for key, attempt in handed.attempts.items():
                     memo.attempts[key] = max(memo.attempts.get(key, 1), attempt)
-            await self._fail(memo.stage if keeps else restart, self._round,
-                             self._agent or "-", handed.reason or "relinquish failed",
+            await self._fail(memo.stage if keeps else restart, self.live.round,
+                             self.live.agent or "-", handed.reason or "relinquish failed",
                              "relinquish")
-            self._relinquish = None
+            self.live.relinquish = None
             await self._wait_for_person()
-            self._handed = None
+            self.live.handed = None
             if not keeps:
                 memo = self._fresh(item, restart)
 
     def _restart_stage(self, item: ItemInput) -> str:
         """Return the stage a handover restarts at: the current one, or for a review the
         stage that made the work under review (the first stage before any started)."""
-        if self._stage is None:
+        if self.live.stage is None:
             return item.start_stage or item.snapshot.process.stages[0].name
-        stage = self._stage_spec(self._stage)
+        stage = self._stage_spec(self.live.stage)
         if stage.kind == "review" and stage.reviews:
             return stage.reviews
         return stage.name
 
     async def _plan(self, item: ItemInput, memo: ItemState) -> str:
+        """Run the process from ``memo.stage`` to its ``done`` stage; return ``"done"``.
+
+        Each stage round waits to be eligible (and for a capped agent's slot), runs, and
+        then goes where :func:`~bees_cli.moves.next_move` says; this carries the move out
+        (the facts, a person's approval, retry or accept, the next stage).
+        """
         stages = item.snapshot.process.stages
         position = {stage.name: index for index, stage in enumerate(stages)}
         index = position[memo.stage]
         while True:
             stage = stages[index]
-            self._stage = stage.name
+            self.live.stage = stage.name
             memo.stage = stage.name
             if stage.kind == "done":
-                self._state = "done"
+                self.live.phase = Phase.DONE
                 await self._record(RecordInput(
                     item_id=item.item_id, status="done", stage=stage.name, key="done",
                     kind="done"))
                 return "done"
-            if self._continues_as_new and workflow.info().is_continue_as_new_suggested():
+            if (self.live.patches.continues_as_new
+                    and workflow.info().is_continue_as_new_suggested()):
                 # a safe point: no stage runs; a person's request still writing finishes first
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry(item, memo))
-            if not memo.again:
-                memo.rounds[stage.name] = memo.rounds.get(stage.name, 0) + 1
-            memo.again = False
-            round_ = self._round = memo.rounds[stage.name]
-            self._round_of = stage.name
+            round_ = self._next_round(stage.name, memo)
             reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
-            self._state = WAITING
+            self.live.phase = Phase.WAITING
             check = await self._eligible(CheckInput(
                 item_id=item.item_id, stage=stage.name, round=round_,
                 reviewed_by=reviewed_by, snapshot_digest=item.snapshot_digest))
             self._stop_if_relinquished()
             assert check.agent is not None
-            self._agent = check.agent
-            busy = await self._take_slot(stage.name, check.agent, round_)
+            agent = self.live.agent = check.agent
+            busy = await self._take_slot(stage.name, agent, round_)
             if busy is not None:
-                await self._fail(stage.name, round_, check.agent, busy, "busy")
-                await self._wait_for_person()
-                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
-                                            Phase.FAILED).again
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent, busy, "busy")
                 continue
-            key = f"{stage.name}:{round_}"
-            base = memo.attempts.get(key, 1)
-            self._state = RUNNING
-            given = StageInput(
-                item_id=item.item_id, title=item.title, run_folder=item.run_folder,
-                stage=stage.name, round=round_, agent=check.agent,
-                folders=check.folders, previous=dict(memo.outputs),
-                comments=list(memo.comments) if stage.kind == "work" else [],
-                snapshot_digest=item.snapshot_digest, attempt_base=base)
-            loop = self._snapshot.agents[check.agent].loop
-            try:
-                self._stop_if_relinquished()  # a cancel swallowed as the slot was granted
-                result: StageOutput = await self._run_stage(given, loop)
-            finally:
-                if self._capped(check.agent):
-                    await workflow.execute_activity(
-                        RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
-                        start_to_close_timeout=SHORT)
-            self._stop_if_relinquished()  # the stage finished as the relinquish arrived
-            # a piece its caller did not wait for is stopped: never done with a piece running
-            await self._end_stage_pieces(stage.name, round_, result.attempt)
-            memo.attempts[key] = result.attempt + 1
+            result = await self._run_round(item, memo, stage, round_, check)
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
             # are in its stage_finished fact, also when its finish is then denied)
             spent = {} if result.ok else usage(result)
             event = stage_event(stage, result)
-            running = Phase.RUNNING
-            move = next_move(self._run_state(stages, memo, stage.name, round_, running), event)
+            move = next_move(self._run_state(stages, memo, stage.name, round_, Phase.RUNNING),
+                             event)
             if move.to is To.APPROVAL:
-                result = await self._finish_gate(stage, round_, check.agent, result)
+                event = stage_event(stage, await self._finish_gate(stage, round_, agent, result))
                 self._stop_if_relinquished()
-                event = stage_event(stage, result)
-                move = next_move(self._run_state(stages, memo, stage.name, round_, running,
-                                                 approved=True), event)
+                move = next_move(self._run_state(stages, memo, stage.name, round_,
+                                                 Phase.RUNNING, approved=True), event)
             if move.to is To.RETRY:
-                await self._fail(stage.name, round_, check.agent, move.reason or "failed",
-                                 f"{result.attempt}:failed", spent)
-                await self._wait_for_person()
-                memo.again = self._answered(stages, memo, stage.name, round_, Retried(),
-                                            Phase.FAILED).again
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent,
+                                           move.reason or "failed", f"{result.attempt}:failed",
+                                           spent)
                 continue
-            memo.done_by[stage.name] = check.agent
+            memo.done_by[stage.name] = agent
             memo.outputs[stage.name] = result.output_dir
             memo.comments = list(move.comments)
             if isinstance(event, ChangesRequested) and stage.reviews:
                 memo.change_requests.setdefault(stage.name, []).append(list(event.comments))
             if move.to is To.PERSON:
-                asked = memo.change_requests[stage.name]
-                self._person = None
-                self._state = STOPPED
-                await self._record(RecordInput(
-                    item_id=item.item_id, status=STOPPED, stage=stage.name,
-                    reason=move.reason, agent=check.agent, key=f"{stage.name}:{round_}:limit",
-                    kind=REVIEW_LIMIT_CODE, round=round_,
-                    data={"rounds": [list(c) for c in asked]}))
-                choice = await self._wait_for_person()
-                memo.change_requests[stage.name] = []
-                move = self._answered(stages, memo, stage.name, round_,
-                                      Accepted() if choice == "accept" else Retried(),
-                                      Phase.STOPPED)
+                move = await self._stop_for_person(stages, memo, stage.name, round_, agent, move)
             index = position[move.stage]
+
+    def _next_round(self, stage: str, memo: ItemState) -> int:
+        """Count a new round of ``stage`` (not after a person's retry: the same round runs
+        again as its next attempt); return the round about to run."""
+        if not memo.again:
+            memo.rounds[stage] = memo.rounds.get(stage, 0) + 1
+        memo.again = False
+        self.live.round, self.live.round_of = memo.rounds[stage], stage
+        return self.live.round
+
+    async def _run_round(self, item: ItemInput, memo: ItemState, stage: StageView, round_: int,
+                         check: CheckOutput) -> StageOutput:
+        """Run ``stage``'s ``round_`` with the agent ``check`` chose, as its next attempt;
+        give a capped agent's slot back, stop the pieces it left running; return its end.
+
+        Raises:
+            asyncio.CancelledError: a relinquish is pending (:meth:`_stop_if_relinquished`).
+        """
+        assert check.agent is not None
+        key = f"{stage.name}:{round_}"
+        self.live.phase = Phase.RUNNING
+        given = StageInput(
+            item_id=item.item_id, title=item.title, run_folder=item.run_folder,
+            stage=stage.name, round=round_, agent=check.agent,
+            folders=check.folders, previous=dict(memo.outputs),
+            comments=list(memo.comments) if stage.kind == "work" else [],
+            snapshot_digest=item.snapshot_digest, attempt_base=memo.attempts.get(key, 1))
+        try:
+            self._stop_if_relinquished()  # a cancel swallowed as the slot was granted
+            result = await self._run_stage(given, self._snapshot.agents[check.agent].loop)
+        finally:
+            if self._capped(check.agent):
+                await workflow.execute_activity(
+                    RELEASE_ACTIVITY, ReleaseInput(item_id=item.item_id, stage=stage.name),
+                    start_to_close_timeout=SHORT)
+        self._stop_if_relinquished()  # the stage finished as the relinquish arrived
+        # a piece its caller did not wait for is stopped: never done with a piece running
+        await self._end_stage_pieces(stage.name, round_, result.attempt)
+        memo.attempts[key] = result.attempt + 1
+        return result
+
+    async def _wait_for_retry(self, stages: list[StageView], memo: ItemState, stage: str,
+                              round_: int, agent: str, reason: str, key: str,
+                              data: dict[str, int] | None = None) -> None:
+        """Fail ``stage``'s ``round_`` with ``reason`` and wait for a person's retry, which
+        runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
+        await self._fail(stage, round_, agent, reason, key, data)
+        await self._wait_for_person()
+        memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
+
+    async def _stop_for_person(self, stages: list[StageView], memo: ItemState, stage: str,
+                               round_: int, agent: str, move: Move) -> Move:
+        """Stop the item at review ``stage``'s limit (``move``) until a person retries or
+        accepts; return where their answer takes it (the review's count starts again)."""
+        asked = memo.change_requests[stage]
+        self.live.person = None
+        self.live.phase = Phase.STOPPED
+        await self._record(RecordInput(
+            item_id=self._id, status=STOPPED, stage=stage,
+            reason=move.reason, agent=agent, key=f"{stage}:{round_}:limit",
+            kind=REVIEW_LIMIT_CODE, round=round_,
+            data={"rounds": [list(c) for c in asked]}))
+        choice = await self._wait_for_person()
+        memo.change_requests[stage] = []
+        answer = Accepted() if choice == "accept" else Retried()
+        return self._answered(stages, memo, stage, round_, answer, Phase.STOPPED)
 
     def _answered(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,
                   answer: Accepted | Retried, phase: Phase) -> Move:
@@ -409,14 +414,14 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         Raises:
             asyncio.CancelledError: a relinquish is pending (patched runs).
         """
-        if self._relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
+        if self.live.relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
 
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
                     data: dict[str, int] | None = None) -> None:
-        self._person = None  # a request counts from the moment the stage failed
-        self._state = FAILED
-        self._reason = reason
+        self.live.person = None  # a request counts from the moment the stage failed
+        self.live.phase = Phase.FAILED
+        self.live.reason = reason
         await self._record(RecordInput(
             item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
@@ -430,14 +435,14 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 fact recorded just before).
         """
         self._stop_if_relinquished()
-        await workflow.wait_condition(lambda: self._person is not None)
-        assert self._person is not None
-        choice, person = self._person
-        self._person = None
-        self._state = "starting"
+        await workflow.wait_condition(lambda: self.live.person is not None)
+        assert self.live.person is not None
+        choice, person = self.live.person
+        self.live.person = None
+        self.live.phase = Phase.STARTING
         await self._record(RecordInput(
-            item_id=self._id, status="starting", stage=self._stage,
-            key=self._fact(f"{self._stage}:{self._round}:{choice}"),
-            kind="retried" if choice == "retry" else "accepted", round=self._round,
+            item_id=self._id, status="starting", stage=self.live.stage,
+            key=self._fact(f"{self.live.stage}:{self.live.round}:{choice}"),
+            kind="retried" if choice == "retry" else "accepted", round=self.live.round,
             data={"who": person.who, "asked_at": person.at}))
         return choice

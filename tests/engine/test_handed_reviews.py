@@ -6,6 +6,7 @@ from __future__ import annotations
 from bees_cli.engine.models import ItemState, ReviewRounds
 from bees_cli.engine.workflow_gate import FAILED, RUNNING, STOPPED
 from bees_cli.engine.workflows import ItemWorkflow
+from bees_cli.moves import Phase
 
 ASKED = {"Review": [["fix round 1"], ["fix round 2"]]}
 
@@ -13,8 +14,8 @@ ASKED = {"Review": [["fix round 1"], ["fix round 2"]]}
 def handed(stage: str, round_: int, state: str, memo: ItemState,
            round_of: str | None = None) -> ReviewRounds:
     run = ItemWorkflow()
-    run._stage, run._round, run._state = stage, round_, state
-    run._round_of = stage if round_of is None else round_of
+    run.live.stage, run.live.round, run.live.phase = stage, round_, Phase(state)
+    run.live.round_of = stage if round_of is None else round_of
     return run._handed_reviews(memo)
 
 

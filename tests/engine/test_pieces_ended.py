@@ -16,6 +16,7 @@ from bees_cli.engine.piece_activities import PieceActivities
 from bees_cli.engine.piece_models import DelegateAsk, PieceInput
 from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
 from bees_cli.engine.workflows import ItemWorkflow
+from bees_cli.moves import Phase
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.workspace.loader import load_workspace
@@ -87,13 +88,13 @@ def test_an_ask_of_a_stage_attempt_that_ended_is_refused(space: Space) -> None:
     space.agent("alpha")
     space.write("processes/p.yaml", DRAFT)
     run = ItemWorkflow()
-    run._item = ItemInput(item_id=ITEM, title="t", run_folder="/runs/x", snapshot=engine_view(
+    run.live.item = ItemInput(item_id=ITEM, title="t", run_folder="/runs/x", snapshot=engine_view(
         make_snapshot(load_workspace(space.root), "p")))
-    run._state, run._stage, run._agent = "running", "Draft", "writer"
+    run.live.phase, run.live.stage, run.live.agent = Phase.RUNNING, "Draft", "writer"
     ask = DelegateAsk(stage="Draft", round=1, attempt=1, caller_agent="writer", agent="alpha",
                       task="dig")
     run._delegate_allowed(ask)  # the attempt runs: allowed
-    run._ended_attempts.add(("Draft", 1, 1))
+    run.live.ended_attempts.add(("Draft", 1, 1))
     with pytest.raises(ApplicationError) as refused:
         run._delegate_allowed(ask)
     assert (refused.value.type, refused.value.message) == (
