@@ -16,8 +16,11 @@ holds. Every request passes, in this order:
    rebinding), else **421**, which never says the name;
 2. a valid ``bees_app_session`` cookie, or the right ``?secret=`` (which sets that cookie
    and answers 303 to the same path without it), else **403**;
-3. each POST carries the form field ``csrf`` equal to the session's token, else **403**
-   (checked by :func:`checked_form`, the one way a handler reads a POST's form).
+3. each POST carries the form field ``csrf`` equal to the session's token, and comes from
+   the app's own page (``Sec-Fetch-Site``, else ``Origin``: :meth:`Guard.same_origin`),
+   else **403** (checked by :func:`checked_form`, the one way a handler reads a
+   POST's form). Browsers send both on every POST; a client that sends neither (a script
+   holding the cookie and the token) is judged by the token alone.
 """
 
 from __future__ import annotations
@@ -108,6 +111,18 @@ class Guard:
         """True when ``given`` is the session cookie's value (constant time)."""
         return given is not None and hmac.compare_digest(given.encode(), self.session.encode())
 
+    def same_origin(self, origin: str | None, fetch_site: str | None) -> bool:
+        """True unless the request says it came from elsewhere.
+
+        ``fetch_site`` (``Sec-Fetch-Site``, sent by current browsers) decides when present:
+        ``same-origin`` or ``none`` (a person's own navigation); ``same-site`` is refused,
+        as another port of the same name is another program. Without it, ``origin`` (the
+        ``Origin`` header) must be absent, this app's :attr:`origin`, or ``null`` (what a
+        browser sends for the app's own forms under ``Referrer-Policy: no-referrer``)."""
+        if fetch_site is not None:
+            return fetch_site.lower() in ("same-origin", "none")
+        return origin is None or origin.lower() in (self.origin, "null")
+
     def csrf_ok(self, given: str | None) -> bool:
         """True when ``given`` is the session's CSRF token (constant time)."""
         return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
@@ -183,8 +198,12 @@ async def checked_form(request: Request, guard: Guard) -> FormData:
     forms are never multipart.
 
     Raises:
-        HTTPException: 403 when the field is missing or wrong; 413 past :data:`FORM_BYTES`.
+        HTTPException: 403 when the POST came from another site (module docstring, 3) or
+            the field is missing or wrong; 413 past :data:`FORM_BYTES`.
     """
+    if not guard.same_origin(request.headers.get("origin"),
+                             request.headers.get("sec-fetch-site")):
+        raise HTTPException(403, "403 Forbidden: the form was sent from another site")
     body = b""
     async for chunk in request.stream():
         body += chunk

@@ -129,3 +129,26 @@ def test_each_process_has_its_own_name_and_secrets() -> None:
         assert re.fullmatch(r"bees-[0-9a-f]{32}\.localhost", guard.host), guard.host
         assert guard.origin == f"http://{guard.host}:1"
         assert guard.url() == f"http://{guard.host}:1/?secret={guard.secret}"
+
+
+@pytest.mark.parametrize("headers", [
+    {"origin": "http://127.0.0.1:8080"},
+    {"origin": "null", "sec-fetch-site": "cross-site"},
+    {"origin": f"http://{HOST}:{PORT + 1}"},
+    {"sec-fetch-site": "cross-site"},
+    {"sec-fetch-site": "same-site"},
+])
+def test_a_post_from_another_origin_is_403_even_with_the_cookie_and_the_csrf(
+        client: TestClient, guard: Guard, headers: dict[str, str]) -> None:
+    answer = client.post(f"/items/{ITEM}/retry", data={"csrf": guard.csrf}, headers=headers)
+    assert (answer.status_code, answer.text) == (
+        403, "403 Forbidden: the form was sent from another site")
+
+
+def test_a_post_from_the_apps_own_origin_or_without_one_acts(
+        client: TestClient, guard: Guard) -> None:
+    for headers in ({"origin": guard.origin, "sec-fetch-site": "same-origin"}, {},
+                    {"sec-fetch-site": "none"}, {"origin": "null"},
+                    {"origin": "null", "sec-fetch-site": "same-origin"}):
+        answer = client.post(f"/items/{ITEM}/retry", data={"csrf": guard.csrf}, headers=headers)
+        assert answer.status_code == 303, headers
