@@ -71,7 +71,6 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.piece_models import PieceView
     from bees_cli.engine.snapshot import LoopView, StageView
     from bees_cli.moves import (
-        REVIEW_LIMIT_CODE,
         Accepted,
         ChangesRequested,
         Move,
@@ -80,6 +79,10 @@ with workflow.unsafe.imports_passed_through():
         To,
         next_move,
     )
+    from bees_cli.record.events import Accepted as AcceptedFact
+    from bees_cli.record.events import Cancelled, Done, ReviewLimit, StageFailed
+    from bees_cli.record.events import Retried as RetriedFact
+    from bees_cli.record.reasons import read_reason
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
@@ -201,9 +204,9 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 start_to_close_timeout=SHORT)
             self._state = "cancelled"
             await self._close_waiting("cancelled")
-            await self._record(RecordInput(
-                item_id=item.item_id, status="cancelled", stage=self._stage, key="cancelled",
-                kind="cancelled", data={}))
+            await self._record(RecordInput.of(
+                Cancelled(stage=self._stage), item_id=item.item_id, status="cancelled",
+                key="cancelled"))
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
 
@@ -286,9 +289,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             memo.stage = stage.name
             if stage.kind == "done":
                 self._state = "done"
-                await self._record(RecordInput(
-                    item_id=item.item_id, status="done", stage=stage.name, key="done",
-                    kind="done"))
+                await self._record(RecordInput.of(
+                    Done(stage=stage.name), item_id=item.item_id, status="done", key="done"))
                 return "done"
             if self._continues_as_new and workflow.info().is_continue_as_new_suggested():
                 # a safe point: no stage runs; a person's request still writing finishes first
@@ -364,11 +366,10 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 asked = memo.change_requests[stage.name]
                 self._person = None
                 self._state = STOPPED
-                await self._record(RecordInput(
-                    item_id=item.item_id, status=STOPPED, stage=stage.name,
-                    reason=move.reason, agent=check.agent, key=f"{stage.name}:{round_}:limit",
-                    kind=REVIEW_LIMIT_CODE, round=round_,
-                    data={"rounds": [list(c) for c in asked]}))
+                await self._record(RecordInput.of(
+                    ReviewLimit(stage=stage.name, round=round_, rounds=[list(c) for c in asked]),
+                    item_id=item.item_id, status=STOPPED, reason=move.reason,
+                    agent=check.agent, key=f"{stage.name}:{round_}:limit"))
                 choice = await self._wait_for_person()
                 memo.change_requests[stage.name] = []
                 move = self._answered(stages, memo, stage.name, round_,
@@ -417,10 +418,11 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         self._person = None  # a request counts from the moment the stage failed
         self._state = FAILED
         self._reason = reason
-        await self._record(RecordInput(
-            item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
-            key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
-            data={"reason": reason, **(data or {})}))
+        await self._record(RecordInput.of(
+            StageFailed(stage=stage, round=round_,
+                        reason=read_reason(reason)).model_copy(update=data or {}),
+            item_id=self._id, status=FAILED, reason=reason, agent=agent,
+            key=self._fact(f"{stage}:{round_}:{key}")))
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which.
@@ -435,9 +437,9 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         choice, person = self._person
         self._person = None
         self._state = "starting"
-        await self._record(RecordInput(
-            item_id=self._id, status="starting", stage=self._stage,
-            key=self._fact(f"{self._stage}:{self._round}:{choice}"),
-            kind="retried" if choice == "retry" else "accepted", round=self._round,
-            data={"who": person.who, "asked_at": person.at}))
+        said = RetriedFact if choice == "retry" else AcceptedFact
+        await self._record(RecordInput.of(
+            said(stage=self._stage, round=self._round, who=person.who, asked_at=person.at),
+            item_id=self._id, status="starting",
+            key=self._fact(f"{self._stage}:{self._round}:{choice}")))
         return choice

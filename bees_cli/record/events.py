@@ -120,6 +120,12 @@ class _StageEnd(EventBase):
     stdout: str | None = None
     stderr: str | None = None
     exit_code: int | None = None
+    turns: int | None = None
+    """A model stage's model calls."""
+    tokens: int | None = None
+    """A model stage's tokens, in plus out (read by the shared record's sync)."""
+    tokens_in: int | None = None
+    tokens_out: int | None = None
 
 
 class StageFinished(_StageEnd):

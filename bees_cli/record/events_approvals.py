@@ -35,6 +35,11 @@ class _Decision(EventBase):
     who: str
     decided_at: str
     reason: str | None = None
+    interrupted_at: str | None = None
+    """When the held action was cut before its result was written (a person said whether
+    it ran); None otherwise."""
+    answer: str | None = None
+    """That person's answer (``ran``, ``again``)."""
 
     def _line(self, verb: str) -> str:
         why = f": {self.reason}" if self.reason else ""
