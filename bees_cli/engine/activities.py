@@ -291,11 +291,9 @@ class BeesActivities:
             cap=ask.cap)
         if granted:
             return SlotOutput(granted=True)
-        reason = (f"waiting for agent {ask.agent}: {len(holders)} of {ask.cap} busy "
-                  f"(items {', '.join(holders)})")
-        if position > 1:
-            reason += f"; place {position} in its queue"
-        return SlotOutput(granted=False, reason=reason, position=position)
+        why = Reason(code="agent_busy", agent=ask.agent, busy=len(holders), cap=ask.cap,
+                     items=list(holders), position=position if position > 1 else None)
+        return SlotOutput(granted=False, reason=why.words(), why=why, position=position)
 
     @activity.defn(name=AWAIT_SLOT_ACTIVITY)
     async def await_slot(self, ask: SlotInput) -> SlotOutput:
@@ -332,7 +330,7 @@ class BeesActivities:
                                                       slot.reason):
                 return
             self.record.add_fact(ask.item_id, Busy(
-                stage=ask.stage, round=ask.round, reason=read_reason(slot.reason),
+                stage=ask.stage, round=ask.round, reason=slot.why or read_reason(slot.reason),
                 position=slot.position),
                 key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
                     f"{info.activity_id}:{info.attempt}")

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.models import RECORD_ACTIVITY, RecordInput, StageInput, StageOutput
     from bees_cli.engine.snapshot import LoopView
+    from bees_cli.record.events import StageFinished
     from bees_cli.rules import MODEL_CALL_MOST_SECONDS
 
 MODEL_LOOP = "model-loop"
@@ -81,12 +82,13 @@ def usage(out: StageOutput) -> dict[str, int]:
 async def _finished(stage: StageInput, out: StageOutput, turns: int) -> None:
     """Record the stage's ``stage_finished`` fact (as ``bees.run_stage`` does), with its turns
     and tokens."""
-    await workflow.execute_activity(RECORD_ACTIVITY, RecordInput(
-        item_id=stage.item_id, status=None, stage=stage.stage, round=stage.round,
-        key=f"{stage.stage}:{stage.round}:{out.attempt}:stage_finished", kind="stage_finished",
-        data={"agent": stage.agent, "attempt": out.attempt, "reason": None,
-              "verdict": out.verdict, "comments": list(out.comments),
-              "output_dir": out.output_dir, "turns": turns, **usage(out)}),
+    await workflow.execute_activity(RECORD_ACTIVITY, RecordInput.of(
+        StageFinished(stage=stage.stage, round=stage.round, agent=stage.agent,
+                      attempt=out.attempt, reason=None, verdict=out.verdict,
+                      comments=list(out.comments), output_dir=out.output_dir,
+                      turns=turns).model_copy(update=usage(out)),
+        item_id=stage.item_id, status=None,
+        key=f"{stage.stage}:{stage.round}:{out.attempt}:stage_finished"),
         start_to_close_timeout=RECORD_TIMEOUT)
 
 

@@ -7,11 +7,13 @@ replay.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
 from bees_cli.engine.snapshot import EngineSnapshot
+from bees_cli.record.event_base import EventBase
+from bees_cli.record.reasons import Reason
 
 WORKFLOW_NAME = "bees.item"
 """Temporal workflow type of a work item's run."""
@@ -190,6 +192,25 @@ class RecordInput(BaseModel):
     approval: dict[str, Any] | None = None
     journal: dict[str, Any] | None = None
 
+    @classmethod
+    def of(cls, fact: EventBase, *, item_id: str, key: str, status: str | None,
+           reason: str | None = None, agent: str | None = None,
+           approval: dict[str, Any] | None = None,
+           journal: dict[str, Any] | None = None) -> Self:
+        """Return the input that stores ``fact`` (a model of :mod:`bees_cli.record.events`)
+        and sets the item's state: the one place a workflow's fact becomes ``kind`` and
+        ``data`` (issue 24, point 3: writers build the model, so mypy catches a wrong key).
+
+        ``stage`` and ``round`` are the fact's; ``data`` is
+        :meth:`~bees_cli.record.event_base.EventBase.stored_data` (the fields the writer
+        set, reasons as codes), the shape ``bees.record`` always took, so the activity input
+        in a history keeps its shape. ``reason`` is the item's status reason (a sentence for
+        people, stored on the item row), apart from the fact's own.
+        """
+        return cls(item_id=item_id, status=status, stage=fact.stage, round=fact.round,
+                   reason=reason, agent=agent, key=key, kind=fact.kind,
+                   data=fact.stored_data(), approval=approval, journal=journal)
+
 
 class PersonInput(BaseModel):
     """A person's retry or accept: ``who`` (the signed-in person, else the OS user) and
@@ -214,10 +235,12 @@ class SlotInput(BaseModel):
 class SlotOutput(BaseModel):
     """Output of ``bees.acquire_slot``: ``granted``, or the ``reason`` to wait
     (``"waiting for agent writer: 2 of 2 busy (items A, B)"``) and the 1-based ``position``
-    among the waiters of the agent."""
+    among the waiters of the agent; ``why`` is that reason as its code (``agent_busy``, the
+    agent, slots taken, cap, items, position), None from a Bees before issue 24."""
 
     granted: bool
     reason: str | None = None
+    why: Reason | None = None
     position: int | None = None
 
 

@@ -7,11 +7,12 @@ never rename.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
 from bees_cli.engine.snapshot import LoopView
+from bees_cli.record.event_base import EventBase
 
 PIECE_WORKFLOW = "bees.piece"
 """Temporal workflow type of a piece: a child of the item's run (``bees.item``)."""
@@ -148,6 +149,18 @@ class PieceRecordInput(BaseModel):
     key: str
     round: int | None = None
     data: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fact: EventBase, *, item_id: str, piece: str, key: str,
+           start: PieceInput | None = None, changes: dict[str, Any] | None = None) -> Self:
+        """Return the input that writes the piece's row and stores ``fact`` (a piece's model
+        of :mod:`bees_cli.record.events_pieces`): the one place a piece's fact becomes
+        ``kind`` and ``data`` (its fields set, reasons as codes), as
+        :meth:`~bees_cli.engine.models.RecordInput.of` does for the item's facts."""
+        assert fact.stage is not None, "a piece's fact has its stage"
+        return cls(item_id=item_id, stage=fact.stage, piece=piece, start=start,
+                   changes=dict(changes or {}), kind=fact.kind, key=key, round=fact.round,
+                   data=fact.stored_data())
 
 
 class PieceView(BaseModel):

@@ -69,6 +69,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.snapshot import EngineSnapshot
     from bees_cli.moves import Phase
+    from bees_cli.record.events_pieces import (
+        PieceFailed,
+        PieceFinished,
+        PieceStarted,
+        PieceStopped,
+    )
+    from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import busy_reason
 
 RECORD_TIMEOUT = timedelta(seconds=60)
@@ -122,12 +129,12 @@ class Delegation(RunParts):
             parent=ask.caller_piece, depth=depth, chain=chain, named=ask.agent,
             workflow_id=workflow_id, restart_stage=ask.stage)
         await workflow.execute_activity(
-            PIECE_RECORD_ACTIVITY, PieceRecordInput(
-                item_id=item.item_id, stage=ask.stage, piece=name, start=start,
-                kind="piece_started", key=f"{ask.stage}:{ask.round}:piece:{name}:started",
-                round=ask.round,
-                data={"piece": name, "parent": ask.caller_piece, "caller": ask.caller_agent,
-                      "named": ask.agent, "task": ask.task, "depth": depth}),
+            PIECE_RECORD_ACTIVITY, PieceRecordInput.of(
+                PieceStarted(stage=ask.stage, round=ask.round, piece=name,
+                             parent=ask.caller_piece, caller=ask.caller_agent,
+                             named=ask.agent, task=ask.task, depth=depth),
+                item_id=item.item_id, piece=name, start=start,
+                key=f"{ask.stage}:{ask.round}:piece:{name}:started"),
             start_to_close_timeout=RECORD_TIMEOUT)
         handle = await workflow.start_child_workflow(
             PIECE_WORKFLOW, start, id=workflow_id, result_type=PieceOutput,
@@ -315,12 +322,14 @@ class PieceWorkflow:
             await workflow.execute_activity(
                 RELEASE_ACTIVITY, ReleaseInput(item_id=piece.item_id, stage=slot_key(piece)),
                 start_to_close_timeout=SHORT)
+            stopped = Reason(code="piece_stopped")
             await self._record(piece, "stopped", {"status": "stopped",
-                                                  "reason": "stopped with its run"})
+                                                  "reason": stopped.words()}, stopped)
             raise
         # a finished piece's answer, files and tokens are collected as its end is recorded
         await self._record(piece, out.status, {"status": out.status, "reason": out.reason,
-                                               "exit_code": out.exit_code})
+                                               "exit_code": out.exit_code},
+                           None if out.reason is None else read_reason(out.reason))
         return out.model_copy(update={"agent": self._agent})
 
     async def _run(self, piece: PieceInput) -> PieceOutput:
@@ -368,13 +377,15 @@ class PieceWorkflow:
             return PieceOutput(status="failed", agent=agent, reason=result.reason)
         return PieceOutput(status="finished", agent=agent)
 
-    async def _record(self, piece: PieceInput, kind: str, changes: dict[str, object]) -> None:
+    async def _record(self, piece: PieceInput, kind: str, changes: dict[str, object],
+                      reason: Reason | None) -> None:
+        """Change the piece's row and record how it ended (``finished``, ``failed``,
+        ``stopped``) with ``reason`` as its code."""
+        end = {"finished": PieceFinished, "failed": PieceFailed}.get(kind, PieceStopped)
         await workflow.execute_activity(
-            PIECE_RECORD_ACTIVITY, PieceRecordInput(
-                item_id=piece.item_id, stage=piece.stage, piece=piece.piece,
-                changes=changes, kind=f"piece_{kind}",
-                key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:{kind}",
-                round=piece.round,
-                data={"piece": piece.piece, "agent": self._agent,
-                      "reason": changes.get("reason")}),
+            PIECE_RECORD_ACTIVITY, PieceRecordInput.of(
+                end(stage=piece.stage, round=piece.round, piece=piece.piece,
+                    agent=self._agent, reason=reason),
+                item_id=piece.item_id, piece=piece.piece, changes=changes,
+                key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:{kind}"),
             start_to_close_timeout=RECORD_TIMEOUT)

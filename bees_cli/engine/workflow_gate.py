@@ -48,6 +48,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.gate import Verdict as V
     from bees_cli.moves import Phase
+    from bees_cli.record.events import (
+        ActionAnswered,
+        ActionRan,
+        ApprovalAsked,
+        ApprovalCancelled,
+        ApprovalRelinquished,
+        Approved,
+        Denied,
+        Resumed,
+    )
     from bees_cli.rules import review_limit_reason
     from bees_cli.utc import format_utc
 
@@ -108,24 +118,25 @@ class ApprovalGate(RunParts):
             if decision.approve:
                 self.live.approved.add((request.stage, request.round))
         for request in chosen:
-            await self._record(RecordInput(
-                item_id=self._id, status=None, stage=request.stage, round=request.round,
-                key=f"approval:{request.id}:{request.status}", kind=request.status,
-                approval=request.model_dump(mode="json"),
-                data={"request": request.id, "action": request.action,
-                      "action_kind": request.kind,
-                      "summary": request.summary, "digest": request.digest,
-                      "input": request.input, "who": request.who, "decided_at": request.at,
-                      "reason": request.reason, **({} if request.interrupted_at is None else {
-                          "interrupted_at": request.interrupted_at,
-                          "answer": request.answer})}))
+            answered = (Approved if request.status == "approved" else Denied)(
+                stage=request.stage, round=request.round, request=request.id,
+                action=request.action, action_kind=request.kind, summary=request.summary,
+                digest=request.digest, input=request.input, who=decision.who,
+                decided_at=decision.at, reason=request.reason)
+            if request.interrupted_at is not None:  # set only then: other facts unchanged
+                answered = answered.model_copy(update={
+                    "interrupted_at": request.interrupted_at, "answer": request.answer})
+            await self._record(RecordInput.of(
+                answered, item_id=self._id, status=None,
+                key=f"approval:{request.id}:{request.status}",
+                approval=request.model_dump(mode="json")))
         if not self._waiting(None) and self.live.phase is Phase.APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
             # that delivered it sees work under way
             self.live.phase = Phase.RUNNING
-            await self._record(RecordInput(
-                item_id=self._id, status=RUNNING, stage=self.live.stage, agent=self.live.agent,
-                key=self._fact("resumed"), kind="resumed", data={}))
+            await self._record(RecordInput.of(
+                Resumed(stage=self.live.stage), item_id=self._id, status=RUNNING,
+                agent=self.live.agent, key=self._fact("resumed")))
         return [request.id for request in chosen]
 
     @decide.validator
@@ -174,12 +185,12 @@ class ApprovalGate(RunParts):
         decision = decide(call, facts)
         if decision.verdict is V.JOURNAL:
             assert entry is not None
-            await self._record(RecordInput(
-                item_id=self._id, status=None, stage=ask.stage, round=self.live.round,
-                key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}",
-                kind="action_answered",
-                data={"action": ask.action, "digest": ask.digest, "attempt": ask.attempt,
-                      "exit_code": entry.exit_code, "ran_at": entry.at}))
+            await self._record(RecordInput.of(
+                ActionAnswered(stage=ask.stage, round=self.live.round, action=ask.action,
+                               digest=ask.digest, attempt=ask.attempt,
+                               exit_code=entry.exit_code, ran_at=entry.at),
+                item_id=self._id, status=None,
+                key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}"))
             return ActionAnswer(decision="journal", kind=action.kind,
                                 exit_code=entry.exit_code, stdout=entry.stdout, at=entry.at)
         if decision.verdict is V.REFUSE:  # the validator refused it already
@@ -273,13 +284,13 @@ class ApprovalGate(RunParts):
         if not any(e.at == entry.at and e.digest == entry.digest and e.action == entry.action
                    for e in self.live.journal):
             self.live.journal.append(entry)
-        await self._record(RecordInput(
-            item_id=self._id, status=None, stage=entry.stage, round=entry.round,
-            key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}", kind="action_ran",
-            journal=entry.model_dump(mode="json"),
-            data={"action": entry.action, "action_kind": entry.kind, "digest": entry.digest,
-                  "attempt": entry.attempt, "exit_code": entry.exit_code,
-                  "request": entry.request_id}))
+        await self._record(RecordInput.of(
+            ActionRan(stage=entry.stage, round=entry.round, action=entry.action,
+                      action_kind=entry.kind, digest=entry.digest, attempt=entry.attempt,
+                      exit_code=entry.exit_code, request=entry.request_id),
+            item_id=self._id, status=None,
+            key=f"ran:{entry.stage}:{entry.action}:{entry.digest}:{entry.at}",
+            journal=entry.model_dump(mode="json")))
 
     @workflow.query(name="bees.journal")
     def journal(self) -> list[JournalEntry]:
@@ -329,14 +340,13 @@ class ApprovalGate(RunParts):
 
     async def _hold(self, request: ApprovalRequest, *, attempt: int) -> None:
         self.live.phase = Phase.APPROVAL
-        await self._record(RecordInput(
-            item_id=self._id, status=APPROVAL, stage=request.stage, agent=self.live.agent,
-            reason=request.label, round=request.round,
-            key=f"approval:{request.id}:asked:{attempt}", kind="approval_asked",
-            approval=request.model_dump(mode="json"),
-            data={"request": request.id, "action": request.action,
-                  "action_kind": request.kind, "summary": request.summary,
-                  "digest": request.digest}))
+        await self._record(RecordInput.of(
+            ApprovalAsked(stage=request.stage, round=request.round, request=request.id,
+                          action=request.action, action_kind=request.kind,
+                          summary=request.summary, digest=request.digest),
+            item_id=self._id, status=APPROVAL, agent=self.live.agent, reason=request.label,
+            key=f"approval:{request.id}:asked:{attempt}",
+            approval=request.model_dump(mode="json")))
 
     @property
     def _id(self) -> str:
@@ -360,11 +370,12 @@ class ApprovalGate(RunParts):
         answered (denied) instead of left waiting when the run ends."""
         for request in self._waiting(None):
             request.status = status
-            await self._record(RecordInput(
-                item_id=self._id, status=None, stage=request.stage,
-                round=request.round, key=f"approval:{request.id}:{status}",
-                kind=f"approval_{status}", approval=request.model_dump(mode="json"),
-                data={"request": request.id, "action": request.action}))
+            closed = ApprovalCancelled if status == "cancelled" else ApprovalRelinquished
+            await self._record(RecordInput.of(
+                closed(stage=request.stage, round=request.round, request=request.id,
+                       action=request.action),
+                item_id=self._id, status=None, key=f"approval:{request.id}:{status}",
+                approval=request.model_dump(mode="json")))
 
     async def _finish_gate(self, stage: StageView, round_: int, agent: str,
                            result: StageOutput) -> StageOutput:

@@ -27,6 +27,8 @@ with workflow.unsafe.imports_passed_through():
         SlotOutput,
     )
     from bees_cli.moves import Phase
+    from bees_cli.record.events import Busy
+    from bees_cli.record.reasons import read_reason
     from bees_cli.rules import RECHECK_EVERY, busy_fails, busy_reason
 
 
@@ -90,10 +92,11 @@ class StageWaits(ApprovalGate):
             self.live.phase = Phase.WAITING
             if slot.reason != said:  # one fact per distinct reason, not one per re-check
                 said = slot.reason
-                await self._record(RecordInput(
-                    item_id=self._id, status=WAITING, stage=stage, reason=slot.reason,
-                    agent=agent, round=round_, key=self._fact(f"{stage}:{round_}:busy"),
-                    kind="busy", data={"reason": slot.reason, "position": slot.position}))
+                await self._record(RecordInput.of(
+                    Busy(stage=stage, round=round_, position=slot.position,
+                         reason=slot.why or read_reason(slot.reason)),
+                    item_id=self._id, status=WAITING, reason=slot.reason, agent=agent,
+                    key=self._fact(f"{stage}:{round_}:busy")))
             await workflow.sleep(RECHECK_EVERY)
 
     async def _check(self, check: CheckInput) -> CheckOutput:

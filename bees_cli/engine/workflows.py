@@ -65,7 +65,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.engine.snapshot import LoopView, StageView
     from bees_cli.moves import (
-        REVIEW_LIMIT_CODE,
         Accepted,
         ChangesRequested,
         Move,
@@ -74,6 +73,10 @@ with workflow.unsafe.imports_passed_through():
         To,
         next_move,
     )
+    from bees_cli.record.events import Accepted as AcceptedFact
+    from bees_cli.record.events import Cancelled, Done, ReviewLimit, StageFailed
+    from bees_cli.record.events import Retried as RetriedFact
+    from bees_cli.record.reasons import read_reason
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
@@ -176,9 +179,9 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 start_to_close_timeout=SHORT)
             self.live.phase = Phase.CANCELLED
             await self._close_waiting("cancelled")
-            await self._record(RecordInput(
-                item_id=item.item_id, status="cancelled", stage=self.live.stage, key="cancelled",
-                kind="cancelled", data={}))
+            await self._record(RecordInput.of(
+                Cancelled(stage=self.live.stage), item_id=item.item_id, status="cancelled",
+                key="cancelled"))
             await workflow.wait_condition(workflow.all_handlers_finished)
             raise
 
@@ -267,9 +270,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             memo.stage = stage.name
             if stage.kind == "done":
                 self.live.phase = Phase.DONE
-                await self._record(RecordInput(
-                    item_id=item.item_id, status="done", stage=stage.name, key="done",
-                    kind="done"))
+                await self._record(RecordInput.of(
+                    Done(stage=stage.name), item_id=item.item_id, status="done", key="done"))
                 return "done"
             if (self.live.patches.continues_as_new
                     and workflow.info().is_continue_as_new_suggested()):
@@ -371,11 +373,10 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         asked = memo.change_requests[stage]
         self.live.person = None
         self.live.phase = Phase.STOPPED
-        await self._record(RecordInput(
-            item_id=self._id, status=STOPPED, stage=stage,
-            reason=move.reason, agent=agent, key=f"{stage}:{round_}:limit",
-            kind=REVIEW_LIMIT_CODE, round=round_,
-            data={"rounds": [list(c) for c in asked]}))
+        await self._record(RecordInput.of(
+            ReviewLimit(stage=stage, round=round_, rounds=[list(c) for c in asked]),
+            item_id=self._id, status=STOPPED, reason=move.reason, agent=agent,
+            key=f"{stage}:{round_}:limit"))
         choice = await self._wait_for_person()
         memo.change_requests[stage] = []
         answer = Accepted() if choice == "accept" else Retried()
@@ -422,10 +423,11 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         self.live.person = None  # a request counts from the moment the stage failed
         self.live.phase = Phase.FAILED
         self.live.reason = reason
-        await self._record(RecordInput(
-            item_id=self._id, status=FAILED, stage=stage, reason=reason, agent=agent,
-            key=self._fact(f"{stage}:{round_}:{key}"), kind="stage_failed", round=round_,
-            data={"reason": reason, **(data or {})}))
+        await self._record(RecordInput.of(
+            StageFailed(stage=stage, round=round_,
+                        reason=read_reason(reason)).model_copy(update=data or {}),
+            item_id=self._id, status=FAILED, reason=reason, agent=agent,
+            key=self._fact(f"{stage}:{round_}:{key}")))
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which.
@@ -440,9 +442,9 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         choice, person = self.live.person
         self.live.person = None
         self.live.phase = Phase.STARTING
-        await self._record(RecordInput(
-            item_id=self._id, status="starting", stage=self.live.stage,
-            key=self._fact(f"{self.live.stage}:{self.live.round}:{choice}"),
-            kind="retried" if choice == "retry" else "accepted", round=self.live.round,
-            data={"who": person.who, "asked_at": person.at}))
+        said = RetriedFact if choice == "retry" else AcceptedFact
+        await self._record(RecordInput.of(
+            said(stage=self.live.stage, round=self.live.round, who=person.who, asked_at=person.at),
+            item_id=self._id, status="starting",
+            key=self._fact(f"{self.live.stage}:{self.live.round}:{choice}")))
         return choice

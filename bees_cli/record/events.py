@@ -25,7 +25,17 @@ from pydantic import (
 )
 
 from bees_cli.record import events_pieces as pieces
-from bees_cli.record.event_base import EventBase, approval_object, joined, restarts
+from bees_cli.record.event_base import EventBase, joined, restarts
+from bees_cli.record.events_approvals import (
+    ActionAnswered,
+    ActionRan,
+    ApprovalAsked,
+    ApprovalCancelled,
+    ApprovalRelinquished,
+    Approved,
+    Denied,
+    Resumed,
+)
 from bees_cli.record.events_pieces import PickData
 from bees_cli.record.events_recovery import Lost, Recovered
 from bees_cli.record.reasons import ReasonField
@@ -110,6 +120,12 @@ class _StageEnd(EventBase):
     stdout: str | None = None
     stderr: str | None = None
     exit_code: int | None = None
+    turns: int | None = None
+    """A model stage's model calls."""
+    tokens: int | None = None
+    """A model stage's tokens, in plus out (read by the shared record's sync)."""
+    tokens_in: int | None = None
+    tokens_out: int | None = None
 
 
 class StageFinished(_StageEnd):
@@ -179,122 +195,6 @@ class Accepted(EventBase):
 
     def render(self) -> str:
         return self.where() + f"accepted by {self.who} at {self.asked_at}"
-
-
-class ApprovalAsked(EventBase):
-    """A held action, or the finish of a stage, waits for a person's approval."""
-
-    kind: Literal["approval_asked"] = "approval_asked"
-    request: int
-    action: str | None = None
-    action_kind: str | None = None
-    summary: str | None = None
-    digest: str | None = None
-
-    def render(self) -> str:
-        return self.where() + (f"waiting for approval (request {self.request}): "
-                               f"{approval_object(self.action, self.summary)}")
-
-
-class _Decision(EventBase):
-    """A person's answer to an approval request."""
-
-    request: int
-    action: str | None = None
-    action_kind: str | None = None
-    summary: str | None = None
-    digest: str | None = None
-    input: Any = None
-    who: str
-    decided_at: str
-    reason: str | None = None
-
-    def _line(self, verb: str) -> str:
-        why = f": {self.reason}" if self.reason else ""
-        what = approval_object(self.action, self.summary)
-        return self.where() + (f"request {self.request} {verb} by {self.who} at "
-                               f"{self.decided_at}{why} — {what}")
-
-
-class Approved(_Decision):
-    """A person approved the request."""
-
-    kind: Literal["approved"] = "approved"
-
-    def render(self) -> str:
-        return self._line("approved")
-
-
-class Denied(_Decision):
-    """A person denied the request (with a reason)."""
-
-    kind: Literal["denied"] = "denied"
-
-    def render(self) -> str:
-        return self._line("denied")
-
-
-class ApprovalCancelled(EventBase):
-    """A waiting request was closed because the item was cancelled."""
-
-    kind: Literal["approval_cancelled"] = "approval_cancelled"
-    request: int
-    action: str | None = None
-
-    def render(self) -> str:
-        return self.where() + f"request {self.request} closed: the item was cancelled"
-
-
-class ApprovalRelinquished(EventBase):
-    """A waiting request was closed because the item was relinquished."""
-
-    kind: Literal["approval_relinquished"] = "approval_relinquished"
-    request: int
-    action: str | None = None
-
-    def render(self) -> str:
-        return self.where() + f"request {self.request} closed: the item was relinquished"
-
-
-class Resumed(EventBase):
-    """Every waiting request was answered; the stage runs again."""
-
-    kind: Literal["resumed"] = "resumed"
-
-    def render(self) -> str:
-        return self.where() + "running again: every request answered"
-
-
-class ActionRan(EventBase):
-    """An add-on action ran (its journal entry: input digest and exit code)."""
-
-    kind: Literal["action_ran"] = "action_ran"
-    action: str
-    action_kind: str | None = None
-    digest: str
-    attempt: int
-    exit_code: int
-    request: int | None = None
-
-    def render(self) -> str:
-        return self.where() + (f"ran {self.action} (attempt {self.attempt}), exit "
-                               f"{self.exit_code}, input sha256 {self.digest[:12]}")
-
-
-class ActionAnswered(EventBase):
-    """An action already run with the same input was answered from the journal, not rerun."""
-
-    kind: Literal["action_answered"] = "action_answered"
-    action: str
-    digest: str | None = None
-    attempt: int
-    exit_code: int
-    ran_at: str
-
-    def render(self) -> str:
-        return self.where() + (f"{self.action} (attempt {self.attempt}) answered from the "
-                               f"journal: it ran at {self.ran_at}, exit {self.exit_code}; "
-                               "not run again")
 
 
 class Done(EventBase):

@@ -4,10 +4,15 @@ History facts (:mod:`bees_cli.record.events`) were stored with their reasons as 
 (``"folder notes: not linked on this computer (bees link notes PATH)"``). ``--json`` gives
 the machine value instead (issue 15, point 2: no display strings inside data): a
 :class:`Reason` with its ``code`` and the values that word it (folder, path, agent,
-counts…). :func:`read_reason` reads a stored sentence back as a :class:`Reason` (the shape
-every row has today), a stored object as it is; :meth:`Reason.words` gives the sentence
-again, the same words the writers wrote. A sentence this Bees cannot read is the code
-``other`` with its ``text`` kept whole (a newer or older Bees wrote it).
+counts…). Since issue 24 every new fact stores its reason as that object (the typed
+writers dump it), so readers use the code; :meth:`Reason.words` gives the sentence for
+people, the same words the old writers stored.
+
+:func:`read_reason` and :func:`read_reasons` (the regular expressions below) are the reader
+of old rows, written before issue 24 with sentences, and read a stored object as it is. The
+engine still calls them on sentences its agent runner and model loop return
+(``StageOutput.reason``, eligibility's reasons), once, where such a fact is built. A
+sentence this Bees cannot read is the code ``other`` with its ``text`` kept whole.
 """
 
 from __future__ import annotations
@@ -219,8 +224,8 @@ def _no_agent(match: re.Match[str]) -> Reason:
 
 
 def read_reason(value: Any) -> Reason:
-    """Read a stored reason: a sentence (every row so far) as its code and values, an
-    object (``--json``'s shape) as it is.
+    """Read a stored reason: a sentence (a row written before issue 24) as its code and
+    values, an object (what new facts store, and ``--json``'s shape) as it is.
 
     Args:
         value: the stored reason: text, or a dict with ``code``.

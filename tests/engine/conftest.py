@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -155,3 +156,35 @@ def timers(history: WorkflowHistory) -> list[timedelta]:
     """Return the durations of the timers the run started."""
     return [e.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
             for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
+
+
+def unread_facts(db: Path) -> list[str]:
+    """Return each fact of the record at ``db`` that does not round-trip through its model
+    (issue 24, point 3): read back as unknown, or stored with data its model does not give
+    back exactly (a key no field reads, a reason stored as a sentence instead of its code).
+    ``KIND: data`` each; empty when every fact was written as its model."""
+    from bees_cli.record.events import UnknownEvent
+
+    record = LocalRecord(db)
+    found = []
+    for item in record.items():
+        for event in record.events(item.id):
+            typed = event.typed()
+            if isinstance(typed, UnknownEvent) or typed.stored_data() != event.data:
+                found.append(f"{event.kind}: {json.dumps(event.data, sort_keys=True)}")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def facts_written_as_models(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each engine test, every fact the engine wrote to any record under the test's
+    ``tmp_path`` round-trips through its event model (:func:`unread_facts`): a writer that
+    renames a key, or stores a reason as a sentence, fails the test that wrote it."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    yield
+    unread = {str(db.relative_to(tmp_path)): facts
+              for db in sorted(tmp_path.rglob("record.db")) if (facts := unread_facts(db))}
+    assert unread == {}

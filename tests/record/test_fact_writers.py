@@ -106,3 +106,32 @@ def test_no_writer_outside_the_record_stores_a_kind_and_a_dict() -> None:
     assert _calls("add_event") == []
     assert _calls("_add_event") == []
     assert {c.split(":")[0] for c in _calls("relay_fact")} <= RELAYS
+
+
+RECORD_INPUTS = {"RecordInput", "PieceRecordInput"}
+"""The inputs of ``bees.record`` and ``bees.piece_record``: a workflow's facts, as ``kind``
+and ``data``."""
+
+
+def _record_inputs_given_a_kind() -> list[str]:
+    """Every ``RecordInput(…)`` or ``PieceRecordInput(…)`` built in the package with a
+    ``kind=`` other than its fact's (``fact.kind``, in their ``of``): ``path:line``."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(
+                node.func, "attr", None)
+            if name not in RECORD_INPUTS and name != "cls":
+                continue
+            for given in node.keywords:
+                if given.arg == "kind" and ast.unparse(given.value) != "fact.kind":
+                    found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_workflow_facts_are_built_as_models() -> None:
+    """A workflow writes a fact as its model through ``RecordInput.of`` /
+    ``PieceRecordInput.of`` (issue 24, point 3): no kind string and dict anywhere."""
+    assert _record_inputs_given_a_kind() == []

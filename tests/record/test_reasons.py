@@ -156,3 +156,32 @@ def test_a_skip_this_bees_cannot_read_keeps_its_words() -> None:
     assert event.render() == "Draft round 1: picked writer: named on the item; skipped old " \
                              "(retired)"
     assert parse_event_json(event.to_json()) == event
+
+
+OLD_ROWS: list[tuple[str, dict[str, Any], Reason]] = [
+    ("stage_failed", {"reason": "exit 3: something broke"},
+     Reason(code="agent_exit", exit_code=3, said="something broke")),
+    ("busy", {"reason": "waiting for agent writer: 1 of 1 busy (items A)", "position": 1},
+     Reason(code="agent_busy", agent="writer", busy=1, cap=1, items=["A"])),
+    ("piece_stopped", {"piece": "p-2", "agent": "writer", "reason": "stopped with its run"},
+     Reason(code="piece_stopped")),
+]
+"""Rows as the engine's workflow wrote them before issue 24 (reasons as sentences)."""
+
+
+@pytest.mark.parametrize(("kind", "data", "code"), OLD_ROWS)
+def test_an_old_row_s_sentence_is_read_as_its_code_and_a_new_row_stores_the_code(
+        tmp_path: Path, kind: str, data: dict[str, Any], code: Reason) -> None:
+    from bees_cli.record.local import LocalRecord
+
+    record = LocalRecord(tmp_path / "record.db")
+    record.add_item(id="01JH2Q00000000000000000OLD", process="p", title="t", workspace="/ws",
+                    run_folder="/r", input="{}", stage="Draft")
+    record._add_event("01JH2Q00000000000000000OLD", key="old", kind=kind, stage="Draft",
+                      round=1, data=data)
+    old = record.events("01JH2Q00000000000000000OLD")[-1].typed()
+    assert old.reason == code  # type: ignore[attr-defined]
+    assert old.reason.words() == data["reason"]  # type: ignore[attr-defined]
+    record.add_fact("01JH2Q00000000000000000OLD", old, key="new")
+    new = record.events("01JH2Q00000000000000000OLD")[-1]
+    assert new.data["reason"] == code.model_dump(mode="json")
