@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ class Bees:
                  engine: EngineGateway | None = None) -> None:
         self.computer = computer
         self.record = LocalRecord(computer.record_path)
+        """The local record, synchronous: for code that runs in a thread, and for tests."""
+        self.async_record = AsyncRecord(self.record)
+        """The same record for the use cases: each call awaited, run in a thread, so the
+        event loop never waits for SQLite (:mod:`bees_cli.record.aio`)."""
         self.say = say
         self._engine = engine
 
