@@ -292,7 +292,7 @@ def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]
     """The shared-record checks that need no cloud: the last sync, the last measured skew
     when the cloud did not answer now, and the changes Bees Cloud refused (issue 11,
     point 4: "your changes are refused: this computer's clock is N s ahead")."""
-    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.shared import SharedRecord
     from bees_cli.record.sync_notes import refusal_lines
 
     shared = SharedRecord(here.record_path)

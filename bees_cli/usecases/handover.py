@@ -281,7 +281,7 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
             bees.say("the engine is not running: the item starts when `bees run` starts")
             return done
         engine = await bees.engine(address)
-        await start_pending(engine, bees.record, bees.computer, only=done.item)
+        await start_pending(engine, bees.async_record, bees.computer, only=done.item)
     bees.say("started; bees run picks it up")
     return replace(done, started=True)
 

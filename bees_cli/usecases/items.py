@@ -99,14 +99,14 @@ async def create(bees: Bees, workspace_path: Path | None, process: str, *,
 
     created = await asyncio.to_thread(
         create_item, workspace_path, process, title=title, agents=agents, folders=folders,
-        record=bees.record, computer=bees.computer, say=bees.say)
+        record=bees.async_record.sync, computer=bees.computer, say=bees.say)
     if made is not None:
         made(created.id)
     if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
         bees.say("the engine is not running: the item starts when `bees run` starts")
         return created
     engine = await bees.engine()
-    await start_pending(engine, bees.record, bees.computer, only=created.id)
+    await start_pending(engine, bees.async_record, bees.computer, only=created.id)
     return created.model_copy(update={"started": True})
 
 
@@ -140,7 +140,7 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
     last = ""
     told = False
     while True:
-        row = await asyncio.to_thread(bees.record.item, item_id)
+        row = await bees.async_record.item(item_id)
         line = describe(row)
         if line != last:
             bees.say(line)
@@ -279,7 +279,7 @@ def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarnin
     """Return what ``bees status`` warns about as machine values (``bees status --json``;
     :func:`warning_lines` words them), the shared record opened once: the clock skew, each
     kind of refused change, old team rows."""
-    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.shared import SharedRecord
     from bees_cli.record.sync_notes import is_stale, skews
 
     shared = SharedRecord(record_path)
@@ -350,15 +350,16 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
     from bees_cli.record.local import OwnedElsewhere
 
     try:
-        return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
+        return await bees.async_record.run(_details, bees.computer, item_id)
     except OwnedElsewhere as elsewhere:
-        held = await asyncio.to_thread(_team_details, bees.record.path, elsewhere.item_id)
+        held = await asyncio.to_thread(_team_details, bees.async_record.path,
+                                       elsewhere.item_id)
         if held is None:  # the row went between the two reads: the refusal stands
             raise
         return held
     except NotFound:
         # a team item no computer holds (relinquished: free) is still the team's to show
-        found = await asyncio.to_thread(_team_details, bees.record.path, item_id)
+        found = await asyncio.to_thread(_team_details, bees.async_record.path, item_id)
         if found is None:
             raise
         return found
@@ -367,7 +368,7 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
 def _team_details(record_path: Path, wanted: str) -> TeamItemDetails | None:
     """Return the team row whose id is ``wanted`` (or that a prefix of at least 6 characters
     names alone) as :class:`TeamItemDetails`; None when there is no such single row."""
-    from bees_cli.record.sync import team_rows
+    from bees_cli.record.shared import team_rows
 
     wanted = wanted.upper()  # ids are ULIDs; a prefix may be typed in lower case
     rows = [r for r in team_rows(record_path, set())

@@ -28,6 +28,7 @@ from bees_cli.errors import BeesError, Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases import Bees
 from bees_cli.usecases.approvals import approvals_waiting
@@ -84,7 +85,8 @@ async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
     try:
         item = create_item(space.root, "send", title="Week 9", agents=[], folders=[],
                            record=record, computer=Computer.load())
-        assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
+        assert await start_pending(EngineGateway(dev_env.client),
+                                   AsyncRecord(record), Computer.load()) == 1
         await until(record, item.id, lambda r: r.status == "waiting for approval")
         asked = asyncio.create_task(asyncio.to_thread(relinquish_lost, item.id))
         def released() -> bool:
