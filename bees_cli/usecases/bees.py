@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
     from bees_cli.usecases.delegate import DelegateOutcome
+    from bees_cli.usecases.item_details import ItemDetails
     from bees_cli.usecases.models import (
         ActionOutcome,
         ApprovalRow,
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         CreatedItem,
         DecideDone,
         DoctorReport,
-        ItemDetails,
         PersonDone,
         ScheduleRow,
         StatusView,

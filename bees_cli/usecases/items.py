@@ -16,7 +16,6 @@ from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import (
     CreatedItem,
-    ItemDetails,
     StatusView,
     StatusWarning,
     TeamItemDetails,
@@ -24,6 +23,7 @@ from bees_cli.usecases.models import (
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
+    from bees_cli.usecases.item_details import ItemDetails
 
 Say = Callable[[str], None]
 
@@ -385,6 +385,7 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     from bees_cli.agents.runner import logs_dir
     from bees_cli.record.local import human_since
     from bees_cli.usecases.approvals import queued_decisions, with_decisions
+    from bees_cli.usecases.item_details import ItemDetails  # record.views: off bees status
 
     row = record.item(item_id, with_input=False)
     history = [event.to_json() for event in record.events(row.id)]
@@ -415,7 +416,8 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
         if row.status == Status.WAITING_FOR_APPROVAL and not any(
                 r["status"] == "waiting" for r in approvals):
             item["wait"] = str(WaitKind.ENGINE_NOT_RUNNING)
-    return ItemDetails(item=item, since_human=human_since(row.since), history=history,
-                       logs=logs, engine_log=str(computer.engine_log),
-                       journal=record.journal(row.id), approvals=approvals, models=models,
-                       pieces=[p.model_dump(mode="json") for p in record.pieces(row.id)])
+    return ItemDetails.model_validate({
+        "item": item, "since_human": human_since(row.since), "history": history, "logs": logs,
+        "engine_log": str(computer.engine_log), "journal": record.journal(row.id),
+        "approvals": approvals, "models": models,
+        "pieces": [p.model_dump(mode="json") for p in record.pieces(row.id)]})
