@@ -103,7 +103,7 @@ def with_decisions(requests: Sequence[dict[str, Any]],
 
 
 def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
-    """Return what waits for approval in ``record`` (see :func:`waiting_approvals`); a
+    """Return what waits for approval in ``record`` (see :func:`_waiting_approvals`); a
     request a person already answered while ``bees run`` was down waits for ``bees run``,
     not for a person, and is left out."""
     from bees_cli.engine.models import ApprovalRequest
@@ -120,10 +120,10 @@ def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
     return out
 
 
-async def item_approvals(bees: Bees, item_id: str, *,
+async def _item_approvals(bees: Bees, item_id: str, *,
                          request_id: int | None = None) -> list[ApprovalRow]:
     """``bees approvals show ITEM``: what waits for approval on item ``item_id`` (a unique
-    prefix is enough), as :func:`waiting_approvals` lists it, or only request
+    prefix is enough), as :func:`_waiting_approvals` lists it, or only request
     ``request_id``.
 
     Raises:
@@ -146,7 +146,7 @@ async def item_approvals(bees: Bees, item_id: str, *,
     return await asyncio.to_thread(lookup)
 
 
-async def waiting_approvals(bees: Bees) -> list[ApprovalRow]:
+async def _waiting_approvals(bees: Bees) -> list[ApprovalRow]:
     """Return what waits for approval on this computer, oldest item first: each request's
     fields (``id``, ``item_id``, ``stage``, ``action``, ``kind``, ``summary``, ``input``,
     ``asked_at``…) plus ``title`` and ``process`` of its item and ``what`` (one line)."""
@@ -210,7 +210,7 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
     raise Refused(f"{item_id} is free, restarts at {restart}: nothing waits here")
 
 
-async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
+async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
                  reason: str | None, answer: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
 

@@ -58,7 +58,7 @@ def changeable_row(record: LocalRecord, item_id: str,
     return row
 
 
-async def person_request(bees: Bees, item_id: str,
+async def _person_request(bees: Bees, item_id: str,
                          what: Literal["retry", "accept"]) -> PersonDone:
     """Ask the run of ``item_id`` to retry (``what="retry"``) or accept (``"accept"``).
 
@@ -91,7 +91,7 @@ async def person_request(bees: Bees, item_id: str,
     return PersonDone(item=row.id, stage=str(stage), who=person.who, at=person.at)
 
 
-async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) -> CancelDone:
+async def _cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) -> CancelDone:
     """Cancel item ``item_id``: its running stage is stopped, its slots freed, its open
     approval requests closed, its status becomes ``cancelled``. An item not started yet is
     cancelled in the record at once; for a running one, waits up to ``wait`` seconds for the

@@ -66,7 +66,7 @@ def _caller(environ: Mapping[str, str]) -> tuple[str, str, str]:
     return check_item_id(item_id, prefix=False), stage, agent
 
 
-async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
+async def _run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
                        env: Mapping[str, str]) -> DelegateOutcome:
     """Hand ``task`` (with input ``data``) to ``agent`` as a piece of the caller's stage and
     wait for its end (DESIGN.md, Words: piece; issue 14, points 1 and 2).
@@ -153,12 +153,12 @@ async def delegate_tool_call(bees: Bees, arguments: dict[str, Any],
 
     Raises:
         UserError: the arguments are not an agent name, a task and an input object.
-        Refused, PieceFailed: as :func:`run_delegate`.
+        Refused, PieceFailed: as :func:`_run_delegate`.
     """
     agent, task, data = arguments.get("agent"), arguments.get("task"), arguments.get("input")
     if not isinstance(agent, str) or not isinstance(task, str):
         raise UserError('delegate needs {"agent": NAME, "task": TEXT, "input": {...}}')
     if data is not None and not isinstance(data, dict):
         raise UserError("delegate's input must be an object")
-    done = await run_delegate(bees, agent, task, data or {}, env=env)
+    done = await _run_delegate(bees, agent, task, data or {}, env=env)
     return done.render()

@@ -38,7 +38,7 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     """Make a work item of ``process`` on ``computer``: snapshot, run folder, local record
     row and owner claim; its run is not started (``started`` False: pending).
 
-    Blocking (files, SQLite, the blocking cloud client); :func:`create` runs it in a thread.
+    Blocking (files, SQLite, the blocking cloud client); :func:`_create` runs it in a thread.
 
     Raises:
         UserError: no workspace, or the run folder is not linked.
@@ -80,7 +80,7 @@ def _undo_create(record: LocalRecord, item_id: str, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-async def create(bees: Bees, workspace_path: Path | None, process: str, *,
+async def _create(bees: Bees, workspace_path: Path | None, process: str, *,
                  title: str | None, agents: list[str], folders: list[str],
                  made: Callable[[str], None] | None = None) -> CreatedItem:
     """``bees item create``: make the item (:func:`create_item`) and start its run now when
@@ -116,7 +116,7 @@ def describe(row: ItemRow) -> str:
     return f"{row.id} {row.stage}: {row.status_text}{agent}"
 
 
-async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
+async def _wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
                         timeout: float | None = None,
                         engine_up: Callable[[], bool] | None = None) -> int:
     """Wait until item ``item_id`` ends or stops for a person, saying each move.
@@ -226,7 +226,7 @@ def _queued_shown(record: LocalRecord, rows: list[dict[str, Any]],
     return held
 
 
-async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
+async def _status(bees: Bees, *, mine: bool = False, limit: int | None = None,
                  now: datetime | None = None) -> StatusView:
     """``bees status``: :func:`status_now` in a worker thread (it reads files and SQLite).
 
@@ -335,7 +335,7 @@ def warning_lines(values: list[StatusWarning], now: datetime) -> list[str]:
             for word in ([line] if line is not None else refused)]
 
 
-async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
+async def _item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
     """``bees item show``: the row, its history (oldest first), each stage's stdout and
     stderr files, the engine log, the journal of its add-on actions and every approval
     request (any status); for a team item another computer runs, its team row and where

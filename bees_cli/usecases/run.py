@@ -221,7 +221,7 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
             f"running (process group {group.pgid})")
 
 
-async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | None,
+async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
                      exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
     """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
 
