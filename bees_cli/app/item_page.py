@@ -20,7 +20,8 @@ from bees_cli.app.views import (
 from bees_cli.record.pieces import Piece
 from bees_cli.record.states import Status, status_text
 from bees_cli.record.views import ItemShow, ModelUsage
-from bees_cli.usecases.models import ItemDetails, TeamItemDetails
+from bees_cli.usecases.item_details import ItemDetails
+from bees_cli.usecases.models import TeamItemDetails
 from bees_cli.utc import display_utc, parse_utc, utc_now
 
 OUTPUT_FILES = 20

@@ -116,7 +116,7 @@ def item_create(
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
         code = await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
         if as_json and wait:
-            row = await asyncio.to_thread(bees.record.item, created.id)
+            row = await bees.async_record.item(created.id)
             final = {key: value for key, value in row.to_json().items()
                      if key not in out.DISPLAY_KEYS}
             done = done.model_copy(update={"final": out.ItemView.model_validate(final)})

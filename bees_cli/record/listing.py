@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bees_cli.record import storage
-from bees_cli.record.local import SHOWN_COLUMNS, ItemRow
+from bees_cli.record.rows import SHOWN_COLUMNS, ItemRow
 from bees_cli.record.schema import ENDED_FIRST
 from bees_cli.record.states import Status
 
@@ -104,7 +104,7 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = ()) -> Tea
         limit: how many rows at most, or None for all; 0 reads none (only counts them).
         show: ids of this record listed as team rows anyway (continued elsewhere).
     """
-    from bees_cli.record.sync import TeamItem, team_row
+    from bees_cli.record.shared import TeamItem, team_row
     from bees_cli.utc import from_us
 
     marks = ", ".join("?" for _ in show)

@@ -103,7 +103,7 @@ def with_decisions(requests: Sequence[dict[str, Any]],
 
 
 def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
-    """Return what waits for approval in ``record`` (see :func:`waiting_approvals`); a
+    """Return what waits for approval in ``record`` (see :func:`_waiting_approvals`); a
     request a person already answered while ``bees run`` was down waits for ``bees run``,
     not for a person, and is left out."""
     from bees_cli.engine.models import ApprovalRequest
@@ -120,10 +120,10 @@ def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
     return out
 
 
-async def item_approvals(bees: Bees, item_id: str, *,
+async def _item_approvals(bees: Bees, item_id: str, *,
                          request_id: int | None = None) -> list[ApprovalRow]:
     """``bees approvals show ITEM``: what waits for approval on item ``item_id`` (a unique
-    prefix is enough), as :func:`waiting_approvals` lists it, or only request
+    prefix is enough), as :func:`_waiting_approvals` lists it, or only request
     ``request_id``.
 
     Raises:
@@ -146,11 +146,11 @@ async def item_approvals(bees: Bees, item_id: str, *,
     return await asyncio.to_thread(lookup)
 
 
-async def waiting_approvals(bees: Bees) -> list[ApprovalRow]:
+async def _waiting_approvals(bees: Bees) -> list[ApprovalRow]:
     """Return what waits for approval on this computer, oldest item first: each request's
     fields (``id``, ``item_id``, ``stage``, ``action``, ``kind``, ``summary``, ``input``,
     ``asked_at``…) plus ``title`` and ``process`` of its item and ``what`` (one line)."""
-    return await asyncio.to_thread(approvals_waiting, bees.record)
+    return await bees.async_record.run(approvals_waiting)
 
 
 def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: str) -> None:
@@ -163,7 +163,7 @@ def _refuse_decision_elsewhere(record: LocalRecord, row: ItemRow, machine_id: st
     team rows lag the claim by up to a sync round or two).
     """
     from bees_cli.record.fires import ClaimStatus, FireLog
-    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.shared import SharedRecord
 
     claim = FireLog(record.path).claim(row.id)
     held_here = (row.status != "free" and claim is not None
@@ -210,7 +210,7 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
     raise Refused(f"{item_id} is free, restarts at {restart}: nothing waits here")
 
 
-async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
+async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
                  reason: str | None, answer: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
 
@@ -229,11 +229,11 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
     if not approve and not (reason or "").strip():
         raise UserError("a denial needs a reason (--reason TEXT)",
                         hint=f'bees deny {item_id} --reason "what is wrong"')
-    record = bees.record
-    row = await asyncio.to_thread(record.item, item_id)
+    record = bees.async_record
+    row = await record.item(item_id)
     await asyncio.to_thread(_refuse_not_owner, bees, row.id)
-    await asyncio.to_thread(_refuse_decision_elsewhere, record, row, bees.computer.machine_id)
-    requests = record.approvals(row.id)
+    await record.run(_refuse_decision_elsewhere, row, bees.computer.machine_id)
+    requests = await record.approvals(row.id)
     waiting = [r["id"] for r in requests]
     if not waiting:
         raise Refused(f"nothing waits for approval on item {row.id} (it is {row.status_text})")
@@ -247,8 +247,8 @@ async def decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | N
                            answer=answer)  # type: ignore[arg-type]
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
-        earlier = await asyncio.to_thread(record.queue_decision, row.id, DECIDE_UPDATE,
-                                          decision.model_dump(mode="json"))
+        earlier = await record.queue_decision(row.id, DECIDE_UPDATE,
+                                              decision.model_dump(mode="json"))
         if earlier is not None:
             raise Refused(f"item {row.id} is already answered ({_answer_text(earlier)}, "
                           f"by {earlier.get('who')}): bees run delivers it when it starts",
@@ -302,7 +302,7 @@ async def deliver_queued(bees: Bees) -> int:
 
     engine = await bees.engine()
     delivered = 0
-    for _seq, item_id, name, payload in bees.record.claim_controls():
+    for _seq, item_id, name, payload in await bees.async_record.claim_controls():
         try:
             await engine.update(item_id, name, DecideInput.model_validate(payload))
         except BeesError as error:

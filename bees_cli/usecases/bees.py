@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import EngineError
 from bees_cli.machine.computer import Computer
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
     from bees_cli.usecases.delegate import DelegateOutcome
+    from bees_cli.usecases.item_details import ItemDetails
     from bees_cli.usecases.models import (
         ActionOutcome,
         ApprovalRow,
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
         CreatedItem,
         DecideDone,
         DoctorReport,
-        ItemDetails,
         PersonDone,
         ScheduleRow,
         StatusView,
@@ -64,6 +65,10 @@ class Bees:
                  engine: EngineGateway | None = None) -> None:
         self.computer = computer
         self.record = LocalRecord(computer.record_path)
+        """The local record, synchronous: for code that runs in a thread, and for tests."""
+        self.async_record = AsyncRecord(self.record)
+        """The same record for the use cases: each call awaited, run in a thread, so the
+        event loop never waits for SQLite (:mod:`bees_cli.record.aio`)."""
         self.say = say
         self._engine = engine
 
@@ -135,10 +140,10 @@ class Bees:
 
     async def run(self, *, workspace_path: Path | None, address: str | None,
                   exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
-        """``bees run``: see :func:`bees_cli.usecases.run.run_engine`."""
-        from bees_cli.usecases.run import run_engine
+        """``bees run``: see :func:`bees_cli.usecases.run._run_bees`."""
+        from bees_cli.usecases.run import _run_bees
 
-        return await run_engine(self, workspace_path=workspace_path, address=address,
+        return await _run_bees(self, workspace_path=workspace_path, address=address,
                                 exit_when_idle=exit_when_idle,
                                 heartbeat_every=heartbeat_every)
 
@@ -146,68 +151,68 @@ class Bees:
                           title: str | None = None, agents: list[str] | None = None,
                           folders: list[str] | None = None,
                           made: Callable[[str], None] | None = None) -> CreatedItem:
-        """``bees item create``: see :func:`bees_cli.usecases.items.create`."""
-        from bees_cli.usecases.items import create
+        """``bees item create``: see :func:`bees_cli.usecases.items._create`."""
+        from bees_cli.usecases.items import _create
 
-        return await create(self, workspace_path, process, title=title, agents=agents or [],
+        return await _create(self, workspace_path, process, title=title, agents=agents or [],
                             folders=folders or [], made=made)
 
     async def wait_for_item(self, item_id: str, *, timeout: float | None = None,
                             poll: float = 0.2) -> int:
-        """``bees item create --wait``: see :func:`bees_cli.usecases.items.wait_for_item`."""
-        from bees_cli.usecases.items import wait_for_item
+        """``bees item create --wait``: see :func:`bees_cli.usecases.items._wait_for_item`."""
+        from bees_cli.usecases.items import _wait_for_item
 
-        return await wait_for_item(self, item_id, timeout=timeout, poll=poll)
+        return await _wait_for_item(self, item_id, timeout=timeout, poll=poll)
 
     async def status(self, *, mine: bool = False, limit: int | None = None) -> StatusView:
-        """``bees status``: see :func:`bees_cli.usecases.items.status`."""
-        from bees_cli.usecases.items import status
+        """``bees status``: see :func:`bees_cli.usecases.items._status`."""
+        from bees_cli.usecases.items import _status
 
-        return await status(self, mine=mine, limit=limit)
+        return await _status(self, mine=mine, limit=limit)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
-        """``bees item show``: see :func:`bees_cli.usecases.items.item_details`."""
-        from bees_cli.usecases.items import item_details
+        """``bees item show``: see :func:`bees_cli.usecases.items._item_details`."""
+        from bees_cli.usecases.items import _item_details
 
-        return await item_details(self, item_id)
+        return await _item_details(self, item_id)
 
     async def retry(self, item_id: str) -> PersonDone:
-        """``bees retry``: see :func:`bees_cli.usecases.control.person_request`."""
-        from bees_cli.usecases.control import person_request
+        """``bees retry``: see :func:`bees_cli.usecases.control._person_request`."""
+        from bees_cli.usecases.control import _person_request
 
-        return await person_request(self, item_id, "retry")
+        return await _person_request(self, item_id, "retry")
 
     async def accept(self, item_id: str) -> PersonDone:
-        """``bees item accept``: see :func:`bees_cli.usecases.control.person_request`."""
-        from bees_cli.usecases.control import person_request
+        """``bees item accept``: see :func:`bees_cli.usecases.control._person_request`."""
+        from bees_cli.usecases.control import _person_request
 
-        return await person_request(self, item_id, "accept")
+        return await _person_request(self, item_id, "accept")
 
     async def cancel(self, item_id: str) -> CancelDone:
-        """``bees item cancel``: see :func:`bees_cli.usecases.control.cancel_item`."""
-        from bees_cli.usecases.control import cancel_item
+        """``bees item cancel``: see :func:`bees_cli.usecases.control._cancel_item`."""
+        from bees_cli.usecases.control import _cancel_item
 
-        return await cancel_item(self, item_id)
+        return await _cancel_item(self, item_id)
 
     async def approvals(self) -> list[ApprovalRow]:
-        """``bees approvals``: see :func:`bees_cli.usecases.approvals.waiting_approvals`."""
-        from bees_cli.usecases.approvals import waiting_approvals
+        """``bees approvals``: see :func:`bees_cli.usecases.approvals._waiting_approvals`."""
+        from bees_cli.usecases.approvals import _waiting_approvals
 
-        return await waiting_approvals(self)
+        return await _waiting_approvals(self)
 
     async def approvals_of(self, item_id: str, *,
                            request_id: int | None = None) -> list[ApprovalRow]:
-        """``bees approvals show``: see :func:`bees_cli.usecases.approvals.item_approvals`."""
-        from bees_cli.usecases.approvals import item_approvals
+        """``bees approvals show``: see :func:`bees_cli.usecases.approvals._item_approvals`."""
+        from bees_cli.usecases.approvals import _item_approvals
 
-        return await item_approvals(self, item_id, request_id=request_id)
+        return await _item_approvals(self, item_id, request_id=request_id)
 
     async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
                      reason: str | None = None, answer: str | None = None) -> DecideDone:
-        """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals.decide`."""
-        from bees_cli.usecases.approvals import decide
+        """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals._decide`."""
+        from bees_cli.usecases.approvals import _decide
 
-        return await decide(self, item_id, approve=approve, request_id=request_id,
+        return await _decide(self, item_id, approve=approve, request_id=request_id,
                             reason=reason, answer=answer)
 
     async def action(self, name: str, input_text: str | None, *,
@@ -219,40 +224,40 @@ class Bees:
 
     async def delegate(self, agent: str, task: str, data: Any, *,
                        env: dict[str, str]) -> DelegateOutcome:
-        """``bees delegate``: see :func:`bees_cli.usecases.delegate.run_delegate`."""
-        from bees_cli.usecases.delegate import run_delegate
+        """``bees delegate``: see :func:`bees_cli.usecases.delegate._run_delegate`."""
+        from bees_cli.usecases.delegate import _run_delegate
 
-        return await run_delegate(self, agent, task, data, env=env)
+        return await _run_delegate(self, agent, task, data, env=env)
 
     async def relinquish(self, item_id: str, *, timeout: float | None = None) -> Relinquished:
-        """``bees relinquish``: see :func:`bees_cli.usecases.handover.relinquish`."""
-        from bees_cli.usecases.handover import relinquish
+        """``bees relinquish``: see :func:`bees_cli.usecases.handover._relinquish`."""
+        from bees_cli.usecases.handover import _relinquish
 
-        return await relinquish(self, item_id, timeout=timeout)
+        return await _relinquish(self, item_id, timeout=timeout)
 
     async def repair_release(self, item_id: str) -> Repaired:
-        """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover.repair_release`."""
-        from bees_cli.usecases.handover import repair_release
+        """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover._repair_release`."""
+        from bees_cli.usecases.handover import _repair_release
 
-        return await repair_release(self, item_id)
+        return await _repair_release(self, item_id)
 
     async def continue_item(self, item_id: str, *, from_dir: Path | None = None,
                             digest: str | None = None, workspace_path: Path | None = None,
                             progress: Progress | None = None) -> Continued:
-        """``bees continue``: see :func:`bees_cli.usecases.handover.continue_item`."""
-        from bees_cli.usecases.handover import continue_item
+        """``bees continue``: see :func:`bees_cli.usecases.handover._continue_item`."""
+        from bees_cli.usecases.handover import _continue_item
 
-        return await continue_item(self, item_id, from_dir=from_dir, digest=digest,
+        return await _continue_item(self, item_id, from_dir=from_dir, digest=digest,
                                    workspace_path=workspace_path, progress=progress)
 
     async def doctor(self, workspace_path: Path | None) -> DoctorReport:
-        """``bees doctor``: see :func:`bees_cli.usecases.doctor.doctor_report`."""
-        from bees_cli.usecases.doctor import doctor_report
+        """``bees doctor``: see :func:`bees_cli.usecases.doctor._doctor_report`."""
+        from bees_cli.usecases.doctor import _doctor_report
 
-        return await doctor_report(self, workspace_path)
+        return await _doctor_report(self, workspace_path)
 
     async def schedules(self, workspace_path: Path | None) -> list[ScheduleRow]:
-        """``bees schedules``: see :func:`bees_cli.usecases.doctor.schedules_report`."""
-        from bees_cli.usecases.doctor import schedules_report
+        """``bees schedules``: see :func:`bees_cli.usecases.doctor._schedules_report`."""
+        from bees_cli.usecases.doctor import _schedules_report
 
-        return await schedules_report(self, workspace_path)
+        return await _schedules_report(self, workspace_path)

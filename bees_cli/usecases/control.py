@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Literal
 
 from bees_cli.errors import EngineError, Refused
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.events import CancelAsked, Cancelled
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
 from bees_cli.record.states import Status
@@ -57,7 +58,7 @@ def changeable_row(record: LocalRecord, item_id: str,
     return row
 
 
-async def person_request(bees: Bees, item_id: str,
+async def _person_request(bees: Bees, item_id: str,
                          what: Literal["retry", "accept"]) -> PersonDone:
     """Ask the run of ``item_id`` to retry (``what="retry"``) or accept (``"accept"``).
 
@@ -72,7 +73,7 @@ async def person_request(bees: Bees, item_id: str,
     """
     from bees_cli.engine.models import ACCEPT_UPDATE, RETRY_UPDATE, PersonInput
 
-    row = await asyncio.to_thread(changeable_row, bees.record, item_id, what)
+    row = await bees.async_record.run(changeable_row, item_id, what)
     if row.status == "pending":
         raise Refused(f"item {row.id} has not started yet: start it with bees run")
     if row.status == Status.LOST and what == "retry":
@@ -90,7 +91,7 @@ async def person_request(bees: Bees, item_id: str,
     return PersonDone(item=row.id, stage=str(stage), who=person.who, at=person.at)
 
 
-async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) -> CancelDone:
+async def _cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) -> CancelDone:
     """Cancel item ``item_id``: its running stage is stopped, its slots freed, its open
     approval requests closed, its status becomes ``cancelled``. An item not started yet is
     cancelled in the record at once; for a running one, waits up to ``wait`` seconds for the
@@ -101,26 +102,32 @@ async def cancel_item(bees: Bees, item_id: str, *, wait: float = CANCEL_WAIT) ->
             (relinquished: cancelled where it continues).
         EngineError: the engine is not running.
     """
-    record = bees.record
-    row = await asyncio.to_thread(changeable_row, record, item_id, "cancel")
+    record = bees.async_record
+    row = await record.run(changeable_row, item_id, "cancel")
     who = bees.who()
     if row.status in (Status.PENDING, Status.LOST):  # no run to stop
-        record.add_fact(row.id, Cancelled(who=who), key="cancelled")
-        record.set_state(row.id, status="cancelled", stage=row.stage)
+        await record.run(_cancel_at_once, row, who)
         return CancelDone(item=row.id, requested=False, cancelled=True)
     if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
         raise EngineError(NOT_UP, hint=start_hint(f"bees item cancel {row.id}"))
     engine = await bees.engine()
     await engine.cancel(row.id)
-    record.add_fact(row.id, CancelAsked(who=who), key=f"cancel:{now_utc()}")
+    await record.add_fact(row.id, CancelAsked(who=who), key=f"cancel:{now_utc()}")
     return CancelDone(item=row.id, requested=True,
                       cancelled=await _wait_cancelled(record, row.id, wait))
 
 
-async def _wait_cancelled(record: LocalRecord, item_id: str, wait: float) -> bool:
+def _cancel_at_once(record: LocalRecord, row: ItemRow, who: str) -> None:
+    """Cancel ``row``, which has no run to stop: its fact and its status in one step."""
+    with record.step():
+        record.add_fact(row.id, Cancelled(who=who), key="cancelled")
+        record.set_state(row.id, status="cancelled", stage=row.stage)
+
+
+async def _wait_cancelled(record: AsyncRecord, item_id: str, wait: float) -> bool:
     deadline = time.monotonic() + wait
     while True:
-        if record.item(item_id).status == "cancelled":
+        if (await record.item(item_id)).status == "cancelled":
             return True
         if time.monotonic() >= deadline:
             return False

@@ -19,6 +19,7 @@ from bees_cli.errors import BeesError, UserError
 from bees_cli.usecases.models import Result
 
 if TYPE_CHECKING:
+    from bees_cli.record.aio import AsyncRecord
     from bees_cli.record.local import LocalRecord
     from bees_cli.record.pieces import Piece
     from bees_cli.usecases.bees import Bees
@@ -65,7 +66,7 @@ def _caller(environ: Mapping[str, str]) -> tuple[str, str, str]:
     return check_item_id(item_id, prefix=False), stage, agent
 
 
-async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
+async def _run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
                        env: Mapping[str, str]) -> DelegateOutcome:
     """Hand ``task`` (with input ``data``) to ``agent`` as a piece of the caller's stage and
     wait for its end (DESIGN.md, Words: piece; issue 14, points 1 and 2).
@@ -96,8 +97,7 @@ async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
     from bees_cli.engine.piece_models import DELEGATE_UPDATE, DelegateAnswer, DelegateAsk
 
     item_id, stage, caller = _caller(env)
-    saved = await asyncio.to_thread(saved_result, bees.record, item_id, stage, agent, task,
-                                    data)
+    saved = await bees.async_record.run(saved_result, item_id, stage, agent, task, data)
     if saved is not None:
         return saved
     ask = DelegateAsk(stage=stage, round=int(env.get("BEES_ROUND", "1") or 1),
@@ -107,7 +107,7 @@ async def run_delegate(bees: Bees, agent: str, task: str, data: Any, *,
     engine = await bees.engine(env.get("BEES_TEMPORAL_ADDRESS") or None)
     answer = await engine.update(item_id, DELEGATE_UPDATE, ask, DelegateAnswer, timeout=None)
     assert isinstance(answer, DelegateAnswer)
-    piece = await _await_end(bees.record, item_id, stage, answer.piece)
+    piece = await _await_end(bees.async_record, item_id, stage, answer.piece)
     if piece.status != "finished":
         raise PieceFailed(f"piece {piece.piece} ({piece.agent or agent}) {piece.status}: "
                           f"{piece.reason or 'no reason given'}")
@@ -135,12 +135,12 @@ def saved_result(record: LocalRecord, item_id: str, stage: str, agent: str, task
     return None if piece is None else outcome_of(piece).model_copy(update={"saved": True})
 
 
-async def _await_end(record: LocalRecord, item_id: str, stage: str, name: str) -> Piece:
+async def _await_end(record: AsyncRecord, item_id: str, stage: str, name: str) -> Piece:
     """Wait until piece ``name`` ended (its workflow writes the end to the local record)."""
     from bees_cli.record.pieces import END_STATUSES
 
     while True:
-        piece = await asyncio.to_thread(record.piece, item_id, stage, name)
+        piece = await record.piece(item_id, stage, name)
         if piece is not None and piece.status in END_STATUSES:
             return piece
         await asyncio.sleep(POLL_SECONDS)
@@ -153,12 +153,12 @@ async def delegate_tool_call(bees: Bees, arguments: dict[str, Any],
 
     Raises:
         UserError: the arguments are not an agent name, a task and an input object.
-        Refused, PieceFailed: as :func:`run_delegate`.
+        Refused, PieceFailed: as :func:`_run_delegate`.
     """
     agent, task, data = arguments.get("agent"), arguments.get("task"), arguments.get("input")
     if not isinstance(agent, str) or not isinstance(task, str):
         raise UserError('delegate needs {"agent": NAME, "task": TEXT, "input": {...}}')
     if data is not None and not isinstance(data, dict):
         raise UserError("delegate's input must be an object")
-    done = await run_delegate(bees, agent, task, data or {}, env=env)
+    done = await _run_delegate(bees, agent, task, data or {}, env=env)
     return done.render()

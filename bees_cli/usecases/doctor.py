@@ -42,7 +42,7 @@ LAST_FIRES = 5
 """How many past fires ``bees schedules`` shows per schedule."""
 
 
-async def schedules_report(bees: Bees, workspace_path: Path | None, *,
+async def _schedules_report(bees: Bees, workspace_path: Path | None, *,
                            now: datetime | None = None) -> list[ScheduleRow]:
     """``bees schedules``: see :func:`schedules_rows` (run in a thread)."""
     return await asyncio.to_thread(schedules_rows, bees.computer, workspace_path, now=now)
@@ -101,7 +101,7 @@ def _check(name: str, ok: bool, detail: str, **extra: Any) -> Check:
     return Check(check=name, ok=ok, detail=detail, **extra)
 
 
-async def doctor_report(bees: Bees, workspace_path: Path | None) -> DoctorReport:
+async def _doctor_report(bees: Bees, workspace_path: Path | None) -> DoctorReport:
     """``bees doctor``: see :func:`doctor_checks` (run in a thread)."""
     return await asyncio.to_thread(doctor_checks, bees.computer, workspace_path, say=bees.say)
 
@@ -292,7 +292,7 @@ def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]
     """The shared-record checks that need no cloud: the last sync, the last measured skew
     when the cloud did not answer now, and the changes Bees Cloud refused (issue 11,
     point 4: "your changes are refused: this computer's clock is N s ahead")."""
-    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.shared import SharedRecord
     from bees_cli.record.sync_notes import refusal_lines
 
     shared = SharedRecord(here.record_path)

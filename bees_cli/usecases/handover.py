@@ -108,7 +108,7 @@ async def owned_here(bees: Bees, item_id: str, *, timeout: float | None = None,
             delay = min(delay * 2, OWNER_RETRY_MAX)
 
 
-async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None,
+async def _relinquish(bees: Bees, item_id: str, *, timeout: float | None = None,
                      clock: Callable[[], float] = time.monotonic) -> Relinquished:
     """Relinquish item ``item_id`` on this computer (DESIGN.md, Handover): the run stops
     with all its pieces, writes its checkpoint and tells Bees Cloud the item is free.
@@ -181,7 +181,7 @@ async def relinquish(bees: Bees, item_id: str, *, timeout: float | None = None,
                         total_bytes=answer.total_bytes, released=answer.released)
 
 
-async def repair_release(bees: Bees, item_id: str) -> Repaired:
+async def _repair_release(bees: Bees, item_id: str) -> Repaired:
     """``bees relinquish ITEM --repair`` (:func:`bees_cli.handover.repair.repair_release`):
     the computer that released the item last verifies its run folder and re-sends the
     release with that folder's checkpoint digest. Needs no ``bees run``.
@@ -249,7 +249,7 @@ def seed_pieces(record: LocalRecord, pieces: list[Piece]) -> None:
             record.put_piece(piece)
 
 
-async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = None,
+async def _continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = None,
                         digest: str | None = None, workspace_path: Path | None = None,
                         title: str | None = None,
                         progress: Progress | None = None) -> Continued:
@@ -281,7 +281,7 @@ async def continue_item(bees: Bees, item_id: str, *, from_dir: Path | None = Non
             bees.say("the engine is not running: the item starts when `bees run` starts")
             return done
         engine = await bees.engine(address)
-        await start_pending(engine, bees.record, bees.computer, only=done.item)
+        await start_pending(engine, bees.async_record, bees.computer, only=done.item)
     bees.say("started; bees run picks it up")
     return replace(done, started=True)
 

@@ -16,7 +16,6 @@ from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import (
     CreatedItem,
-    ItemDetails,
     StatusView,
     StatusWarning,
     TeamItemDetails,
@@ -24,6 +23,7 @@ from bees_cli.usecases.models import (
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
+    from bees_cli.usecases.item_details import ItemDetails
 
 Say = Callable[[str], None]
 
@@ -38,7 +38,7 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     """Make a work item of ``process`` on ``computer``: snapshot, run folder, local record
     row and owner claim; its run is not started (``started`` False: pending).
 
-    Blocking (files, SQLite, the blocking cloud client); :func:`create` runs it in a thread.
+    Blocking (files, SQLite, the blocking cloud client); :func:`_create` runs it in a thread.
 
     Raises:
         UserError: no workspace, or the run folder is not linked.
@@ -80,7 +80,7 @@ def _undo_create(record: LocalRecord, item_id: str, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-async def create(bees: Bees, workspace_path: Path | None, process: str, *,
+async def _create(bees: Bees, workspace_path: Path | None, process: str, *,
                  title: str | None, agents: list[str], folders: list[str],
                  made: Callable[[str], None] | None = None) -> CreatedItem:
     """``bees item create``: make the item (:func:`create_item`) and start its run now when
@@ -99,14 +99,14 @@ async def create(bees: Bees, workspace_path: Path | None, process: str, *,
 
     created = await asyncio.to_thread(
         create_item, workspace_path, process, title=title, agents=agents, folders=folders,
-        record=bees.record, computer=bees.computer, say=bees.say)
+        record=bees.async_record.sync, computer=bees.computer, say=bees.say)
     if made is not None:
         made(created.id)
     if not bees.has_engine and await asyncio.to_thread(bees.engine_address) is None:
         bees.say("the engine is not running: the item starts when `bees run` starts")
         return created
     engine = await bees.engine()
-    await start_pending(engine, bees.record, bees.computer, only=created.id)
+    await start_pending(engine, bees.async_record, bees.computer, only=created.id)
     return created.model_copy(update={"started": True})
 
 
@@ -116,7 +116,7 @@ def describe(row: ItemRow) -> str:
     return f"{row.id} {row.stage}: {row.status_text}{agent}"
 
 
-async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
+async def _wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
                         timeout: float | None = None,
                         engine_up: Callable[[], bool] | None = None) -> int:
     """Wait until item ``item_id`` ends or stops for a person, saying each move.
@@ -140,7 +140,7 @@ async def wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
     last = ""
     told = False
     while True:
-        row = await asyncio.to_thread(bees.record.item, item_id)
+        row = await bees.async_record.item(item_id)
         line = describe(row)
         if line != last:
             bees.say(line)
@@ -226,7 +226,7 @@ def _queued_shown(record: LocalRecord, rows: list[dict[str, Any]],
     return held
 
 
-async def status(bees: Bees, *, mine: bool = False, limit: int | None = None,
+async def _status(bees: Bees, *, mine: bool = False, limit: int | None = None,
                  now: datetime | None = None) -> StatusView:
     """``bees status``: :func:`status_now` in a worker thread (it reads files and SQLite).
 
@@ -279,7 +279,7 @@ def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarnin
     """Return what ``bees status`` warns about as machine values (``bees status --json``;
     :func:`warning_lines` words them), the shared record opened once: the clock skew, each
     kind of refused change, old team rows."""
-    from bees_cli.record.sync import SharedRecord
+    from bees_cli.record.shared import SharedRecord
     from bees_cli.record.sync_notes import is_stale, skews
 
     shared = SharedRecord(record_path)
@@ -335,7 +335,7 @@ def warning_lines(values: list[StatusWarning], now: datetime) -> list[str]:
             for word in ([line] if line is not None else refused)]
 
 
-async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
+async def _item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
     """``bees item show``: the row, its history (oldest first), each stage's stdout and
     stderr files, the engine log, the journal of its add-on actions and every approval
     request (any status); for a team item another computer runs, its team row and where
@@ -350,15 +350,16 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
     from bees_cli.record.local import OwnedElsewhere
 
     try:
-        return await asyncio.to_thread(_details, bees.record, bees.computer, item_id)
+        return await bees.async_record.run(_details, bees.computer, item_id)
     except OwnedElsewhere as elsewhere:
-        held = await asyncio.to_thread(_team_details, bees.record.path, elsewhere.item_id)
+        held = await asyncio.to_thread(_team_details, bees.async_record.path,
+                                       elsewhere.item_id)
         if held is None:  # the row went between the two reads: the refusal stands
             raise
         return held
     except NotFound:
         # a team item no computer holds (relinquished: free) is still the team's to show
-        found = await asyncio.to_thread(_team_details, bees.record.path, item_id)
+        found = await asyncio.to_thread(_team_details, bees.async_record.path, item_id)
         if found is None:
             raise
         return found
@@ -367,7 +368,7 @@ async def item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetail
 def _team_details(record_path: Path, wanted: str) -> TeamItemDetails | None:
     """Return the team row whose id is ``wanted`` (or that a prefix of at least 6 characters
     names alone) as :class:`TeamItemDetails`; None when there is no such single row."""
-    from bees_cli.record.sync import team_rows
+    from bees_cli.record.shared import team_rows
 
     wanted = wanted.upper()  # ids are ULIDs; a prefix may be typed in lower case
     rows = [r for r in team_rows(record_path, set())
@@ -384,6 +385,7 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
     from bees_cli.agents.runner import logs_dir
     from bees_cli.record.local import human_since
     from bees_cli.usecases.approvals import queued_decisions, with_decisions
+    from bees_cli.usecases.item_details import ItemDetails  # record.views: off bees status
 
     row = record.item(item_id, with_input=False)
     history = [event.to_json() for event in record.events(row.id)]
@@ -414,7 +416,8 @@ def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetai
         if row.status == Status.WAITING_FOR_APPROVAL and not any(
                 r["status"] == "waiting" for r in approvals):
             item["wait"] = str(WaitKind.ENGINE_NOT_RUNNING)
-    return ItemDetails(item=item, since_human=human_since(row.since), history=history,
-                       logs=logs, engine_log=str(computer.engine_log),
-                       journal=record.journal(row.id), approvals=approvals, models=models,
-                       pieces=[p.model_dump(mode="json") for p in record.pieces(row.id)])
+    return ItemDetails.model_validate({
+        "item": item, "since_human": human_since(row.since), "history": history, "logs": logs,
+        "engine_log": str(computer.engine_log), "journal": record.journal(row.id),
+        "approvals": approvals, "models": models,
+        "pieces": [p.model_dump(mode="json") for p in record.pieces(row.id)]})

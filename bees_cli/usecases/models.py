@@ -83,23 +83,6 @@ class StatusView(Result):
     """This computer's ``bees run`` is alive (``worker.json`` read once, with the warnings)."""
 
 
-class ItemDetails(Result):
-    """``bees item show``: the row, its history (oldest first), log files, the engine log,
-    the journal of its add-on actions and every approval request."""
-
-    item: dict[str, Any]
-    since_human: str
-    history: list[dict[str, Any]]
-    logs: list[str]
-    engine_log: str
-    journal: list[dict[str, Any]]
-    approvals: list[dict[str, Any]]
-    models: list[dict[str, Any]] = Field(default_factory=list)
-    """Each model stage's use (``record.views.ModelUsage`` as JSON; issue 13, point 8)."""
-    pieces: list[dict[str, Any]] = Field(default_factory=list)
-    """Its pieces (``record.pieces.Piece`` as JSON; issue 14)."""
-
-
 class TeamItemDetails(Result):
     """``bees item show`` of a team item another computer runs: its row in the shared record
     (as last pulled) and where it runs (issue 11, point 6)."""

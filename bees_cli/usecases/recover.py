@@ -83,8 +83,8 @@ async def recover_state(bees: Bees, engine: EngineGateway, task_queue: str) -> t
 async def find_lost(bees: Bees, engine: EngineGateway) -> int:
     """Mark ``lost`` each item the record shows under way (:func:`under_way`) whose run the
     engine does not have; return how many."""
-    record = bees.record
-    rows = [row for row in await asyncio.to_thread(record.items) if under_way(row)]
+    record = bees.async_record
+    rows = [row for row in await record.items() if under_way(row)]
     lost = 0
     for row in rows:
         try:
@@ -93,7 +93,7 @@ async def find_lost(bees: Bees, engine: EngineGateway) -> int:
         except BeesError as error:  # not known either way: nothing is marked
             bees.say(f"{row.id}: cannot tell whether the engine has its run: {error.message}")
             continue
-        if await asyncio.to_thread(mark_lost, record, row):
+        if await record.run(mark_lost, row):
             lost += 1
             bees.say(f"{row.id} {row.stage}: lost: the engine's database was replaced; "
                      f"`bees retry {row.id}` starts {_restart_of(row)} again from the top")
@@ -103,8 +103,8 @@ async def find_lost(bees: Bees, engine: EngineGateway) -> int:
 async def rebuild_record(bees: Bees, engine: EngineGateway, task_queue: str) -> int:
     """Rebuild the row of each item whose run the engine has on ``task_queue`` and the
     record has not; return how many. A run that cannot answer is named and skipped."""
-    record = bees.record
-    known = {row.id for row in await asyncio.to_thread(record.items)}
+    record = bees.async_record
+    known = {row.id for row in await record.items()}
     rebuilt = 0
     try:
         runs = await engine.item_runs(task_queue)
@@ -120,7 +120,7 @@ async def rebuild_record(bees: Bees, engine: EngineGateway, task_queue: str) -> 
             bees.say(f"{item_id}: not recovered: {error.message}")
             continue
         item = rebuilt_item(item_id, view)
-        if item is not None and await asyncio.to_thread(restore_item, record, item):
+        if item is not None and await record.run(restore_item, item):
             rebuilt += 1
     return rebuilt
 
@@ -226,14 +226,12 @@ async def retry_lost(bees: Bees, row: ItemRow) -> PersonDone:
     Raises:
         SnapshotMissing: the item's snapshot is not stored here any more.
     """
-    record = bees.record
+    record = bees.async_record
     restart, again = await asyncio.to_thread(_restart_input, bees, row)
     who, at = bees.who(), now_utc()
-    await asyncio.to_thread(record.restart_item, row.id, input=again,
-                            run_folder=row.run_folder, stage=restart)
-    await asyncio.to_thread(record.add_fact, row.id,
-                            Retried(stage=restart, who=who, asked_at=at),
-                            key=f"retried:lost:{at}")
+    await record.restart_item(row.id, input=again, run_folder=row.run_folder, stage=restart)
+    await record.add_fact(row.id, Retried(stage=restart, who=who, asked_at=at),
+                          key=f"retried:lost:{at}")
     if await asyncio.to_thread(bees.worker_address) is None:
         bees.say(f"the engine is not running: {row.id} starts at {restart} when `bees run` "
                  "starts")

@@ -15,7 +15,6 @@ at STAGE``, its slot given back and its waiting approval requests closed
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from bees_cli.errors import BeesError
@@ -42,11 +41,11 @@ async def finish_released(bees: Bees) -> list[str]:
     from bees_cli.engine.handover import released_here
     from bees_cli.usecases.recover import under_way
 
-    computer, record = bees.computer, bees.record
+    computer, record = bees.computer, bees.async_record
     api = cloud_for(computer, timeout=3.0)  # once: the next bees run looks again
     if api is None:
         return []
-    rows = [row for row in await asyncio.to_thread(record.items) if under_way(row)]
+    rows = [row for row in await record.items() if under_way(row)]
     finished: list[str] = []
     try:
         if rows:  # one look at the team's held items; the history only of the others
@@ -65,7 +64,7 @@ async def finish_released(bees: Bees) -> list[str]:
                 return finished
             if owner is None or owner.release is None:
                 continue
-            await asyncio.to_thread(mark_relinquished, record, row, owner)
+            await record.run(mark_relinquished, row, owner)
             finished.append(row.id)
             bees.say(f"{row.id}: Bees Cloud took its relinquish (the answer was lost): "
                      f"free, restarts at {_restart(owner.release)}")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.server import EngineServer
     from bees_cli.machine.computer import Computer
+    from bees_cli.record.aio import AsyncRecord
     from bees_cli.usecases.bees import Bees
 
 IDLE_POLL = 0.25
@@ -68,7 +69,7 @@ def hold_worker_lock(data: Path) -> FileLock:
     return lock
 
 
-async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Computer, *,
+async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Computer, *,
                         only: str | None = None) -> int:
     """Start the run of every ``pending`` item of the local record (or only item ``only``).
 
@@ -89,16 +90,16 @@ async def start_pending(engine: EngineGateway, record: LocalRecord, computer: Co
 
     queue = task_queue(computer.machine_id)
     started = 0
-    for row in startable(record):
+    for row in await record.run(startable):
         if only is not None and row.id != only:
             continue
-        if not await ready_to_start(record, row, computer=computer):
+        if not await ready_to_start(record.sync, row, computer=computer):
             continue
         item = ItemInput.model_validate_json(row.input)
         if await engine.start(item, queue):
             started += 1
-        record.set_state(row.id, status="starting", stage=row.stage,
-                         only_if=frozenset({"pending"}))
+        await record.set_state(row.id, status="starting", stage=row.stage,
+                               only_if=frozenset({"pending"}))
     return started
 
 
@@ -220,7 +221,7 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
             f"running (process group {group.pgid})")
 
 
-async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | None,
+async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
                      exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
     """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
 
@@ -248,14 +249,14 @@ async def run_engine(bees: Bees, *, workspace_path: Path | None, address: str | 
         lock.release()
 
 
-async def _closing(engine: EngineGateway, record: LocalRecord, queue: str) -> list[str]:
+async def _closing(engine: EngineGateway, record: AsyncRecord, queue: str) -> list[str]:
     """Return :func:`closing_runs` for ``queue``; none when the engine cannot list its runs
     (idleness then rests on the record alone, as before)."""
     try:
         open_runs = await engine.open_runs(queue)
     except EngineError:
         return []
-    return await asyncio.to_thread(closing_runs, record, open_runs)
+    return await record.run(closing_runs, open_runs)
 
 
 async def take_token_person_at_start(bees: Bees) -> None:
@@ -305,7 +306,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
     from bees_cli.usecases.approvals import deliver_queued
 
     await take_token_person_at_start(bees)  # before the schedules and the worker read it
-    computer, record, say = bees.computer, bees.record, bees.say
+    computer, record, say = bees.computer, bees.async_record, bees.say
     data = computer.data_dir
     await asyncio.to_thread(clean_up_after_a_kill, data, say)  # issue 12, point 8
     note_starting(data)  # a control command given now waits for the worker
@@ -331,7 +332,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         engine = EngineGateway(client)
         bees.use_engine(engine)
         queue = task_queue(computer.machine_id)
-        freed = await asyncio.to_thread(record.free_stale_slots)
+        freed = await record.free_stale_slots()
         if freed:
             say(f"freed {freed} agent slot(s) of items that no longer run")
 
@@ -348,7 +349,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
 
             return await delegate_tool_call(bees, arguments, env)
 
-        worker = make_worker(client, queue, record, computer=computer, start=start,
+        worker = make_worker(client, queue, record.sync, computer=computer, start=start,
                              heartbeat_every=heartbeat_every, act=act, delegate=delegate)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -393,18 +394,18 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             await deliver_queued(bees)
             if worker_task.done():
                 break
-            if exit_when_idle and released.done() and is_idle(record):
+            if exit_when_idle and released.done() and await record.run(is_idle):
                 closing = await _closing(engine, record, queue)
                 if not closing or loop.time() - idle_since >= CLOSING_WAIT:
                     if closing:
                         say(f"{len(closing)} run(s) still closing in the engine; the next "
                             "`bees run` finishes them")
-                    say(idle_line(record))
+                    say(await record.run(idle_line))
                     break
             else:
                 idle_since = loop.time()
             if exit_when_idle:
-                waits = await asyncio.to_thread(claim_wait_line, record)
+                waits = await record.run(claim_wait_line)
                 if waits is not None and waits != told:
                     say(waits)
                 told = waits
@@ -429,7 +430,7 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         if not worker_task.done():
             await worker.shutdown()
         await worker_task
-        interrupted = await asyncio.to_thread(mark_interrupted, record)
+        interrupted = await record.run(mark_interrupted)
         if interrupted:
             say(f"{interrupted} running item(s) wait for the next `bees run`")
         await background.final_sync(say)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bees_cli.app.item_page import OUTPUT_BYTES, item_page, stage_output
 from bees_cli.app.views import Field_, held_view, offered, since_text
-from bees_cli.usecases.models import ItemDetails
+from bees_cli.usecases.item_details import ItemDetails
 
 NOW = datetime(2026, 12, 1, 10, 5, 30, tzinfo=UTC)
 ITEM = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
@@ -132,14 +132,17 @@ def test_the_story_pieces_and_models_of_an_item() -> None:
 
 
 def test_a_decision_queued_while_bees_run_is_down_is_said_as_the_cli_says_it() -> None:
-    from bees_cli.record.views import ItemShow
+    from bees_cli.record.states import WaitKind
+    from bees_cli.record.views import ItemShow, QueuedDecision
 
     decision = {"decision": "denied", "request_id": None, "answer": None,
                 "who": "maya@example.com", "at": "2026-12-01T10:03:00Z", "reason": "wrong to"}
     decided = request("{}", action="mail.send", status="denied", who="maya@example.com",
                       at="2026-12-01T10:03:00Z", reason="wrong to", delivered=False)
     shown = details(approvals=[decided])
-    shown.item.update(queued_decisions=[decision], wait="engine_not_running")
+    shown = shown.model_copy(update={"item": shown.item.model_copy(update={
+        "queued_decisions": [QueuedDecision.model_validate(decision)],
+        "wait": WaitKind.ENGINE_NOT_RUNNING})})
     page = item_page(shown, here="maya-laptop", now=NOW)
     said = 'denied by maya@example.com 2m ago ("wrong to"): delivered when bees run starts'
     assert (page.status, page.detail, page.held, page.verbs) == (

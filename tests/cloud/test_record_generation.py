@@ -24,7 +24,7 @@ from bees_cli.record.sync_notes import refusal_lines
 from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
-from bees_cli.usecases.items import status, status_warning_values, status_warnings
+from bees_cli.usecases.items import status_now, status_warning_values, status_warnings
 from bees_cli.utc import format_utc
 from tests.conftest import BeesRunner
 from tests.e2e.conftest import make_computer, record_of
@@ -114,7 +114,7 @@ async def test_a_new_owner_whose_clock_is_behind_is_seen_done_by_the_team(
     assert await sync(laptop) == 0
     assert seen_by(laptop) == ("done", "Done", "maya-desktop", behind + timedelta(seconds=30))
     # the laptop's bees status shows the team's row, not its own stale free
-    [row] = [r for r in (await status(Bees(laptop))).rows if r["item_id"] == ITEM]
+    [row] = [r for r in status_now(Bees(laptop)).rows if r["item_id"] == ITEM]
     assert (row["status"], row["stage"], row.get("computer"), row.get("team")) == (
         "done", "Done", "maya-desktop", True)
     async with AsyncCloudClient(team.url, team.tokens["sam"]) as api:

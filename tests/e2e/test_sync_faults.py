@@ -23,7 +23,7 @@ from bees_cli.record.sync_notes import refusal_lines, stale_line
 from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
-from bees_cli.usecases.items import status, status_warnings
+from bees_cli.usecases.items import status_now, status_warnings
 from bees_cli.usecases.models import TeamItemDetails
 from bees_cli.utc import format_utc
 from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
@@ -189,7 +189,7 @@ async def test_a_failing_sync_loop_makes_status_say_the_rows_are_old(tmp_path: P
         await asyncio.sleep(0.02)
     stop.set()
     await asyncio.wait_for(task, 10)
-    shown = await status(Bees(offline), now=clock() + timedelta(minutes=3))
+    shown = status_now(Bees(offline), now=clock() + timedelta(minutes=3))
     assert shown.warning == "team rows as of 3 min ago: Bees Cloud unreachable"
 
 

@@ -30,6 +30,7 @@ from bees_cli.engine.models import (
     DecideInput,
     PersonInput,
 )
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from tests.engine.conftest import SCRIPTS, Space, until
 
@@ -564,7 +565,7 @@ async def _start_pending(client: Client, record: LocalRecord) -> None:
     from bees_cli.machine.computer import Computer
     from bees_cli.usecases.run import start_pending
 
-    assert await start_pending(EngineGateway(client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(client), AsyncRecord(record), Computer.load()) == 1
 
 
 async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | Skipping,

@@ -15,6 +15,7 @@ from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
@@ -61,7 +62,7 @@ async def test_a_review_loop_continues_as_new_and_keeps_its_rounds(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(small_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(small_env.client), record, Computer.load())
+        await start_pending(EngineGateway(small_env.client), AsyncRecord(record), Computer.load())
         handle = small_env.client.get_workflow_handle(item.id)
         assert await handle.result() == "done"
         latest = (await handle.fetch_history()).events[0]

@@ -14,6 +14,7 @@ from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.machine.links import link_folder
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
@@ -40,7 +41,7 @@ async def test_item_waits_with_reasons_and_rechecks_every_15_s(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
+        await start_pending(EngineGateway(skip_env.client), AsyncRecord(record), Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.status_text == (
             "waiting: folder notes: not linked on this computer (bees link notes PATH); "
@@ -90,7 +91,7 @@ async def test_waiting_item_starts_once_its_folder_is_linked(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
+        await start_pending(EngineGateway(skip_env.client), AsyncRecord(record), Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.reason == "folder notes: not linked on this computer (bees link notes PATH)"
         assert space.lines() == []

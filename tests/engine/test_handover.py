@@ -30,6 +30,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.links import link_folder, unlink_folder
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases import Bees, run
 from bees_cli.usecases.items import create_item
@@ -120,7 +121,7 @@ async def relinquished_in_draft(env: WorkflowEnvironment, space: Space,
     hold.touch()
     item = create_item(space.root, "report", title="Week 2", agents=[], folders=[],
                        record=record, computer=Computer.load())
-    assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(env.client), AsyncRecord(record), Computer.load()) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while "holding Draft" not in space.lines():
@@ -167,7 +168,7 @@ async def test_relinquish_in_draft_then_continue_restarts_draft_and_sends_nothin
     hold.unlink()
     real_start = run.start_pending
 
-    async def bees_run_first(engine: EngineGateway, rec: LocalRecord, here: Computer,
+    async def bees_run_first(engine: EngineGateway, rec: AsyncRecord, here: Computer,
                              **options: Any) -> int:
         # bees run's own pass over pending items starts the run first: this one starts none
         assert await real_start(engine, rec, here, **options) == 1
@@ -246,7 +247,8 @@ async def test_relinquish_during_review_restarts_at_the_stage_under_review(
     review_hold.touch()
     item = create_item(space.root, "report", title="Week 3", agents=[], folders=[],
                        record=record, computer=Computer.load())
-    assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(dev_env.client),
+                               AsyncRecord(record), Computer.load()) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while "holding Review" not in space.lines():
@@ -294,7 +296,8 @@ async def test_relinquish_while_send_waits_for_approval_then_continue_keeps_prev
     space.write("processes/send.yaml", SEND_PROCESS)
     item = create_item(space.root, "send", title="Week 4", agents=[], folders=[],
                        record=record, computer=Computer.load())
-    assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(dev_env.client),
+                               AsyncRecord(record), Computer.load()) == 1
     await until(record, item.id, lambda r: r.status == "waiting for approval")
     assert [r.item_id for r in waiting_approvals()] == [item.id]
 

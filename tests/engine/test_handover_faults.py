@@ -35,6 +35,7 @@ from bees_cli.handover.store import kept_handover
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import Status
 from bees_cli.usecases import Bees
@@ -104,7 +105,7 @@ async def start_holding(env: WorkflowEnvironment, space: Space, record: LocalRec
     hold.touch()
     item = create_item(space.root, "report", title=title, agents=[], folders=[],
                        record=record, computer=Computer.load())
-    assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(env.client), AsyncRecord(record), Computer.load()) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while "holding Draft" not in space.lines():

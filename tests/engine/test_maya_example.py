@@ -23,6 +23,7 @@ from bees_cli.engine.models import task_queue
 from bees_cli.engine.schedules import FireActivities, wanted_schedules
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.sync import Syncer, team_rows
 from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.run import start_pending
@@ -67,7 +68,8 @@ class Maya:
 
     def starter(self, computer: Computer):  # type: ignore[no-untyped-def]  # noqa: ANN201
         async def start(item_id: str) -> int:
-            return await start_pending(EngineGateway(self.env.client), record_of(computer),
+            return await start_pending(EngineGateway(self.env.client),
+                                       AsyncRecord(record_of(computer)),
                                        computer, only=item_id)
         return start
 
@@ -120,7 +122,8 @@ class Maya:
     async def step_4_desktop_shows_it_running_on_the_laptop(self) -> None:
         await Syncer(self.desktop).sync_once()
         assert self.seen_by(self.desktop) == {self.item: "Draft, running on maya-laptop"}
-        assert await start_pending(EngineGateway(self.env.client), record_of(self.desktop),
+        assert await start_pending(EngineGateway(self.env.client),
+                                   AsyncRecord(record_of(self.desktop)),
                                    self.desktop) == 0
         assert record_of(self.desktop).items() == []
 
@@ -140,7 +143,7 @@ class Maya:
         for _ in range(2):  # the desktop keeps syncing and never starts it
             await Syncer(self.desktop).sync_once()
             assert await start_pending(EngineGateway(self.env.client),
-                                       record_of(self.desktop), self.desktop) == 0
+                                       AsyncRecord(record_of(self.desktop)), self.desktop) == 0
         assert self.seen_by(self.desktop) == {self.item: "Draft, running on maya-laptop"}
         assert record_of(self.desktop).items() == []
         async with cloud_for(self.desktop) as api:  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import LOST_TEXT, Status, WaitKind
 from bees_cli.usecases import Bees
@@ -124,7 +125,7 @@ async def test_a_run_the_engine_lost_is_marked_and_retry_restarts_the_reviewed_s
     done = await bees.retry(item.id)
     assert (done.item, done.stage) == (item.id, "Work")
     assert record.item(item.id).status == Status.PENDING
-    assert await start_pending(gateway, record, computer) == 1
+    assert await start_pending(gateway, AsyncRecord(record), computer) == 1
     assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
     assert [ln.split()[:4] for ln in space.lines()] == [
         ["Work", "alpha", "1", "1"], ["Review", "beta", "1", "1"], ["After", "alpha", "1", "1"]]

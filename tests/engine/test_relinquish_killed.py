@@ -28,6 +28,7 @@ from bees_cli.errors import BeesError, Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases import Bees
 from bees_cli.usecases.approvals import approvals_waiting
@@ -84,7 +85,8 @@ async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
     try:
         item = create_item(space.root, "send", title="Week 9", agents=[], folders=[],
                            record=record, computer=Computer.load())
-        assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
+        assert await start_pending(EngineGateway(dev_env.client),
+                                   AsyncRecord(record), Computer.load()) == 1
         await until(record, item.id, lambda r: r.status == "waiting for approval")
         asked = asyncio.create_task(asyncio.to_thread(relinquish_lost, item.id))
         def released() -> bool:
@@ -186,15 +188,13 @@ async def test_released_here_tells_a_taken_release_from_a_held_or_another_machin
 async def test_bees_run_started_again_finishes_the_relinquish_and_exits_when_idle(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
         team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    from bees_cli.usecases.run import run_engine
-
     monkeypatch.setattr(relinquish_module, "RELINQUISH_TIMEOUT", 5.0)
     item = await kill_while_releasing(dev_env, space, record, team, tmp_path)
     said: list[str] = []
     bees = Bees(Computer.load(), say=said.append)
     address = dev_env.client.service_client.config.target_host
-    assert await asyncio.wait_for(run_engine(bees, workspace_path=None, address=address,
-                                             exit_when_idle=True, heartbeat_every=0.5),
+    assert await asyncio.wait_for(bees.run(workspace_path=None, address=address,
+                                           exit_when_idle=True, heartbeat_every=0.5),
                                   120) == 0
     assert (f"{item.id}: Bees Cloud took its relinquish (the answer was lost): free, "
             "restarts at Send") in said

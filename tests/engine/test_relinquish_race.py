@@ -20,6 +20,7 @@ from bees_cli.engine.workflow_policies import RELINQUISH_BETWEEN_STEPS
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import note_worker, start_pending
@@ -47,7 +48,8 @@ async def test_relinquish_as_the_stage_finishes_stops_before_the_next_stage(
     hold.touch()
     item = create_item(space.root, "report", title="Week 5", agents=[], folders=[],
                        record=record, computer=Computer.load())
-    assert await start_pending(EngineGateway(dev_env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(dev_env.client),
+                               AsyncRecord(record), Computer.load()) == 1
     handle = dev_env.client.get_workflow_handle(item.id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30

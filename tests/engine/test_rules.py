@@ -22,6 +22,7 @@ from bees_cli.errors import Refused
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord, item_journal
 from bees_cli.usecases import Bees
 from bees_cli.usecases.approvals import approvals_waiting
@@ -148,7 +149,7 @@ async def start(env: WorkflowEnvironment, record: LocalRecord, space: Space, pro
                 **options: object) -> str:
     item = create_item(space.root, process, title="T", agents=[], folders=[], record=record,
                        computer=Computer.load())
-    assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
+    assert await start_pending(EngineGateway(env.client), AsyncRecord(record), Computer.load()) == 1
     return item.id
 
 

@@ -13,6 +13,7 @@ from bees_cli.engine.models import AWAIT_SLOT_ACTIVITY, RETRY_UPDATE, PersonInpu
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
@@ -41,7 +42,7 @@ async def test_busy_agent_rechecks_every_15_s_and_fails_after_10_minutes(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
+        await start_pending(EngineGateway(skip_env.client), AsyncRecord(record), Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting")
         assert row.status_text == "waiting: waiting for agent alpha: 1 of 1 busy (items 01OTHER)"
         start = await skip_env.get_current_time()

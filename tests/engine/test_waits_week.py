@@ -24,6 +24,7 @@ from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
 from bees_cli.machine.links import link_folder
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
@@ -75,7 +76,7 @@ async def test_days_waiting_for_a_folder_keep_the_history_small(
     waiting = "waiting: folder notes: not linked on this computer (bees link notes PATH)"
     async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(skip_env.client), record, Computer.load())
+        await start_pending(EngineGateway(skip_env.client), AsyncRecord(record), Computer.load())
         await until(record, item.id, lambda r: r.status == "waiting")
         handle = skip_env.client.get_workflow_handle(item.id)
         # the record says "waiting" from the stage's local eligibility check, before the

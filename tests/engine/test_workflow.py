@@ -14,6 +14,7 @@ from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.worker import make_worker
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
@@ -62,7 +63,8 @@ async def run_to_end(env: WorkflowEnvironment, space: Space, record: LocalRecord
     queue = task_queue(load_identity().machine_id)
     async with make_worker(env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        assert await start_pending(EngineGateway(env.client), record, Computer.load()) == 1
+        assert await start_pending(EngineGateway(env.client),
+                                   AsyncRecord(record), Computer.load()) == 1
         assert await env.client.get_workflow_handle(item.id).result() == "done"
     return item.id
 
@@ -162,7 +164,7 @@ async def test_third_request_for_changes_waits_for_a_person(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
+        await start_pending(EngineGateway(dev_env.client), AsyncRecord(record), Computer.load())
         row = await until(record, item.id, lambda r: r.status == "waiting for a person")
         assert (row.stage, row.reason) == ("Review", "Review asked for changes 3 times")
         assert [ln.split()[0] for ln in space.lines()] == ["Work", "Review"] * 3
@@ -178,7 +180,7 @@ async def test_failed_stage_waits_for_a_person_with_the_reason(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
+        await start_pending(EngineGateway(dev_env.client), AsyncRecord(record), Computer.load())
         row = await until(record, item.id, lambda r: r.status == "failed")
         assert row.status_text == "failed: exit 3: something broke"
         assert space.lines() == ["Work alpha 1 1 []"]
@@ -203,7 +205,7 @@ async def test_a_running_item_keeps_its_snapshot(
     queue = task_queue(load_identity().machine_id)
     async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
                            heartbeat_every=0.5):
-        await start_pending(EngineGateway(dev_env.client), record, Computer.load())
+        await start_pending(EngineGateway(dev_env.client), AsyncRecord(record), Computer.load())
         assert await dev_env.client.get_workflow_handle(item.id).result() == "done"
     assert (item.run_folder / "Work" / "out.txt").read_text() == "before"
     assert picks(record, item.id)[0]["agent"] == "alpha"
