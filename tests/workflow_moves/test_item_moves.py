@@ -214,7 +214,8 @@ async def test_a_failed_stage_waits_for_a_retry_then_runs_again_as_its_next_atte
 
     fail = await script.until("stage_failed")
     assert (fail.status, fail.stage, fail.round, fail.reason, fail.data) == (
-        "failed", "Draft", 1, "agent exited with 1", {"reason": "agent exited with 1"})
+        "failed", "Draft", 1, "agent exited with 1",
+        {"reason": {"code": "other", "text": "agent exited with 1"}})
     view = await run.view()
     assert (view.state, view.stage, view.reason) == ("failed", "Draft", "agent exited with 1")
     with pytest.raises(WorkflowUpdateFailedError) as refused:
