@@ -36,8 +36,8 @@ from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
+from bees_cli.usecases.item_details import ItemDetails
 from bees_cli.usecases.liveness import note_worker
-from bees_cli.usecases.models import ItemDetails
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.engine.conftest import Space, until
 from tests.engine.test_rules import SEND, decide, mail_addon, start
@@ -132,7 +132,7 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
     assert (lines[1]["prompt_tokens"], lines[1]["completion_tokens"]) == (10, 5)
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
-    assert [{k: v for k, v in m.items() if k != "seconds"} for m in shown.models] == [
+    assert [m.model_dump(exclude={"seconds"}) for m in shown.models] == [
         {"stage": "Send", "model": "scripted", "turns": 2, "tokens_in": 20, "tokens_out": 10,
          "cost": None}]
     assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
@@ -475,7 +475,7 @@ async def test_json_tool_mode_asks_each_step_as_a_json_object(
     assert (run / "Send" / "answer.md").read_text() == "wrote a.md"
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
-    assert shown.models[0]["cost"] == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
+    assert shown.models[0].cost == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
 
 
 def probe_addon(space: Space, program: str) -> None:

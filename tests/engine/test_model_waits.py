@@ -36,8 +36,8 @@ from bees_cli.record.views import clock_words
 from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.delegate import delegate_tool_call
+from bees_cli.usecases.item_details import ItemDetails
 from bees_cli.usecases.liveness import note_worker
-from bees_cli.usecases.models import ItemDetails
 from bees_cli.utc import display_utc, parse_utc, utc_now
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.app.conftest import HOST, ORIGIN, PORT, TestClient
