@@ -37,12 +37,16 @@ update), in this order:
    held) refuses with ``X was not run: the item was cancelled``. The use case asked the run
    for every gated action and, for a held one, read the decision in the local record.
 
-Who calls it now: ``bees action`` (:func:`bees_cli.usecases.actions.run_action`) checks
+Who calls it now: the action use case (``bees action``'s
+:func:`bees_cli.usecases.actions.run_action` and a model agent's tool call,
+:func:`bees_cli.usecases.actions.call_action`, both on one typed call) checks
 :func:`refusal` before it looks anything up, then decides from the local record's journal
 and intent: refused, journal, run, or it asks the run; once a person decided a held request
-it decides again on the record's copy of that request. The run's ``bees.action`` update
-checks :func:`refusal` in its validator and decides from its own journal and requests (a new
-request when the verdict is to hold and none exists). Nothing else judges an action.
+it decides again on that request (the tool call gets it from the run's
+``bees.await_decision`` update, ``bees action``'s process from the record). The run's
+``bees.action`` update checks :func:`refusal` in its validator and decides from its own
+journal and requests (a new request when the verdict is to hold and none exists). Nothing
+else judges an action.
 
 :func:`decide` is exactly that table. Its one difference from before is on a path no caller
 takes: a ``read`` action asked with an open intent (``bees action`` writes no intent for

@@ -39,6 +39,9 @@ ACTION_DONE_UPDATE = "bees.action_done"
 """Update sent by ``bees action`` after the add-on ran: journal its result."""
 DECIDE_UPDATE = "bees.decide"
 """Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
+AWAIT_DECISION_UPDATE = "bees.await_decision"
+"""Update sent by a model agent's held tool call (in the worker): it returns once a person
+decided the held request and the decision is in the local record (:class:`DecisionWait`)."""
 STATE_QUERY = "bees.state"
 """Query answered by a run: where the item is (:class:`RunView`); ``bees run`` rebuilds a
 lost local record from it. A query adds nothing to the history."""
@@ -388,6 +391,15 @@ class DecideInput(BaseModel):
     answer: Literal["ran", "again"] | None = None
     """For an interrupted action (it may already have run): ``ran`` records it as run,
     ``again`` runs it once more (``bees approve --ran`` / ``--again``)."""
+
+
+class DecisionWait(BaseModel):
+    """Input of the ``bees.await_decision`` update: the held approval request ``request_id``
+    whose decision the caller waits for. Answered with the :class:`ApprovalRequest` once a
+    person decided it (its ``bees.decide`` facts written), the run closed it (cancelled,
+    relinquished), or the stage round that asked no longer runs (still ``waiting``)."""
+
+    request_id: int
 
 
 class ItemState(BaseModel):

@@ -41,8 +41,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
             (the item is left pending: ``bees run``'s next pass starts it).
         heartbeat_every: seconds between heartbeats of a running stage.
         fires: the fire activities (default: this computer's, starting with ``start``).
-        act: runs a model agent's add-on tool through ``bees action``'s gate (the use case
-            ``run_action``; None: such tools are refused).
+        act: runs a model agent's add-on tool, as a typed call, through ``bees action``'s
+            gate (the use case ``call_action``; None: such tools are refused).
         models: the model loop's activities (default: this computer's, with ``act``).
         delegate: runs a model agent's ``delegate`` tool as ``bees delegate`` (the use case
             ``run_delegate``; None: the tool is not offered).

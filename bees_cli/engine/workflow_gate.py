@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (
         ACTION_DONE_UPDATE,
         ACTION_UPDATE,
+        AWAIT_DECISION_UPDATE,
         DECIDE_UPDATE,
         JOURNAL_ACTIVITY,
         RECORD_ACTIVITY,
@@ -26,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         ActionAsk,
         ApprovalRequest,
         DecideInput,
+        DecisionWait,
         ItemInput,
         JournalEntry,
         JournalFound,
@@ -96,6 +98,10 @@ class ApprovalGate(RunParts):
     now journals to the local record itself).
     """
 
+    _told: frozenset[int] = frozenset()
+    """Requests whose decision ``bees.decide`` has written to the local record (replaced,
+    never mutated: a class default needs no ``__init__``)."""
+
     def _fact(self, prefix: str) -> str:
         """Return a new key for a fact of the history (deterministic: a counter)."""
         self.live.facts += 1
@@ -130,6 +136,7 @@ class ApprovalGate(RunParts):
                 answered, item_id=self._id, status=None,
                 key=f"approval:{request.id}:{request.status}",
                 approval=request.model_dump(mode="json")))
+        self._told = self._told | {request.id for request in chosen}
         if not self._waiting(None) and self.live.phase is Phase.APPROVAL:
             # running again before this update returns, so `bees run --exit-when-idle`
             # that delivered it sees work under way
@@ -154,6 +161,34 @@ class ApprovalGate(RunParts):
                 r.interrupted_at is not None for r in chosen):
             raise refuse("an action that may already have run needs an answer: --ran "
                          "(record it as run) or --again (run it once more)")
+
+    @workflow.update(name=AWAIT_DECISION_UPDATE)
+    async def await_decision(self, wait: DecisionWait) -> ApprovalRequest:
+        """Wait in the run for a person's decision on held request ``wait.request_id``; return
+        the request (issue 24, point 1: a model agent's held tool call waits on the engine,
+        not on a loop reading the local record).
+
+        Returns once ``bees.decide`` wrote the decision to the local record (so its facts
+        come before the action's), once the run closed the request (cancelled,
+        relinquished), or once the stage round that asked it no longer runs (the request
+        still ``waiting``; the caller is gone or gives up): a waiting handler never holds up
+        the run's end or its continue-as-new. Emits no command.
+        """
+        request = next(r for r in self.live.requests if r.id == wait.request_id)
+        await workflow.wait_condition(lambda: self._settled(request))
+        return request
+
+    @await_decision.validator
+    def _await_allowed(self, wait: DecisionWait) -> None:
+        if not any(r.id == wait.request_id for r in self.live.requests):
+            raise refuse(f"no approval request {wait.request_id}")
+
+    def _settled(self, request: ApprovalRequest) -> bool:
+        """Tell whether a caller waiting on ``request`` has its answer (:meth:`await_decision`)."""
+        if request.status == "waiting":
+            return (self.live.phase not in (Phase.RUNNING, Phase.APPROVAL)
+                    or self.live.stage != request.stage or self.live.round != request.round)
+        return request.status not in ("approved", "denied") or request.id in self._told
 
     def _waiting(self, request_id: int | None) -> list[ApprovalRequest]:
         return [r for r in self.live.requests if r.status == "waiting"

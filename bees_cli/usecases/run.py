@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.errors import BeesError, EngineError, Refused
 from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
 from bees_cli.record.states import Status, WaitKind
-from bees_cli.usecases.actions import run_action
+from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.liveness import bees_run_state, note_starting
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import note_worker as note_worker
@@ -23,6 +23,7 @@ from bees_cli.usecases.models import ActionOutcome
 if TYPE_CHECKING:
     from filelock import FileLock
 
+    from bees_cli.agents.action_call import ActionCallInput
     from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.server import EngineServer
     from bees_cli.machine.computer import Computer
@@ -339,9 +340,10 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         async def start(item_id: str) -> int:
             return await start_pending(engine, record, computer, only=item_id)
 
-        async def act(name: str, text: str, env: dict[str, str], cwd: str) -> ActionOutcome:
-            # issue 13: a model agent's add-on tool goes through `bees action`'s gate
-            return await run_action(bees, name, text, env=env, cwd=cwd)
+        async def act(call: ActionCallInput) -> ActionOutcome:
+            # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
+            # and waiting on the run when held (issue 24, point 1)
+            return await call_action(bees, call)
 
         async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
             # issue 14: a model agent's delegate tool goes through bees delegate's use case

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -371,6 +372,30 @@ async def model_stages(client: Client, record: LocalRecord, space: Space) -> str
     return item_id
 
 
+async def model_tool_waits_on_run(client: Client, record: LocalRecord, space: Space) -> str:
+    """A model agent's gated tool call is held; its activity waits on the run (the
+    ``bees.await_decision`` update, issue 24, point 1); a person approves → it runs → Done."""
+    from tests.agents.model_server import Answer, serve
+    from tests.engine.test_rules import mail_addon
+
+    os.environ["ADDON_LOG"] = str(mail_addon(space, declared=True))
+    with serve() as server:
+        space.write("agents/sender.yaml", "instructions: send it\ntools: [mail.send]\n"
+                    f"runner:\n  model:\n    base_url: {server.base_url}\n"
+                    "    name: scripted\n")
+        space.write("processes/p.yaml", SEND)
+        server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                          Answer.reply("sent"))
+        item_id = await _start(client, record, space)
+        await until(record, item_id, lambda r: r.status == "waiting for approval")
+        handle = client.get_workflow_handle(item_id)
+        decision = DecideInput(approve=True, request_id=None, who=MAYA.who, at=MAYA.at)
+        assert await handle.execute_update(DECIDE_UPDATE, decision,
+                                           result_type=list[int]) == [1]
+        assert await handle.result() == "done"
+    return item_id
+
+
 async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
     handover step tried without an attempt limit): ``relinquished``."""
@@ -531,6 +556,7 @@ SCENARIOS: dict[str, Scenario] = {
     "eligible_locally_work_review_done": plain,
     "denial_answers_a_retried_ask": denial_answers_retry,
     "stage_end_stops_pieces": stage_end_stops_pieces,
+    "model_tool_waits_on_run": model_tool_waits_on_run,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""
@@ -592,7 +618,7 @@ async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | S
     set_identity(person=MAYA.who)
     note_worker(data_dir(), env.client.service_client.config.target_host, queue)
     async with make_worker(env.client, queue, record, computer=Computer.load(),
-                           heartbeat_every=0.5):
+                           heartbeat_every=0.5, act=_act(env.client)):
         if skipping:
             item_id = await scenario(env, record, space)  # type: ignore[arg-type]
         else:
@@ -601,6 +627,21 @@ async def record_one(env: WorkflowEnvironment, name: str, scenario: Scenario | S
     path = HISTORIES / f"{name}.json"
     path.write_text(history.to_json() + "\n", encoding="utf-8")
     return path
+
+
+def _act(client: Client) -> Callable[[Any], Awaitable[Any]]:
+    """The gate a model agent's add-on tool goes through, as ``bees run`` passes it."""
+    from bees_cli.engine.client import EngineGateway
+    from bees_cli.machine.computer import Computer
+    from bees_cli.usecases.actions import call_action
+    from bees_cli.usecases.bees import Bees
+
+    bees = Bees(Computer.load(), engine=EngineGateway(client))
+
+    async def act(call: Any) -> Any:
+        return await call_action(bees, call)
+
+    return act
 
 
 CONTINUED = ("continued_as_new_first_run", "continued_as_new_last_run")

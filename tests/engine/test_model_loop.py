@@ -17,6 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
+from bees_cli.agents.action_call import ActionCallInput
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.model_activities import ModelActivities
 from bees_cli.engine.model_models import (
@@ -33,10 +34,10 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.actions import run_action
+from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
+from bees_cli.usecases.item_details import ItemDetails
 from bees_cli.usecases.liveness import note_worker
-from bees_cli.usecases.models import ItemDetails
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.engine.conftest import Space, until
 from tests.engine.test_rules import SEND, decide, mail_addon, start
@@ -67,8 +68,8 @@ def loop_worker(env: WorkflowEnvironment, record: LocalRecord) -> Worker:
     computer = Computer.load()
     bees = Bees(computer, engine=EngineGateway(env.client))
 
-    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
-        return await run_action(bees, name, text, env=environ, cwd=cwd)
+    async def act(call: ActionCallInput) -> Any:
+        return await call_action(bees, call)
 
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
                        act=act)
@@ -131,7 +132,7 @@ async def test_a_tool_call_runs_and_its_result_goes_back_to_the_model(
     assert (lines[1]["prompt_tokens"], lines[1]["completion_tokens"]) == (10, 5)
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
-    assert [{k: v for k, v in m.items() if k != "seconds"} for m in shown.models] == [
+    assert [m.model_dump(exclude={"seconds"}) for m in shown.models] == [
         {"stage": "Send", "model": "scripted", "turns": 2, "tokens_in": 20, "tokens_out": 10,
          "cost": None}]
     assert str(run / "logs" / "Send.transcript.jsonl") in shown.logs
@@ -161,6 +162,39 @@ async def test_a_gated_tool_waits_for_approval_then_runs_once(
                                         "content": "done 1\n"}
     assert [f["function"]["name"] for f in model_server.model.received[0].body["tools"]] == [
         "read_file", "write_file", "mail__send"]
+
+
+async def test_a_held_tool_call_waits_on_the_run_not_on_a_loop_reading_the_record(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24, point 1: the person's decision reaches a model agent's held tool call
+    through the engine (the run's ``bees.await_decision`` update returns it), never by
+    reading the request back from the local record in a loop."""
+    reads: list[tuple[str, int]] = []
+    real = LocalRecord.approval
+
+    def counted(self: LocalRecord, item_id: str, request_id: int) -> Any:
+        reads.append((item_id, request_id))
+        return real(self, item_id, request_id)
+
+    monkeypatch.setattr(LocalRecord, "approval", counted)
+    log = mail_addon(space, declared=True)
+    monkeypatch.setenv("ADDON_LOG", str(log))
+    model_agent(space, "sender", model_server, tools=["mail.send"])
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                            Answer.reply("sent"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    await asyncio.to_thread(decide, item_id, approve=True, request_id=None, reason=None)
+    assert await result(dev_env, item_id) == "done"
+    assert log.read_text().splitlines() == ['mail.send {"to": "all"}']
+    assert reads == []
+    history = await dev_env.client.get_workflow_handle(item_id).fetch_history()
+    updates = [e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+               for e in history.events
+               if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]
+    assert updates == ["bees.action", "bees.await_decision", "bees.decide"]
 
 
 async def test_a_denial_is_given_back_to_the_model_as_the_tools_result(
@@ -375,8 +409,8 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
     computer = Computer.load()
     bees = Bees(computer, engine=EngineGateway(dev_env.client))
 
-    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
-        return await run_action(bees, name, text, env=environ, cwd=cwd)
+    async def act(call: ActionCallInput) -> Any:
+        return await call_action(bees, call)
 
     saved = asyncio.Event()
 
@@ -441,7 +475,7 @@ async def test_json_tool_mode_asks_each_step_as_a_json_object(
     assert (run / "Send" / "answer.md").read_text() == "wrote a.md"
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
-    assert shown.models[0]["cost"] == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
+    assert shown.models[0].cost == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
 
 
 def probe_addon(space: Space, program: str) -> None:

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from bees_cli.agents.action_call import ActionCallInput
 from bees_cli.app.security import Guard
 from bees_cli.app.server import create_app
 from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.model_activities import backoff, next_try, tries_of
 from bees_cli.engine.model_loop import MODEL_CALL_RETRY
+from bees_cli.engine.model_shown import backoff, next_try, tries_of
 from bees_cli.engine.models import task_queue
 from bees_cli.engine.worker import make_worker
 from bees_cli.errors import ModelError, ModelRateLimited, ModelUnauthorized, ModelUnavailable
@@ -32,11 +33,11 @@ from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.record.views import clock_words
-from bees_cli.usecases.actions import run_action
+from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.delegate import delegate_tool_call
+from bees_cli.usecases.item_details import ItemDetails
 from bees_cli.usecases.liveness import note_worker
-from bees_cli.usecases.models import ItemDetails
 from bees_cli.utc import display_utc, parse_utc, utc_now
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.app.conftest import HOST, ORIGIN, PORT, TestClient
@@ -103,8 +104,8 @@ async def test_a_rate_limited_then_failing_model_call_shows_its_wait_until_it_su
     computer = Computer.load()
     here = Bees(computer, engine=EngineGateway(skip_env.client))
 
-    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
-        return await run_action(here, name, text, env=environ, cwd=cwd)
+    async def act(call: ActionCallInput) -> Any:
+        return await call_action(here, call)
 
     async with make_worker(skip_env.client, queue, record, computer=computer,
                            heartbeat_every=0.5, act=act):

@@ -34,6 +34,9 @@ send is denied, the attempt fails, and the retried attempt's same send is answer
 denial (no second request); the stage's finish is then approved.
 ``stage_end_stops_pieces`` is on the ``stage-end-stops-pieces`` patch: Draft's writer ends
 without waiting for its piece; after the grace the run stops the piece, then goes to Done.
+``model_tool_waits_on_run``: a model agent's gated tool call is held; its activity waits on
+the run's ``bees.await_decision`` update (no command of its own, so no patch: older runs never
+receive it) until a person approves; the send runs, then Done (issue 24, point 1).
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -67,11 +70,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "piece_command_agent_finished", "relinquish_stops_pieces",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
             "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
-            "denial_answers_a_retried_ask", "stage_end_stops_pieces"}
+            "denial_answers_a_retried_ask", "stage_end_stops_pieces",
+            "model_tool_waits_on_run"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 31
+    assert len(HISTORIES) == 32
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 
