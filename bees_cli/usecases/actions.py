@@ -46,6 +46,7 @@ from bees_cli.usecases.models import ActionOutcome
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.record.local import LocalRecord
     from bees_cli.record.run_journal import EndHow
     from bees_cli.usecases.bees import Bees
@@ -172,7 +173,8 @@ def _call(name: str, input_text: str | None, environ: Mapping[str, str]) -> _Cal
                  attempt=int(environ.get("BEES_ATTEMPT", "1") or 1))
 
 
-def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
+def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str],
+                 sessions: McpSessions | None = None, cwd: str | None = None
                  ) -> tuple[ActionCall, list[str], McpAction | None, list[str]]:
     """Read the item's stored snapshot: the gate's view of the call (the agent's tools, the
     action's kind, the stage's approval), the action's command, and the names its program's
@@ -180,7 +182,8 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
     action's schema (:func:`~bees_cli.usecases.action_input.check_input`). An MCP
     add-on's tool (issue 25) takes its kind and schema from its server
     (:func:`~bees_cli.usecases.mcp_actions.mcp_rules`) and is returned as the
-    :class:`~bees_cli.usecases.mcp_actions.McpAction` to call.
+    :class:`~bees_cli.usecases.mcp_actions.McpAction` to call (on the run's held server,
+    started in ``cwd``, when ``sessions`` are given).
 
     Raises:
         Refused: the item's record does not show the stage running, the agent may not use
@@ -214,7 +217,8 @@ def _local_rules(record: LocalRecord, call: _Call, environ: Mapping[str, str]
         from bees_cli.usecases.mcp_actions import McpAction, mcp_rules
 
         mcp = McpAction(addon=snapshot.addons[addon], tool=action_name,
-                        root=snapshot.workspace_root)
+                        root=snapshot.workspace_root, sessions=sessions, cwd=cwd,
+                        addon_name=addon)
         kind, schema = mcp_rules(call.name, mcp, environ)
         check_input(call.name, schema, call.data)
         return ActionCall(action=call.name, agent=call.agent, tools=tuple(agent.tools),
@@ -287,8 +291,8 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
     environ = dict(env)
     call = _call(name, input_text, environ)
     record = bees.record
-    gate_call, command, mcp, declared = await asyncio.to_thread(_local_rules, record, call,
-                                                                environ)
+    gate_call, command, mcp, declared = await asyncio.to_thread(
+        _local_rules, record, call, environ, bees.mcp_sessions, cwd)
     kind = gate_call.kind.value
     facts, hit, intent = Facts(), None, None
     if gate_call.journaled:
@@ -398,7 +402,7 @@ async def _run(record: LocalRecord, call: _Call, environ: dict[str, str], kind: 
     """Run the add-on: the intent first (not for ``read``), the result journaled after.
 
     The one place an action runs: a script add-on's program, or an MCP add-on's tool call
-    (``mcp``; one server process per call for now), under the same intent and journal. A
+    (``mcp``; the stage's held server inside ``bees run``), under the same intent and journal. A
     script's environment is :func:`~bees_cli.agents.child_env.child_environment` of the
     stage's with the ``declared`` names (issue 25, point 4)."""
     from bees_cli.agents.child_env import child_environment

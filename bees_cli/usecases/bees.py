@@ -19,6 +19,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.client import EngineGateway
     from bees_cli.handover.checkpoint import Progress
@@ -66,6 +67,9 @@ class Bees:
         self.record = LocalRecord(computer.record_path)
         self.say = say
         self._engine = engine
+        self.mcp_sessions: McpSessions | None = None
+        """The local MCP servers ``bees run`` holds for its stages (None elsewhere: a server
+        per call)."""
 
     # -- dependencies -----------------------------------------------------------------
 
