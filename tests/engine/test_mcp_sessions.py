@@ -49,23 +49,28 @@ async def sessions() -> AsyncIterator[McpSessions]:
     await held.close_all()
 
 
-@pytest_asyncio.fixture
-async def worker(dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
-                 sessions: McpSessions) -> AsyncIterator[Worker]:
+def sessions_worker(env: WorkflowEnvironment, record: LocalRecord,
+                    sessions: McpSessions) -> Worker:
     """This computer's worker as ``bees run`` makes it: model agents' add-on tools go through
     ``bees action``'s gate, with the run's MCP sessions."""
     set_identity(person="maya@example.com")
     queue = task_queue(load_identity().machine_id)
-    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
+    note_worker(data_dir(), env.client.service_client.config.target_host, queue)
     computer = Computer.load()
-    bees = Bees(computer, engine=EngineGateway(dev_env.client))
+    bees = Bees(computer, engine=EngineGateway(env.client))
     bees.mcp_sessions = sessions
 
     async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
         return await run_action(bees, name, text, env=environ, cwd=cwd)
 
-    async with make_worker(dev_env.client, queue, record, computer=computer,
-                           heartbeat_every=0.5, act=act, mcp_sessions=sessions) as running:
+    return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
+                       act=act, mcp_sessions=sessions)
+
+
+@pytest_asyncio.fixture
+async def worker(dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+                 sessions: McpSessions) -> AsyncIterator[Worker]:
+    async with sessions_worker(dev_env, record, sessions) as running:
         yield running
 
 
