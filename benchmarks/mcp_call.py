@@ -8,7 +8,7 @@ called three ways, in interleaved rounds:
 - ``held``: a tool call of an MCP server (this file with ``--serve``, the official SDK's
   ``MCPServer``, stdio) that is already running, as ``bees run`` makes it for a stage's
   second call: :meth:`~bees_cli.agents.mcp_sessions.McpSessions.call` (bounds and the
-  liveness check included);
+  ping that checks the held server still answers included);
 - ``subprocess``: this file with ``--once`` in a fresh Python process, the query as JSON on
   stdin and the answer on stdout, as a script add-on is run (the baseline);
 - ``fresh``: :func:`~bees_cli.agents.mcp_addon.call_tool`, a server started, asked and

@@ -6,8 +6,9 @@ add-on's tools, kept for the stage's next ones, and stopped when the stage ends 
 failed, stopped at the review limit, done), when the item is cancelled or relinquished, and
 when ``bees run`` stops. The worker's activities say when (``bees.record`` and the handover
 call :meth:`McpSessions.close`); a session of the same item and another stage or round is
-stopped when a new one opens, and a server whose output ended is started again before a
-call, never sent one. A server started here carries the parent-death signal
+stopped when a new one opens, and a held server is pinged before it is reused: one that
+exited or does not answer is started again, so a call is never sent to a server already
+gone (which would leave it "may have run"). A server started here carries the parent-death signal
 (:func:`~bees_cli.agents.mcp_addon.open_session`), so a killed ``bees run`` leaves none.
 
 Each session lives in a task of its own on the worker's event loop (the SDK's transport is
@@ -116,6 +117,20 @@ class _Held:
                 raise
             raise McpNotReached(why, hint=hint(server, root)) from error
 
+    async def answers(self, bound: float) -> bool:
+        """Tell whether the held server still answers: its output has not ended and it
+        answers a ping within ``bound`` seconds (the SDK may not yet have seen it exit)."""
+        if self.session is None or self.ended():
+            return False
+        import anyio
+
+        try:
+            with anyio.fail_after(bound):
+                await self.session.send_ping()
+        except Exception:  # noqa: BLE001 - gone, whatever the way: started again
+            return False
+        return True
+
     async def close(self) -> None:
         """Stop the server (bounded by :data:`STOP_SECONDS`) and forget its stderr."""
         self.stop.set()
@@ -150,7 +165,7 @@ class McpSessions:
         """
         async with self._opening:
             held = self._held.get(key)
-            if held is not None and not held.ended():
+            if held is not None and await held.answers(server.start_seconds):
                 return held
             await self._stop([k for k in self._held if k == key or (
                 k.item_id == key.item_id and (k.stage, k.round) != (key.stage, key.round))])
