@@ -10,7 +10,9 @@ Run as ``python mcp_server.py MODE``:
   else act as ``crash`` (a tool call, started in the stage's folder, finds it down);
 - ``late``: serve over stdio with one more tool, ``late`` (logs ``late {"seconds": S}``
   when called, then after ``seconds`` logs ``late done``: a side effect that comes late; it
-  blocks, so the server outlives a closed stdin until it is done).
+  blocks, so the server outlives a closed stdin until it is done);
+- ``pid``: serve over stdio with one more tool, ``whoami`` (marked read-only; answers
+  ``pid N``, this server's process id: which process a call reached).
 
 Served over Streamable HTTP in the test's process by :func:`http_server` (a real uvicorn on a
 loopback port).
@@ -135,4 +137,11 @@ if __name__ == "__main__":
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write("late done\n")
             return "done"
+    if mode == "pid":
+        from mcp_types import ToolAnnotations
+
+        @notes.tool(annotations=ToolAnnotations(read_only_hint=True))
+        def whoami() -> str:
+            """Say this server's process id."""
+            return f"pid {os.getpid()}"
     notes.run()

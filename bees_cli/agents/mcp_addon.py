@@ -11,11 +11,11 @@ the handshake and the list of tools each get ``start_seconds``
 (:data:`~bees_cli.rules.MCP_CALL_SECONDS`); the whole exchange is bounded by their sum, so a
 server that hangs is "not connected", never a hang.
 
-A local server runs once per list or call: started, asked, stopped (the SDK closes its stdin,
-then ends its process tree, each wait bounded). It is started with the parent-death signal
+Here a local server runs once per list or call: started, asked, stopped (the SDK closes its
+stdin, then ends its process tree, each wait bounded); ``bees run`` keeps one per stage
+instead (:mod:`bees_cli.agents.mcp_sessions`). It is started with the parent-death signal
 set, so it dies with the process that started it (``bees action``, ``bees run``) even when
-that one is killed mid-call. Reusing one process across the calls of a
-stage is a later step.
+that one is killed mid-call. The words of a failure are :mod:`bees_cli.agents.mcp_words`'.
 
 Errors::
 
@@ -30,20 +30,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import logging
 import os
-import shlex
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from pydantic import ValidationError
-
+from bees_cli.agents.mcp_words import hint, missing_env, quiet_sdk, reason, sdk_notes
 from bees_cli.errors import ActionInterrupted, BeesError
 from bees_cli.machine.connections import AddonConnection, check_connection
 from bees_cli.rules import mcp_tool_kind
@@ -58,7 +54,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["McpCallCut", "McpConnection", "McpNotReached", "McpResult", "McpTool", "ToolKind",
-           "addon_connections", "call_tool", "check_mcp", "list_tools", "tool_kinds"]
+           "addon_connections", "ask_call", "ask_tools", "call_tool", "check_mcp", "list_tools",
+           "open_session", "tool_kinds"]
 
 
 class McpNotReached(BeesError):
@@ -74,6 +71,12 @@ class McpNotReached(BeesError):
 class McpCallCut(ActionInterrupted):
     """A tool call was sent and no answer came (its bound ran out, or the server went away):
     it may have taken effect, so it is never sent again without a person."""
+
+    @classmethod
+    def because(cls, why: str) -> McpCallCut:
+        """Return the error of a call that got no answer, for reason ``why``."""
+        return cls(f"no answer to the tool call: {why}; it may already have run, so it is "
+                   "not run again by itself")
 
 
 @dataclass(frozen=True)
@@ -136,102 +139,6 @@ def tool_kinds(name: str, addon: Addon, tools: Iterable[McpTool]) -> tuple[ToolK
         for tool in tools))
 
 
-def _missing_env(server: McpServer, environ: Mapping[str, str]) -> list[str]:
-    names = [*server.env, *server.headers.values()]
-    return [f"env {name}" for name in dict.fromkeys(names) if not environ.get(name)]
-
-
-def _last_line(errlog: IO[str] | None) -> str | None:
-    if errlog is None:
-        return None
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return None
-    return lines[-1] if lines else None
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors inside (nested) exception groups, or ``[error]``."""
-    if isinstance(error, BaseExceptionGroup):
-        found: list[BaseException] = []
-        for inner in error.exceptions:
-            found += _leaves(inner)
-        return found
-    return [error]
-
-
-NOISE_SHOWN = 80
-"""Characters of a server's non-MCP stdout line quoted in the reason."""
-
-_sdk_notes: ContextVar[list[str] | None] = ContextVar("bees_mcp_sdk_notes", default=None)
-"""The current exchange's words for what the SDK logged (None: not in an exchange)."""
-
-
-class _SdkLog(logging.Handler):
-    """Takes what the ``mcp`` SDK logs instead of printing it (with a traceback) on the
-    user's stderr: a line of the server's stdout that is not JSON-RPC becomes a reason of
-    the current exchange; the rest is dropped."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        notes = _sdk_notes.get()
-        error = record.exc_info[1] if record.exc_info else None
-        if notes is None or not isinstance(error, ValidationError):
-            return
-        errors = error.errors()
-        line = errors[0].get("input") if errors else None
-        if not isinstance(line, str):
-            line = json.dumps(line, ensure_ascii=False)
-        shown = line if len(line) <= NOISE_SHOWN else line[:NOISE_SHOWN] + "…"
-        notes.append(f"server wrote non-MCP output on stdout: {shown!r}")
-
-
-@functools.cache
-def _quiet_sdk() -> None:
-    """Route the ``mcp`` loggers to :class:`_SdkLog` only (once per process)."""
-    sdk = logging.getLogger("mcp")
-    sdk.addHandler(_SdkLog())
-    sdk.propagate = False
-
-
-def _reason(error: BaseException, server: McpServer, errlog: IO[str] | None,
-            bound: float, notes: list[str] | None = None) -> str:
-    """Word why the server was not reached or did not answer: the SDK's own notes first
-    (non-MCP output on stdout), else from ``error``."""
-    if notes:
-        return notes[0]
-    import httpx2
-    from mcp import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
-    leaves = _leaves(error)
-    for leaf in leaves:  # the most telling first: the transport's own error
-        if isinstance(leaf, httpx2.ConnectError):
-            return f"{server.url} refused the connection"
-        if isinstance(leaf, httpx2.TimeoutException):
-            return f"no answer within {bound:g} s"
-        if isinstance(leaf, httpx2.HTTPStatusError):
-            return f"{server.url} answered HTTP {leaf.response.status_code}"
-    leaf = leaves[0]
-    if isinstance(leaf, TimeoutError) or (isinstance(leaf, MCPError)
-                                          and leaf.code == REQUEST_TIMEOUT):
-        return f"no answer within {bound:g} s"
-    if isinstance(leaf, FileNotFoundError) and server.command is not None:
-        return f"command not found: {server.command[0]}"
-    if isinstance(leaf, OSError) and server.command is not None:
-        return f"cannot start {server.command[0]}: {leaf.strerror or leaf}"
-    if isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED:
-        if server.command is None:
-            return f"{server.url} closed the connection"
-        last = _last_line(errlog)
-        return f"server exited: {last}" if last else "server exited"
-    if isinstance(leaf, MCPError):
-        return f"the server answered an error: {leaf.message}"
-    return f"{type(leaf).__name__}: {leaf}"
-
-
 def _dying_with_us(argv: list[str], cwd: str,
                    env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     """Return the argv and environment that start a local server so it dies with this
@@ -254,9 +161,13 @@ def _dying_with_us(argv: list[str], cwd: str,
 
 
 @asynccontextmanager
-async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
-                   cwd: str | None, errlog: TextIO | None) -> AsyncIterator[ClientSession]:
-    """Start or reach the server and shake hands; yield the session (stopped on exit)."""
+async def open_session(server: McpServer, *, root: str, environ: Mapping[str, str],
+                       cwd: str | None, errlog: TextIO | None
+                       ) -> AsyncIterator[tuple[ClientSession, Callable[[], bool]]]:
+    """Start or reach the server and shake hands; yield the session and a test of whether
+    a local server's output has ended (it exited: its transport closed the stream the
+    session reads); stopped on exit. Unbounded: the caller bounds it. ``errlog`` (a file)
+    takes a local server's stderr."""
     from mcp import ClientSession
 
     from bees_cli.agents.child_env import child_environment
@@ -273,7 +184,7 @@ async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
         async with stdio_client(params, errlog=errlog) as (read, write), \
                 ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:
             await session.initialize()
-            yield session
+            yield session, functools.partial(_ended, read)
         return
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
@@ -286,7 +197,16 @@ async def _session(server: McpServer, *, root: str, environ: Mapping[str, str],
             streamable_http_client(server.url, http_client=client) as (read, write), \
             ClientSession(read, write, read_timeout_seconds=server.start_seconds) as session:
         await session.initialize()
-        yield session
+        yield session, lambda: False
+
+
+def _ended(read: object) -> bool:
+    """Tell whether the transport closed its end of the memory stream ``read`` (no sender
+    is left: the server's stdout ended)."""
+    from anyio.streams.memory import MemoryObjectReceiveStream
+
+    return (isinstance(read, MemoryObjectReceiveStream)
+            and read.statistics().open_send_streams == 0)
 
 
 async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[T]], *,
@@ -300,21 +220,21 @@ async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[
     """
     import anyio
 
-    missing = _missing_env(server, environ)
+    missing = missing_env(server, environ)
     if missing:
-        raise McpNotReached(f"{', '.join(missing)} not set", hint=_hint(server, root))
+        raise McpNotReached(f"{', '.join(missing)} not set", hint=hint(server, root))
     errlog: TextIO | None = (tempfile.TemporaryFile("w+", encoding="utf-8")
                              if server.command else None)
     sent = False
     done: list[T] = []
-    _quiet_sdk()
+    quiet_sdk()
     notes: list[str] = []
-    noting = _sdk_notes.set(notes)
+    noting = sdk_notes.set(notes)
 
     async def run() -> None:
         nonlocal sent
-        async with _session(server, root=root, environ=environ, cwd=cwd,
-                            errlog=errlog) as session:
+        async with open_session(server, root=root, environ=environ, cwd=cwd,
+                                errlog=errlog) as (session, _ended_yet):
             sent = calls
             done.append(await ask(session))
 
@@ -326,25 +246,15 @@ async def _exchange(server: McpServer, ask: Callable[[ClientSession], Awaitable[
         if done:  # answered; only the stop failed
             return done[0]
         bound = server.call_seconds if sent else server.start_seconds
-        reason = _reason(error, server, errlog, bound, notes)
+        why = reason(error, server, errlog, bound, notes)
         if sent:
-            raise McpCallCut(f"no answer to the tool call: {reason}; it may already have "
-                             "run, so it is not run again by itself") from error
-        raise McpNotReached(reason, hint=_hint(server, root)) from error
+            raise McpCallCut.because(why) from error
+        raise McpNotReached(why, hint=hint(server, root)) from error
     finally:
-        _sdk_notes.reset(noting)
+        sdk_notes.reset(noting)
         if errlog is not None:
             errlog.close()
     return done[0]
-
-
-def _hint(server: McpServer, root: str) -> str:
-    if server.command is not None:
-        from bees_cli.agents.runner import expand_command
-
-        argv = expand_command(list(server.command), root)
-        return f"try the server's command by hand: {shlex.join(argv)}"
-    return f"check that {server.url} is up and reachable from this computer"
 
 
 async def list_tools(server: McpServer, *, root: str,
@@ -359,23 +269,27 @@ async def list_tools(server: McpServer, *, root: str,
     Raises:
         McpNotReached: the reason, e.g. ``server exited: LAST STDERR LINE``.
     """
+    return await _exchange(server, ask_tools, root=root, environ=environ, cwd=None,
+                           calls=False)
+
+
+async def ask_tools(session: ClientSession) -> list[McpTool]:
+    """Return the tools ``session``'s server lists (all pages), in its order. Unbounded
+    beyond the session's own read timeout."""
     from mcp_types import PaginatedRequestParams
 
-    async def ask(session: ClientSession) -> list[McpTool]:
-        tools: list[McpTool] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_tools(
-                params=None if cursor is None else PaginatedRequestParams(cursor=cursor))
-            tools += [McpTool(name=t.name, description=t.description,
-                              input_schema=dict(t.input_schema),
-                              read_only_hint=None if t.annotations is None
-                              else t.annotations.read_only_hint) for t in page.tools]
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
-
-    return await _exchange(server, ask, root=root, environ=environ, cwd=None, calls=False)
+    tools: list[McpTool] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(
+            params=None if cursor is None else PaginatedRequestParams(cursor=cursor))
+        tools += [McpTool(name=t.name, description=t.description,
+                          input_schema=dict(t.input_schema),
+                          read_only_hint=None if t.annotations is None
+                          else t.annotations.read_only_hint) for t in page.tools]
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
 
 
 async def call_tool(server: McpServer, tool: str, arguments: dict[str, Any], *, root: str,
@@ -399,21 +313,32 @@ async def call_tool(server: McpServer, tool: str, arguments: dict[str, Any], *, 
         McpCallCut: the call was sent and got no answer within ``call_seconds``, or the
             server went away: it may have taken effect.
     """
+    async def ask(session: ClientSession) -> McpResult:
+        return await ask_call(session, server, tool, arguments)
+
+    return await _exchange(server, ask, root=root, environ=environ, cwd=cwd, calls=True)
+
+
+async def ask_call(session: ClientSession, server: McpServer, tool: str,
+                   arguments: dict[str, Any]) -> McpResult:
+    """Call ``tool`` once in ``session``, waiting at most the server's ``call_seconds`` for
+    the answer; a tool's failure or the server's error answer is ``is_error``.
+
+    Raises:
+        MCPError: no answer (``REQUEST_TIMEOUT``) or the connection closed.
+    """
     from mcp import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    async def ask(session: ClientSession) -> McpResult:
-        try:
-            answer = await session.call_tool(tool, arguments,
-                                             read_timeout_seconds=server.call_seconds)
-        except MCPError as error:
-            if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-                raise
-            return McpResult(is_error=True, text=error.message, structured=None)
-        return McpResult(is_error=bool(answer.is_error), text=_text(answer.content),
-                         structured=answer.structured_content, binary=binary(answer.content))
-
-    return await _exchange(server, ask, root=root, environ=environ, cwd=cwd, calls=True)
+    try:
+        answer = await session.call_tool(tool, arguments,
+                                         read_timeout_seconds=server.call_seconds)
+    except MCPError as error:
+        if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+            raise
+        return McpResult(is_error=True, text=error.message, structured=None)
+    return McpResult(is_error=bool(answer.is_error), text=_text(answer.content),
+                     structured=answer.structured_content, binary=binary(answer.content))
 
 
 def _text(content: Iterable[Any]) -> str:
@@ -483,7 +408,7 @@ def check_mcp(name: str, addon: Addon, expected: Iterable[str], *, root: str,
     if not here.connected:
         return McpConnection(name, False, list(here.missing))
     values = os.environ if environ is None else environ
-    unset = _missing_env(server, values)
+    unset = missing_env(server, values)
     if unset:
         return McpConnection(name, False, unset)
     try:

@@ -53,7 +53,13 @@ from bees_cli.record.states import Status, WaitKind
 from bees_cli.rules import busy_fails, waited_for_slot
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.agents.snapshot import ItemSnapshot
+
+STAGE_ENDS: frozenset[str] = frozenset({Status.DONE, Status.FAILED, Status.WAITING_FOR_PERSON,
+                                       Status.CANCELLED})
+"""Statuses a ``bees.record`` entry sets when the item's stage has ended (besides a
+``stage_finished`` fact): the stage's held MCP servers are stopped."""
 
 NOT_ELIGIBLE = "NotEligible"
 """Type of the retryable failure of ``bees.await_eligible`` while the stage cannot start."""
@@ -72,13 +78,17 @@ class BeesActivities:
             this computer's engine (``BEES_HOME``, ``BEES_TEMPORAL_ADDRESS``).
         groups: the folder of running stages' process group files (default: ``stages``
             beside the local record, i.e. in the data dir; see :mod:`bees_cli.agents.groups`).
+        mcp_sessions: the local MCP servers held for the stages (``bees run``'s), stopped
+            when a stage ends or the item is cancelled (None: none are held).
     """
 
     def __init__(self, record: LocalRecord, *, heartbeat_every: float = 2.0,
-                 engine_env: dict[str, str] | None = None, groups: Path | None = None) -> None:
+                 engine_env: dict[str, str] | None = None, groups: Path | None = None,
+                 mcp_sessions: McpSessions | None = None) -> None:
         from bees_cli.agents.groups import groups_dir
 
         self.record = record
+        self.mcp_sessions = mcp_sessions
         self.heartbeat_every = heartbeat_every
         self.engine_env = dict(engine_env or {})
         self.groups = groups or groups_dir(record.path.parent)
@@ -264,8 +274,13 @@ class BeesActivities:
 
     @activity.defn(name=RECORD_ACTIVITY)
     async def record_state(self, entry: RecordInput) -> None:
-        """Set the item's state in the local record and add the fact ``entry.key`` once."""
+        """Set the item's state in the local record and add the fact ``entry.key`` once.
+        An entry that ends the stage (``stage_finished``, or a status of :data:`STAGE_ENDS`)
+        stops the item's held MCP servers (issue 25, point 3)."""
         await asyncio.to_thread(self._record_now, entry)
+        if self.mcp_sessions is not None and (entry.kind == "stage_finished"
+                                              or entry.status in STAGE_ENDS):
+            await self.mcp_sessions.close(entry.item_id)
 
     def _record_now(self, entry: RecordInput) -> None:
         with self.record.step():

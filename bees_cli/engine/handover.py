@@ -67,6 +67,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.states import RELEASE_WAIT_TEXT, Status, WaitKind
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.cloud import wire
     from bees_cli.cloud.async_client import AsyncCloudClient
@@ -139,11 +140,14 @@ class HandoverActivities:
     Args:
         record: the local record (journal read, item marked free).
         computer: this computer (cloud sign-in, name, machine id).
+        mcp_sessions: the local MCP servers held for the stages, stopped first (None: none).
     """
 
-    def __init__(self, record: LocalRecord, computer: Computer) -> None:
+    def __init__(self, record: LocalRecord, computer: Computer,
+                 mcp_sessions: McpSessions | None = None) -> None:
         self.record = record
         self.computer = computer
+        self.mcp_sessions = mcp_sessions
 
     @activity.defn(name=HANDOVER_ACTIVITY)
     async def hand_over(self, handover: HandoverInput) -> HandoverOutput:
@@ -160,6 +164,8 @@ class HandoverActivities:
                 again.
             Exception: any other failure before try :data:`HANDOVER_TRIES`.
         """
+        if self.mcp_sessions is not None:  # the stage's MCP servers stop with it (issue 25)
+            await self.mcp_sessions.close(handover.item_id)
         try:
             return await self._hand_over(handover)
         except Exception as error:

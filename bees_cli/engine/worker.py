@@ -19,6 +19,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.engine.schedules import FireActivities
 
 Starter = Callable[[str], Awaitable[int]]
@@ -28,7 +29,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
                 start: Starter | None = None, heartbeat_every: float = 2.0,
                 fires: FireActivities | None = None, act: ActionRunner | None = None,
                 models: ModelActivities | None = None,
-                delegate: DelegateRunner | None = None) -> Worker:
+                delegate: DelegateRunner | None = None,
+                mcp_sessions: McpSessions | None = None) -> Worker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
 
@@ -46,6 +48,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         models: the model loop's activities (default: this computer's, with ``act``).
         delegate: runs a model agent's ``delegate`` tool as ``bees delegate`` (the use case
             ``run_delegate``; None: the tool is not offered).
+        mcp_sessions: the local MCP servers ``act`` holds for the stages; the stage's end,
+            a cancel and a handover stop them (None: none are held).
 
     Each stage's program gets ``BEES_TEMPORAL_ADDRESS`` (this client's server) and the
     computer's ``BEES_HOME`` (when it has one), so ``bees action`` reaches this computer's
@@ -57,7 +61,7 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
     engine_env = {"BEES_TEMPORAL_ADDRESS": client.service_client.config.target_host,
                   **computer.process_env()}
     activities = BeesActivities(record, heartbeat_every=heartbeat_every, engine_env=engine_env,
-                                groups=groups_dir(computer.data_dir))
+                                groups=groups_dir(computer.data_dir), mcp_sessions=mcp_sessions)
     fires = fires or FireActivities(lambda: computer, start=start)
     models = models or ModelActivities(record, act=act, engine_env=engine_env,
                                        heartbeat_every=heartbeat_every, delegate=delegate)
@@ -66,6 +70,7 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         client,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
-        activities=(activities.all() + fires.all() + HandoverActivities(record, computer).all()
+        activities=(activities.all() + fires.all()
+                    + HandoverActivities(record, computer, mcp_sessions).all()
                     + models.all() + pieces.all()),
     )

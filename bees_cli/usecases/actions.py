@@ -53,6 +53,7 @@ from bees_cli.usecases.action_run import declared_env, run_addon
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.record.local import LocalRecord
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.mcp_actions import McpAction
@@ -183,7 +184,7 @@ async def _act(bees: Bees, call: ActionCallInput, wait: Waiter) -> ActionOutcome
     """The gate of both doors (:func:`call_action`), waiting for a person with ``wait``."""
     check_name(call.action)
     record = bees.record
-    rules = await asyncio.to_thread(_local_rules, record, call)
+    rules = await asyncio.to_thread(_local_rules, record, call, bees.mcp_sessions)
     facts, hit, intent = await asyncio.to_thread(_journal_facts, record, call, rules.gate)
     decision = decide(rules.gate, facts)
     verdict = decision.verdict
@@ -313,7 +314,8 @@ async def wait_in_record(bees: Bees, call: ActionCallInput, request_id: int) -> 
         await asyncio.sleep(POLL_SECONDS)
 
 
-def _local_rules(record: LocalRecord, call: ActionCallInput) -> _Rules:
+def _local_rules(record: LocalRecord, call: ActionCallInput,
+                 sessions: McpSessions | None = None) -> _Rules:
     """Read the item's stored snapshot: the gate's view of the call (the agent's tools, the
     action's kind, the stage's approval), the action's command, and the names its program's
     environment holds besides the base (:func:`declared_env`); check the input against the
@@ -352,10 +354,14 @@ def _local_rules(record: LocalRecord, call: ActionCallInput) -> _Rules:
     action = view.addons[addon].actions[action_name]
     approval = view.stage(call.stage).approval
     if snapshot.addons[addon].mcp is not None:
+        from bees_cli.agents.mcp_sessions import SessionKey
         from bees_cli.usecases.mcp_actions import McpAction, mcp_rules
 
         mcp = McpAction(addon=snapshot.addons[addon], tool=action_name,
-                        root=snapshot.workspace_root)
+                        root=snapshot.workspace_root, sessions=sessions, cwd=call.cwd,
+                        addon_name=addon, key=SessionKey(
+                            item_id=call.item_id, stage=call.stage, round=call.round,
+                            attempt=call.attempt, piece=call.piece, addon=addon))
         kind, schema = mcp_rules(call.action, mcp, call.environ)
         check_input(call.action, schema, call.data)
         return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),

@@ -20,6 +20,7 @@ from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.client import EngineGateway
     from bees_cli.handover.checkpoint import Progress
@@ -71,6 +72,9 @@ class Bees:
         event loop never waits for SQLite (:mod:`bees_cli.record.aio`)."""
         self.say = say
         self._engine = engine
+        self.mcp_sessions: McpSessions | None = None
+        """The local MCP servers ``bees run`` holds for its stages (None elsewhere: a server
+        per call)."""
 
     # -- dependencies -----------------------------------------------------------------
 

@@ -1,5 +1,9 @@
 """``bees action ADDON.TOOL`` for an MCP add-on: the tool's kind and schema asked of its server,
 and the call; the journal, intents and approval gate around them are ``actions.py``'s, unchanged.
+
+Inside ``bees run`` (a model agent's tool call) a local server is the stage's, held by the
+run's :class:`~bees_cli.agents.mcp_sessions.McpSessions` across the stage's calls; elsewhere
+(``bees action`` from a command agent) it runs once per list and call.
 """
 
 from __future__ import annotations
@@ -12,24 +16,43 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.errors import Refused, UserError
 
 if TYPE_CHECKING:
+    from bees_cli.agents.mcp_sessions import McpSessions, SessionKey
     from bees_cli.workspace.models import Addon
 
 
 @dataclass(frozen=True)
 class McpAction:
     """An MCP tool as ``bees action`` runs it: its add-on's model, the tool's name and the
-    workspace folder (``${BEES_WORKSPACE}``)."""
+    workspace folder (``${BEES_WORKSPACE}``); ``sessions``, the run's held servers (None: a
+    server per list and call) and ``cwd``, the folder a server is started in (None: the
+    current one); ``addon_name``, the add-on's name."""
 
     addon: Addon
     tool: str
     root: str
+    sessions: McpSessions | None = None
+    cwd: str | None = None
+    addon_name: str = ""
+    key: SessionKey | None = None
+    """The stage's server's key, from the typed call (None: read from ``environ``)."""
+
+    def held(self, environ: Mapping[str, str]) -> tuple[McpSessions, SessionKey] | None:
+        """Return the run's sessions and the key of this stage's server of the add-on, or
+        None when the server is not held (no sessions, or a remote server)."""
+        from bees_cli.agents.mcp_sessions import SessionKey
+
+        assert self.addon.mcp is not None
+        if self.sessions is None or self.addon.mcp.command is None:
+            return None
+        return self.sessions, self.key or SessionKey.of(environ, self.addon_name)
 
 
 def mcp_rules(name: str, action: McpAction,
               environ: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """Ask the add-on's server for the tool: return its kind (:func:`bees_cli.rules.
     mcp_tool_kind`: declared, else ``read`` when marked read-only, else gated) and its input
-    schema. Blocking: starts (or reaches) the server once, bounded.
+    schema. Blocking: starts (or reaches) the server once, bounded; a held server (the
+    run's) lists its tools once per stage.
 
     Args:
         name: ``ADDON.TOOL`` (named in messages).
@@ -45,7 +68,13 @@ def mcp_rules(name: str, action: McpAction,
 
     server = action.addon.mcp
     assert server is not None
-    tools = run_blocking(lambda: list_tools(server, root=action.root, environ=environ))
+    held = action.held(environ)
+    if held is None:
+        tools = run_blocking(lambda: list_tools(server, root=action.root, environ=environ))
+    else:
+        sessions, key = held
+        tools = sessions.run_here(lambda: sessions.tools(
+            key, server, root=action.root, environ=environ, cwd=action.cwd or os.getcwd()))
     found = next((tool for tool in tools if tool.name == action.tool), None)
     if found is None:
         listed = ", ".join(sorted(tool.name for tool in tools)) or "none"
@@ -78,6 +107,12 @@ async def run_mcp(action: McpAction, data: Any, *, environ: Mapping[str, str],
     assert server is not None
     if not isinstance(data, dict):
         raise UserError(f"the input of an MCP tool is a JSON object, got {type(data).__name__}")
-    result = await call_tool(server, action.tool, data, root=action.root, environ=environ,
-                             cwd=cwd or os.getcwd())
+    held = action.held(environ)
+    if held is None:
+        result = await call_tool(server, action.tool, data, root=action.root, environ=environ,
+                                 cwd=cwd or os.getcwd())
+    else:
+        sessions, key = held
+        result = await sessions.call(key, server, action.tool, data, root=action.root,
+                                     environ=environ, cwd=cwd or os.getcwd())
     return (1 if result.is_error else 0), result_json(result), result.binary

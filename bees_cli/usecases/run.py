@@ -340,6 +340,10 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         async def start(item_id: str) -> int:
             return await start_pending(engine, record, computer, only=item_id)
 
+        from bees_cli.agents.mcp_sessions import McpSessions
+
+        bees.mcp_sessions = sessions = McpSessions()  # a stage's MCP servers (issue 25)
+
         async def act(call: ActionCallInput) -> ActionOutcome:
             # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
             # and waiting on the run when held (issue 24, point 1)
@@ -352,7 +356,8 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
             return await delegate_tool_call(bees, arguments, env)
 
         worker = make_worker(client, queue, record.sync, computer=computer, start=start,
-                             heartbeat_every=heartbeat_every, act=act, delegate=delegate)
+                             heartbeat_every=heartbeat_every, act=act, delegate=delegate,
+                             mcp_sessions=sessions)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -427,11 +432,13 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
         if gone is not None:
             # the server is gone: a graceful shutdown would wait on it forever
             worker_task.cancel()
+            await sessions.close_all()
             raise EngineError(gone, hint=f"start it again with `bees run`; see "
                               f"{computer.engine_log}")
         if not worker_task.done():
             await worker.shutdown()
         await worker_task
+        await sessions.close_all()  # none left behind (issue 25, point 3)
         interrupted = await record.run(mark_interrupted)
         if interrupted:
             say(f"{interrupted} running item(s) wait for the next `bees run`")

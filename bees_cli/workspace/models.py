@@ -529,7 +529,9 @@ class McpServer(Strict):
     ``env`` names the environment variables the local server is given (besides a minimal
     ``PATH``, ``HOME``…); ``headers`` maps a header to the *name* of the environment variable
     holding its value, never the value. In ``command``, ``${BEES_WORKSPACE}`` and
-    ``${BEES_PYTHON}`` are expanded as in a runner's.
+    ``${BEES_PYTHON}`` are expanded as in a runner's. ``bees run`` starts a local server
+    once per stage (in the stage's folder), reuses it for the stage's tool calls, and stops
+    it when the stage ends, is cancelled or relinquished; see docs/add-ons.md.
     """
 
     model_config = ConfigDict(
