@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bees_cli.record import storage
+from bees_cli.record.event_base import EventBase
+from bees_cli.record.events import Created
+from bees_cli.record.events_recovery import Lost, Recovered
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
+from bees_cli.record.reasons import read_reason
 from bees_cli.record.states import LOST_TEXT, Status, WaitKind
 
 
@@ -66,10 +70,10 @@ def restore_item(record: LocalRecord, item: RebuiltItem) -> bool:
             if cursor.rowcount == 0:
                 db.execute("ROLLBACK")
                 return False
-            _fact(db, item.id, "created", item.created, "created", None, {})
-            _fact(db, item.id, f"recovered:{now}", now, "recovered", item.stage, {
-                "status": str(item.status), "requests": len(item.approvals),
-                "journal": len(item.journal)})
+            _fact(db, item.id, "created", item.created, Created())
+            _fact(db, item.id, f"recovered:{now}", now, Recovered(
+                stage=item.stage, status=str(item.status), requests=len(item.approvals),
+                journal=len(item.journal)))
             for request in item.approvals:
                 db.execute(
                     "INSERT OR REPLACE INTO approvals (item_id, id, stage, status, data)"
@@ -116,8 +120,8 @@ def mark_lost(record: LocalRecord, row: ItemRow) -> bool:
                 "UPDATE approvals SET status = 'lost', data = json_set(data, '$.status', 'lost')"
                 " WHERE item_id = ? AND status = 'waiting'", (row.id,))
             db.execute("DELETE FROM slots WHERE item_id = ?", (row.id,))
-            _fact(db, row.id, f"lost:{now}", now, "lost", row.stage,
-                  {"was": row.status_text, "reason": LOST_TEXT})
+            _fact(db, row.id, f"lost:{now}", now, Lost(
+                stage=row.stage, was=row.status_text, reason=read_reason(LOST_TEXT)))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -125,8 +129,9 @@ def mark_lost(record: LocalRecord, row: ItemRow) -> bool:
     return True
 
 
-def _fact(db: sqlite3.Connection, item_id: str, key: str, at: str, kind: str, stage: str | None,
-          data: dict[str, Any]) -> None:
+def _fact(db: sqlite3.Connection, item_id: str, key: str, at: str, fact: EventBase) -> None:
+    """Add ``fact`` to the item's history inside the caller's transaction, stored as
+    :meth:`~bees_cli.record.local.LocalRecord.add_fact` stores it."""
     db.execute("INSERT OR IGNORE INTO events (item_id, key, at, kind, stage, round, data)"
-               " VALUES (?, ?, ?, ?, ?, NULL, ?)", (item_id, key, at, kind, stage,
-                                                    json.dumps(data)))
+               " VALUES (?, ?, ?, ?, ?, ?, ?)", (item_id, key, at, fact.kind, fact.stage,
+                                                 fact.round, json.dumps(fact.stored_data())))
