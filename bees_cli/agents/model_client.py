@@ -35,7 +35,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -49,6 +48,8 @@ from bees_cli.agents.chat_wire import (
     ToolChoice,
     ToolDef,
 )
+from bees_cli.agents.model_http import chat_url, display_url, retry_after_seconds
+from bees_cli.agents.model_http import server_name as server_name  # re-exported
 from bees_cli.errors import (
     ModelAnswerInvalid,
     ModelContextExceeded,
@@ -120,52 +121,6 @@ class Completion:
     def message(self) -> Message:
         """The answer's message."""
         return self.response.message
-
-
-def chat_url(base_url: str) -> str:
-    """Return ``{base_url}/chat/completions``, keeping any query of ``base_url`` after it."""
-    base = httpx.URL(base_url)
-    return str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
-
-
-def display_url(url: str) -> str:
-    """Return ``url`` as errors show it: scheme, host, port and path (no user, no query)."""
-    parsed = httpx.URL(url)
-    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-    port = f":{parsed.port}" if parsed.port is not None else ""
-    return f"{parsed.scheme}://{host}{port}{parsed.path}"
-
-
-def server_name(base_url: str) -> str:
-    """Return the model's server as a waiting item names it: the host and port of
-    ``base_url`` (``127.0.0.1:8080``, ``api.openai.com`` when the URL gives no port)."""
-    parsed = httpx.URL(base_url)
-    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-    return host if parsed.port is None else f"{host}:{parsed.port}"
-
-
-def retry_after_seconds(value: str | None, now: datetime) -> float | None:
-    """Read a ``Retry-After`` header: seconds, or an HTTP date (counted from ``now``).
-
-    Returns:
-        Seconds to wait (never negative), or None when absent or unreadable.
-    """
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = (when - now).total_seconds()
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)
 
 
 class ModelClient:

@@ -18,14 +18,11 @@ calls :func:`run_command_stage` from an activity and passes the activity's heart
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,16 +30,12 @@ from typing import Any
 
 from bees_cli.agents.child_env import child_environment
 from bees_cli.agents.groups import (
-    KILL_GRACE,
-    die_with_parent,
     group_of,
     kill_leftover,
     record_group,
-    signal_group,
 )
-from bees_cli.agents.spawn import fast_launch
+from bees_cli.agents.program import start_program, wait_program
 from bees_cli.files import write_atomic
-from bees_cli.machine.processes import group_alive
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
@@ -221,34 +214,6 @@ def environment_of(request: StageRequest, context_path: Path) -> dict[str, str]:
     return env
 
 
-# --- process groups (see bees_cli.agents.groups) ----------------------------------------
-
-
-async def _stop_group(pgid: int, waiter: asyncio.Future[int]) -> None:
-    """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s, then reap the leader.
-
-    The leader's exit is awaited on its process (no polling); the group is looked at (a
-    ``/proc`` scan when it still exists) only after that, every 50 ms while helpers the
-    leader left behind still run.
-    """
-    signal_group(pgid, signal.SIGTERM)
-    try:
-        deadline = time.monotonic() + KILL_GRACE
-        await asyncio.wait({waiter}, timeout=KILL_GRACE)
-        while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-    finally:
-        if group_alive(pgid):
-            signal_group(pgid, signal.SIGKILL)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(waiter), timeout=KILL_GRACE)
-        with contextlib.suppress(BaseException):
-            # SIGKILL is delivered asynchronously: return once the group is really gone
-            deadline = time.monotonic() + KILL_GRACE
-            while await asyncio.to_thread(group_alive, pgid) and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-
-
 # --- results --------------------------------------------------------------------------------
 
 
@@ -338,94 +303,85 @@ async def run_command_stage(
             sent SIGTERM, then SIGKILL after 3 s, before this is re-raised. Any exception
             from ``heartbeat`` likewise stops the group and propagates.
     """
+    files = _attempt_files(request)
+    if groups is not None:
+        await asyncio.to_thread(kill_leftover, groups, request.item_id, request.stage)
+    argv = expand_command(list(request.command), request.workspace_root)
+    env = environment_of(request, files.context)
+    if not argv or not argv[0]:
+        files.stdout.write_bytes(b"")
+        files.stderr.write_bytes(b"")
+        return files.result(False, "the agent's command is empty", None)
+    with files.stdout.open("wb") as out, files.stderr.open("wb") as err:
+        proc = await start_program(argv, files.folder, env, out, err)
+    if isinstance(proc, str):
+        return files.result(False, proc, None)
+    pgid = proc.pid
+    group = group_of(pgid, item_id=request.item_id, stage=request.stage,
+                     run_folder=request.run_folder)
+    recorded = None if groups is None or group is None else record_group(groups, group)
+    try:
+        code = await wait_program(proc, heartbeat, heartbeat_every)
+    finally:
+        if recorded is not None:
+            recorded.unlink(missing_ok=True)
+    if code != 0:
+        return files.result(False, _exit_reason(code, files.stderr), code)
+    if request.stage_kind != "review":
+        return files.result(True, None, code)
+    verdict, comments, problem = read_verdict(files.folder)
+    if problem is not None:
+        return files.result(False, problem, code)
+    return files.result(True, None, code, verdict, comments)
+
+
+@dataclass(frozen=True)
+class _AttemptFiles:
+    """The files of one attempt of a stage: its folder, its two logs and its context."""
+
+    folder: Path
+    stdout: Path
+    stderr: Path
+    context: Path
+
+    def result(self, ok: bool, reason: str | None, exit_code: int | None,
+               verdict: str | None = None, comments: list[str] | None = None) -> StageResult:
+        """Return the attempt's :class:`StageResult` with these files' paths."""
+        return StageResult(
+            ok=ok, reason=reason, verdict=verdict, comments=comments or [],
+            output_dir=str(self.folder), stdout_path=str(self.stdout),
+            stderr_path=str(self.stderr), exit_code=exit_code, context_path=str(self.context),
+        )
+
+
+def _attempt_files(request: StageRequest) -> _AttemptFiles:
+    """Make the stage's folder and logs folder, write the attempt's context file, and remove
+    a review stage's stale verdict; return the attempt's files."""
     folder = stage_dir(request.run_folder, request.stage)
     logs = logs_dir(request.run_folder)
     folder.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
     base = f"{request.stage}-r{request.round}-a{request.attempt}"
-    stdout_path = logs / f"{base}.stdout"
-    stderr_path = logs / f"{base}.stderr"
-    context_path = logs / f"{base}.context.json"
+    files = _AttemptFiles(folder, logs / f"{base}.stdout", logs / f"{base}.stderr",
+                          logs / f"{base}.context.json")
     write_atomic(  # not fsynced: rewritten on every attempt, read by this attempt's program
-        context_path,
+        files.context,
         (json.dumps(context_of(request), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
         durable=False,
     )
-    is_review = request.stage_kind == "review"
-    if is_review:
+    if request.stage_kind == "review":
         (folder / VERDICT_FILE).unlink(missing_ok=True)
-    if groups is not None:
-        await asyncio.to_thread(kill_leftover, groups, request.item_id, request.stage)
+    return files
 
-    def result(ok: bool, reason: str | None, exit_code: int | None, verdict: str | None = None,
-               comments: list[str] | None = None) -> StageResult:
-        return StageResult(
-            ok=ok, reason=reason, verdict=verdict, comments=comments or [],
-            output_dir=str(folder), stdout_path=str(stdout_path), stderr_path=str(stderr_path),
-            exit_code=exit_code, context_path=str(context_path),
-        )
 
-    argv = expand_command(list(request.command), request.workspace_root)
-    env = environment_of(request, context_path)
-    if not argv or not argv[0]:
-        stdout_path.write_bytes(b"")
-        stderr_path.write_bytes(b"")
-        return result(False, "the agent's command is empty", None)
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+def _exit_reason(code: int, stderr_path: Path) -> str:
+    """Say how a program ended with non-zero ``code``, with the tail of its stderr."""
+    tail = stderr_tail(stderr_path)
+    if code < 0:
         try:
-            launch = fast_launch(argv, folder, env)
-            if launch is not None:  # vfork: no preexec_fn (see bees_cli.agents.spawn)
-                proc = await asyncio.create_subprocess_exec(
-                    *launch.argv, cwd=folder, env=launch.env, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=err, start_new_session=True,
-                )
-            else:
-                proc = await asyncio.create_subprocess_exec(
-                    *argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=err, start_new_session=True, preexec_fn=die_with_parent(),
-                )
-        except FileNotFoundError:
-            return result(False, f"cannot start {argv[0]}: not found", None)
-        except PermissionError:
-            return result(False, f"cannot start {argv[0]}: not executable (permission denied)",
-                          None)
-        except OSError as error:
-            return result(False, f"cannot start {argv[0]}: {error.strerror or error}", None)
-    pgid = proc.pid
-    group = group_of(pgid, item_id=request.item_id, stage=request.stage,
-                     run_folder=request.run_folder)
-    recorded = None if groups is None or group is None else record_group(groups, group)
-    waiter: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
-    try:
-        while True:
-            done, _ = await asyncio.wait({waiter}, timeout=heartbeat_every)
-            if done:
-                break
-            heartbeat()
-        code = waiter.result()
-        if group_alive(pgid):
-            # the program is done; helpers it left in its group go with it
-            signal_group(pgid, signal.SIGKILL)
-    except BaseException:
-        await _stop_group(pgid, waiter)
-        raise
-    finally:
-        if recorded is not None:
-            recorded.unlink(missing_ok=True)
-
-    if code != 0:
-        tail = stderr_tail(stderr_path)
-        if code < 0:
-            try:
-                head = f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                head = f"killed by signal {-code}"
-        else:
-            head = f"exit {code}"
-        return result(False, f"{head}: {tail}" if tail else f"{head} (nothing on stderr)", code)
-    if not is_review:
-        return result(True, None, code)
-    verdict, comments, problem = read_verdict(folder)
-    if problem is not None:
-        return result(False, problem, code)
-    return result(True, None, code, verdict, comments)
+            head = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            head = f"killed by signal {-code}"
+    else:
+        head = f"exit {code}"
+    return f"{head}: {tail}" if tail else f"{head} (nothing on stderr)"

@@ -137,6 +137,21 @@ def tool_addons(agent: Agent) -> list[str]:
     return names
 
 
+def _tiers(process: str, stage: Stage, item_agents: Sequence[str], default_agent: str | None,
+           agents: Mapping[str, Agent]) -> list[tuple[str, Sequence[str]]]:
+    """The candidates of :func:`choose_agent` in order, each group with its reason: the
+    item's agents (not on a review stage), the stage's, the workspace default, then every
+    declared agent by name."""
+    tiers: list[tuple[str, Sequence[str]]] = []
+    if stage.kind != "review":
+        tiers.append((REASON_ITEM, item_agents))
+    tiers.append((f"stage agents of {process}.{stage.name}", stage.agents))
+    if default_agent is not None:
+        tiers.append((REASON_DEFAULT, [default_agent]))
+    tiers.append((REASON_BY_NAME, sorted(agents)))
+    return tiers
+
+
 def choose_agent(
     *,
     process: str,
@@ -165,14 +180,7 @@ def choose_agent(
         for unknown names: they are skipped as not declared.
     """
     is_review = stage.kind == "review"
-    tiers: list[tuple[str, Sequence[str]]] = []
-    if not is_review:
-        tiers.append((REASON_ITEM, item_agents))
-    tiers.append((f"stage agents of {process}.{stage.name}", stage.agents))
-    if default_agent is not None:
-        tiers.append((REASON_DEFAULT, [default_agent]))
-    tiers.append((REASON_BY_NAME, sorted(agents)))
-
+    tiers = _tiers(process, stage, item_agents, default_agent, agents)
     connections: dict[str, AddonConnection] = {}
 
     def connection(name: str) -> AddonConnection:

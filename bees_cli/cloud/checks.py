@@ -1,8 +1,9 @@
 """What the Bees Cloud API accepts: ids, names, e-mail addresses, times and item fields.
 
-Shared by the wire models (:mod:`bees_cli.cloud.wire`, which re-exports these names),
-the server and the client, so both refuse the same input. Each rule is also stated in
-the OpenAPI document where JSON schema can say it (patterns, lengths).
+Shared by the wire models (:mod:`bees_cli.cloud.wire`, which re-exports these names; their
+base :class:`Wire` is here too), the server and the client, so both refuse the same input.
+Each rule is also stated in the OpenAPI document where JSON schema can say it (patterns,
+lengths).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, JsonValue, PlainSerializer, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    JsonValue,
+    PlainSerializer,
+    WithJsonSchema,
+)
 
 from bees_cli.utc import as_utc, format_utc, parse_utc
 
@@ -234,3 +243,9 @@ TzVersion = Annotated[
 
 def _fail(message: str) -> str:
     raise ValueError(message)
+
+
+class Wire(BaseModel):
+    """Base of every wire model: unknown fields are refused, values are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

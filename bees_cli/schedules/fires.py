@@ -55,6 +55,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import FireLog, FireOutcome, FireRow
 from bees_cli.record.local import LocalRecord
 from bees_cli.rules import is_late
+from bees_cli.schedules.fire_rows import add_row, missed_rows
 from bees_cli.schedules.key_claim import Sleep, ask_key
 from bees_cli.schedules.keys import CloudKeys, HeldKeys
 from bees_cli.utc import parse_utc
@@ -74,8 +75,6 @@ KEY_BACKOFF = 0.5
 KEY_TIMEOUT = 10.0
 """Seconds one key request may take (connect, read, write): a cloud answering in several
 seconds is slow, not unreachable. Five tries and the backoff stay under a minute."""
-MISSED_LOOKBACK = 500
-"""Most fire times of one schedule looked at for "missed" rows at start."""
 
 Clock = Callable[[], datetime]
 Starter = Callable[[str], Awaitable[object]]
@@ -131,18 +130,6 @@ def _say(schedule: Schedule, fire: Fire, row: FireRow) -> None:
 def _one_line(error: BaseException) -> str:
     text = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
     return str(text).strip().splitlines()[0] if str(text).strip() else type(error).__name__
-
-
-def _add_row(log: FireLog, schedule_id: str, scheduled: datetime, fire: Fire,
-             handled: datetime, outcome: FireOutcome, detail: str | None,
-             tries: int = 0) -> FireRow:
-    """Write the row of fire ``fire`` of ``schedule_id`` at ``scheduled`` (its wall-clock
-    time in the schedule's zone, no offset) and return it (blocking)."""
-    from bees_cli.schedules.times import KEY_TIME_FORMAT
-
-    return log.add_fire(schedule_id=schedule_id, key=fire.key, scheduled=scheduled,
-                        local=fire.local.strftime(KEY_TIME_FORMAT), handled=handled,
-                        outcome=outcome, detail=detail, tries=tries)
 
 
 @dataclass
@@ -278,7 +265,7 @@ class FireService:
 
     async def _row(self, schedule_id: str, scheduled: datetime, fire: Fire,
                    outcome: FireOutcome, detail: str | None, tries: int = 0) -> FireRow:
-        return await asyncio.to_thread(_add_row, self.log, schedule_id, scheduled, fire,
+        return await asyncio.to_thread(add_row, self.log, schedule_id, scheduled, fire,
                                        self.clock(), outcome, detail, tries)
 
     async def _make(self, workspace: Workspace, schedule_id: str, scheduled: datetime,
@@ -424,27 +411,8 @@ class FireService:
         Returns:
             The missed rows, by schedule name then time.
         """
-        from bees_cli.schedules.times import fire_times
-
-        person = self.computer.person
-        now = self.clock()
-        log = self.log
-        rows: list[FireRow] = []
-        if person is None:
-            return rows
-        for name, schedule in sorted(workspace.schedules.items()):
-            if not schedule.enabled or schedule.owner.lower() != person.lower():
-                continue
-            last = log.last_scheduled(name) or (registered or {}).get(name)
-            if last is None:
-                continue
-            for fire in fire_times(schedule, name, after=last, count=MISSED_LOOKBACK):
-                if not is_late(fire.utc, now):
-                    break
-                if log.fire_row(name, fire.utc) is None:
-                    rows.append(_add_row(log, name, fire.utc, fire, now, FireOutcome.MISSED,
-                                         None))
-        return rows
+        return missed_rows(self.log, workspace, self.computer.person, self.clock(),
+                           registered)
 
 
 def fire_snapshot(workspace: Workspace, schedule_id: str) -> tuple[ItemSnapshot, str]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, EngineError, Refused
-from bees_cli.record.local import ACTIVE_STATUSES, NOT_RUNNING, LocalRecord
-from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.actions import call_action
+from bees_cli.usecases.idle import CLOSING_WAIT, claim_wait_line, idle_line, mark_interrupted
+from bees_cli.usecases.idle import closing_runs as closing_runs
+from bees_cli.usecases.idle import is_idle as is_idle
 from bees_cli.usecases.liveness import bees_run_state, note_starting
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import note_worker as note_worker
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
     from bees_cli.agents.action_call import ActionCallInput
+    from bees_cli.engine.background import Background
     from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.server import EngineServer
     from bees_cli.machine.computer import Computer
@@ -35,10 +37,6 @@ IDLE_POLL = 0.25
 
 ENGINE_CHECK_EVERY = 2.0
 """Seconds between checks that the engine ``bees run`` uses is still there."""
-
-INTERRUPTED_STATUSES: frozenset[str] = frozenset({"starting", "running"})
-"""Statuses of an item whose stage runs: ``bees run`` stopping leaves them waiting."""
-
 
 def hold_worker_lock(data: Path) -> FileLock:
     """Take the worker lock (``<data>/worker.lock``) for the life of the process.
@@ -102,93 +100,6 @@ async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Co
         await record.set_state(row.id, status="starting", stage=row.stage,
                                only_if=frozenset({"pending"}))
     return started
-
-
-def is_idle(record: LocalRecord) -> bool:
-    """Return True when no item of this computer is pending, starting or running, and no
-    decision waits to be delivered.
-
-    An item waiting for approval (or for a person) is idle: nothing happens to it until a
-    person acts, so ``bees run --exit-when-idle`` returns; ``bees approve`` then queues the
-    decision and the next ``bees run`` delivers it. An item whose stage was interrupted when
-    ``bees run`` stopped (:func:`mark_interrupted`) is not idle: its stage runs again.
-
-    An item waiting for its owner claim because Bees Cloud was unreachable
-    (``WaitKind.CLAIM_PENDING``) is not idle either: ``bees run`` tries the claim again
-    every 15 s (issue 11, point 5; :func:`claim_wait_line` says so). Nor is an item whose
-    handover waits for Bees Cloud to release it (``WaitKind.RELEASE_PENDING``), nor one whose
-    model call waits for its next try (``WaitKind.MODEL``: the engine tries it again by
-    itself, an hour later if the model's server asks so; issue 23, point 7).
-    """
-    if record.queued_controls():
-        return False
-    return not any(row.status in ACTIVE_STATUSES
-                   or row.wait in (WaitKind.ENGINE_NOT_RUNNING, WaitKind.CLAIM_PENDING,
-                                   WaitKind.RELEASE_PENDING, WaitKind.MODEL)
-                   for row in record.items())
-
-
-CLOSED_STATUSES: frozenset[Status] = frozenset({Status.DONE, Status.CANCELLED, Status.FREE})
-"""Statuses of an item whose run has ended in the engine (finished, cancelled, handed over)."""
-
-CLOSING_WAIT = 30.0
-"""Seconds ``bees run --exit-when-idle`` waits for runs whose items ended to close in the
-engine (their last workflow task) before it stops anyway."""
-
-
-def closing_runs(record: LocalRecord, open_runs: set[str]) -> list[str]:
-    """Return the ids of items that the record shows ended (:data:`CLOSED_STATUSES`) while
-    the engine still lists their run open: the run's last workflow task has not been handled
-    yet, and a worker that stopped now would leave it open until the next ``bees run``."""
-    return sorted(row.id for row in record.items()
-                  if row.id in open_runs and row.status in CLOSED_STATUSES)
-
-
-def claim_wait_line(record: LocalRecord) -> str | None:
-    """Return what ``bees run --exit-when-idle`` says while items wait for an owner claim
-    that could not reach Bees Cloud (``not stopping: 1 item waits for its owner claim
-    (Bees Cloud unreachable); trying again every 15 s``), or None when none waits."""
-    from bees_cli.schedules.owners import CLAIM_RETRY
-
-    waiting = sum(row.wait == WaitKind.CLAIM_PENDING for row in record.items())
-    if not waiting:
-        return None
-    items = "1 item waits" if waiting == 1 else f"{waiting} items wait"
-    return (f"not stopping: {items} for its owner claim (Bees Cloud unreachable); trying "
-            f"again every {CLAIM_RETRY:g} s")
-
-
-def mark_interrupted(record: LocalRecord) -> int:
-    """Say in the local record that the items running here wait for the next ``bees run``
-    (``waiting: the engine is not running (bees run)``); return how many.
-
-    Why: a stage interrupted by Ctrl-C would otherwise read ``running`` in ``bees status``
-    while nothing runs it. The next ``bees run`` starts the stage again (a new attempt) and
-    the history says the earlier attempt was interrupted.
-    """
-    rows = record.items(statuses=INTERRUPTED_STATUSES)
-    for row in rows:
-        record.set_state(row.id, status=Status.WAITING, stage=row.stage, reason=NOT_RUNNING,
-                         agent=row.agent, wait=WaitKind.ENGINE_NOT_RUNNING,
-                         only_if=INTERRUPTED_STATUSES)
-    return len(rows)
-
-
-def idle_line(record: LocalRecord) -> str:
-    """Return what ``bees run --exit-when-idle`` says when it stops: ``nothing left to run
-    here: 1 item waits for approval (bees approvals)``, naming what waits for a person."""
-    rows = record.items()
-    approval = sum(r.wait == WaitKind.APPROVAL for r in rows)
-    person = sum(r.wait == WaitKind.PERSON for r in rows)
-    parts = []
-    if approval:
-        parts.append(f"{approval} {'item waits' if approval == 1 else 'items wait'} for "
-                     "approval (bees approvals)")
-    if person:
-        parts.append(f"{person} {'item waits' if person == 1 else 'items wait'} for a person "
-                     "(bees status)")
-    return "nothing left to run here" + (": " + "; ".join(parts) if parts else "") + \
-        "; stopping"
 
 
 def engine_gone(server: EngineServer) -> str | None:
@@ -294,21 +205,25 @@ async def take_token_person_at_start(bees: Bees) -> None:
 
 async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
                       heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
-    from bees_cli.engine.background import prepare_schedules, start_background
-    from bees_cli.engine.client import EngineGateway, connect
-    from bees_cli.engine.models import task_queue
-    from bees_cli.engine.server import (
-        EngineServer,
-        ensure_engine,
-        record_external,
-        stop_engine,
-    )
-    from bees_cli.engine.worker import make_worker
-    from bees_cli.usecases.approvals import deliver_queued
+    from bees_cli.engine.server import stop_engine
+
+    server = await _start_engine(bees, address)
+    data = bees.computer.data_dir
+    try:
+        await _serve(bees, server, address, exit_when_idle, heartbeat_every, workspace_path)
+    finally:
+        forget_worker(data)
+        await asyncio.to_thread(stop_engine, data, server)
+    return 0
+
+
+async def _start_engine(bees: Bees, address: str | None) -> EngineServer:
+    """Learn the token's person, clean up after a killed ``bees run``, then start (or reuse)
+    the embedded engine, or note the one at ``address``; return it."""
+    from bees_cli.engine.server import EngineServer, ensure_engine, record_external
 
     await take_token_person_at_start(bees)  # before the schedules and the worker read it
-    computer, record, say = bees.computer, bees.async_record, bees.say
-    data = computer.data_dir
+    data, say = bees.computer.data_dir, bees.say
     await asyncio.to_thread(clean_up_after_a_kill, data, say)  # issue 12, point 8
     note_starting(data)  # a control command given now waits for the worker
     try:
@@ -322,130 +237,176 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
     except BaseException:
         forget_worker(data)
         raise
+    return server
+
+
+async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_when_idle: bool,
+                 heartbeat_every: float, workspace_path: Path | None) -> None:
+    """Connect to ``server``, run the worker and the side tasks until stopped (or idle),
+    then shut them down (:func:`_shut_down`)."""
+    from bees_cli.engine.background import prepare_schedules, start_background
+    from bees_cli.engine.client import EngineGateway, connect
+    from bees_cli.engine.models import task_queue
+    from bees_cli.usecases.recover import recover_state
+    from bees_cli.usecases.released import finish_released
+
+    computer, record, say = bees.computer, bees.async_record, bees.say
     try:
-        try:
-            client = await connect(server.address)
-        except EngineError as error:
-            if address is None:
-                raise
-            raise EngineError(error.message,
-                              hint="check the address given with --temporal-address") from None
-        engine = EngineGateway(client)
-        bees.use_engine(engine)
-        queue = task_queue(computer.machine_id)
-        freed = await record.free_stale_slots()
-        if freed:
-            say(f"freed {freed} agent slot(s) of items that no longer run")
+        client = await connect(server.address)
+    except EngineError as error:
+        if address is None:
+            raise
+        raise EngineError(error.message,
+                          hint="check the address given with --temporal-address") from None
+    engine = EngineGateway(client)
+    bees.use_engine(engine)
+    queue = task_queue(computer.machine_id)
+    freed = await record.free_stale_slots()
+    if freed:
+        say(f"freed {freed} agent slot(s) of items that no longer run")
+    worker = _make_worker(bees, engine, client, queue, heartbeat_every)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    # schedules first: a fire the engine delivers at start must find the removed
+    # schedules gone and the missed times noted (DESIGN.md, Schedules)
+    early: list[str] = []  # said after the worker's line, as before
+    schedules = await prepare_schedules(client, queue, workspace_path, early.append,
+                                        computer=computer)
+    worker_task = asyncio.create_task(worker.run())
+    # issue 12, point 7: what the record or the engine lost is rebuilt or marked
+    await recover_state(bees, engine, queue)
+    # a relinquish Bees Cloud took while bees run was down: asked beside the work, so a
+    # cloud that is down does not hold up the start
+    released = asyncio.create_task(finish_released(bees))
+    note_worker(computer.data_dir, server.address, queue)
+    say(f"worker on task queue {queue}")
+    background = await start_background(say, computer=computer, schedules=schedules,
+                                        news=early)
+    gone = await _watch(bees, engine, server, queue, worker_task, released, stop,
+                        exit_when_idle)
+    await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop)
 
-        async def start(item_id: str) -> int:
-            return await start_pending(engine, record, computer, only=item_id)
 
-        from bees_cli.agents.mcp_sessions import McpSessions
+def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
+                 heartbeat_every: float) -> Any:
+    """Return the worker of ``queue``: it starts items claimed here, and a model agent's
+    add-on tools and delegate tool go through the use cases (issues 13, 14)."""
+    from bees_cli.agents.mcp_sessions import McpSessions
+    from bees_cli.engine.worker import make_worker
 
-        bees.mcp_sessions = sessions = McpSessions()  # a stage's MCP servers (issue 25)
+    computer, record = bees.computer, bees.async_record
+    bees.mcp_sessions = sessions = McpSessions()  # a stage's MCP servers (issue 25)
 
-        async def act(call: ActionCallInput) -> ActionOutcome:
-            # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
-            # and waiting on the run when held (issue 24, point 1)
-            return await call_action(bees, call)
+    async def start(item_id: str) -> int:
+        return await start_pending(engine, record, computer, only=item_id)
 
-        async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
-            # issue 14: a model agent's delegate tool goes through bees delegate's use case
-            from bees_cli.usecases.delegate import delegate_tool_call
+    async def act(call: ActionCallInput) -> ActionOutcome:
+        # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
+        # and waiting on the run when held (issue 24, point 1)
+        return await call_action(bees, call)
 
-            return await delegate_tool_call(bees, arguments, env)
+    async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
+        # issue 14: a model agent's delegate tool goes through bees delegate's use case
+        from bees_cli.usecases.delegate import delegate_tool_call
 
-        worker = make_worker(client, queue, record.sync, computer=computer, start=start,
-                             heartbeat_every=heartbeat_every, act=act, delegate=delegate,
-                             mcp_sessions=sessions)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        # schedules first: a fire the engine delivers at start must find the removed
-        # schedules gone and the missed times noted (DESIGN.md, Schedules)
-        early: list[str] = []  # said after the worker's line, as before
-        schedules = await prepare_schedules(client, queue, workspace_path, early.append,
-                                            computer=computer)
-        worker_task = asyncio.create_task(worker.run())
-        # -- issue 12, point 7: what the record or the engine lost is rebuilt or marked --
-        from bees_cli.usecases.recover import recover_state
+        return await delegate_tool_call(bees, arguments, env)
 
-        await recover_state(bees, engine, queue)
-        # -- end of issue 12, point 7 --
-        from bees_cli.usecases.released import finish_released
+    return make_worker(client, queue, record.sync, computer=computer, start=start,
+                       heartbeat_every=heartbeat_every, act=act, delegate=delegate,
+                       mcp_sessions=sessions)
 
-        # a relinquish Bees Cloud took while bees run was down: asked beside the work, so a
-        # cloud that is down does not hold up the start
-        released = asyncio.create_task(finish_released(bees))
-        note_worker(data, server.address, queue)
-        say(f"worker on task queue {queue}")
-        background = await start_background(say, computer=computer, schedules=schedules,
-                                            news=early)
-        gone: str | None = None
-        told: str | None = None
-        checked = idle_since = loop.time()
-        replaced = record.replaced
-        while not stop.is_set():
-            if loop.time() - checked >= ENGINE_CHECK_EVERY:
-                checked = loop.time()
-                gone = await asyncio.to_thread(engine_gone, server)
-                if gone is not None:
-                    break
-            if record.replaced != replaced:  # the record was moved aside while running
-                replaced = record.replaced
-                say(f"the local record {record.path} was moved aside or deleted; "
-                    "rebuilding it from the engine")
-                await recover_state(bees, engine, queue)
-            await start_pending(engine, record, computer)
-            await deliver_queued(bees)
-            if worker_task.done():
+
+async def _watch(bees: Bees, engine: EngineGateway, server: EngineServer, queue: str,
+                 worker_task: asyncio.Task[None], released: asyncio.Task[Any],
+                 stop: asyncio.Event, exit_when_idle: bool) -> str | None:
+    """While ``bees run`` runs: start pending items, deliver queued decisions, rebuild a
+    record moved aside, and watch the engine; return why the engine is gone, or None once
+    stopped, idle (with ``exit_when_idle``) or the worker ended."""
+    from bees_cli.usecases.approvals import deliver_queued
+    from bees_cli.usecases.recover import recover_state
+
+    computer, record, say = bees.computer, bees.async_record, bees.say
+    loop = asyncio.get_running_loop()
+    told: str | None = None
+    checked = idle_since = loop.time()
+    replaced = record.replaced
+    while not stop.is_set():
+        if loop.time() - checked >= ENGINE_CHECK_EVERY:
+            checked = loop.time()
+            gone = await asyncio.to_thread(engine_gone, server)
+            if gone is not None:
+                return gone
+        if record.replaced != replaced:  # the record was moved aside while running
+            replaced = record.replaced
+            say(f"the local record {record.path} was moved aside or deleted; "
+                "rebuilding it from the engine")
+            await recover_state(bees, engine, queue)
+        await start_pending(engine, record, computer)
+        await deliver_queued(bees)
+        if worker_task.done():
+            break
+        if exit_when_idle and released.done() and await record.run(is_idle):
+            closing = await _closing(engine, record, queue)
+            if not closing or loop.time() - idle_since >= CLOSING_WAIT:
+                if closing:
+                    say(f"{len(closing)} run(s) still closing in the engine; the next "
+                        "`bees run` finishes them")
+                say(await record.run(idle_line))
                 break
-            if exit_when_idle and released.done() and await record.run(is_idle):
-                closing = await _closing(engine, record, queue)
-                if not closing or loop.time() - idle_since >= CLOSING_WAIT:
-                    if closing:
-                        say(f"{len(closing)} run(s) still closing in the engine; the next "
-                            "`bees run` finishes them")
-                    say(await record.run(idle_line))
-                    break
-            else:
-                idle_since = loop.time()
-            if exit_when_idle:
-                waits = await record.run(claim_wait_line)
-                if waits is not None and waits != told:
-                    say(waits)
-                told = waits
-            try:
-                await asyncio.wait_for(stop.wait(), IDLE_POLL)
-            except TimeoutError:
-                pass
-        await background.stop()
-        if not released.done():
-            released.cancel()
-        for outcome in await asyncio.gather(released, return_exceptions=True):
-            if isinstance(outcome, BeesError):
-                say(f"relinquishes Bees Cloud took while bees run was down: not checked: "
-                    f"{outcome.message}")
-            elif isinstance(outcome, Exception):
-                raise outcome
-        if gone is not None:
-            # the server is gone: a graceful shutdown would wait on it forever
-            worker_task.cancel()
-            await sessions.close_all()
-            raise EngineError(gone, hint=f"start it again with `bees run`; see "
-                              f"{computer.engine_log}")
-        if not worker_task.done():
-            await worker.shutdown()
-        await worker_task
-        await sessions.close_all()  # none left behind (issue 25, point 3)
-        interrupted = await record.run(mark_interrupted)
-        if interrupted:
-            say(f"{interrupted} running item(s) wait for the next `bees run`")
-        await background.final_sync(say)
-        if stop.is_set():
-            say("stopped")
-    finally:
-        forget_worker(data)
-        await asyncio.to_thread(stop_engine, data, server)
-    return 0
+        else:
+            idle_since = loop.time()
+        if exit_when_idle:
+            waits = await record.run(claim_wait_line)
+            if waits is not None and waits != told:
+                say(waits)
+            told = waits
+        try:
+            await asyncio.wait_for(stop.wait(), IDLE_POLL)
+        except TimeoutError:
+            pass
+    return None
+
+
+async def _shut_down(bees: Bees, stop_worker: Callable[[], Awaitable[None]],
+                     worker_task: asyncio.Task[None], released: asyncio.Task[Any],
+                     background: Background, gone: str | None, stop: asyncio.Event) -> None:
+    """Stop the side tasks and the worker, mark the items whose stage was cut off, and
+    sync the shared record a last time.
+
+    Raises:
+        EngineError: the engine went away (``gone`` says why); the worker is cancelled.
+    """
+    say = bees.say
+    await background.stop()
+    if not released.done():
+        released.cancel()
+    for outcome in await asyncio.gather(released, return_exceptions=True):
+        if isinstance(outcome, BeesError):
+            say(f"relinquishes Bees Cloud took while bees run was down: not checked: "
+                f"{outcome.message}")
+        elif isinstance(outcome, Exception):
+            raise outcome
+    if gone is not None:
+        # the server is gone: a graceful shutdown would wait on it forever
+        worker_task.cancel()
+        await _close_sessions(bees)
+        raise EngineError(gone, hint=f"start it again with `bees run`; see "
+                          f"{bees.computer.engine_log}")
+    if not worker_task.done():
+        await stop_worker()
+    await worker_task
+    await _close_sessions(bees)  # none left behind (issue 25, point 3)
+    interrupted = await bees.async_record.run(mark_interrupted)
+    if interrupted:
+        say(f"{interrupted} running item(s) wait for the next `bees run`")
+    await background.final_sync(say)
+    if stop.is_set():
+        say("stopped")
+
+
+async def _close_sessions(bees: Bees) -> None:
+    """Stop the MCP servers the run's stages still hold (issue 25, point 3)."""
+    if bees.mcp_sessions is not None:
+        await bees.mcp_sessions.close_all()

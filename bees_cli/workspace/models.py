@@ -7,77 +7,51 @@ One file per object: ``bees.yaml`` (:class:`WorkspaceConfig`), ``processes/NAME.
 
 The models check each file on its own (types, closed sets, patterns, cron and time zone
 syntax). Checks that span files (references, stage order) live in
-:mod:`bees_cli.workspace.checks`.
+:mod:`bees_cli.workspace.checks`. The shared field types are in
+:mod:`~bees_cli.workspace.fields`, an agent's runner in :mod:`~bees_cli.workspace.runners`
+and the schedule in :mod:`~bees_cli.workspace.schedule`; this module re-exports them.
 """
 
 from __future__ import annotations
 
-import re
-import string
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StringConstraints,
-    Tag,
-    field_validator,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from bees_cli.ids import EMAIL_PATTERN as EMAIL_PATTERN  # the one email rule (issue 15)
 from bees_cli.rules import GATED_KINDS as GATED_KINDS  # re-exported for older imports
-from bees_cli.rules import (
-    MCP_CALL_SECONDS,
-    MCP_START_SECONDS,
-    MODEL_CALL_MOST_SECONDS,
-    MODEL_CALL_SECONDS,
-    MODEL_READ_SECONDS,
-    MODEL_REPLY_BYTES,
-    MODEL_TOOL_CALLS,
-)
+from bees_cli.rules import MCP_CALL_SECONDS, MCP_START_SECONDS
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-"""Names of objects, stages and actions: safe as file names and ids, no dots (dots join
-``addon.action`` and ``process.stage``)."""
-
-NAME_RE = re.compile(NAME_PATTERN)
-
-TOOL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-URL_PATTERN = r"^https?://[^\s/?#]+[^\s]*$"
-TIME_PATTERN = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
-
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-ToolRef = Annotated[str, StringConstraints(pattern=TOOL_PATTERN)]
-"""An add-on action named as ``ADDON.ACTION``."""
-EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)]
-"""The name of an environment variable, e.g. ``OPENAI_API_KEY``."""
-Url = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
-Text = Annotated[str, StringConstraints(min_length=1)]
+# The shared field types, the runners and the schedule live in their own modules;
+# models re-exports them, so ``models.X`` stays the one import path.
+from bees_cli.workspace.fields import ENV_NAME_PATTERN as ENV_NAME_PATTERN
+from bees_cli.workspace.fields import NAME_PATTERN as NAME_PATTERN
+from bees_cli.workspace.fields import NAME_RE as NAME_RE
+from bees_cli.workspace.fields import TIME_PATTERN as TIME_PATTERN
+from bees_cli.workspace.fields import TOOL_PATTERN as TOOL_PATTERN
+from bees_cli.workspace.fields import URL_PATTERN as URL_PATTERN
+from bees_cli.workspace.fields import EnvName as EnvName
+from bees_cli.workspace.fields import Name as Name
+from bees_cli.workspace.fields import Strict as Strict
+from bees_cli.workspace.fields import Text as Text
+from bees_cli.workspace.fields import ToolRef as ToolRef
+from bees_cli.workspace.fields import Url as Url
+from bees_cli.workspace.runners import RUNNER_TAGS as RUNNER_TAGS
+from bees_cli.workspace.runners import CommandRunner as CommandRunner
+from bees_cli.workspace.runners import ModelRunner as ModelRunner
+from bees_cli.workspace.runners import ModelSpec as ModelSpec
+from bees_cli.workspace.runners import Prices as Prices
+from bees_cli.workspace.runners import Runner as Runner
+from bees_cli.workspace.runners import ToolMode as ToolMode
+from bees_cli.workspace.schedule import TITLE_FIELDS as TITLE_FIELDS
+from bees_cli.workspace.schedule import Calendar as Calendar
+from bees_cli.workspace.schedule import Schedule as Schedule
+from bees_cli.workspace.schedule import check_cron as check_cron
+from bees_cli.workspace.schedule import check_timezone as check_timezone
+from bees_cli.workspace.schedule import check_title as check_title
 
 StageKind = Literal["work", "review", "done"]
 ActionKind = Literal["read", "write", "send", "post", "delete", "pay"]
-
-Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-
-TITLE_FIELDS: tuple[str, ...] = ("schedule", "date", "time")
-"""Placeholders a schedule's ``title`` may use: ``{schedule}`` (its name), ``{date}``
-(``YYYY-MM-DD``) and ``{time}`` (``HH:MM``), both in the schedule's time zone."""
-
-CRON_MACROS: frozenset[str] = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
-"""Cron shorthands accepted besides five-field expressions."""
-
-
-class Strict(BaseModel):
-    """Base of every workspace model: unknown keys are rejected, values are not coerced."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class WorkspaceConfig(Strict):
@@ -143,160 +117,6 @@ class Process(Strict):
     stages: list[Stage] = Field(min_length=1, description="The stages, in order.")
 
 
-class CommandRunner(Strict):
-    """Runs a local program: ``command`` (argv) with ``env`` added.
-
-    In ``command``, ``${BEES_WORKSPACE}`` is the workspace folder and ``${BEES_PYTHON}`` the
-    Python that runs Bees.
-    """
-
-    command: list[Text] = Field(
-        min_length=1, description="The program and its arguments, run in the stage's folder."
-    )
-    env: dict[EnvName, str] = Field(
-        default_factory=dict, description="Environment variables added for the program."
-    )
-
-
-class Prices(Strict):
-    """What a model costs, per million tokens, in the agent's own currency (for estimates)."""
-
-    input_per_million: Annotated[float, Field(ge=0)] = Field(
-        description="Price of one million prompt (input) tokens."
-    )
-    output_per_million: Annotated[float, Field(ge=0)] = Field(
-        description="Price of one million completion (output) tokens."
-    )
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Return the estimated price of ``prompt_tokens`` in and ``completion_tokens`` out."""
-        return (prompt_tokens * self.input_per_million
-                + completion_tokens * self.output_per_million) / 1_000_000
-
-
-class ModelSpec(Strict):
-    """A model behind an HTTP API (OpenAI-style chat completions).
-
-    ``api_key_env`` is the *name* of the environment variable holding the key, never the
-    key itself; local servers (Ollama, llama.cpp, ``bees model serve``) need none.
-    """
-
-    base_url: Url = Field(
-        description="The API's base URL, to which /chat/completions is added, "
-        "e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
-    )
-    name: Text = Field(description="The model's name as the server knows it.")
-    api_key_env: EnvName | None = Field(
-        default=None,
-        description="Name of the environment variable holding the API key (never the key); "
-        "omit for a local server that needs none.",
-    )
-    prices: Prices | None = Field(
-        default=None, description="Prices per million tokens, for cost estimates."
-    )
-    timeout_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=MODEL_READ_SECONDS,
-        description="Seconds allowed for connecting, and for each read and write of one call.",
-    )
-    deadline_seconds: Annotated[float, Field(gt=0, le=MODEL_CALL_MOST_SECONDS)] = Field(
-        default=MODEL_CALL_SECONDS,
-        description="Seconds one call may take in all, from sending to the reply's last "
-        "byte; a slower call is cut off and tried again.",
-    )
-    max_reply_bytes: Annotated[int, Field(ge=1)] = Field(
-        default=MODEL_REPLY_BYTES,
-        description="A reply larger than this many bytes is cut off and fails the stage.",
-    )
-
-
-ToolMode = Literal["native", "json"]
-"""How a model agent asks for tools: ``native`` tool calls, or ``json``: one JSON object
-per step (``{"tool": …, "arguments": …}`` or ``{"final": …}``) through ``response_format``,
-which small local models follow more reliably."""
-
-
-class ModelRunner(Strict):
-    """Thinks with a model over HTTP and acts only through its tools (the loop is issue 13's)."""
-
-    model: ModelSpec
-    tool_mode: ToolMode = Field(
-        default="native",
-        description="'native': the protocol's tool calls; 'json': each step is a JSON object "
-        "asked for through response_format (for small local models).",
-    )
-    max_turns: Annotated[int, Field(ge=1)] = Field(
-        default=20, description="At most this many model calls per stage; then the stage fails."
-    )
-    token_budget: Annotated[int, Field(ge=1)] | None = Field(
-        default=None,
-        description="At most this many tokens (prompt plus completion, summed over the "
-        "stage's calls); then the stage fails (default: no budget).",
-    )
-    max_reply_tokens: Annotated[int, Field(ge=1)] | None = Field(
-        default=None,
-        description="Sent as max_tokens: at most this many tokens in one reply "
-        "(default: the server's). In json mode it also bounds the answer's strings, so a "
-        "grammar-following server always closes the JSON within it.",
-    )
-    max_tool_calls: Annotated[int, Field(ge=1)] = Field(
-        default=MODEL_TOOL_CALLS,
-        description="A reply asking for more tool calls than this runs none of them; the "
-        "model is told once, then the stage fails.",
-    )
-    file_tools: bool = Field(
-        default=True,
-        description="Offer the built-in read_file and write_file tools.",
-    )
-    attach: list[Name] = Field(
-        default_factory=list,
-        description="Folders whose text files are given in the task message: folders the "
-        "stage reads, or earlier stages (e.g. Draft); a small model then needs no tool to read.",
-    )
-    required_tools: list[ToolRef] = Field(
-        default_factory=list,
-        description="json mode: add-on actions (in the agent's tools) the agent calls once "
-        "each before its final answer; the step schema offers the final answer only after "
-        "them, and never one of them again.",
-    )
-
-    @model_validator(mode="after")
-    def _required_in_json_mode(self) -> ModelRunner:
-        if self.required_tools and self.tool_mode != "json":
-            raise ValueError("required_tools needs tool_mode: json")
-        return self
-
-
-RUNNER_TAGS: dict[str, type[Strict]] = {
-    "command-runner": CommandRunner,
-    "model-runner": ModelRunner,
-}
-"""Tag of each runner model (pydantic puts the tag in error locations; the loader drops it)."""
-
-
-def _runner_tag(value: Any) -> str | None:
-    """Pick the runner model from its keys: ``command`` or ``model``, exactly one (a runner
-    already made, when dumping: from its type, else pydantic warns on every ModelRunner)."""
-    if isinstance(value, ModelRunner):
-        return "model-runner"
-    if not isinstance(value, dict):
-        return "command-runner"
-    has_command, has_model = "command" in value, "model" in value
-    if has_command == has_model:
-        return None
-    return "command-runner" if has_command else "model-runner"
-
-
-Runner = Annotated[
-    Annotated[CommandRunner, Tag("command-runner")] | Annotated[ModelRunner, Tag("model-runner")],
-    Discriminator(
-        _runner_tag,
-        custom_error_type="runner_kind",
-        custom_error_message="a runner needs exactly one of 'command' (a program to run) "
-        "or 'model' (a model over HTTP)",
-    ),
-]
-
-
 class Agent(Strict):
     """``agents/NAME.yaml``: an AI worker."""
 
@@ -326,149 +146,6 @@ class Agent(Strict):
             if missing:
                 raise ValueError(f"runner.required_tools {', '.join(missing)} not in tools")
         return self
-
-
-class Calendar(Strict):
-    """Calendar fields of a schedule: on ``days`` at ``time`` (``H:MM``, 24 h, in its time zone)."""
-
-    days: list[Weekday] = Field(min_length=1, description="Weekdays on which it fires.")
-    time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)] = Field(
-        description="Wall-clock time, H:MM on 24 hours, in the schedule's time zone."
-    )
-
-
-class Schedule(Strict):
-    """``schedules/NAME.yaml``: creates a work item at set times; owned by one person.
-
-    Exactly one of ``cron`` (five fields, or a shorthand such as ``@daily``) and
-    ``calendar`` is given; ``timezone`` is an IANA name such as ``Europe/Paris``.
-    """
-
-    model_config = ConfigDict(
-        json_schema_extra={"oneOf": [{"required": ["cron"]}, {"required": ["calendar"]}]}
-    )
-
-    process: Name = Field(description="The process each new item follows.")
-    owner: Annotated[str, StringConstraints(pattern=EMAIL_PATTERN)] = Field(
-        description="The person (email) whose computers fire this schedule."
-    )
-    cron: str | None = Field(
-        default=None, description="Five cron fields or a shorthand such as @daily."
-    )
-    calendar: Calendar | None = Field(default=None, description="Days and a time, instead of cron.")
-    timezone: str = Field(description="IANA time zone name, e.g. Europe/Paris.")
-    title: str = Field(
-        default="{schedule} {date}",
-        description="Item title; {schedule}, {date}, {time} are filled in.",
-    )
-    agents: list[Name] = Field(
-        default_factory=list, description="Agents named on each new item (first choice)."
-    )
-    folders: list[Name] = Field(
-        default_factory=list, description="Folders each new item reads (must be linked to fire)."
-    )
-    enabled: bool = Field(default=True, description="A disabled schedule does not fire.")
-
-    @field_validator("cron")
-    @classmethod
-    def _cron_parses(cls, value: str | None) -> str | None:
-        if value is not None:
-            check_cron(value)
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone_exists(cls, value: str) -> str:
-        check_timezone(value)
-        return value
-
-    @field_validator("title")
-    @classmethod
-    def _title_fields(cls, value: str) -> str:
-        check_title(value)
-        return value
-
-    @model_validator(mode="after")
-    def _one_timing(self) -> Schedule:
-        if (self.cron is None) == (self.calendar is None):
-            raise ValueError("give exactly one of 'cron' or 'calendar'")
-        return self
-
-
-CRON_HORIZON_YEARS = 8
-"""A cron expression that does not fire within this many years is an error (``0 9 30 2 *``)."""
-
-
-def check_cron(expression: str) -> None:
-    """Check a cron expression: five fields (minute hour day month weekday) or a shorthand.
-
-    It must also fire at least once in the next :data:`CRON_HORIZON_YEARS` years.
-
-    Raises:
-        ValueError: with a one-line human message.
-    """
-    text = expression.strip()
-    if text.startswith("@"):
-        if text not in CRON_MACROS:
-            from bees_cli.suggest import did_you_mean
-
-            raise ValueError(f"unknown cron shorthand '{text}'{did_you_mean(text, CRON_MACROS)}")
-        return
-    fields = text.split()
-    if len(fields) != 5:
-        raise ValueError(
-            f"a cron expression has 5 fields (minute hour day month weekday), got {len(fields)}"
-        )
-    from croniter import CroniterBadDateError, croniter
-
-    if not croniter.is_valid(text):
-        raise ValueError(f"not a valid cron expression: '{expression}'")
-    try:
-        croniter(text, datetime.now(UTC), max_years_between_matches=CRON_HORIZON_YEARS).get_next()
-    except CroniterBadDateError:
-        raise ValueError(f"cron '{expression}' never fires") from None
-
-
-def check_timezone(name: str) -> None:
-    """Check an IANA time zone name such as ``Europe/Paris`` (zoneinfo, with tzdata).
-
-    Raises:
-        ValueError: unknown zone, with the nearest known name when there is one.
-    """
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        from bees_cli.suggest import did_you_mean
-
-        hint = did_you_mean(name, zoneinfo.available_timezones())
-        raise ValueError(f"unknown time zone '{name}'{hint}") from None
-
-
-def check_title(template: str) -> None:
-    """Check a title template: only ``{schedule}``, ``{date}`` and ``{time}`` placeholders.
-
-    Raises:
-        ValueError: a broken brace or an unknown placeholder.
-    """
-    from bees_cli.suggest import did_you_mean
-
-    try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError:
-        raise ValueError(
-            "unbalanced '{' or '}' in the title; write '{{' or '}}' for a brace"
-        ) from None
-    for _text, field, spec, conversion in parts:
-        if field is None:
-            continue
-        if field not in TITLE_FIELDS or spec or conversion:
-            allowed = ", ".join("{" + name + "}" for name in TITLE_FIELDS)
-            raise ValueError(
-                f"unknown placeholder '{{{field}}}' in the title{did_you_mean(field, TITLE_FIELDS)}"
-                f" (allowed: {allowed})"
-            )
 
 
 class Folder(Strict):

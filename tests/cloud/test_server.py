@@ -303,7 +303,7 @@ def test_openapi_states_the_id_patterns_and_lengths(team: Team) -> None:
 
 def test_every_refusal_has_one_http_status() -> None:
     from bees_cli.cloud.server import refusals
-    from bees_cli.cloud.server.app import STATUS, status_of
+    from bees_cli.cloud.server.answers import STATUS, status_of
 
     kinds = refusals.CloudRefusal.__subclasses__()
     assert {kind.__name__: STATUS[kind] for kind in kinds} == {

@@ -33,8 +33,8 @@ JSON_HEADER = (b"content-type", b"application/json")
 
 class ClaimRoute(BaseModel):
     """One claim route: its body model, its storage call, whether the answer leaves out
-    the optional fields it did not set (see ``app._json``), and the storage's call on the
-    event loop, if any (None from it: take the thread path)."""
+    the optional fields it did not set (see ``answers.json_answer``), and the storage's
+    call on the event loop, if any (None from it: take the thread path)."""
 
     model: type[BaseModel]
     call: Callable[[str, Any], BaseModel]

@@ -84,21 +84,7 @@ class Records:
                 for m in sorted({c.machine_id for c in changes})
             }
             now = self.db.clock()
-            latest: dict[str, Any] = {}
-            for row in conn.execute(
-                owner_select()
-                .where(owners.c.team_id == who.team_id, owners.c.item_id.in_(item_ids))
-                .order_by(owners.c.epoch)
-            ):
-                latest[row.item_id] = row  # the greatest epoch comes last
-            writers: dict[str, str] = {
-                row.item_id: row.machine_id
-                for row in conn.execute(
-                    sa.select(record.c.item_id, record.c.machine_id).where(
-                        record.c.team_id == who.team_id, record.c.item_id.in_(item_ids)
-                    )
-                )
-            }
+            latest, writers = self._owners_and_writers(conn, who.team_id, item_ids)
             accepted: list[tuple[wire.RecordChange, str, int]] = []
             refused: list[wire.RefusedChange] = []
             for change in changes:
@@ -124,6 +110,29 @@ class Records:
                 refused += self._superseded(conn, who.team_id, lost)
         applied = len(accepted) - len(lost)
         return wire.PushAnswer(received=len(changes), applied=applied, refused=refused)
+
+    @staticmethod
+    def _owners_and_writers(
+        conn: Any, team_id: int, item_ids: list[str]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Return, for the items ``item_ids`` of team ``team_id``, the latest owner row of
+        each claimed one and the machine that wrote the record of each written one."""
+        latest: dict[str, Any] = {}
+        for row in conn.execute(
+            owner_select()
+            .where(owners.c.team_id == team_id, owners.c.item_id.in_(item_ids))
+            .order_by(owners.c.epoch)
+        ):
+            latest[row.item_id] = row  # the greatest epoch comes last
+        writers: dict[str, str] = {
+            row.item_id: row.machine_id
+            for row in conn.execute(
+                sa.select(record.c.item_id, record.c.machine_id).where(
+                    record.c.team_id == team_id, record.c.item_id.in_(item_ids)
+                )
+            )
+        }
+        return latest, writers
 
     @staticmethod
     def _refusal(

@@ -11,7 +11,7 @@
     ├── Conflict        the state does not allow it (busy, key_has_item) -> 409
     └── Invalid         a value the wire models let through is unusable  -> 422
 
-Only :mod:`bees_cli.cloud.server.app` knows the status codes (``STATUS``); storage
+Only :mod:`bees_cli.cloud.server.answers` knows the status codes (``STATUS``); storage
 raises these and never names a status. A record push is not refused whole: each
 change that may not apply comes back in the answer (``wire.RefusedChange``).
 """

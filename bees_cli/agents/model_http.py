@@ -1,0 +1,59 @@
+"""The HTTP pieces of a model call that need no client: the chat completions URL, the URL as
+errors show it, the server a waiting item names, and a ``Retry-After`` header read.
+
+:class:`~bees_cli.agents.model_client.ModelClient` uses them; ``model_client`` re-exports
+:func:`server_name`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+
+def chat_url(base_url: str) -> str:
+    """Return ``{base_url}/chat/completions``, keeping any query of ``base_url`` after it."""
+    base = httpx.URL(base_url)
+    return str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
+
+
+def display_url(url: str) -> str:
+    """Return ``url`` as errors show it: scheme, host, port and path (no user, no query)."""
+    parsed = httpx.URL(url)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path}"
+
+
+def server_name(base_url: str) -> str:
+    """Return the model's server as a waiting item names it: the host and port of
+    ``base_url`` (``127.0.0.1:8080``, ``api.openai.com`` when the URL gives no port)."""
+    parsed = httpx.URL(base_url)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    return host if parsed.port is None else f"{host}:{parsed.port}"
+
+
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """Read a ``Retry-After`` header: seconds, or an HTTP date (counted from ``now``).
+
+    Returns:
+        Seconds to wait (never negative), or None when absent or unreadable.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - now).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
