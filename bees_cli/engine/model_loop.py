@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 
 with workflow.unsafe.imports_passed_through():
+    from bees_cli.agents.model_steps import failed_not_called, told_not_called
     from bees_cli.engine.model_models import (
         MODEL_CALL_ACTIVITY,
         TOOL_CALL_ACTIVITY,
@@ -32,7 +33,6 @@ with workflow.unsafe.imports_passed_through():
         TurnContext,
     )
     from bees_cli.engine.models import RECORD_ACTIVITY, RecordInput, StageInput, StageOutput
-    from bees_cli.agents.model_steps import failed_not_called, told_not_called
     from bees_cli.engine.snapshot import LoopView
     from bees_cli.record.events import StageFinished
     from bees_cli.rules import MODEL_CALL_MOST_SECONDS
