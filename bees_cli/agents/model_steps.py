@@ -243,12 +243,42 @@ def _json_step(response: ChatResponse, *, review: bool, offered: set[str], turn:
     except ValidationError as error:
         return Read(kind="invalid", problem=f"not a valid step: {error.errors()[0]['msg']}")
     if step.tool is not None:
-        return Read(kind="tools", calls=[_call(f"step-{turn}", step.tool, step.arguments, None,
+        # the schema offered these names only: another (a tool not offered, or a required
+        # one already called) is an invalid step, told back once, never the gate's to refuse
+        function = step.tool if step.tool in offered else function_name(step.tool)
+        if function not in offered:
+            names = ", ".join(sorted(offered)) or "none"
+            return Read(kind="invalid", problem=f"the step names tool {step.tool!r}, which "
+                        f"is not offered at this step (offered: {names})")
+        return Read(kind="tools", calls=[_call(f"step-{turn}", function, step.arguments, None,
                                                offered)])
     if step.final is not None and not review:
         return Read(kind="final", text=step.final)
     wanted = '{"verdict": ..., "comments": [...]}' if review else '{"final": "..."}'
     return Read(kind="invalid", problem=f"the answer is neither a tool call nor {wanted}")
+
+
+def not_called(required: list[str], called: set[str]) -> list[str]:
+    """Return the tools of ``required`` (``runner.required_tools``, ``ADDON.ACTION``) not in
+    ``called`` (the tools whose call ran this attempt: a refused, denied or turned-down call
+    does not count), in their order: a final answer before them is not taken (issue 26,
+    point 3)."""
+    return [tool for tool in required if tool not in called]
+
+
+def told_not_called(missing: list[str]) -> str:
+    """Return what the model is told once when its final answer came before ``missing``
+    (``you have not called mail.send; call it before your final answer``)."""
+    it = "it" if len(missing) == 1 else "each"
+    return f"you have not called {', '.join(missing)}; call {it} before your final answer"
+
+
+def failed_not_called(missing: list[str]) -> str:
+    """Return the stage's reason when the final answer still came before ``missing`` after
+    the model was told once."""
+    were = "was" if len(missing) == 1 else "were"
+    return (f"the final answer came before {', '.join(missing)} {were} called "
+            "(runner.required_tools), also after the model was told once")
 
 
 def opening(*, instructions: str, title: str, stage: str, kind: str, folders: list[str],

@@ -31,6 +31,7 @@ from bees_cli.agents.model_steps import (
     BUILT_INS,
     addon_tool,
     file_tools,
+    not_called,
     opening,
     read_step,
     response_format,
@@ -227,7 +228,7 @@ class ModelActivities:
         if info.attempt > 1:
             await asyncio.to_thread(self.shown.show, self.shown.answered, context)
         return await self._step(call, runner, kind, response, {t.function.name for t in tools},
-                                seconds=seconds, from_transcript=from_transcript)
+                                called, seconds=seconds, from_transcript=from_transcript)
 
     async def _ask(self, call: ModelCallInput, instructions: str, runner: ModelRunner,
                    kind: str, tools: list[ToolDef], *, final: bool,
@@ -275,10 +276,11 @@ class ModelActivities:
         return response, seconds
 
     async def _step(self, call: ModelCallInput, runner: ModelRunner, kind: str,
-                    response: ChatResponse, offered: set[str], *, seconds: float,
-                    from_transcript: bool) -> ModelStep:
+                    response: ChatResponse, offered: set[str], called: set[str], *,
+                    seconds: float, from_transcript: bool) -> ModelStep:
         """Read the model's reply as the loop's next step; a final answer or a verdict is
-        written in the stage's folder."""
+        written in the stage's folder, unless it came before the required tools not in
+        ``called`` (then they are the step's ``missing``, issue 26, point 3)."""
         context = call.context
         read = read_step(response, review=kind == "review",
                          json_mode=runner.tool_mode == "json", offered=offered, turn=call.turn)
@@ -286,7 +288,9 @@ class ModelActivities:
             return self._too_many_calls(response, len(read.calls), runner.max_tool_calls,
                                         seconds, from_transcript)
         folder = work_folder(context.run_folder, context.stage, context.piece)
-        if read.kind in ("final", "verdict"):
+        missing = (not_called(runner.required_tools, called)
+                   if read.kind in ("final", "verdict") else [])
+        if read.kind in ("final", "verdict") and not missing:
             await asyncio.to_thread(self._write_result, folder, read.kind, read.text,
                                     read.verdict, read.comments)
         return ModelStep(
@@ -295,7 +299,7 @@ class ModelActivities:
             text=read.text, verdict=read.verdict, comments=read.comments, problem=read.problem,
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens, seconds=seconds,
-            output_dir=str(folder), from_transcript=from_transcript)
+            output_dir=str(folder), from_transcript=from_transcript, missing=missing)
 
     @staticmethod
     def _too_many_calls(response: ChatResponse, asked: int, most: int, seconds: float,

@@ -4,7 +4,10 @@ Deterministic like :mod:`~bees_cli.engine.workflows`, which calls :func:`run_mod
 for an agent with a model runner: a worker lost between two calls resumes after the last
 finished one (issue 13, point 2). Malformed or unknown tool calls and answers that are not
 what was asked are told back to the model once; the turn limit and the token budget fail the
-stage with the reason (point 7).
+stage with the reason (point 7). A final answer before the agent's ``required_tools`` ran is
+told back once in either tool mode, and the next one that still lacks them fails the stage
+(issue 26, point 3): whether the model was told is the loop's state, rebuilt from the
+history by a worker that takes the run over.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 
 with workflow.unsafe.imports_passed_through():
+    from bees_cli.agents.model_steps import failed_not_called, told_not_called
     from bees_cli.engine.model_models import (
         MODEL_CALL_ACTIVITY,
         TOOL_CALL_ACTIVITY,
@@ -35,6 +39,9 @@ with workflow.unsafe.imports_passed_through():
 
 MODEL_LOOP = "model-loop"
 """Patch: an agent with a model runner runs the model loop instead of ``bees.run_stage``."""
+REQUIRED_TOOLS_TOLD = "required-tools-told"
+"""Patch: a final answer before the required tools ran is told back once, then fails the
+stage (older runs finished the stage with it)."""
 
 MODEL_CALL_TIMEOUT = timedelta(seconds=MODEL_CALL_MOST_SECONDS)
 """Longest single model call (30 minutes): no agent's ``deadline_seconds`` may exceed it, so
@@ -123,6 +130,7 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
     messages: list[dict[str, Any]] = []
     used = used_in = used_out = turn = 0
     told = False
+    told_missing = False  # told once that required tools were not called; never reset
     while True:
         if turn >= loop.max_turns:
             return failed(f"the turn limit of {loop.max_turns} model calls was reached")
@@ -159,6 +167,13 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
                                       "was invalid", call.call_id, call.tool, json_mode))
             continue
         told = False
+        if step.kind in ("final", "verdict") and step.missing \
+                and workflow.patched(REQUIRED_TOOLS_TOLD):
+            if told_missing:
+                return failed(failed_not_called(step.missing))
+            told_missing = True
+            messages.append({"role": "user", "content": told_not_called(step.missing)})
+            continue
         if step.kind in ("final", "verdict"):
             out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),
                               output_dir=step.output_dir, attempt=stage.attempt_base,

@@ -66,7 +66,9 @@ class ModelStep(BaseModel):
 
     ``tools``: run ``calls``; ``final``: the work is done (``text``); ``verdict``: a review's
     verdict with ``comments``; ``invalid``: the answer is not what was asked (``problem``).
-    ``message`` is the assistant message to append to the conversation.
+    ``message`` is the assistant message to append to the conversation. ``missing``: a
+    final answer or verdict that came before these of ``runner.required_tools`` ran (not
+    written in the stage's folder; the loop tells it back once, then fails the stage).
     """
 
     kind: StepKind
@@ -81,6 +83,7 @@ class ModelStep(BaseModel):
     seconds: float = 0.0
     output_dir: str = ""
     from_transcript: bool = False
+    missing: list[str] = Field(default_factory=list)
 
 
 class ToolCallInput(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag
 
 from bees_cli.rules import (
     MODEL_CALL_MOST_SECONDS,
@@ -130,16 +130,11 @@ class ModelRunner(Strict):
     )
     required_tools: list[ToolRef] = Field(
         default_factory=list,
-        description="json mode: add-on actions (in the agent's tools) the agent calls once "
-        "each before its final answer; the step schema offers the final answer only after "
-        "them, and never one of them again.",
+        description="Add-on actions (in the agent's tools) the agent calls once each before "
+        "its final answer, in either tool mode: a final answer before they ran is told back "
+        "once, then fails the stage. In json mode the step schema also offers the final "
+        "answer only after them, and never one of them again.",
     )
-
-    @model_validator(mode="after")
-    def _required_in_json_mode(self) -> ModelRunner:
-        if self.required_tools and self.tool_mode != "json":
-            raise ValueError("required_tools needs tool_mode: json")
-        return self
 
 
 RUNNER_TAGS: dict[str, type[Strict]] = {

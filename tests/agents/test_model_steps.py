@@ -9,11 +9,14 @@ from bees_cli.agents.chat_wire import ChatResponse
 from bees_cli.agents.model_steps import (
     Read,
     addon_tool,
+    failed_not_called,
     function_name,
+    not_called,
     opening,
     read_step,
     response_format,
     step_schema,
+    told_not_called,
     tool_name,
 )
 from bees_cli.workspace.models import Action
@@ -78,6 +81,42 @@ def test_json_mode_reads_a_tool_step_or_a_final_answer() -> None:
     final = answer({"role": "assistant", "content": '{"final": "done"}'})
     assert read_step(final, review=False, json_mode=True, offered=set(), turn=1) == Read(
         kind="final", text="done")
+
+
+@pytest.mark.parametrize(("named", "offered", "problem"), [
+    ("mail__list", {"mail__send"}, "the step names tool 'mail__list', which is not offered at "
+     "this step (offered: mail__send)"),
+    ("fly", {"read_file"}, "the step names tool 'fly', which is not offered at this step "
+     "(offered: read_file)"),
+    ("mail__send", set(), "the step names tool 'mail__send', which is not offered at this "
+     "step (offered: none)"),
+])
+def test_a_json_step_naming_a_tool_not_offered_is_invalid(named: str, offered: set[str],
+                                                          problem: str) -> None:
+    """Issue 26, point 3: not a call for the gate to refuse (a required tool already called
+    is no longer offered, so it cannot run twice)."""
+    step = answer({"role": "assistant", "content": f'{{"tool": "{named}", "arguments": {{}}}}'})
+    assert read_step(step, review=False, json_mode=True, offered=offered, turn=2) == Read(
+        kind="invalid", problem=problem)
+
+
+def test_a_json_step_may_name_an_offered_action_with_its_dot() -> None:
+    step = answer({"role": "assistant", "content": '{"tool": "mail.send", "arguments": {}}'})
+    assert read_step(step, review=False, json_mode=True, offered={"mail__send"},
+                     turn=2) == Read(kind="tools", calls=[("step-2", "mail.send", {}, None)])
+
+
+def test_required_tools_not_called_are_named_in_order() -> None:
+    required = ["tracker.file", "mail.send"]
+    assert not_called(required, {"mail.send"}) == ["tracker.file"]
+    assert not_called(required, {"mail.send", "tracker.file"}) == []
+    assert told_not_called(["tracker.file"]) == (
+        "you have not called tracker.file; call it before your final answer")
+    assert told_not_called(required) == (
+        "you have not called tracker.file, mail.send; call each before your final answer")
+    assert failed_not_called(required) == (
+        "the final answer came before tracker.file, mail.send were called "
+        "(runner.required_tools), also after the model was told once")
 
 
 def test_an_actions_input_schema_must_describe_an_object() -> None:

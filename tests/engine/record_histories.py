@@ -396,6 +396,30 @@ async def model_tool_waits_on_run(client: Client, record: LocalRecord, space: Sp
     return item_id
 
 
+async def required_tool_told_then_called(client: Client, record: LocalRecord,
+                                         space: Space) -> str:
+    """A native-mode model agent answers before its required ``mail.send`` ran: told back
+    once (the ``required-tools-told`` patch, issue 26, point 3), it calls the tool, which
+    runs, then answers → Done."""
+    from tests.agents.model_server import Answer, serve
+    from tests.engine.test_rules import mail_addon
+
+    os.environ["ADDON_LOG"] = str(mail_addon(space, declared=True))
+    with serve() as server:
+        space.write("agents/sender.yaml", "instructions: send it\ntools: [mail.send]\n"
+                    f"runner:\n  model:\n    base_url: {server.base_url}\n"
+                    "    name: scripted\n  file_tools: false\n"
+                    "  required_tools: [mail.send]\n")
+        space.write("processes/p.yaml", SEND.replace("approval: required", "approval: none"))
+        server.model.push(Answer.reply("done"),
+                          Answer.tool_calls(("c1", "mail__send", '{"to": "all"}')),
+                          Answer.reply("sent"))
+        item_id = await _start(client, record, space)
+        assert await client.get_workflow_handle(item_id).result() == "done"
+        assert len(server.model.received) == 3
+    return item_id
+
+
 async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
     handover step tried without an attempt limit): ``relinquished``."""
@@ -557,6 +581,7 @@ SCENARIOS: dict[str, Scenario] = {
     "denial_answers_a_retried_ask": denial_answers_retry,
     "stage_end_stops_pieces": stage_end_stops_pieces,
     "model_tool_waits_on_run": model_tool_waits_on_run,
+    "required_tool_told_then_called": required_tool_told_then_called,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

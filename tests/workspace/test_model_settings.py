@@ -57,14 +57,12 @@ def test_a_deadline_longer_than_the_engines_bound_of_one_call_is_refused() -> No
         Agent.model_validate({"runner": {"model": model, "max_tool_calls": 0}})
 
 
-def test_required_tools_need_json_mode_and_must_be_the_agents_tools() -> None:
+def test_required_tools_work_in_either_tool_mode_and_must_be_the_agents_tools() -> None:
     model = {"base_url": "http://127.0.0.1:11434/v1", "name": "m"}
-    ok = Agent.model_validate({"tools": ["mail.send"], "runner": {
-        "model": model, "tool_mode": "json", "required_tools": ["mail.send"]}})
-    assert ok.runner.required_tools == ["mail.send"]  # type: ignore[union-attr]
-    with pytest.raises(ValidationError, match="required_tools needs tool_mode: json"):
-        Agent.model_validate({"tools": ["mail.send"], "runner": {
-            "model": model, "required_tools": ["mail.send"]}})
+    for mode in ("json", "native"):
+        ok = Agent.model_validate({"tools": ["mail.send"], "runner": {
+            "model": model, "tool_mode": mode, "required_tools": ["mail.send"]}})
+        assert ok.runner.required_tools == ["mail.send"]  # type: ignore[union-attr]
     with pytest.raises(ValidationError, match="runner.required_tools mail.send not in tools"):
         Agent.model_validate({"runner": {"model": model, "tool_mode": "json",
                                          "required_tools": ["mail.send"]}})
