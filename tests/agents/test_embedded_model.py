@@ -27,6 +27,8 @@ from bees_cli.usecases.embedded_model import (
     check_port,
     default_threads,
     gguf_file,
+    gguf_model_name,
+    load_failure,
     model_file,
 )
 from bees_cli.workspace.models import ModelSpec
@@ -210,6 +212,49 @@ def test_gguf_that_is_not_gguf_is_refused_before_loading(tmp_path: Path) -> None
                                     "not b'GGUF')")
     assert caught.value.hint == ("give a model file in llama.cpp's GGUF format (a .gguf file, "
                                  "e.g. from a Hugging Face repository named …-GGUF)")
+
+
+@pytest.mark.parametrize(("file", "name"), [
+    ("qwen2.5-3b-instruct-q4_k_m.gguf", "qwen2.5-3b-instruct-q4_k_m"),
+    ("SmolLM2-135M-Instruct.Q4_1.GGUF", "SmolLM2-135M-Instruct.Q4_1"),
+    ("model.bin", "model.bin"),
+    (".gguf", ".gguf"),
+])
+def test_a_gguf_answers_to_its_file_name(file: str, name: str) -> None:
+    assert gguf_model_name(Path("/models") / file) == name
+
+
+CUT_LOG = """\
+0.00.211.281 E llama_model_load: error loading model: tensor 'token_embd.weight' data is not \
+within the file bounds, model is corrupted or incomplete
+0.00.221.610 E llama_model_load_from_file_impl: failed to load model
+0.00.221.615 E cmn  common_init_: failed to load model 'cut.gguf'
+0.00.221.618 E srv    load_model: failed to load model, 'cut.gguf'
+0.00.221.979 E srv          init: exiting due to model loading error
+"""
+HEADER_ONLY_LOG = """\
+0.00.047.891 E gguf_init_from_reader: failed to read key-value pairs
+0.00.048.048 E llama_model_load: error loading model: llama_model_loader: failed to load \
+model from tiny.gguf
+0.00.048.175 E srv    load_model: failed to load model, 'tiny.gguf'
+"""
+
+
+@pytest.mark.parametrize(("log", "reason"), [
+    (CUT_LOG, "tensor 'token_embd.weight' data is not within the file bounds, model is "
+              "corrupted or incomplete"),
+    (HEADER_ONLY_LOG, "failed to read key-value pairs"),
+    ("0.00.055.093 E srv          init: exiting due to model loading error\n",
+     "exiting due to model loading error"),
+    ("0.00.012.875 E srv         start: couldn't bind HTTP server socket, hostname: "
+     "127.0.0.1, port: 42295\n0.00.013.056 E srv          init: exiting due to HTTP server "
+     "error\n", None),
+    ("", None),
+])
+def test_load_failure_is_llamas_first_error_line(log: str, reason: str | None) -> None:
+    """The first error line of llama.cpp's log (captured while it loads), when it failed to
+    load the model; a failure to listen is not a loading failure."""
+    assert load_failure(log) == reason
 
 
 def test_cli_not_gguf_exits_1(bees: BeesRunner, tmp_path: Path) -> None:
