@@ -5,7 +5,8 @@ Run as ``python mcp_server.py MODE``:
 - ``stdio``: serve over stdio;
 - ``crash``: print ``notes: cannot open the notes file`` on stderr and exit 1 at once;
 - ``hang``: never answer (sleep, reading nothing);
-- ``chatty``: print ``hello, this is not json-rpc`` on stdout, then never answer;
+- ``chatty``: print ``hello, this is not json-rpc`` on stdout, then exit without answering
+  (at once, so a test may give it a generous start bound and still not wait it out);
 - ``flaky FOLDER``: serve when started in ``FOLDER`` (the workspace: listing its tools works),
   else act as ``crash`` (a tool call, started in the stage's folder, finds it down);
 - ``late``: serve over stdio with one more tool, ``late`` (logs ``late {"seconds": S}``
@@ -121,7 +122,7 @@ if __name__ == "__main__":
         time.sleep(3600)
     if mode == "chatty":
         print("hello, this is not json-rpc", flush=True)
-        time.sleep(3600)
+        sys.exit(0)
     if os.environ.get("ENV_DUMP"):
         Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ), sort_keys=True))
     notes = build_server(os.environ.get("NOTES_LOG"))

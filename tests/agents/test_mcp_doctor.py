@@ -80,7 +80,8 @@ def test_addons_lists_a_connected_servers_tools_with_their_kinds(
 
 def test_doctor_words_a_server_that_writes_non_mcp_output_without_a_traceback(
         tmp_path: Path, bees: BeesRunner) -> None:
-    root = workspace(tmp_path / "w", {"chatty": server("chatty", "  start_seconds: 1\n")}, [])
+    # a bound the server's start cannot miss on a loaded machine: it exits at once anyway
+    root = workspace(tmp_path / "w", {"chatty": server("chatty", "  start_seconds: 30\n")}, [])
     done = bees("doctor", "-w", str(root))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
