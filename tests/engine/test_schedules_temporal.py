@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from tests.e2e.conftest import (  # noqa: F401 - cloud: the fixture team needs
     write_workspace,
 )
 from tests.e2e.test_fire_faults import DownTransport, maya
+from tests.support.wait import until
 
 GAVE_UP = "gave up (cloud unreachable after 5 tries)"
 
@@ -205,15 +205,6 @@ async def test_a_schedule_that_never_fired_here_is_missed_from_when_it_was_regis
     assert said == [f"schedule daily-digest {at}: {missed}" for at in locals_]
     assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
         (at, missed) for at in reversed(locals_)]
-
-
-async def until(done: Callable[[], bool]) -> None:
-    """Poll ``done`` (the loops run on their own) for at most 20 s."""
-    for _ in range(400):
-        if done():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("not done in 20 s")
 
 
 async def test_a_grant_whose_answers_were_lost_is_made_while_bees_run_runs(
