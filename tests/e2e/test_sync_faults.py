@@ -133,8 +133,6 @@ async def test_a_change_stamped_ahead_is_refused_kept_shown_and_sent_later(
         await client.aclose()
 
 
-@pytest.mark.skipif(not hasattr(wire, "RefusedChange"),
-                    reason="the server's per-change refusals (branch cloud-faults) are not here")
 async def test_the_server_refuses_a_change_ahead_then_takes_it_once_its_clock_caught_up(
         tmp_path: Path, clocked_server: ThreadServer) -> None:  # noqa: F811 - the fixture
     storage, clock = clocked_server.storage, clocked_server.clock
