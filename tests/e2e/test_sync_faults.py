@@ -28,6 +28,7 @@ from bees_cli.usecases.models import TeamItemDetails
 from bees_cli.utc import format_utc
 from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of
+from tests.support import wait
 
 ITEM = "01JSYNCFAULTSITEM000000000"
 TOLERANCE = timedelta(seconds=300)
@@ -181,10 +182,8 @@ async def test_a_failing_sync_loop_makes_status_say_the_rows_are_old(tmp_path: P
     offline = make_computer(tmp_path, "maya-laptop", team.maya, url=closed_url(), token="x")
     stop = asyncio.Event()
     task = asyncio.create_task(Syncer(offline, interval=0.01, clock=clock).run(stop))
-    for _ in range(200):
-        if SharedRecord(offline.record_path).meta("error"):
-            break
-        await asyncio.sleep(0.02)
+    await wait.until(lambda: SharedRecord(offline.record_path).meta("error"),
+                     "the sync never failed", every=0.02)
     stop.set()
     await asyncio.wait_for(task, 10)
     shown = await status(Bees(offline), now=clock() + timedelta(minutes=3))

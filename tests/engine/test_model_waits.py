@@ -45,6 +45,7 @@ from tests.engine.conftest import Space, until
 from tests.engine.test_model_loop import model_agent
 from tests.engine.test_pieces import DRAFT
 from tests.engine.test_rules import SEND, start
+from tests.support import wait
 
 
 @pytest.fixture
@@ -155,11 +156,7 @@ async def test_a_rate_limited_then_failing_model_call_shows_its_wait_until_it_su
 
         # 3. try 3 succeeds: the wait is gone while the tool it asked for runs
         hold.set()
-        for _ in range(1200):
-            if started.exists():
-                break
-            await asyncio.sleep(0.05)
-        assert started.exists()
+        await wait.until(started.exists, "the tool never started")
         row = record.item(item_id)
         assert (row.status_text, row.wait) == ("running", None)
         assert (await details(item_id))["model_retry"] is None

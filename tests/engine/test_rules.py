@@ -29,6 +29,7 @@ from bees_cli.usecases.approvals import approvals_waiting
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, until
+from tests.support import wait
 
 HERE = Path(__file__).resolve().parent
 MAYA = PersonInput(who="maya@example.com", at="2025-01-06T09:00:00Z")
@@ -229,10 +230,8 @@ async def test_retry_of_an_item_that_is_not_failed_is_refused_with_the_reason(
     space.write("processes/p.yaml", ONE)
     item_id = await start(dev_env, record, space, "p")
     await until(record, item_id, lambda r: r.status == "running")
-    for _ in range(600):  # the agent itself has started: the run is past its slot, in the stage
-        if space.lines():
-            break
-        await asyncio.sleep(0.05)
+    # the agent itself has started: the run is past its slot, in the stage
+    await wait.until(space.lines, "the agent never started")
     assert space.lines() == ["Work alpha 1 1 []"]
     with pytest.raises(Refused) as refused:
         await send_update(worker.client.service_client.config.target_host, item_id,

@@ -68,10 +68,7 @@ async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
     async with worker:
         await handle.trigger()
         log = FireLog(laptop.record_path)
-        for _ in range(300):
-            if log.fires():
-                break
-            await asyncio.sleep(0.05)
+        await until(log.fires, "the schedule never fired")
     [row] = log.fires()
     [item] = record_of(laptop).items()
     assert (row.outcome, row.text) == ("ran_here", f"ran here ({item.id})")
@@ -113,10 +110,7 @@ async def test_the_registrar_makes_a_held_key_item_when_bees_run_starts_again(
                           computer=lambda: laptop, clock=FixedClock(at + timedelta(days=1)))
     stop = asyncio.Event()
     task = asyncio.create_task(registrar.run(stop, said.append, every=0.05))
-    for _ in range(200):
-        if record_of(laptop).items():
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: record_of(laptop).items(), "the registrar made no item")
     stop.set()
     await task
     [item] = record_of(laptop).items()
