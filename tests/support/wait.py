@@ -23,23 +23,31 @@ CAP = 60.0
 EVERY = 0.05
 """Seconds between two looks."""
 
-What = str | Callable[[], str]
-"""What the wait is for, said when it gives up: a sentence, or a function that words the last
-state seen (``lambda: f"item stayed {row.status_text}"``)."""
+What = str | Callable[[], str] | None
+"""What the wait is for, said when it gives up: a sentence, a function that words the last
+state seen (``lambda: f"item stayed {row.status_text}"``), or None for the check's own source
+line."""
 
 
-def _said(what: What) -> str:
-    return what() if callable(what) else what
+def _said(what: What, check: Callable[[], object]) -> str:
+    if callable(what):
+        return what()
+    if what is not None:
+        return what
+    try:
+        return f"not reached: {inspect.getsource(check).strip()}"
+    except (OSError, TypeError):
+        return f"not reached: {check!r}"
 
 
-async def until(check: Callable[[], T | Awaitable[T]], what: What = "state not reached", *,
+async def until(check: Callable[[], T | Awaitable[T]], what: What = None, *,
                 cap: float = CAP, every: float = EVERY) -> T:
     """Await until ``check()`` returns something true; return it.
 
     Args:
         check: called with no argument each look; may return an awaitable (an ``async``
             function, or ``lambda: asyncio.to_thread(f)`` for a blocking look).
-        what: the state waited for, worded in the failure.
+        what: the state waited for, worded in the failure (see :data:`What`).
         cap: seconds before giving up (a hang guard, not an assertion on time).
         every: seconds between looks.
 
@@ -58,11 +66,11 @@ async def until(check: Callable[[], T | Awaitable[T]], what: What = "state not r
         if value:
             return value  # type: ignore[return-value]
         if loop.time() >= deadline:
-            raise AssertionError(_said(what))
+            raise AssertionError(_said(what, check))
         await asyncio.sleep(every)
 
 
-def until_sync(check: Callable[[], T], what: What = "state not reached", *,
+def until_sync(check: Callable[[], T], what: What = None, *,
                cap: float = CAP, every: float = EVERY) -> T:
     """Block until ``check()`` returns something true; return it (as :func:`until`, for a test
     or thread with no event loop).
@@ -76,5 +84,5 @@ def until_sync(check: Callable[[], T], what: What = "state not reached", *,
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(_said(what))
+            raise AssertionError(_said(what, check))
         time.sleep(every)
