@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import examples
+
 REPO = Path(__file__).resolve().parent.parent
 
 INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
@@ -21,9 +23,12 @@ so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no 
 def pytest_configure(config: pytest.Config) -> None:
     """Drop ``COLUMNS`` and ``LINES`` from this process's environment: pytest-xdist sets them
     (80 and 24) in its workers, and a ``bees`` table piped to a test is cut to ``COLUMNS``
-    (:func:`bees_cli.cli.table.table_width`); a test that wants a width sets it itself."""
+    (:func:`bees_cli.cli.table.table_width`); a test that wants a width sets it itself.
+    Property tests try fewer examples in the fast part outside CI
+    (:mod:`tests.support.examples`)."""
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+    examples.FULL = bool(os.environ.get("CI")) or not _integration_deselected(config)
 
 
 def _integration_deselected(config: pytest.Config) -> bool:
