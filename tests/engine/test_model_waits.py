@@ -5,7 +5,6 @@ hour a ``Retry-After: 3600`` asks for passes on the time-skipping server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sys
@@ -231,13 +230,14 @@ async def test_a_pieces_model_call_that_waits_says_so_on_the_pieces_row(
                            heartbeat_every=0.5, delegate=delegate):
         item_id = await start(dev_env, record, space, "p")
         seen: list[tuple[str, str | None]] = []
-        for _ in range(600):  # the piece's first try is refused for 4 s; its second is held
+        def retrying() -> bool:  # the piece's first try is refused for 4 s; its second is held
             found = piece()
             if found is not None and (found.status, found.reason) not in seen:
                 seen.append((found.status, found.reason))
-            if found is not None and found.reason and found.reason.startswith("retrying"):
-                break
-            await asyncio.sleep(0.05)
+            return bool(found is not None and found.reason
+                        and found.reason.startswith("retrying"))
+
+        await wait.until(retrying, lambda: f"the piece never retried: {seen}")
         waiting = [reason for status, reason in seen if status == PieceStatus.WAITING
                    and reason is not None]  # (a new piece waits for its pick, no reason)
         assert len(waiting) == 1
