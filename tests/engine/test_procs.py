@@ -91,7 +91,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     assert (f"FAIL  bees run: not running (last seen pid {first.pid}, stopped without "
             "cleanup)") in doctor.stdout.splitlines()
 
-    second = bees("run", "--exit-when-idle", cap=180)
+    second = bees("run", "--exit-when-idle", timeout=180)
     assert second.returncode == 0, second.stderr
     lines = run_lines(second.stderr)
     address = found["engine"]["address"]
