@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import examples
+
 REPO = Path(__file__).resolve().parent.parent
 
 INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
@@ -21,9 +23,37 @@ so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no 
 def pytest_configure(config: pytest.Config) -> None:
     """Drop ``COLUMNS`` and ``LINES`` from this process's environment: pytest-xdist sets them
     (80 and 24) in its workers, and a ``bees`` table piped to a test is cut to ``COLUMNS``
-    (:func:`bees_cli.cli.table.table_width`); a test that wants a width sets it itself."""
+    (:func:`bees_cli.cli.table.table_width`); a test that wants a width sets it itself.
+    Property tests try fewer examples in the fast part outside CI
+    (:mod:`tests.support.examples`)."""
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+    examples.FULL = bool(os.environ.get("CI")) or not _integration_deselected(config)
+
+
+def _integration_deselected(config: pytest.Config) -> bool:
+    """True when ``-m`` leaves out every ``integration`` test, whatever its other marks
+    (``-m "not integration and not slow"``, the fast part)."""
+    from _pytest.mark.expression import Expression
+
+    text = config.getoption("markexpr", "")
+    if not text:
+        return False
+    expression = Expression.compile(text)
+    return not any(
+        expression.evaluate(lambda name, /, _others=others, **_: name == "integration" or _others)
+        for others in (False, True))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not even import the integration folders when ``-m`` deselects them all: the fast
+    part would import Temporal, Playwright and the cloud server's modules in each worker only
+    to drop their tests (about a third of its time on 2 cores)."""
+    tests = Path(__file__).resolve().parent
+    if (collection_path.parent == tests and collection_path.name in INTEGRATION_FOLDERS
+            and _integration_deselected(config)):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from tests.support.wait import until_sync
 
 
 @contextmanager
@@ -20,7 +21,7 @@ def uvicorn_in_thread(app: Any, sock: socket.socket, **config: Any) -> Iterator[
         config: more ``uvicorn.Config`` settings (``lifespan``, ``http``…); logging is quiet.
 
     Raises:
-        AssertionError: the server did not start within 10 s.
+        AssertionError: the server did not start (:data:`tests.support.wait.CAP`).
     """
     import uvicorn
 
@@ -28,10 +29,7 @@ def uvicorn_in_thread(app: Any, sock: socket.socket, **config: Any) -> Iterator[
     server = uvicorn.Server(uvicorn.Config(app, **(settings | config)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start within 10 s"
+    until_sync(lambda: server.started, "uvicorn did not start", every=0.01)
     try:
         host, port = sock.getsockname()[:2]
         yield host, port

@@ -16,6 +16,7 @@ from bees_cli.errors import UserError
 from bees_cli.ids import check_email
 from bees_cli.machine.identity import set_identity
 from bees_cli.workspace.models import Schedule
+from tests.support.examples import examples
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEDULE = {"process": "weekly", "cron": "0 9 * * 1", "timezone": "UTC"}
@@ -90,7 +91,7 @@ def test_this_computers_person_follows_the_same_rule(bees_home: Path) -> None:
                 set_identity(person=text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=20).map(lambda t: t + "@x")
        | st.text(max_size=30))
 def test_the_checks_agree_on_any_text(text: str) -> None:

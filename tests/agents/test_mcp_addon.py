@@ -26,6 +26,7 @@ from bees_cli.agents.mcp_addon import (
 )
 from bees_cli.workspace.models import Addon
 from tests.mcp_server import SCRIPT, free_port, http_server
+from tests.support.wait import until_sync
 
 SEND_SCHEMA = {"properties": {"to": {"title": "To", "type": "string"},
                               "subject": {"title": "Subject", "type": "string"}},
@@ -210,18 +211,13 @@ def test_a_stdio_server_dies_with_its_caller_killed_mid_call(tmp_path: Path) -> 
         "                      environ={'NOTES_LOG': sys.argv[2]}))\n"),
         str(tmp_path), str(log)], cwd=Path(__file__).resolve().parents[2])
     try:
-        deadline = time.monotonic() + 30
-        while not (log.exists() and log.read_text()) and caller.poll() is None:
-            assert time.monotonic() < deadline, "the tool call never started"
-            time.sleep(0.05)
+        until_sync(lambda: (log.exists() and log.read_text()) or caller.poll() is not None,
+                   "the tool call never started")
         assert log.read_text().splitlines() == ['late {"seconds": 4.0}']
         server = next(p for p in psutil.Process(caller.pid).children(recursive=True)
                       if str(SCRIPT) in p.cmdline())
     finally:
         caller.kill()
         caller.wait()
-    deadline = time.monotonic() + 2
-    while not gone(server) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(server), f"the server {server.pid} outlived its caller"
+    until_sync(lambda: gone(server), f"the server {server.pid} outlived its caller")
     assert log.read_text().splitlines() == ['late {"seconds": 4.0}']

@@ -31,6 +31,7 @@ from bees_cli.agents.runner import (
     run_command_stage,
     stage_dir,
 )
+from tests.support.wait import until
 
 
 def make_request(tmp_path: Path, script: str, **changes: Any) -> StageRequest:
@@ -286,10 +287,7 @@ time.sleep(60)
 
 async def wait_for_pids(folder: Path) -> list[int]:
     """Wait until the spawner wrote ``pids`` in its stage folder; return them."""
-    deadline = time.monotonic() + 10
-    while not (folder / "pids").exists():
-        assert time.monotonic() < deadline, "the child did not start"
-        await asyncio.sleep(0.02)
+    await until(lambda: (folder / "pids").exists(), "the child did not start", every=0.02)
     return [int(p) for p in (folder / "pids").read_text().split()]
 
 
@@ -323,10 +321,7 @@ async def test_helpers_left_behind_after_a_clean_exit_are_killed(tmp_path: Path)
     """
     result = await run_command_stage(make_request(tmp_path, script), heartbeat=no_beat)
     helper = int(Path(result.stdout_path).read_text())
-    deadline = time.monotonic() + 5
-    while not gone(helper) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert gone(helper)
+    await until(lambda: gone(helper), f"the helper {helper} outlived the stage", every=0.02)
 
 
 def leader_with_a_helper(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
@@ -423,10 +418,8 @@ async def test_the_program_dies_with_its_worker_and_the_next_start_stops_its_hel
         pids = await wait_for_pids(tmp_path / "run" / "Draft")
         worker.kill()  # kill -9 of the worker: no cleanup of its own
         assert worker.wait(timeout=5) == -9
-        deadline = time.monotonic() + 5
-        while not gone(pids[0]) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert gone(pids[0])  # the kernel killed the program with its parent
+        # the kernel kills the program with its parent
+        await until(lambda: gone(pids[0]), "the program outlived its worker", every=0.02)
         assert [pid for pid in pids[1:] if gone(pid)] == []  # its helpers live on
         [left] = stop_leftovers(groups)
         assert (left.pgid, left.item_id, left.stage) == (pids[0], "01J0ITEM", "Draft")

@@ -8,7 +8,6 @@ two computers, to the session's Bees Cloud (tests/e2e).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -18,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from bees_cli.record.sync import Syncer
 from tests.app.conftest import LocalhostTransport
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import dev_env  # noqa: F401 - a fixture
+from tests.support.wait import until
 
 if TYPE_CHECKING:  # playwright itself is imported by the browser fixture
     from playwright.async_api import Browser, Page
@@ -216,8 +215,8 @@ class Machine:
             self.worker = subprocess.Popen(
                 [sys.executable, "-m", "bees_cli", "run", "-w", str(workspace),
                  "--temporal-address", address], env=self.env(), stdout=out, stderr=out)
-        await wait_for(lambda: (self.home / "data" / "worker.json").exists(),
-                       f"bees run did not start: {self.home / 'run.log'}")
+        await until(lambda: (self.home / "data" / "worker.json").exists(),
+                    f"bees run did not start: {self.home / 'run.log'}")
 
     def app(self, workspace: Path) -> App:
         """Start ``bees app --no-open --json`` and read its first line (the URL)."""
@@ -280,14 +279,6 @@ def _drain(stream: IO[str], path: Path) -> None:
     with open(path, "a", encoding="utf-8") as out:
         for line in stream:
             out.write(line)
-
-
-async def wait_for(check: Callable[[], object], what: str, timeout: float = 60) -> None:
-    """Poll ``check`` every 0.1 s until it is true; fail with ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.1)
 
 
 @contextmanager

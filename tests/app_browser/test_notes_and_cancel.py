@@ -12,7 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.app.views import BEES_RUN_DOWN
 from bees_cli.record.local import LocalRecord
-from tests.app_browser.conftest import Machine, open_page, wait_for, weekly_report
+from tests.app_browser.conftest import Machine, open_page, weekly_report
+from tests.support.wait import until
 
 
 async def test_the_bees_run_note_is_live_and_cancel_asks_first(
@@ -49,8 +50,8 @@ async def test_the_bees_run_note_is_live_and_cancel_asks_first(
             await expect(page.locator('[data-testid="done"]')).to_contain_text(
                 "cancel: cancel requested")
         record = LocalRecord(laptop.computer.record_path)
-        await wait_for(lambda: record.item(item).status == "cancelled",
-                       f"{item} was not cancelled")
+        await until(lambda: record.item(item).status == "cancelled",
+                    f"{item} was not cancelled")
         await expect(status).to_have_text("cancelled")
 
         assert laptop.worker is not None

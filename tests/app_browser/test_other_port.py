@@ -31,7 +31,8 @@ from playwright.async_api import Browser, expect
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.record.local import LocalRecord
-from tests.app_browser.conftest import LIVE, Machine, wait_for, weekly_report
+from tests.app_browser.conftest import LIVE, Machine, weekly_report
+from tests.support.wait import until
 
 ATTACK_JS = """
 async (targets) => {
@@ -186,8 +187,8 @@ async def test_a_page_on_another_loopback_port_neither_reads_nor_approves(
     app = laptop.app(workspace)
     item = laptop.create(workspace, "Week 52 report")
     record = LocalRecord(laptop.computer.record_path)
-    await wait_for(lambda: record.item(item).status == "waiting for approval",
-                   f"{item} never reached Send's approval")
+    await until(lambda: record.item(item).status == "waiting for approval",
+                f"{item} never reached Send's approval")
 
     context = await browser.new_context()
     context.set_default_timeout(LIVE)

@@ -22,8 +22,9 @@ from playwright.async_api import Browser, expect
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.record.local import LocalRecord
-from tests.app_browser.conftest import App, Machine, open_page, wait_for, weekly_report
+from tests.app_browser.conftest import App, Machine, open_page, weekly_report
 from tests.e2e.conftest import Cloud
+from tests.support.wait import until
 
 
 @dataclass
@@ -84,8 +85,8 @@ def status(machine: Machine, item: str) -> str:
 async def test_the_laptop_says_where_the_desktops_item_runs_and_offers_no_approve(
         browser: Browser, pair: Pair) -> None:
     item = pair.desktop.create(pair.desktop_ws, "Week 50 report")
-    await wait_for(lambda: status(pair.desktop, item) == "waiting for approval",
-                   "the desktop's report never reached Send's approval")
+    await until(lambda: status(pair.desktop, item) == "waiting for approval",
+                "the desktop's report never reached Send's approval")
     await pair.desktop.sync()
     await pair.laptop.sync()
     async with open_page(browser, pair.laptop_app.url) as page:

@@ -14,6 +14,7 @@ import typer
 from bees_cli.errors import UserError
 from bees_cli.ids import check_item_id
 from bees_cli.machine.paths import run_folder_of
+from tests.cli.conftest import InProcess
 from tests.conftest import BeesRunner
 
 WHOLE = "01JH3QX5Z8KZ2W4M6N8P0R2T4V"
@@ -77,11 +78,12 @@ def test_every_command_that_takes_an_item_id_checks_it() -> None:
                                           "very-long"])
 @pytest.mark.parametrize(("before", "after", "prefix"), COMMANDS,
                          ids=[" ".join(c[0] + c[1]) for c in COMMANDS])
-def test_a_bad_id_exits_2_and_creates_nothing(bees: BeesRunner, bees_home: Path,
+def test_a_bad_id_exits_2_and_creates_nothing(run_bees: InProcess, bees_home: Path,
                                               before: tuple[str, ...], after: tuple[str, ...],
                                               prefix: bool, bad: str) -> None:
-    done = bees(*before, bad, *after)
-    assert done.returncode == 2, done.stderr
+    """In this process (the real app; the tests below go through ``python -m bees_cli``)."""
+    done = run_bees(*before, bad, *after)
+    assert (done.code, done.raised) == (2, None), done.stderr
     if "--json" in after:
         assert done.stderr == ""
         assert json.loads(done.stdout) == {"version": 1, "error": {

@@ -118,10 +118,11 @@ def test_root_help_and_version_do_not_import_typer(args: list[str], bees_home: o
 
 def test_the_typer_free_root_help_is_typer_own_at_every_width(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    command = typer.main.get_command(main.app)  # built once; the width is read at each help
     for columns in range(30, 130):
         monkeypatch.setenv("COLUMNS", str(columns))
         with pytest.raises(SystemExit) as left:
-            typer.main.get_command(main.app).main(["--help"], prog_name="bees")
+            command.main(["--help"], prog_name="bees")
         assert left.value.code == 0
         assert capsys.readouterr().out == roothelp.render() + "\n", columns
 

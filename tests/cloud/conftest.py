@@ -25,6 +25,7 @@ import pytest
 
 from bees_cli.cloud.client import AsyncCloudClient, CloudClient
 from bees_cli.cloud.server.storage import Storage
+from tests.support.wait import until_sync
 
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_SH = REPO / ".ci" / "postgres.sh"
@@ -322,10 +323,7 @@ def clocked_server(tmp_path: Path) -> Iterator[ThreadServer]:
     uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert uv.started
+    until_sync(lambda: uv.started, "uvicorn did not start", every=0.01)
     yield ThreadServer(f"http://127.0.0.1:{sock.getsockname()[1]}", storage, clock)
     uv.should_exit = True
     thread.join(10)

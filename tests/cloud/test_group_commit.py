@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from bees_cli.cloud.server.engine import Database
+from tests.support.wait import until_sync
 
 TABLE = sa.Table("t", sa.MetaData(), sa.Column("k", sa.String, primary_key=True))
 
@@ -31,14 +31,6 @@ def committed(db: Database) -> list[str]:
     assert path
     with sqlite3.connect(path) as conn:
         return sorted(k for (k,) in conn.execute("SELECT k FROM t"))
-
-
-def until(check: Callable[[], bool]) -> None:
-    """Wait (at most 10 s) until ``check()`` holds: a state, not a time."""
-    deadline = time.monotonic() + 10
-    while not check():
-        assert time.monotonic() < deadline, "state not reached within 10 s"
-        time.sleep(0.005)
 
 
 class Writers:
@@ -78,10 +70,10 @@ def test_writers_queued_behind_one_share_its_commit(db: Database) -> None:
     assert groups is not None
     writers = Writers(db)
     writers.start("a", wait=True)
-    until(lambda: groups._group is not None and groups._conn is not None)
+    until_sync(lambda: groups._group is not None and groups._conn is not None)
     writers.start("b")
     writers.start("c")
-    until(lambda: groups._queued == 2)
+    until_sync(lambda: groups._queued == 2)
     writers.hold.set()
     writers.join()
     assert groups.commits == 1
@@ -98,11 +90,11 @@ def test_a_failing_writer_loses_only_its_own_work(db: Database) -> None:
     assert groups is not None
     writers = Writers(db)
     writers.start("a", wait=True)
-    until(lambda: groups._group is not None and groups._conn is not None)
+    until_sync(lambda: groups._group is not None and groups._conn is not None)
     writers.start("b", fail=True)
-    until(lambda: groups._queued == 1)
+    until_sync(lambda: groups._queued == 1)
     writers.start("c")
-    until(lambda: groups._queued == 2)
+    until_sync(lambda: groups._queued == 2)
     writers.hold.set()
     writers.join()
     assert isinstance(writers.seen["b"], RuntimeError)
@@ -131,9 +123,9 @@ def test_a_failed_commit_fails_every_writer_in_it(db: Database) -> None:
 
     writers = Writers(db)
     writers.start("a", wait=True)
-    until(lambda: groups._group is not None and groups._conn is not None)
+    until_sync(lambda: groups._group is not None and groups._conn is not None)
     writers.start("b")
-    until(lambda: groups._queued == 1)
+    until_sync(lambda: groups._queued == 1)
     sa.event.listen(db.engine, "commit", refuse)
     writers.hold.set()
     writers.join()

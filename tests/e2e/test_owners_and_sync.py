@@ -16,6 +16,7 @@ from bees_cli.record.fires import FireLog
 from bees_cli.record.sync import SharedRecord, Syncer
 from bees_cli.schedules.owners import UNREACHABLE_REASON, ready_to_start, startable
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of, service
+from tests.support import wait
 
 T0 = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
 
@@ -92,10 +93,8 @@ async def test_sync_loop_survives_an_unreachable_cloud(
     said: list[str] = []
     stop = asyncio.Event()
     task = asyncio.create_task(Syncer(offline, interval=0.01).run(stop, said.append))
-    for _ in range(200):
-        if SharedRecord(offline.record_path).meta("error"):
-            break
-        await asyncio.sleep(0.02)
+    await wait.until(lambda: SharedRecord(offline.record_path).meta("error"),
+                     "the sync never failed", every=0.02)
     stop.set()
     await asyncio.wait_for(task, 10)
     assert len(said) == 1 and said[0].startswith("shared record: sync failed: cannot reach")

@@ -17,6 +17,7 @@ from bees_cli.schedules import owners
 from bees_cli.usecases.bees import Bees
 from tests.e2e.conftest import Team, closed_url, make_computer, record_of
 from tests.engine.conftest import dev_env  # noqa: F401 - the session's Temporal dev server
+from tests.support import wait
 
 ITEM = "01JRUNCLAIMPENDING00000000"
 
@@ -37,13 +38,13 @@ async def test_exit_when_idle_keeps_trying_a_claim_the_cloud_did_not_answer(
     run = asyncio.create_task(Bees(offline, say=said.append).run(
         workspace_path=None, address=address, exit_when_idle=True))
     tried: set[str] = set()
-    for _ in range(2400):  # up to 2 min on a loaded machine; 1-2 s usually
+    def tried_thrice() -> bool:
         claim = FireLog(offline.record_path).claim(ITEM)
         if claim is not None:
             tried.add(claim.tried)
-        if len(tried) >= 3 or run.done():
-            break
-        await asyncio.sleep(0.05)
+        return len(tried) >= 3 or run.done()
+
+    await wait.until(tried_thrice, lambda: f"tried {len(tried)} times: {said}", cap=120)
     assert not run.done(), said
     assert len(tried) >= 3, said  # tried again and again, still running
     row = record.item(ITEM)

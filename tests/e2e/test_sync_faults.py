@@ -28,6 +28,7 @@ from bees_cli.usecases.models import TeamItemDetails
 from bees_cli.utc import format_utc
 from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of
+from tests.support import wait
 
 ITEM = "01JSYNCFAULTSITEM000000000"
 TOLERANCE = timedelta(seconds=300)
@@ -133,8 +134,6 @@ async def test_a_change_stamped_ahead_is_refused_kept_shown_and_sent_later(
         await client.aclose()
 
 
-@pytest.mark.skipif(not hasattr(wire, "RefusedChange"),
-                    reason="the server's per-change refusals (branch cloud-faults) are not here")
 async def test_the_server_refuses_a_change_ahead_then_takes_it_once_its_clock_caught_up(
         tmp_path: Path, clocked_server: ThreadServer) -> None:  # noqa: F811 - the fixture
     storage, clock = clocked_server.storage, clocked_server.clock
@@ -183,10 +182,8 @@ async def test_a_failing_sync_loop_makes_status_say_the_rows_are_old(tmp_path: P
     offline = make_computer(tmp_path, "maya-laptop", team.maya, url=closed_url(), token="x")
     stop = asyncio.Event()
     task = asyncio.create_task(Syncer(offline, interval=0.01, clock=clock).run(stop))
-    for _ in range(200):
-        if SharedRecord(offline.record_path).meta("error"):
-            break
-        await asyncio.sleep(0.02)
+    await wait.until(lambda: SharedRecord(offline.record_path).meta("error"),
+                     "the sync never failed", every=0.02)
     stop.set()
     await asyncio.wait_for(task, 10)
     shown = status_now(Bees(offline), now=clock() + timedelta(minutes=3))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import textwrap
@@ -20,6 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.record.local import ItemRow, LocalRecord
+from tests.support import wait
 
 SCRIPTS = Path(sys.executable).parent
 AGENT = Path(__file__).resolve().parent / "agent_script.py"
@@ -127,15 +127,16 @@ def status_on(home: Path, item_id: str) -> str:
 
 async def until(record: LocalRecord, item_id: str, check: Callable[[ItemRow], bool],
                 timeout: float = 30.0) -> ItemRow:
-    """Wait until the item's record row satisfies ``check``; return it (fails after ``timeout``)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        row = record.item(item_id)
-        if check(row):
-            return row
-        assert loop.time() < deadline, f"item stayed {row.status_text} at {row.stage}"
-        await asyncio.sleep(0.05)
+    """Wait until the item's record row satisfies ``check``; return it (fails after ``timeout``
+    s, a hang guard, naming the status and stage the item stayed at)."""
+    seen: list[ItemRow] = []
+
+    def look() -> ItemRow | None:
+        seen[:] = [record.item(item_id)]
+        return seen[0] if check(seen[0]) else None
+
+    return await wait.until(look, lambda: f"item stayed {seen[0].status_text} at {seen[0].stage}",
+                            cap=timeout)
 
 
 def scheduled(history: WorkflowHistory, activity: str) -> list[HistoryEvent]:

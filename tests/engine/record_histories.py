@@ -34,6 +34,7 @@ from bees_cli.engine.models import (
 from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 from tests.engine.conftest import SCRIPTS, Space, until
+from tests.support import wait
 
 HERE = Path(__file__).resolve().parent
 HISTORIES = HERE / "histories"
@@ -524,12 +525,9 @@ async def _relinquish_pieces(client: Client, record: LocalRecord, space: Space, 
     piece_agent(space, "beta", HOLD=str(hold))
     space.write("processes/p.yaml", DRAFT.format(approval="none"))
     item_id = await _start(client, record, space)
-    for _ in range(600):
-        said = space.lines()
-        if any(ln.startswith("holding beta") for ln in said) and any(
-                ln.startswith("delegate alpha 0") for ln in said):
-            break
-        await asyncio.sleep(0.1)
+    await wait.until(lambda: any(ln.startswith("holding beta") for ln in space.lines())
+                     and any(ln.startswith("delegate alpha 0") for ln in space.lines()),
+                     lambda: f"the pieces did not get going: {space.lines()}")
     handle = client.get_workflow_handle(item_id)
     handed = await handle.execute_update(RELINQUISH_UPDATE, MAYA, result_type=HandoverOutput)
     assert handed.ok, handed.reason

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from bees_cli.engine.server import pid_alive
 from tests.conftest import EXAMPLE, BeesRunner, run_lines
 from tests.engine.conftest import DRAFT_REVIEW_DONE, Space, status_on
+from tests.support.wait import until_sync
 
 WORK_REVIEW = DRAFT_REVIEW_DONE
 
@@ -27,14 +27,6 @@ def start_bees(home: Path, *args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, BEES_HOME=str(home))
     return subprocess.Popen([sys.executable, "-m", "bees_cli", *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def wait_for(check, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    """Poll ``check()`` until it is true (fails after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def engine_json(home: Path) -> dict[str, object] | None:
@@ -110,7 +102,7 @@ def test_wait_reports_moves_and_sigterm_stops_the_engine(
     space.write("processes/p.yaml", WORK_REVIEW)
     runner = start_bees(bees_home, "run", "-w", str(space.root))
     try:
-        wait_for(lambda: engine_json(bees_home) is not None)
+        until_sync(lambda: engine_json(bees_home) is not None, "engine.json never written")
         server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
         created = bees("item", "create", "p", "--title", "Week 2", "--wait",
                        "-w", str(space.root))
@@ -128,7 +120,7 @@ def test_wait_reports_moves_and_sigterm_stops_the_engine(
         out, err = runner.communicate(timeout=60)
     assert runner.returncode == 0, err
     assert engine_json(bees_home) is None
-    wait_for(lambda: not pid_alive(server_pid), timeout=15)
+    until_sync(lambda: not pid_alive(server_pid), "the dev server outlived bees run")
 
 
 @pytest.mark.slow
@@ -141,7 +133,7 @@ def test_kill_9_mid_stage_restarts_the_stage_and_finishes_once(
     first = start_bees(bees_home, "run", "--exit-when-idle")
     server_pid = None
     try:
-        wait_for(lambda: space.lines() == ["Draft writer 1 1 []"])
+        until_sync(lambda: space.lines() == ["Draft writer 1 1 []"], "the writer never ran")
         server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
         first.kill()
         first.wait(timeout=10)
@@ -194,12 +186,14 @@ def test_kill_9_after_a_gated_send_does_not_send_twice(
     first = start_bees(bees_home, "run")
     server_pid = None
     try:
-        wait_for(lambda: status_on(bees_home, item_id) == "waiting for approval")
+        until_sync(lambda: status_on(bees_home, item_id) == "waiting for approval",
+                   "never waiting for approval")
         server_pid = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
         approved = bees("approve", item_id, "--action", "1")
         assert approved.returncode == 0, approved.stderr
         assert approved.stderr.startswith(f"{item_id}: request 1 approved by ")
-        wait_for(lambda: space.log.exists() and "mail.send 0" in space.log.read_text())
+        until_sync(lambda: space.log.exists() and "mail.send 0" in space.log.read_text(),
+                   "mail.send never ran")
         first.kill()  # after the send, while the agent still works
         first.wait(timeout=10)
         second = bees("run", "--exit-when-idle", timeout=120)

@@ -36,6 +36,7 @@ from bees_cli.usecases import Bees, run
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, until
+from tests.support import wait
 
 HERE = Path(__file__).resolve().parent
 
@@ -122,11 +123,7 @@ async def relinquished_in_draft(env: WorkflowEnvironment, space: Space,
     item = create_item(space.root, "report", title="Week 2", agents=[], folders=[],
                        record=record, computer=Computer.load())
     assert await start_pending(EngineGateway(env.client), AsyncRecord(record), Computer.load()) == 1
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while "holding Draft" not in space.lines():
-        assert loop.time() < deadline, space.lines()
-        await asyncio.sleep(0.05)
+    await wait.until(lambda: "holding Draft" in space.lines(), lambda: f"{space.lines()}")
     done = await asyncio.to_thread(relinquish_item, item.id)
     return Setup(item.id, item.run_folder, done)
 
@@ -249,11 +246,7 @@ async def test_relinquish_during_review_restarts_at_the_stage_under_review(
                        record=record, computer=Computer.load())
     assert await start_pending(EngineGateway(dev_env.client),
                                AsyncRecord(record), Computer.load()) == 1
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while "holding Review" not in space.lines():
-        assert loop.time() < deadline, space.lines()
-        await asyncio.sleep(0.05)
+    await wait.until(lambda: "holding Review" in space.lines(), lambda: f"{space.lines()}")
     done = await asyncio.to_thread(relinquish_item, item.id)
     assert (done.stage, done.restart_stages) == ("Review", {"main": "Draft"})
     assert record.item(item.id).status_text == "free, restarts at Draft"

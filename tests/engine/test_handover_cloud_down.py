@@ -36,6 +36,7 @@ from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import Space, retried_every, scheduled, until
 from tests.engine.test_handover import relinquish_item
 from tests.engine.test_handover_faults import sha, start_holding
+from tests.support import wait
 
 DOWN_FOR = 3
 """Tries of the handover step that fail while the cloud is down before the test waits for
@@ -111,12 +112,11 @@ async def test_a_handover_while_the_cloud_is_down_waits_then_frees_the_item(
     assert (shown["status_text"], shown["wait"]) == (
         "waiting: relinquishing: Bees Cloud unreachable, retrying", "release_pending")
     assert not is_idle(record)  # bees run --exit-when-idle keeps trying
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 120
-    while await handover_attempt(dev_env, item.id) <= DOWN_FOR:  # the 4th is scheduled
+    async def fourth_scheduled() -> bool:
         assert not asked.done(), asked.result()  # the run did not give up after 3 tries
-        assert loop.time() < deadline
-        await asyncio.sleep(0.2)
+        return await handover_attempt(dev_env, item.id) > DOWN_FOR
+
+    await wait.until(fourth_scheduled, "no 4th handover try", cap=120, every=0.2)
     assert flaky.refused >= DOWN_FOR * 3  # each try: the client's own three attempts
 
     flaky.down = False

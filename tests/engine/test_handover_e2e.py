@@ -8,7 +8,6 @@ directory as the workspace's run folder. Every command is the real CLI in a subp
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -17,7 +16,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -31,6 +29,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.record.sync import Syncer, team_rows
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import DRAFT_REVIEW_DONE
+from tests.support.wait import until
 
 HERE = Path(__file__).resolve().parent
 
@@ -120,14 +119,6 @@ def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, person: 
         return Machine(home, Computer.load())
 
 
-async def wait_for(check: Any, what: str, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, what
-        await asyncio.sleep(0.1)
-
-
 async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         dev_env: WorkflowEnvironment, tmp_path: Path, team: Team,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,8 +142,8 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         for computer in (laptop, desktop):
             computer.start(workspace, address)
         for computer in (laptop, desktop):
-            await wait_for(lambda c=computer: (c.home / "data" / "worker.json").exists(),
-                           f"bees run did not start: {computer.home / 'run.log'}")
+            await until(lambda c=computer: (c.home / "data" / "worker.json").exists(),
+                        f"bees run did not start: {computer.home / 'run.log'}")
 
         # the report runs on the laptop; Draft sends its mail, then keeps working
         hold.touch()
@@ -162,7 +153,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert created.returncode == 0, created.stderr
         item = created.stdout.strip()
         run_folder = shared / item
-        await wait_for(lambda: "holding Draft" in lines(), "Draft never held")
+        await until(lambda: "holding Draft" in lines(), "Draft never held")
         await laptop.sync()
         await sam.sync()
         assert sam.sees() == {item: "Draft, running on maya-laptop"}
@@ -237,7 +228,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         continued = desktop.record.item(item)
         assert (continued.title, continued.workspace) == ("Week 48 report", str(desktop_ws))
         assert json.loads(continued.input)["snapshot"]["workspace_root"] == str(desktop_ws)
-        await wait_for(lambda: lines().count("holding Draft") == 2, "Draft did not restart")
+        await until(lambda: lines().count("holding Draft") == 2, "Draft did not restart")
         await desktop.sync()
         await sam.sync()
         assert sam.sees() == {item: "Draft, running on maya-desktop"}
@@ -253,7 +244,7 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         # step 10: the desktop finishes: Draft from the top, Review, Done; the mail is not
         # sent again
         hold.unlink()
-        await wait_for(lambda: desktop.record.item(item).status == "done", "not done")
+        await until(lambda: desktop.record.item(item).status == "done", "not done")
         ran_at = desktop.record.journal(item)[0]["at"]
         assert lines() == [
             "run Draft writer 1", "mail.send 0 done 1 | ", "holding Draft",

@@ -51,6 +51,7 @@ from tests.engine.test_handover import (  # noqa: F401 - worker is a fixture
     worker,
     write_space,
 )
+from tests.support import wait
 
 
 class LoseAnswers(httpx.AsyncBaseTransport, httpx.BaseTransport):
@@ -106,11 +107,7 @@ async def start_holding(env: WorkflowEnvironment, space: Space, record: LocalRec
     item = create_item(space.root, "report", title=title, agents=[], folders=[],
                        record=record, computer=Computer.load())
     assert await start_pending(EngineGateway(env.client), AsyncRecord(record), Computer.load()) == 1
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while "holding Draft" not in space.lines():
-        assert loop.time() < deadline, space.lines()
-        await asyncio.sleep(0.05)
+    await wait.until(lambda: "holding Draft" in space.lines(), lambda: f"{space.lines()}")
     return item
 
 

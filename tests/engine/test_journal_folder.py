@@ -23,8 +23,9 @@ from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space, status_on
 from tests.engine.test_actions import addon_lines, ops_addon
-from tests.engine.test_cli import start_bees, wait_for
+from tests.engine.test_cli import start_bees
 from tests.engine.test_rules import HERE, SEND, action_agent, here
+from tests.support.wait import until_sync
 
 MAIL = {"to": "team@example.com"}
 
@@ -57,8 +58,8 @@ def test_a_send_journaled_in_the_run_folder_is_not_sent_again_after_record_db_is
     # the send ran (delivered and journaled); the stage still runs when bees run stops
     run = start_bees(bees_home, "run")
     try:
-        wait_for(lambda: space.log.exists() and "mail.send 0" in space.log.read_text(),
-                 timeout=120)
+        until_sync(lambda: space.log.exists() and "mail.send 0" in space.log.read_text(),
+                   cap=120)
     finally:
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=60)
@@ -139,7 +140,7 @@ def test_an_intent_without_a_result_in_the_run_folder_is_held_after_record_db_is
 
     run = start_bees(bees_home, "run")
     try:
-        wait_for(lambda: status_on(bees_home, item_id) == "waiting for approval", timeout=120)
+        until_sync(lambda: status_on(bees_home, item_id) == "waiting for approval", cap=120)
         (asked,) = json.loads(bees("approvals", "--json").stdout)["approvals"]
         assert asked["interrupted_at"] == "2026-12-01T08:00:00Z"  # --json: whole seconds
     finally:

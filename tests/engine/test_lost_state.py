@@ -17,8 +17,9 @@ from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import EXAMPLE, BeesRunner, run_lines
 from tests.engine.conftest import Space
-from tests.engine.test_cli import start_bees, wait_for
+from tests.engine.test_cli import start_bees
 from tests.engine.test_rules import HERE, SEND, action_agent
+from tests.support.wait import until_sync
 
 pytestmark = pytest.mark.slow
 
@@ -88,8 +89,8 @@ def test_a_deleted_engine_database_leaves_the_item_lost_and_retry_sends_once(
     # the send is done (journaled) and the stage still runs when bees run stops
     run = start_bees(bees_home, "run")
     try:
-        wait_for(lambda: space.log.exists() and "mail.send 0" in space.log.read_text(),
-                 timeout=120)
+        until_sync(lambda: space.log.exists() and "mail.send 0" in space.log.read_text(),
+                   cap=120)
     finally:
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=60)

@@ -37,7 +37,7 @@ from tests.e2e.conftest import (  # noqa: F401 - fixtures
     team,
     write_workspace,
 )
-from tests.engine.conftest import agent_yaml
+from tests.engine.conftest import agent_yaml, until
 
 NINE = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
 """Monday 6 January 2025, 9:00 in Paris."""
@@ -75,14 +75,8 @@ class Maya:
 
     async def until(self, computer: Computer, stage: str, status: str,
                     timeout: float = 60) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            row = record_of(computer).item(self.item)
-            if (row.stage, row.status) == (stage, status):
-                return
-            assert loop.time() < deadline, f"stayed {row.stage} {row.status_text}"
-            await asyncio.sleep(0.05)
+        await until(record_of(computer), self.item,
+                    lambda row: (row.stage, row.status) == (stage, status), timeout=timeout)
 
     def seen_by(self, computer: Computer) -> dict[str, str]:
         return {r["id"]: r["status_text"] for r in team_rows(computer.record_path, set())}

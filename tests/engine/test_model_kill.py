@@ -23,8 +23,9 @@ from bees_cli.record.local import LocalRecord
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space
-from tests.engine.test_cli import engine_json, start_bees, wait_for
+from tests.engine.test_cli import engine_json, start_bees
 from tests.engine.test_rules import SEND, mail_addon
+from tests.support.wait import until_sync
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +87,7 @@ def test_bees_run_killed_mid_model_call_the_next_run_asks_that_turn_again_and_fi
     item_id = created.stdout.strip()
 
     first = runs.start()
-    wait_for(lambda: len(model.received) == 2, timeout=60)
+    until_sync(lambda: len(model.received) == 2, cap=60)
     first.kill()  # SIGKILL: no cleanup, the engine it started stays up
     first.communicate(timeout=10)
     thinking.set()  # the answer goes to a dead connection
@@ -97,7 +98,7 @@ def test_bees_run_killed_mid_model_call_the_next_run_asks_that_turn_again_and_fi
     def status() -> str:
         return str(json.loads(bees("status", "--json").stdout)["items"][0]["status"])
 
-    wait_for(lambda: status() == "done", timeout=60)
+    until_sync(lambda: status() == "done", cap=60)
     # turn 1, turn 2 (lost with the worker), turn 2 asked again: the same messages
     assert len(model.received) == 3
     assert model.received[2].body == model.received[1].body

@@ -5,7 +5,6 @@ hour a ``Retry-After: 3600`` asks for passes on the time-skipping server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sys
@@ -46,6 +45,7 @@ from tests.engine.conftest import Space, until
 from tests.engine.test_model_loop import model_agent
 from tests.engine.test_pieces import DRAFT
 from tests.engine.test_rules import SEND, start
+from tests.support import wait
 
 
 @pytest.fixture
@@ -156,11 +156,7 @@ async def test_a_rate_limited_then_failing_model_call_shows_its_wait_until_it_su
 
         # 3. try 3 succeeds: the wait is gone while the tool it asked for runs
         hold.set()
-        for _ in range(1200):
-            if started.exists():
-                break
-            await asyncio.sleep(0.05)
-        assert started.exists()
+        await wait.until(started.exists, "the tool never started")
         row = record.item(item_id)
         assert (row.status_text, row.wait) == ("running", None)
         assert (await details(item_id))["model_retry"] is None
@@ -235,13 +231,14 @@ async def test_a_pieces_model_call_that_waits_says_so_on_the_pieces_row(
                            heartbeat_every=0.5, delegate=delegate):
         item_id = await start(dev_env, record, space, "p")
         seen: list[tuple[str, str | None]] = []
-        for _ in range(600):  # the piece's first try is refused for 4 s; its second is held
+        def retrying() -> bool:  # the piece's first try is refused for 4 s; its second is held
             found = piece()
             if found is not None and (found.status, found.reason) not in seen:
                 seen.append((found.status, found.reason))
-            if found is not None and found.reason and found.reason.startswith("retrying"):
-                break
-            await asyncio.sleep(0.05)
+            return bool(found is not None and found.reason
+                        and found.reason.startswith("retrying"))
+
+        await wait.until(retrying, lambda: f"the piece never retried: {seen}")
         waiting = [reason for status, reason in seen if status == PieceStatus.WAITING
                    and reason is not None]  # (a new piece waits for its pick, no reason)
         assert len(waiting) == 1

@@ -33,17 +33,17 @@ from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, retried_every, scheduled, until
 from tests.engine.test_pieces import DRAFT, piece_agent
 from tests.engine.test_rules import cancel_item, start, worker  # noqa: F401 - the fixture
+from tests.support import wait
 
 BUSY = "waiting for agent alpha: 1 of 1 busy (items 01OTHER)"
 
 
 async def _piece_waits(record: LocalRecord, item_id: str) -> Piece:
-    for _ in range(600):
+    def waiting() -> Piece | None:
         pieces = record.pieces(item_id)
-        if pieces and pieces[0].reason == BUSY:
-            return pieces[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the piece did not wait: {record.pieces(item_id)}")
+        return pieces[0] if pieces and pieces[0].reason == BUSY else None
+
+    return await wait.until(waiting, lambda: f"the piece did not wait: {record.pieces(item_id)}")
 
 
 def _busy_alpha(space: Space, record: LocalRecord) -> None:
@@ -164,10 +164,8 @@ async def test_a_waiting_piece_is_seen_and_stops_with_its_cancelled_item(
     assert summary == "Draft: running (writer); pieces: alpha r1-a1-p1 waiting"
     assert (await asyncio.to_thread(cancel_item, item_id))["requested"] is True
     await until(record, item_id, lambda r: r.status == "cancelled")
-    for _ in range(200):
-        if record.pieces(item_id)[0].status == PieceStatus.STOPPED:
-            break
-        await asyncio.sleep(0.05)
+    await wait.until(lambda: record.pieces(item_id)[0].status == PieceStatus.STOPPED,
+                     "the piece did not stop with its run")
     stopped = record.pieces(item_id)[0]
     assert (stopped.status, stopped.reason) == (PieceStatus.STOPPED, "stopped with its run")
     assert record.live_pieces() == {}

@@ -27,13 +27,14 @@ from bees_cli.record.pieces import PieceResult, PieceStatus
 from tests.agents.model_server import Answer, serve
 from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import Space
-from tests.engine.test_handover_e2e import machine, wait_for
+from tests.engine.test_handover_e2e import machine
 from tests.engine.test_pieces import DRAFT, piece_agent
 from tests.engine.test_rules import (
     log_lines,
     start,
     worker,  # noqa: F401 - the fixture
 )
+from tests.support.wait import until
 
 HERE = Path(__file__).resolve().parent
 
@@ -87,8 +88,8 @@ async def test_relinquish_stops_every_live_piece_and_waits_and_writes_each_resta
     piece_agent(space, "gamma", HOLD=str(hold))
     space.write("processes/p.yaml", DRAFT.format(approval="none"))
     item_id = await start(dev_env, record, space, "p")
-    await wait_for(lambda: sum(ln.startswith("holding") for ln in log_lines(space)) == 2,
-                   f"the pieces did not hold: {log_lines(space)}")
+    await until(lambda: sum(ln.startswith("holding") for ln in log_lines(space)) == 2,
+                f"the pieces did not hold: {log_lines(space)}")
     handle = dev_env.client.get_workflow_handle(item_id)
     handed = await handle.execute_update(
         RELINQUISH_UPDATE, PersonInput(who="maya@example.com", at="2026-01-05T09:30:00Z"),
@@ -137,8 +138,8 @@ async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinis
         for computer in (laptop, desktop):
             computer.start(workspace, address)
         for computer in (laptop, desktop):
-            await wait_for(lambda c=computer: (c.home / "data" / "worker.json").exists(),
-                           f"bees run did not start: {computer.home / 'run.log'}")
+            await until(lambda c=computer: (c.home / "data" / "worker.json").exists(),
+                        f"bees run did not start: {computer.home / 'run.log'}")
         hold.touch()
         created = laptop.bees("item", "create", "weekly-report", "--title", "Week 48 report",
                               "-w", str(workspace))
@@ -146,9 +147,9 @@ async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinis
         item = created.stdout.strip()
         run_folder = shared / item
         # alpha's piece finishes and answers the writer; beta's piece holds
-        await wait_for(lambda: any(ln.startswith("delegate alpha 0") for ln in lines())
-                       and any(ln.startswith("holding beta") for ln in lines()),
-                       f"the pieces did not get going: {lines()}")
+        await until(lambda: any(ln.startswith("delegate alpha 0") for ln in lines())
+                    and any(ln.startswith("holding beta") for ln in lines()),
+                    f"the pieces did not get going: {lines()}")
         first = {p.named: p for p in laptop.record.pieces(item)}
         alpha, beta = first["alpha"].piece, first["beta"].piece
         assert sorted([alpha, beta]) == ["r1-a1-p1", "r1-a1-p2"]
@@ -189,8 +190,8 @@ async def test_maya_relinquishes_mid_piece_and_the_desktop_runs_only_the_unfinis
         hold.unlink()
         going = desktop.bees("continue", item, "-w", str(desktop_ws))
         assert going.returncode == 0, going.stderr
-        await wait_for(lambda: desktop.record.item(item).status == "done",
-                       f"not done: {lines()}")
+        await until(lambda: desktop.record.item(item).status == "done",
+                    f"not done: {lines()}")
         again = {p.piece: p for p in desktop.record.pieces(item)}
         # alpha is answered from the checkpoint; only beta runs again, as attempt 2's piece
         second = lines()[6:]
@@ -271,15 +272,15 @@ async def test_a_continued_stage_waits_for_the_new_run_of_its_pieces_never_the_o
             for computer in (laptop, desktop):
                 computer.start(workspace, address)
             for computer in (laptop, desktop):
-                await wait_for(lambda c=computer: (c.home / "data" / "worker.json").exists(),
-                               f"bees run did not start: {computer.home / 'run.log'}")
+                await until(lambda c=computer: (c.home / "data" / "worker.json").exists(),
+                            f"bees run did not start: {computer.home / 'run.log'}")
             hold.touch()
             created = laptop.bees("item", "create", "weekly-report", "--title",
                                   "Week 48 report", "-w", str(workspace))
             assert created.returncode == 0, created.stderr
             item = created.stdout.strip()
-            await wait_for(lambda: any(ln.startswith("holding gamma") for ln in lines()),
-                           f"the depth-2 piece did not get going: {lines()}")
+            await until(lambda: any(ln.startswith("holding gamma") for ln in lines()),
+                        f"the depth-2 piece did not get going: {lines()}")
             done = laptop.bees("relinquish", item)
             assert done.returncode == 0, done.stderr
             old = {p.named: (p.piece, p.depth, p.status) for p in laptop.record.pieces(item)}
@@ -290,8 +291,8 @@ async def test_a_continued_stage_waits_for_the_new_run_of_its_pieces_never_the_o
             hold.unlink()
             going = desktop.bees("continue", item, "-w", str(desktop_ws))
             assert going.returncode == 0, going.stderr
-            await wait_for(lambda: desktop.record.item(item).status in ("done", "failed"),
-                           f"the desktop did not end Draft: {lines()}")
+            await until(lambda: desktop.record.item(item).status in ("done", "failed"),
+                        f"the desktop did not end Draft: {lines()}")
             second = lines()[first:]
             pieces = [(p.piece, p.named, p.depth, p.status)
                       for p in desktop.record.pieces(item)]

@@ -20,8 +20,9 @@ from bees_cli.usecases.actions import action_key, digest_of
 from bees_cli.utc import display_utc, parse_utc
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, status_on
-from tests.engine.test_cli import engine_json, start_bees, wait_for
+from tests.engine.test_cli import engine_json, start_bees
 from tests.engine.test_rules import HERE, SEND, action_agent
+from tests.support.wait import until_sync
 
 MAIL = {"to": "team@example.com"}
 
@@ -52,7 +53,7 @@ class Cut:
         """Run until the add-on delivered and blocks, then kill -9 the engine, ``bees run``
         and the stage's process group, all at once, as a power cut does."""
         first = start_bees(self.home, "run")
-        wait_for(lambda: self.block.read_text() != "", timeout=120)
+        until_sync(lambda: self.block.read_text() != "", cap=120)
         addon_pid = int(self.block.read_text())
         engine = int(engine_json(self.home)["pid"])  # type: ignore[index, arg-type]
         stage_group = os.getpgid(addon_pid)
@@ -61,13 +62,13 @@ class Cut:
         os.kill(engine, signal.SIGKILL)
         os.killpg(stage_group, signal.SIGKILL)
         first.wait(timeout=10)
-        wait_for(lambda: not pid_alive(engine) and not pid_alive(addon_pid), timeout=15)
+        until_sync(lambda: not pid_alive(engine) and not pid_alive(addon_pid))
         self.block.unlink()  # the add-on no longer blocks after the restart
         assert len(self.deliveries()) == 1
 
     def restart(self) -> None:
         self.run = start_bees(self.home, "run")
-        wait_for(lambda: self.status() == "waiting for approval", timeout=180)
+        until_sync(lambda: self.status() == "waiting for approval", cap=180)
 
     def status(self) -> str:
         return status_on(self.home, self.item_id)
@@ -111,7 +112,7 @@ def test_an_interrupted_send_is_held_and_ran_finishes_without_a_second_delivery(
         f"error: mail.send may already have run (interrupted at {at}): say whether it ran")
     done = bees("approve", cut.item_id, "--ran")
     assert done.returncode == 0, done.stderr
-    wait_for(lambda: cut.status() == "done", timeout=120)
+    until_sync(lambda: cut.status() == "done", cap=120)
     assert len(cut.deliveries()) == 1
     log = cut.space.log.read_text().splitlines()
     assert log == ["run Send sender 1 1", "run Send sender 1 2",
@@ -125,7 +126,7 @@ def test_an_interrupted_send_run_again_delivers_exactly_once_more(
     cut.restart()
     done = bees("approve", cut.item_id, "--again")
     assert done.returncode == 0, done.stderr
-    wait_for(lambda: cut.status() == "done", timeout=120)
+    until_sync(lambda: cut.status() == "done", cap=120)
     deliveries = cut.deliveries()
     key = action_key(cut.item_id, "Send", digest_of(MAIL))
     assert [(d["action"], d["input"], d["key"]) for d in deliveries] == [

@@ -19,8 +19,9 @@ import pytest
 from bees_cli.engine.server import EngineServer, engines_on, ensure_engine, stop_engine
 from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
-from tests.engine.test_cli import engine_json, start_bees, wait_for
+from tests.engine.test_cli import engine_json, start_bees
 from tests.engine.test_user_reports import ONE_STAGE
+from tests.support.wait import until_sync
 
 SPAWNER = Path(__file__).resolve().parent / "spawner_agent.py"
 
@@ -65,7 +66,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
     first = start_bees(bees_home, "run")
     leftovers.append(first.pid)
-    wait_for(pids_file.exists, timeout=120)
+    until_sync(pids_file.exists, cap=120)
     agent, *helpers = [int(p) for p in pids_file.read_text().split()]
     leftovers.extend([agent, *helpers])
     engine = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
@@ -74,7 +75,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
 
     first.kill()
     first.wait(timeout=10)
-    wait_for(lambda: gone(agent), timeout=5)  # PR_SET_PDEATHSIG: it died with bees run
+    until_sync(lambda: gone(agent))  # PR_SET_PDEATHSIG: it died with bees run
     assert [p for p in helpers if gone(p)] == []  # its helpers wait for the next bees run
     assert not gone(engine)  # the engine runs in its own session
 
@@ -103,7 +104,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     assert [p for p in [agent, *helpers] if not gone(p)] == []
     assert space.log.read_text().splitlines() == ["end 2"]
     # the engine it took over stopped with it: no server is left on the database
-    wait_for(lambda: gone(engine), timeout=15)
+    until_sync(lambda: gone(engine))
     assert engines_on(bees_home / "data" / "temporal.db") == []
     assert engine_json(bees_home) is None
     rows = json.loads(bees("status", "--json").stdout)["items"]
@@ -131,7 +132,7 @@ def test_a_server_left_on_the_database_is_stopped_before_a_new_one_starts(
     said: list[str] = []
     server: EngineServer | None = None
     try:
-        wait_for(lambda: engines_on(db) == [stray.pid], timeout=10)
+        until_sync(lambda: engines_on(db) == [stray.pid])
         server = ensure_engine(data, say=said.append)
         stray.wait(timeout=15)  # stopped; stop_process reaped it (here it is our child)
         assert said == [f"stopping engine process {stray.pid}: a server left on {db} by a "
@@ -157,7 +158,7 @@ def test_engines_on_reads_only_dev_servers_of_that_database(tmp_path: Path) -> N
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
                               "start-dev", "--db-filename", str(tmp_path / "temporal.db")])
     try:
-        wait_for(lambda: engines_on(tmp_path / "temporal.db") == [other.pid], timeout=10)
+        until_sync(lambda: engines_on(tmp_path / "temporal.db") == [other.pid])
         assert engines_on(tmp_path / "other.db") == []
     finally:
         other.kill()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from tests.e2e.conftest import Team, cloud, team  # noqa: F401 - fixtures
 from tests.engine.conftest import Space, until
 from tests.engine.test_handover import SEND_PROCESS, write_space
 from tests.engine.test_handover_faults import LoseAnswers
+from tests.support import wait
 
 
 def relinquish_lost(item_id: str) -> str:
@@ -55,14 +55,6 @@ def decide(item_id: str) -> object:
     """``bees approve ITEM`` in a thread of its own (its own event loop)."""
     return asyncio.run(Bees(Computer.load()).decide(item_id, approve=True, request_id=None,
                                                     reason=None))
-
-
-async def until_true(check: Callable[[], bool], seconds: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not await asyncio.to_thread(check):
-        assert loop.time() < deadline
-        await asyncio.sleep(0.1)
 
 
 async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
@@ -96,7 +88,7 @@ async def kill_while_releasing(dev_env: WorkflowEnvironment, space: Space,
                 owner = api.get_owner(item.id)
             return owner is not None and not owner.held
 
-        await until_true(released, 60)  # the cloud took the first release; no answer came
+        await wait.until(lambda: asyncio.to_thread(released), "the cloud took no release")
         assert lossy.releases >= 1
     finally:
         await first.__aexit__(None, None, None)  # bees run dies before any answer

@@ -26,6 +26,7 @@ from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, scheduled
 from tests.engine.test_handover import lines, relinquish_item, write_space
+from tests.support import wait
 
 
 @pytest_asyncio.fixture
@@ -51,19 +52,17 @@ async def test_relinquish_as_the_stage_finishes_stops_before_the_next_stage(
     assert await start_pending(EngineGateway(dev_env.client),
                                AsyncRecord(record), Computer.load()) == 1
     handle = dev_env.client.get_workflow_handle(item.id)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while "holding Draft" not in space.lines():
-        assert loop.time() < deadline, space.lines()
-        await asyncio.sleep(0.05)
+    await wait.until(lambda: "holding Draft" in space.lines(), lambda: f"{space.lines()}")
 
     relinquishing = asyncio.ensure_future(asyncio.to_thread(relinquish_item, item.id))
     # the relinquish was accepted and Draft's cancel asked: the agent ends at once, well
     # before its next heartbeat (sent every 8 s at most: 0.8 of the 10 s timeout) says so
-    while not any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
-                  for e in (await handle.fetch_history()).events):
-        assert loop.time() < deadline and not relinquishing.done()
-        await asyncio.sleep(0.02)
+    async def cancel_asked() -> bool:
+        assert not relinquishing.done()
+        return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
+                   for e in (await handle.fetch_history()).events)
+
+    await wait.until(cancel_asked, "Draft's cancel was never asked", every=0.02)
     hold.unlink()
     done = await asyncio.wait_for(relinquishing, 30)
 

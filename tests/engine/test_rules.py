@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from bees_cli.usecases.approvals import approvals_waiting
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import note_worker, start_pending
 from tests.engine.conftest import Space, until
+from tests.support import wait
 
 HERE = Path(__file__).resolve().parent
 MAYA = PersonInput(who="maya@example.com", at="2025-01-06T09:00:00Z")
@@ -229,10 +231,8 @@ async def test_retry_of_an_item_that_is_not_failed_is_refused_with_the_reason(
     space.write("processes/p.yaml", ONE)
     item_id = await start(dev_env, record, space, "p")
     await until(record, item_id, lambda r: r.status == "running")
-    for _ in range(600):  # the agent itself has started: the run is past its slot, in the stage
-        if space.lines():
-            break
-        await asyncio.sleep(0.05)
+    # the agent itself has started: the run is past its slot, in the stage
+    await wait.until(space.lines, "the agent never started")
     assert space.lines() == ["Work alpha 1 1 []"]
     with pytest.raises(Refused) as refused:
         await send_update(worker.client.service_client.config.target_host, item_id,
@@ -363,22 +363,30 @@ async def test_a_retried_stage_answers_a_repeated_action_from_the_journal(
 
 
 async def test_busy_agent_serves_items_first_come_first_served_and_frees_slots(
-        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker) -> None:
+        skip_env: WorkflowEnvironment, space: Space, record: LocalRecord) -> None:
+    """On the time-skipping server: a waiting item gets the freed slot at its next 15 s
+    re-check, which the server skips to while the test awaits the results."""
     space.agent("alpha", env={"SLEEP_FIRST": "1.5"})
     text = (space.root / "agents/alpha.yaml").read_text()
     space.write("agents/alpha.yaml", "max_concurrent_runs: 1\n" + text)
     space.write("processes/p.yaml", ONE)
-    first = await start(dev_env, record, space, "p")
-    await until(record, first, lambda r: r.status == "running")
-    second = await start(dev_env, record, space, "p")
-    row = await until(record, second, lambda r: r.status == "waiting")
-    assert row.status_text == f"waiting: waiting for agent alpha: 1 of 1 busy (items {first})"
-    third = await start(dev_env, record, space, "p")
-    row = await until(record, third, lambda r: r.status == "waiting")
-    assert row.reason == (f"waiting for agent alpha: 1 of 1 busy (items {first}); "
-                          "place 2 in its queue")
-    for item_id in (first, second, third):
-        assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    queue = task_queue(load_identity().machine_id)
+    async with make_worker(skip_env.client, queue, record, computer=Computer.load(),
+                           heartbeat_every=0.5):
+        first = await start(skip_env, record, space, "p")
+        await until(record, first, lambda r: r.status == "running")
+        second = await start(skip_env, record, space, "p")
+        row = await until(record, second, lambda r: r.status == "waiting")
+        assert row.status_text == (f"waiting: waiting for agent alpha: 1 of 1 busy "
+                                   f"(items {first})")
+        third = await start(skip_env, record, space, "p")
+        row = await until(record, third, lambda r: r.status == "waiting")
+        assert row.reason == (f"waiting for agent alpha: 1 of 1 busy (items {first}); "
+                              "place 2 in its queue")
+        assert await skip_env.client.get_workflow_handle(first).result() == "done"
+        for item_id in (second, third):  # each gets the slot at its next re-check
+            await skip_env.sleep(timedelta(seconds=15))
+            assert await skip_env.client.get_workflow_handle(item_id).result() == "done"
     assert [ln.split()[3] for ln in space.lines()] == ["1", "1", "1"]
     starts = sorted((e.at, item_id) for item_id in (first, second, third)
                     for e in record.events(item_id) if e.kind == "stage_started")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from tests.e2e.conftest import (  # noqa: F401 - cloud: the fixture team needs
     write_workspace,
 )
 from tests.e2e.test_fire_faults import DownTransport, maya
+from tests.support.wait import until
 
 GAVE_UP = "gave up (cloud unreachable after 5 tries)"
 
@@ -68,10 +68,7 @@ async def test_registers_own_schedules_and_a_trigger_fires_the_fire_workflow(
     async with worker:
         await handle.trigger()
         log = FireLog(laptop.record_path)
-        for _ in range(300):
-            if log.fires():
-                break
-            await asyncio.sleep(0.05)
+        await until(log.fires, "the schedule never fired")
     [row] = log.fires()
     [item] = record_of(laptop).items()
     assert (row.outcome, row.text) == ("ran_here", f"ran here ({item.id})")
@@ -113,10 +110,7 @@ async def test_the_registrar_makes_a_held_key_item_when_bees_run_starts_again(
                           computer=lambda: laptop, clock=FixedClock(at + timedelta(days=1)))
     stop = asyncio.Event()
     task = asyncio.create_task(registrar.run(stop, said.append, every=0.05))
-    for _ in range(200):
-        if record_of(laptop).items():
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: record_of(laptop).items(), "the registrar made no item")
     stop.set()
     await task
     [item] = record_of(laptop).items()
@@ -205,15 +199,6 @@ async def test_a_schedule_that_never_fired_here_is_missed_from_when_it_was_regis
     assert said == [f"schedule daily-digest {at}: {missed}" for at in locals_]
     assert [(f.local, f.text) for f in FireLog(laptop.record_path).fires()] == [
         (at, missed) for at in reversed(locals_)]
-
-
-async def until(done: Callable[[], bool]) -> None:
-    """Poll ``done`` (the loops run on their own) for at most 20 s."""
-    for _ in range(400):
-        if done():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("not done in 20 s")
 
 
 async def test_a_grant_whose_answers_were_lost_is_made_while_bees_run_runs(

@@ -5,7 +5,6 @@ round 3 and continued on the desktop, where one more request for changes stops i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -28,6 +27,7 @@ from bees_cli.usecases import Bees
 from bees_cli.usecases.run import note_worker
 from bees_cli.utc import display_utc, parse_utc
 from tests.engine.conftest import DRAFT_REVIEW_DONE, until
+from tests.support import wait
 
 HERE = Path(__file__).resolve().parent
 
@@ -94,11 +94,7 @@ async def test_two_change_requests_here_and_one_there_stop_the_item_with_its_who
         # the laptop: two requests for changes, then Draft round 3 holds and is relinquished
         hold.touch()
         item = await apps[laptop].create_item(spaces[laptop], "report", title="Week 2")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
-        while "holding Draft 3" not in lines():
-            assert loop.time() < deadline, lines()
-            await asyncio.sleep(0.05)
+        await wait.until(lambda: "holding Draft 3" in lines(), lambda: f"{lines()}")
         created = records[laptop].item(item.id).created
         done = await apps[laptop].relinquish(item.id)
         assert (done.stage, done.restart_stages) == ("Draft", {"main": "Draft"})
@@ -207,11 +203,8 @@ async def test_a_checkpoint_of_format_1_still_continues_without_its_story(
     async with running(dev_env, records):
         hold.touch()
         item = await apps[laptop].create_item(spaces[laptop], "report", title="Week 4")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
-        while not log.exists() or "holding Draft 1" not in log.read_text():
-            assert loop.time() < deadline
-            await asyncio.sleep(0.05)
+        await wait.until(lambda: log.exists() and "holding Draft 1" in log.read_text(),
+                         "Draft never held")
         await apps[laptop].relinquish(item.id)
         # what an earlier Bees wrote: format 1, no story
         path = item.run_folder / "checkpoint.json"

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from bees_cli.errors import EngineError
 from bees_cli.record.local import LocalRecord
 from tests.conftest import BeesRunner, run_lines
 from tests.engine.conftest import Space
+from tests.support.wait import until_sync
 
 ONE_STAGE = """\
 stages:
@@ -35,14 +35,6 @@ def start_bees(home: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, BEES_HOME=str(home))
     return subprocess.Popen([sys.executable, "-m", "bees_cli", *args], env=env, text=True,
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def wait_for(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    """Poll ``check()`` until it is true (fails after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 # -- 1. one bees run per computer ------------------------------------------------------------
@@ -76,7 +68,7 @@ def test_bees_run_stops_when_its_engine_goes_away(bees_home: Path, tmp_path: Pat
     run = start_bees(bees_home, tmp_path, "run")
     engine = bees_home / "data" / "engine.json"
     try:
-        wait_for(lambda: worker_up(bees_home))  # the worker runs: its engine is up
+        until_sync(lambda: worker_up(bees_home), "the worker never came up")  # its engine is up
         pid = int(json.loads(engine.read_text())["pid"])
         os.kill(pid, signal.SIGKILL)
         _out, err = run.communicate(timeout=30)
@@ -175,7 +167,7 @@ def test_ctrl_c_mid_stage_says_waiting_and_the_restart_notes_the_interruption(
     item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
     first = start_bees(bees_home, space.root, "run", "--exit-when-idle")
     try:
-        wait_for(lambda: space.lines() == ["Work alpha 1 1 []"])
+        until_sync(lambda: space.lines() == ["Work alpha 1 1 []"], "alpha never ran")
         first.send_signal(signal.SIGINT)
         _out, err = first.communicate(timeout=60)
     finally:

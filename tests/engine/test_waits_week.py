@@ -8,7 +8,6 @@ The suite waits a day (``BEES_TEST_WAIT_DAYS``, default 1); set it to 7 for the 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +28,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.usecases.items import create_item
 from bees_cli.usecases.run import start_pending
 from tests.engine.conftest import Space, scheduled, timers, until
+from tests.support import wait
 
 PROCESS = """\
 stages:
@@ -53,14 +53,11 @@ async def waiting_history(handle: WorkflowHandle[object, object], timeout: float
                           ) -> list[HistoryEvent]:
     """Return the run's history events once its re-checking activity is scheduled (fails
     after ``timeout`` s)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
+    async def look() -> list[HistoryEvent]:
         history = await handle.fetch_history()
-        if scheduled(history, AWAIT_ELIGIBLE_ACTIVITY):
-            return list(history.events)
-        assert loop.time() < deadline, f"no {AWAIT_ELIGIBLE_ACTIVITY} after {timeout} s"
-        await asyncio.sleep(0.05)
+        return list(history.events) if scheduled(history, AWAIT_ELIGIBLE_ACTIVITY) else []
+
+    return await wait.until(look, f"no {AWAIT_ELIGIBLE_ACTIVITY} scheduled", cap=timeout)
 
 
 @pytest.mark.slow

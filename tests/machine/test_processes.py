@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -30,6 +29,7 @@ from bees_cli.usecases.liveness import (
     running_worker,
     worker_file,
 )
+from tests.support.wait import until_sync
 
 
 def dead_pid() -> int:
@@ -52,10 +52,8 @@ def test_a_mark_names_a_process_only_with_its_start_time() -> None:
 def test_a_group_of_zombies_is_not_alive() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     try:
-        deadline = time.monotonic() + 10
-        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline, "the child did not end"
-            time.sleep(0.01)
+        until_sync(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE,
+                   "the child did not end", every=0.01)
         os.killpg(child.pid, 0)  # the kernel still knows the group: its leader is unreaped
         assert mark_of(child.pid) is None
         assert mark_of(child.pid, zombie=True) is not None

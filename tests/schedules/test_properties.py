@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bees_cli.schedules.times import fire_for, fire_times, keeps_real_time, schedule_key
 from bees_cli.workspace.models import Schedule
+from tests.support.examples import examples
 
 ZONES = (
     "Europe/Paris",
@@ -80,7 +81,7 @@ def cases(draw: st.DrawFn) -> tuple[Schedule, datetime, int]:
     return Schedule.model_validate(data), after, draw(st.integers(1, 25))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_fires_are_increasing_unique_and_consistent(case: tuple[Schedule, datetime, int]) -> None:
     schedule, after, count = case

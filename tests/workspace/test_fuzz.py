@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bees_cli.workspace.loader import check_folder
+from tests.support.examples import examples
 from tests.workspace.corpus_cases import BASE
 
 YAMLISH = st.lists(
@@ -58,7 +59,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=YAMLISH, data=st.binary(max_size=64))
 def test_any_agent_file_gives_problems_not_exceptions(root: Path, text: str, data: bytes) -> None:
     (root / "agents" / "writer.yaml").write_text(text, "utf-8")

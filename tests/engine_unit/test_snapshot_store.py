@@ -22,7 +22,7 @@ from bees_cli.record.local import LocalRecord
 from bees_cli.workspace.loader import load_workspace
 from tests.engine.conftest import Space
 
-HISTORIES = Path(__file__).resolve().parent / "histories"
+HISTORIES = Path(__file__).resolve().parents[1] / "engine" / "histories"
 
 PROCESS = """\
 stages:
