@@ -216,8 +216,8 @@ def check_fits(bees: Bees, row: Any) -> None:
     from bees_cli.handover.checkpoint import canonical_json
     from bees_cli.handover.fits import DoesNotFit
     from bees_cli.handover.fits import check_fits as fits
+    from bees_cli.handover.limits import DEFAULT_LIMITS
     from bees_cli.handover.store import ITEM_NAME, SNAPSHOT_NAME
-    from bees_cli.rules import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
 
     adds = {ITEM_NAME: ITEM_JSON_ROOM + len(row.title.encode("utf-8"))}
     try:
@@ -232,8 +232,7 @@ def check_fits(bees: Bees, row: Any) -> None:
     except DoesNotFit as error:
         raise Refused(f"item {row.id} was not relinquished: {error}",
                       hint="it goes on running here, untouched; make its run folder fit "
-                           f"(at most {MAX_FILES:,} files, {MAX_FILE_BYTES // 10**6} MB each, "
-                           f"{MAX_TOTAL_BYTES // 10**6} MB in all, no symlinks), then bees "
+                           f"({DEFAULT_LIMITS.describe()}, no symlinks), then bees "
                            f"relinquish {row.id} again") from None
 
 
