@@ -40,7 +40,7 @@ class Limits:
     max_total_bytes: int = MAX_TOTAL_BYTES
 
     def problems(self, files: Iterable[tuple[str, int]], *,
-                 count: int | None = None) -> list[Problem]:
+                 count: int | None = None) -> list[Problem]:  # pragma: no mutate
         """Judge files against the post's rule "a handover takes at most 1,000 files, 20 MB
         each and 250 MB in all" (Rules: handover; DESIGN.md, Handover): the one place
         relinquish, verify and continue decide it.
