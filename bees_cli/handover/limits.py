@@ -91,8 +91,9 @@ class Limits:
 
 def _amount(n: int) -> str:
     """``20 MB`` for a whole number of megabytes (10^6 bytes), else ``30 bytes``."""
-    if n and n % 1_000_000 == 0:
-        return f"{n // 1_000_000:,} MB"
+    megabytes, rest = divmod(n, 1_000_000)
+    if n and not rest:
+        return f"{megabytes:,} MB"
     return f"{n:,} bytes"
 
 

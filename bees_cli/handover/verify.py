@@ -122,9 +122,12 @@ def verify_checkpoint(
     ``..``, no empty or ``.`` part, no backslash, no control character, no collision with
     another under NFC or case folding); every listed file exists as a regular file inside
     the folder, reached without any symlink, with the listed size and SHA-256; the limits
-    hold, counted from the bytes read (a file is read at most one byte past its limit, and
+    hold (:meth:`~bees_cli.handover.limits.Limits.problems`, as for relinquish: the number
+    of files the checkpoint lists, and the sizes counted from the bytes read; a file is
+    read at most one byte past its limit, and
     once the total passes its limit the remaining files are not reported: no more are
     started, and only the few batches already being hashed ahead are read to their end).
+    The limits' problems follow those of the paths and of files missing or not regular.
 
     Files present but not listed are problems too, not warnings. Why: the restarted stage
     runs "from the top, using the saved files"; a file that was not there at relinquish

@@ -8,6 +8,7 @@ The post: a handover takes at most 1,000 files, 20 MB each and 250 MB in all.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,16 @@ def test_the_limits_are_the_posts_and_the_checkpoint_bound_is_16_mib() -> None:
     assert MAX_CHECKPOINT_BYTES == 16_777_216
     assert DEFAULT_LIMITS.describe() == "at most 1,000 files, 20 MB each, 250 MB in all"
     assert SMALL.describe() == "at most 3 files, 10 bytes each, 25 bytes in all"
+    assert Limits(max_files=1, max_file_bytes=0, max_total_bytes=10**12).describe() == (
+        "at most 1 file, 0 bytes each, 1,000,000 MB in all")
+
+
+def test_the_limits_cannot_be_changed_in_place_and_count_is_named() -> None:
+    # DEFAULT_LIMITS is every caller's default: changed in place, it would change for all
+    with pytest.raises(FrozenInstanceError):
+        DEFAULT_LIMITS.max_files = 2_000  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        SMALL.problems([], 4)  # type: ignore[misc]
 
 
 def test_nothing_and_files_within_every_limit_are_no_problem() -> None:
