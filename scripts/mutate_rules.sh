@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mutation test of the post's rules (bees_cli/rules.py) and the approval gate's decision
-# (bees_cli/gate.py) and where an item goes when a stage ends (bees_cli/moves.py) with
-# cosmic-ray; not part of CI.
+# (bees_cli/gate.py) and where an item goes when a stage ends (bees_cli/moves.py) and the
+# handover limits' judgement (bees_cli/handover/limits.py: Limits.problems, Limits.describe)
+# with cosmic-ray; not part of CI.
 #
 # Every mutant of a rule's constant or condition must make the tests fail. cosmic-ray makes
 # the mutants of numbers and operators; the set of gated kinds is mutated here by hand (one
@@ -9,7 +10,7 @@
 # survivor and a count; exits 1 when a mutant survives. Takes 10-30 minutes on 2 cores.
 #
 # Excluded (``# pragma: no mutate`` on a def line, or a dataclass field's line of gate.py,
-# or moves.py, filtered by cr-filter-pragma): only annotations, which are equivalent mutants: both modules
+# moves.py or limits.py, filtered by cr-filter-pragma): only annotations, which are equivalent mutants: all
 # have ``from __future__ import annotations``, so ``str | None`` in a signature or a field's
 # annotation is never evaluated and its ``|`` mutated to ``+``, ``-``, ... cannot change
 # behaviour. A function's body line never carries the pragma.
@@ -17,9 +18,11 @@
 # The gate's mutants are judged by its decision table alone (tests/rules/test_gate.py, under
 # a second; no engine): every kind x approval x journal x intent x request x answer x in
 # tools or not. Its run takes about a minute. The moves' mutants likewise by their table
-# (tests/rules/test_moves.py, under a second; no engine).
+# (tests/rules/test_moves.py, under a second; no engine). The limits' mutants by their direct
+# tests (tests/handover/test_limits.py, a few seconds; no engine): each limit below, at and
+# above its bound, and relinquish, verify and continue refusing alike.
 #
-# Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|moves|all]   (default all; run from a clone
+# Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|moves|limits|all]   (default all; run from a clone
 # with .venv installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +33,7 @@ WHICH="${2:-all}"
 RULES=bees_cli/rules.py
 GATE=bees_cli/gate.py
 MOVES=bees_cli/moves.py
+LIMITS=bees_cli/handover/limits.py
 "$PY" -m pip install -q cosmic-ray
 
 # The tests that judge the rules, fastest first so most mutants die in seconds (a survivor
@@ -37,7 +41,8 @@ MOVES=bees_cli/moves.py
 #   tests/rules                        every constant and decision at its boundaries
 #   tests/schedules/test_times.py      LATE_AFTER through the fire times (is_late)
 #   tests/e2e/test_schedule_registration.py  LATE_AFTER as Temporal's catch-up window
-#   tests/handover/test_checkpoint_limits.py MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES
+#   tests/handover/test_limits.py      MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES (Limits.problems)
+#   tests/handover/test_checkpoint_limits.py  the same through write and verify
 #   tests/cloud/test_faults.py (the two clock tests)  CLOCK_TOLERANCE_SECONDS, over HTTP
 #   tests/e2e/test_fire_race.py        LATE_AFTER and KEY_TRIES on the fire path
 #   tests/engine/test_rules_busy_timing.py  RECHECK_EVERY, BUSY_LIMIT, busy_* on the engine
@@ -48,7 +53,7 @@ MOVES=bees_cli/moves.py
 # for pieces), tests/engine/test_schedules_temporal.py (registration on a dev server).
 FAULTS=tests/cloud/test_faults.py
 TESTS="tests/rules tests/schedules/test_times.py tests/e2e/test_schedule_registration.py \
-tests/handover/test_checkpoint_limits.py \
+tests/handover/test_limits.py tests/handover/test_checkpoint_limits.py \
 $FAULTS::test_a_change_stamped_past_the_tolerance_is_refused_then_a_correct_one_applies \
 $FAULTS::test_a_refused_change_stays_in_the_outbox_until_it_can_be_sent \
 tests/e2e/test_fire_race.py tests/engine/test_rules_busy_timing.py tests/engine/test_eligibility.py \
@@ -58,9 +63,10 @@ RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 cp "$RULES" "$WORK/rules.py.orig"
 cp "$GATE" "$WORK/gate.py.orig"
 cp "$MOVES" "$WORK/moves.py.orig"
+cp "$LIMITS" "$WORK/limits.py.orig"
 restore() {
     cp "$WORK/rules.py.orig" "$RULES"; cp "$WORK/gate.py.orig" "$GATE"
-    cp "$WORK/moves.py.orig" "$MOVES"
+    cp "$WORK/moves.py.orig" "$MOVES"; cp "$WORK/limits.py.orig" "$LIMITS"
 }
 trap restore EXIT
 survivors=0
@@ -126,6 +132,10 @@ fi
 if [ "$WHICH" = all ] || [ "$WHICH" = moves ]; then
     cosmic_ray moves "$MOVES" "$PY -m pytest -x -q -n 0 -p no:cacheprovider tests/rules/test_moves.py" \
         "$SAME_ENUM"
+fi
+
+if [ "$WHICH" = all ] || [ "$WHICH" = limits ]; then
+    cosmic_ray limits "$LIMITS" "$PY -m pytest -x -q -n 0 -p no:cacheprovider tests/handover/test_limits.py"
 fi
 
 echo "== $survivors surviving mutants (details: $WORK/*report.txt)"

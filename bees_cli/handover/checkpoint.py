@@ -4,10 +4,12 @@
 # the stage each piece restarts at, in canonical JSON so its own SHA-256 is reproducible.
 # The work lives in sibling modules:
 #   checkpoint_model  the document (a strict pydantic model), parsing and validation
-#   limits            the post's limits, one named constant per rule
+#   limits            the post's limits, one named constant per rule, and Limits.problems
+#                     (the one place relinquish, verify and continue judge them)
 #   problems          the problem codes, Problem and CheckpointInvalid
 #   folder            the path, collision and on-disk checks
 #   write, verify     write_checkpoint and verify_checkpoint
+#   checkpoint_read   reading checkpoint.json for verify_checkpoint
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ Rules (issue 12, tester finding; DESIGN.md, Handover and the post's "What this c
 relinquish that would be refused is refused before the stage stops, so the item goes on
 running exactly as it was. :func:`check_fits` runs every check of
 :func:`~bees_cli.handover.write.write_checkpoint` that does not need the files' contents
-(kinds, names, collisions, the limits of 1,000 files, 20 MB each, 250 MB in all), counting
-the files the handover itself adds (``snapshot.json``, ``item.json``).
+(kinds, names, collisions, then the limits of 1,000 files, 20 MB each, 250 MB in all, as
+:meth:`~bees_cli.handover.limits.Limits.problems` judges them for write and verify too),
+counting the files the handover itself adds (``snapshot.json``, ``item.json``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from bees_cli.handover.folder import (
     Scan,
     disk_name,
     find_collisions,
+    nfc,
     path_problem,
     scan_folder,
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, Limits
-from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.handover.problems import display_path
 
 
 class DoesNotFit(Exception):
@@ -67,9 +69,6 @@ def check_fits(run_folder: Path, *, adds: dict[str, int],
         if disk_name(rel) != rel:
             raise DoesNotFit(f"{display_path(disk_name(rel))}: file name is not valid UTF-8")
     files = sorted(set(scan.files) | set(adds))
-    if len(files) > limits.max_files:
-        raise DoesNotFit(f"the run folder would hold {plural(len(files), 'file')}; the "
-                         f"limit is {plural(limits.max_files, 'file')}")
     for rel in files:
         problem = path_problem(rel)
         if problem is not None:
@@ -77,20 +76,24 @@ def check_fits(run_folder: Path, *, adds: dict[str, int],
     collisions = find_collisions(files)
     if collisions:
         raise DoesNotFit(collisions[0].format())
-    total = 0
-    for rel in files:
-        if rel in adds:
-            size = adds[rel]
-        else:
-            try:
-                size = os.lstat(run_folder / rel).st_size
-            except OSError as error:
-                raise DoesNotFit(f"{display_path(rel)}: cannot read: "
-                                 f"{error.strerror or error}") from None
-        if size > limits.max_file_bytes:
-            raise DoesNotFit(f"{display_path(rel)}: is larger than the limit of "
-                             f"{format_bytes(limits.max_file_bytes)} per file")
-        total += size
-        if total > limits.max_total_bytes:
-            raise DoesNotFit(f"{display_path(rel)}: brings the files past the limit of "
-                             f"{format_bytes(limits.max_total_bytes)} in all")
+    # in the order the checkpoint lists them (by NFC, as write_checkpoint does)
+    problems = limits.problems([(rel, _size(run_folder, rel, adds))
+                                for rel in sorted(files, key=nfc)])
+    if problems:
+        raise DoesNotFit(problems[0].format())
+
+
+def _size(run_folder: Path, rel: str, adds: dict[str, int]) -> int:
+    """The size in bytes ``rel`` will have in the checkpoint: what the handover writes, else
+    its size on disk.
+
+    Raises:
+        DoesNotFit: it cannot be read.
+    """
+    if rel in adds:
+        return adds[rel]
+    try:
+        return os.lstat(run_folder / rel).st_size
+    except OSError as error:
+        raise DoesNotFit(f"{display_path(rel)}: cannot read: "
+                         f"{error.strerror or error}") from None

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bees_cli.errors import NotFound, UserError
+from bees_cli.errors import NotFound
 from bees_cli.handover.checkpoint_hashing import (
     ROOT_FLAGS,
     ChunksInOrder,
@@ -22,15 +20,11 @@ from bees_cli.handover.checkpoint_hashing import (
     hashing_threads,
     in_order,
 )
-from bees_cli.handover.checkpoint_model import (
-    CHECKPOINT_NAME,
-    CheckpointDocument,
-    check_document,
-    parse_json,
-)
+from bees_cli.handover.checkpoint_model import CheckpointDocument
+from bees_cli.handover.checkpoint_read import digest_given, read_document
 from bees_cli.handover.folder import (
-    CHUNK_BYTES,
     NotRegular,
+    Scan,
     disk_name,
     find_collisions,
     locate,
@@ -39,17 +33,15 @@ from bees_cli.handover.folder import (
     scan_folder,
     unicode_collision,
 )
-from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
+from bees_cli.handover.limits import DEFAULT_LIMITS, Limits
 from bees_cli.handover.problems import (
     CheckpointInvalid,
     Problem,
     ProblemCode,
-    format_bytes,
     plural,
 )
 
 MAX_EXTRA_REPORTED = 100  # extra files named one by one; the rest are counted
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while hashing."""
@@ -106,51 +98,6 @@ class Verification:
             raise CheckpointInvalid(self.problems)
 
 
-def read_checkpoint_bytes(root: Path) -> tuple[bytes | None, Problem | None]:
-    """Read ``ROOT/checkpoint.json`` without following a symlink, at most 16 MiB.
-
-    Returns:
-        (its bytes, None), or (None, the problem: missing, not regular, unreadable, too large).
-    """
-    path = root / CHECKPOINT_NAME
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None, Problem(ProblemCode.CHECKPOINT_MISSING, CHECKPOINT_NAME,
-                             "no checkpoint in this folder")
-    except OSError as error:
-        return None, Problem(ProblemCode.CHECKPOINT_UNREADABLE, CHECKPOINT_NAME,
-                             f"cannot read: {error.strerror or error}")
-    if stat.S_ISLNK(info.st_mode):
-        return None, Problem(ProblemCode.CHECKPOINT_NOT_REGULAR, CHECKPOINT_NAME, "is a symlink")
-    if not stat.S_ISREG(info.st_mode):
-        return None, Problem(ProblemCode.CHECKPOINT_NOT_REGULAR, CHECKPOINT_NAME,
-                             "is not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-        with open(fd, "rb", buffering=0) as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None, Problem(ProblemCode.CHECKPOINT_NOT_REGULAR, CHECKPOINT_NAME,
-                                     "is not a regular file")
-            chunks = []
-            size = 0
-            while size <= MAX_CHECKPOINT_BYTES:
-                chunk = handle.read(min(CHUNK_BYTES, MAX_CHECKPOINT_BYTES + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-    except OSError as error:
-        return None, Problem(ProblemCode.CHECKPOINT_UNREADABLE, CHECKPOINT_NAME,
-                             f"cannot read: {error.strerror or error}")
-    if size > MAX_CHECKPOINT_BYTES:
-        return None, Problem(ProblemCode.CHECKPOINT_TOO_LARGE, CHECKPOINT_NAME,
-                             f"is larger than the limit of {MAX_CHECKPOINT_BYTES:,} bytes (16 MiB)")
-    data = b"".join(chunks)
-    return data, None
-
-
 def _by_nfc(names: list[str]) -> dict[str, list[str]]:
     """Return the names found on disk grouped by their NFC form, each group sorted."""
     groups: dict[str, list[str]] = {}
@@ -175,9 +122,12 @@ def verify_checkpoint(
     ``..``, no empty or ``.`` part, no backslash, no control character, no collision with
     another under NFC or case folding); every listed file exists as a regular file inside
     the folder, reached without any symlink, with the listed size and SHA-256; the limits
-    hold, counted from the bytes read (a file is read at most one byte past its limit, and
+    hold (:meth:`~bees_cli.handover.limits.Limits.problems`, as for relinquish: the number
+    of files the checkpoint lists, and the sizes counted from the bytes read; a file is
+    read at most one byte past its limit, and
     once the total passes its limit the remaining files are not reported: no more are
     started, and only the few batches already being hashed ahead are read to their end).
+    The limits' problems follow those of the paths and of files missing or not regular.
 
     Files present but not listed are problems too, not warnings. Why: the restarted stage
     runs "from the top, using the saved files"; a file that was not there at relinquish
@@ -206,53 +156,50 @@ def verify_checkpoint(
         NotFound: ``folder`` does not exist or is not a folder (exit 2).
         UserError: ``expected_sha256`` is not 64 hex digits (exit 2).
     """
-    if expected_sha256 is not None:
-        expected_sha256 = expected_sha256.strip().lower()
-        if not _SHA256_RE.fullmatch(expected_sha256):
-            raise UserError(f"not a SHA-256 digest (64 hex digits): {expected_sha256!r}")
+    expected_sha256 = digest_given(expected_sha256)
     if not folder.is_dir():
         raise NotFound(f"not a folder: {folder}")
     problems: list[Problem] = []
-
-    document: CheckpointDocument | None = None
-
-    def verdict(checkpoint: dict[str, Any] | None, sha: str | None, files: int,
-                total: int) -> Verification:
-        return Verification(ok=not problems, problems=problems, checkpoint=checkpoint,
-                            sha256=sha, files=files, total_bytes=total, document=document)
-
-    data, problem = read_checkpoint_bytes(folder)
-    if data is None:
-        assert problem is not None
-        problems.append(problem)
-        return verdict(None, None, 0, 0)
-    sha = hashlib.sha256(data).hexdigest()
-    if expected_sha256 is not None and sha != expected_sha256:
-        problems.append(Problem(ProblemCode.CHECKPOINT_DIGEST, CHECKPOINT_NAME,
-                                f"sha256 {sha} does not match the expected {expected_sha256}"))
-    doc, problem = parse_json(data)
-    if problem is not None:
-        problems.append(problem)
-        return verdict(None, sha, 0, 0)
-    if not isinstance(doc, dict):
-        problems.append(Problem(ProblemCode.CHECKPOINT_SCHEMA, CHECKPOINT_NAME,
-                                "must be a JSON object"))
-        return verdict(None, sha, 0, 0)
-    checked = check_document(doc)
-    problems.extend(checked.problems)
-    if checked.problems and checked.problems[0].code == ProblemCode.CHECKPOINT_FORMAT:
-        return verdict(doc, sha, 0, 0)
-    document = checked.document
-    entries = [(e.path, e.size, e.sha256) for e in checked.entries]
+    doc, sha, checked = read_document(folder, expected_sha256, problems)
+    if doc is None or checked is None:  # unreadable, not JSON, or of another format
+        return Verification(ok=not problems, problems=problems, checkpoint=doc, sha256=sha,
+                            files=0, total_bytes=0)
     listed_count = len(doc["files"]) if isinstance(doc.get("files"), list) else 0
-    if listed_count > limits.max_files:
-        problems.append(Problem(
-            ProblemCode.TOO_MANY_FILES, None,
-            f"the checkpoint lists {plural(listed_count, 'file')}; "
-            f"the limit is {plural(limits.max_files, 'file')}",
-        ))
+    scan = scan_folder(folder)
+    entries = [(e.path, e.size, e.sha256) for e in checked.entries]
+    matched, total = _check_listed(folder, entries, scan, problems, _Hashing(
+        limits=limits, count=listed_count, progress=progress))
+    listed = {e[0] for e in entries}  # plus paths of malformed entries, already reported
+    if isinstance(doc.get("files"), list):
+        listed.update(e["path"] for e in doc["files"]
+                      if isinstance(e, dict) and isinstance(e.get("path"), str))
+    problems.extend(_not_listed(scan, listed | matched))
+    return Verification(ok=not problems, problems=problems, checkpoint=doc, sha256=sha,
+                        files=listed_count, total_bytes=total, document=checked.document)
 
-    # Paths as strings, then collisions, then on disk.
+
+@dataclass(frozen=True)
+class _Hashing:
+    """How the listed files are hashed and judged: the limits, how many files the
+    checkpoint lists (for the limit on files), and the progress callback."""
+
+    limits: Limits
+    count: int
+    progress: Progress | None
+
+
+def _check_listed(folder: Path, entries: list[tuple[str, int, str]], scan: Scan,
+                  problems: list[Problem], hashing: _Hashing) -> tuple[set[str], int]:
+    """Check every listed file (path, size, SHA-256): its path as a string, then against
+    the other listed paths, then on disk, then its bytes and the limits; append each
+    problem.
+
+    Returns:
+        (the names on disk the listed paths account for, the bytes read).
+
+    Raises:
+        NotFound: ``folder`` is gone or was replaced since it was checked.
+    """
     well_formed: list[tuple[str, int, str]] = []
     for entry in entries:
         listed_problem = path_problem(entry[0])
@@ -262,14 +209,6 @@ def verify_checkpoint(
             problems.append(listed_problem)
     collisions = find_collisions([e[0] for e in well_formed])
     problems.extend(collisions)
-    colliding = {p.path for p in collisions}
-    # Names on disk by NFC (issue 12, point 5): a listed name matches its other spelling.
-    scan = scan_folder(folder)
-    on_disk = _by_nfc(scan.files + scan.symlinks + scan.special)
-    said_once = {nfc(p.path) for p in collisions
-                 if p.code == ProblemCode.PATH_COLLISION_UNICODE and p.path is not None}
-    matched: set[str] = set()  # names on disk a listed path accounts for
-    located: list[Located] = []
     # Every listed file is reached through folder descriptors opened without following a
     # symlink, to check it, then afresh to hash it (see FolderFds): whatever was swapped
     # in between, no symlink is followed.
@@ -279,50 +218,70 @@ def verify_checkpoint(
         raise NotFound(f"not a folder: {folder}") from error
     checker, threads = FolderFds(root_fd), ThreadFds(root_fd)
     try:
-        for path, size, digest in well_formed:
-            names = on_disk.get(nfc(path), [])
-            if nfc(path) in said_once:
-                matched.update(names)
-                continue
-            if path in colliding:
-                continue
-            if len(names) > 1:
-                problems.append(unicode_collision(path, names, on_disk=True))
-                matched.update(names)
-                continue
-            matched.update(names)
-            name = names[0] if names else path
-            found = _locate(folder, checker, (path, size, digest, name))
-            if isinstance(found, Problem):
-                problems.append(found)
-            else:
-                located.append(found)
+        located, matched = _located(folder, checker, well_formed, scan, collisions, problems)
         checker.close()
-        total = _hash_located(folder, located, threads, limits, progress, problems)
+        total = _hash_located(folder, located, threads, hashing, problems)
     finally:
         checker.close()
         threads.close()
         os.close(root_fd)
+    return matched, total
 
-    # What is on disk but not listed.
-    listed = {e[0] for e in entries}  # plus paths of malformed entries, already reported
-    if isinstance(doc.get("files"), list):
-        listed.update(e["path"] for e in doc["files"]
-                      if isinstance(e, dict) and isinstance(e.get("path"), str))
+
+def _located(folder: Path, checker: FolderFds, well_formed: list[tuple[str, int, str]],
+             scan: Scan, collisions: list[Problem], problems: list[Problem]
+             ) -> tuple[list[Located], set[str]]:
+    """Find each well-formed listed file on disk by its NFC name (issue 12, point 5: a
+    listed name matches its other spelling); append each problem.
+
+    Returns:
+        (the listed files found as regular files, the names on disk the listed paths
+        account for, found or not).
+    """
+    on_disk = _by_nfc(scan.files + scan.symlinks + scan.special)
+    colliding = {p.path for p in collisions}
+    said_once = {nfc(p.path) for p in collisions
+                 if p.code == ProblemCode.PATH_COLLISION_UNICODE and p.path is not None}
+    matched: set[str] = set()
+    located: list[Located] = []
+    for path, size, digest in well_formed:
+        names = on_disk.get(nfc(path), [])
+        if nfc(path) in said_once:
+            matched.update(names)
+            continue
+        if path in colliding:
+            continue
+        if len(names) > 1:
+            problems.append(unicode_collision(path, names, on_disk=True))
+            matched.update(names)
+            continue
+        matched.update(names)
+        name = names[0] if names else path
+        found = _locate(folder, checker, (path, size, digest, name))
+        if isinstance(found, Problem):
+            problems.append(found)
+        else:
+            located.append(found)
+    return located, matched
+
+
+def _not_listed(scan: Scan, accounted: set[str]) -> list[Problem]:
+    """The problems of what is on disk but neither listed nor matched by a listed path
+    (``accounted``): each extra file, symlink or special file by path, the first
+    :data:`MAX_EXTRA_REPORTED` named and the rest counted; unreadable entries first."""
+    problems = [Problem(ProblemCode.FOLDER_UNREADABLE, disk_name(rel), f"cannot read: {reason}")
+                for rel, reason in scan.unreadable]
     extras: list[Problem] = []
-    for rel, reason in scan.unreadable:
-        problems.append(Problem(ProblemCode.FOLDER_UNREADABLE, disk_name(rel),
-                                f"cannot read: {reason}"))
     for rel in scan.files:
-        if rel not in listed and rel not in matched:
+        if rel not in accounted:
             extras.append(Problem(ProblemCode.EXTRA_FILE, disk_name(rel),
                                   "extra file not in the checkpoint"))
     for rel in scan.symlinks:
-        if rel not in listed and rel not in matched:
+        if rel not in accounted:
             extras.append(Problem(ProblemCode.EXTRA_SYMLINK, disk_name(rel),
                                   "extra symlink not in the checkpoint"))
     for rel in scan.special:
-        if rel not in listed and rel not in matched:
+        if rel not in accounted:
             extras.append(Problem(ProblemCode.EXTRA_SPECIAL, disk_name(rel),
                                   "extra special file (not a regular file) not in the checkpoint"))
     extras.sort(key=lambda p: p.path or "")
@@ -331,7 +290,7 @@ def verify_checkpoint(
         more = len(extras) - MAX_EXTRA_REPORTED
         problems.append(Problem(ProblemCode.EXTRA_MORE, None,
                                 f"and {plural(more, 'more extra file')} not in the checkpoint"))
-    return verdict(doc, sha, listed_count, total)
+    return problems
 
 
 def _described(folder: Path, path: str, name: str, error: OSError | None) -> Problem:
@@ -360,15 +319,19 @@ def _locate(folder: Path, fds: FolderFds, listed: tuple[str, int, str, str]
     return Located(*listed, info.st_size)
 
 
-def _hash_located(folder: Path, located: list[Located],
-                  threads: ThreadFds, limits: Limits, progress: Progress | None,
-                  problems: list[Problem]) -> int:
+Outcome = tuple[int, str] | OSError | NotRegular
+"""What hashing one located file gave: (bytes read, SHA-256), or why it could not be read."""
+
+
+def _hash_located(folder: Path, located: list[Located], threads: ThreadFds,
+                  hashing: _Hashing, problems: list[Problem]) -> int:
     """Hash ``located`` (each opened with ``O_NOFOLLOW`` through folder descriptors: a
     symlink swapped in after :func:`_locate` is refused) on :func:`hashing_threads`
     threads, in batches of a few MB (one hand-over between threads per batch, not per
-    file), reporting in the listed order; once the total passes its limit, the files after
-    it are not reported (at most the batches under way are read). Appends each problem;
-    returns the bytes read."""
+    file), judging the sizes read with :meth:`Limits.problems` as they come, in the listed
+    order; once the total passes its limit no more are read (at most the batches under way
+    are) nor reported. Appends each problem; returns the bytes read."""
+    limits, progress = hashing.limits, hashing.progress
     expected_total = sum(min(entry.disk_size, limits.max_file_bytes + 1) for entry in located)
     done = 0
 
@@ -380,12 +343,11 @@ def _hash_located(folder: Path, located: list[Located],
 
     chunks = ChunksInOrder(report)
 
-    def work(batch: tuple[int, list[Located]]
-             ) -> list[tuple[int, str] | OSError | NotRegular]:
+    def work(batch: tuple[int, list[Located]]) -> list[Outcome]:
         number, entries = batch
         fds = threads.get()
         on_chunk = None if progress is None else lambda count: chunks.chunk(number, count)
-        outcomes: list[tuple[int, str] | OSError | NotRegular] = []
+        outcomes: list[Outcome] = []
         for entry in entries:
             try:
                 outcomes.append(fds.hash(entry.name, limits.max_file_bytes, on_chunk))
@@ -393,42 +355,53 @@ def _hash_located(folder: Path, located: list[Located],
                 outcomes.append(error)
         return outcomes
 
-    total = 0
-    index = -1
-    numbered = list(enumerate(batches(located, lambda entry: entry.disk_size)))
-    done_batches = in_order(numbered, work, hashing_threads(), chunks.turn)
-    with closing(done_batches):
-        for (_, entries), outcomes in done_batches:
-            if isinstance(outcomes, BaseException):
-                raise outcomes
-            for (path, size, digest, name, _), outcome in zip(entries, outcomes, strict=True):
-                index += 1
-                if isinstance(outcome, (OSError, NotRegular)):
-                    error = outcome if isinstance(outcome, OSError) else None
-                    problems.append(_described(folder, path, name, error))
-                    continue
-                real_size, real_digest = outcome
-                total += real_size
-                if real_size > limits.max_file_bytes:
-                    problems.append(Problem(
-                        ProblemCode.FILE_TOO_LARGE, path,
-                        f"is larger than the limit of {format_bytes(limits.max_file_bytes)} "
-                        "per file",
-                    ))
-                elif real_size != size:
-                    problems.append(Problem(
-                        ProblemCode.SIZE_CHANGED, path,
-                        f"size changed ({real_size:,} bytes, expected {size:,})"))
-                elif real_digest != digest:
-                    problems.append(Problem(
-                        ProblemCode.CONTENT_CHANGED, path,
-                        f"content changed (sha256 {real_digest} expected {digest})"))
-                if total > limits.max_total_bytes:
-                    rest = len(located) - index - 1
-                    message = ("brings the files past the limit of "
-                               f"{format_bytes(limits.max_total_bytes)} in all")
-                    if rest:
-                        message += f"; {plural(rest, 'file')} after it not hashed"
-                    problems.append(Problem(ProblemCode.TOTAL_TOO_LARGE, path, message))
-                    return total
-    return total
+    hashed: list[tuple[Located, Outcome]] = []
+
+    def sizes_read() -> Generator[tuple[str, int], None, None]:
+        numbered = list(enumerate(batches(located, lambda entry: entry.disk_size)))
+        done_batches = in_order(numbered, work, hashing_threads(), chunks.turn)
+        with closing(done_batches):
+            for (_, entries), outcomes in done_batches:
+                if isinstance(outcomes, BaseException):
+                    raise outcomes
+                for entry, outcome in zip(entries, outcomes, strict=True):
+                    hashed.append((entry, outcome))
+                    if isinstance(outcome, tuple):
+                        yield entry.path, outcome[0]
+
+    with closing(sizes_read()) as sizes:
+        over = limits.problems(sizes, count=hashing.count)
+    problems.extend(_judged(folder, hashed, over, len(located)))
+    return sum(outcome[0] for _, outcome in hashed if isinstance(outcome, tuple))
+
+
+def _judged(folder: Path, hashed: list[tuple[Located, Outcome]], over: list[Problem],
+            located: int) -> list[Problem]:
+    """The problems of the files hashed, in the listed order: the limits broken first
+    (``over``, from :meth:`Limits.problems`), then, file by file, why it could not be read,
+    or that it is over the per-file limit, else that its size or content changed; the file
+    that brings the total past its limit last, saying how many of the ``located`` files
+    after it were not hashed."""
+    found = [p for p in over if p.code == ProblemCode.TOO_MANY_FILES]
+    too_large = {p.path: p for p in over if p.code == ProblemCode.FILE_TOO_LARGE}
+    past = next((p for p in over if p.code == ProblemCode.TOTAL_TOO_LARGE), None)
+    for index, (entry, outcome) in enumerate(hashed):
+        if not isinstance(outcome, tuple):
+            error = outcome if isinstance(outcome, OSError) else None
+            found.append(_described(folder, entry.path, entry.name, error))
+            continue
+        real_size, real_digest = outcome
+        if entry.path in too_large:
+            found.append(too_large[entry.path])
+        elif real_size != entry.size:
+            found.append(Problem(ProblemCode.SIZE_CHANGED, entry.path,
+                                 f"size changed ({real_size:,} bytes, expected {entry.size:,})"))
+        elif real_digest != entry.sha256:
+            found.append(Problem(
+                ProblemCode.CONTENT_CHANGED, entry.path,
+                f"content changed (sha256 {real_digest} expected {entry.sha256})"))
+        if past is not None and past.path == entry.path:
+            rest = located - index - 1
+            found.append(replace(past, message=f"{past.message}; {plural(rest, 'file')} after "
+                                               "it not hashed") if rest else past)
+    return found

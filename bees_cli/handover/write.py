@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from bees_cli.handover.folder import (
     scan_folder,
 )
 from bees_cli.handover.limits import DEFAULT_LIMITS, MAX_CHECKPOINT_BYTES, Limits
-from bees_cli.handover.problems import display_path, format_bytes, plural
+from bees_cli.handover.problems import Problem, display_path
 from bees_cli.record.story import Story
 from bees_cli.utc import format_utc
 
@@ -126,62 +127,105 @@ def write_checkpoint(
         computer=computer, machine_id=machine_id, time=_format_time(now), journal=journal,
         story=story, pieces=kept,
     )
+    files = _listable_files(run_folder, limits)
+    entries = _hashed_entries(run_folder, files, limits)
+    data = _encoded(header.model_copy(update={"files": entries}))
+    top = run_folder / CHECKPOINT_NAME
+    write_atomic(top, data)
+    return CheckpointInfo(path=top, sha256=hashlib.sha256(data).hexdigest(), files=len(entries),
+                          total_bytes=sum(entry.size for entry in entries))
 
-    def refuse(path: str | None, message: str, hint: str | None = None) -> Refused:
-        where = f"{display_path(path)}: " if path is not None else ""
-        return Refused(f"cannot write the checkpoint: {where}{message}", hint=hint)
 
+def _refused(path: str | None, message: str, hint: str | None = None) -> Refused:
+    """The refusal of a checkpoint that cannot be written: ``cannot write the checkpoint:
+    PATH: message`` (without ``PATH: `` when it is None)."""
+    where = f"{display_path(path)}: " if path is not None else ""
+    return Refused(f"cannot write the checkpoint: {where}{message}", hint=hint)
+
+
+def _refuse_first(problems: list[Problem]) -> None:
+    """Raise the refusal of the first of ``problems``, if any."""
+    if problems:
+        raise _refused(problems[0].path, problems[0].message)
+
+
+def _listable_files(run_folder: Path, limits: Limits) -> list[str]:
+    """Return the files of ``run_folder`` to list (names on disk, sorted), once each can
+    travel and their sizes on disk are within ``limits`` (judged before any is read).
+
+    Raises:
+        Refused: what :func:`write_checkpoint` refuses, but a file that changes while hashed.
+    """
     top = run_folder / CHECKPOINT_NAME
     if top.is_symlink() or (top.exists() and not top.is_file()):
-        raise refuse(CHECKPOINT_NAME, "exists and is not a regular file")
+        raise _refused(CHECKPOINT_NAME, "exists and is not a regular file")
     scan = scan_folder(run_folder)
     if scan.unreadable:
         rel, reason = scan.unreadable[0]
-        raise refuse(disk_name(rel), f"cannot read: {reason}")
+        raise _refused(disk_name(rel), f"cannot read: {reason}")
     if scan.symlinks:
-        raise refuse(disk_name(scan.symlinks[0]), "is a symlink; a symlink cannot travel safely",
-                     hint="replace it with a copy of the file or folder it points to")
+        raise _refused(disk_name(scan.symlinks[0]), "is a symlink; a symlink cannot travel "
+                       "safely", hint="replace it with a copy of the file or folder it points to")
     if scan.special:
-        raise refuse(disk_name(scan.special[0]), "is not a regular file")
+        raise _refused(disk_name(scan.special[0]), "is not a regular file")
     for rel in scan.files:
         if disk_name(rel) != rel:
-            raise refuse(disk_name(rel), "file name is not valid UTF-8")
-    if len(scan.files) > limits.max_files:
-        raise refuse(None, f"the run folder holds {plural(len(scan.files), 'file')}; "
-                           f"the limit is {plural(limits.max_files, 'file')}")
+            raise _refused(disk_name(rel), "file name is not valid UTF-8")
     for rel in scan.files:
         problem = path_problem(rel)
         if problem is not None:
-            raise refuse(rel, problem.message)
+            raise _refused(rel, problem.message)
     collisions = find_collisions(scan.files)
     if collisions:
-        raise refuse(collisions[0].path, collisions[0].message)
+        raise _refused(collisions[0].path, collisions[0].message)
+    _refuse_first(limits.problems([(rel, _disk_size(run_folder, rel))
+                                   for rel in sorted(scan.files, key=nfc)]))
+    return scan.files
 
+
+def _disk_size(run_folder: Path, rel: str) -> int:
+    """The size in bytes of ``rel`` on disk (not following a symlink).
+
+    Raises:
+        Refused: it cannot be read.
+    """
+    try:
+        return os.lstat(run_folder / rel).st_size
+    except OSError as error:
+        raise _refused(rel, f"cannot read: {error.strerror or error}") from None
+
+
+def _hashed_entries(run_folder: Path, files: list[str], limits: Limits) -> list[FileEntry]:
+    """Hash ``files`` (each read at most one byte past the per-file limit) into the
+    checkpoint's entries, listed by NFC name in sorted order; the sizes read are judged
+    against ``limits`` again (a file may have grown since it was measured).
+
+    Raises:
+        Refused: a file is no longer a regular file or cannot be read, or a limit is broken.
+    """
     entries: list[FileEntry] = []
-    total = 0
     # Listed in NFC, read by the name on disk (issue 12, point 5); no two names share an
-    # NFC form here (collisions were refused above), so the listing stays one name a file.
-    for listed, rel in sorted((nfc(rel), rel) for rel in scan.files):
+    # NFC form here (collisions were refused before), so the listing stays one name a file.
+    for listed, rel in sorted((nfc(rel), rel) for rel in files):
         try:
             size, digest = hash_file(run_folder / rel, limits.max_file_bytes, None)
         except NotRegular:
-            raise refuse(rel, "is not a regular file") from None
+            raise _refused(rel, "is not a regular file") from None
         except OSError as error:
-            raise refuse(rel, f"cannot read: {error.strerror or error}") from None
-        if size > limits.max_file_bytes:
-            raise refuse(rel, "is larger than the limit of "
-                              f"{format_bytes(limits.max_file_bytes)} per file")
-        total += size
-        if total > limits.max_total_bytes:
-            raise refuse(rel, "brings the files past the limit of "
-                              f"{format_bytes(limits.max_total_bytes)} in all")
+            raise _refused(rel, f"cannot read: {error.strerror or error}") from None
         entries.append(FileEntry(path=listed, size=size, sha256=digest))
+    _refuse_first(limits.problems([(entry.path, entry.size) for entry in entries]))
+    return entries
 
-    document = header.model_copy(update={"files": entries})
+
+def _encoded(document: CheckpointDocument) -> bytes:
+    """The checkpoint's bytes (canonical JSON).
+
+    Raises:
+        Refused: they would pass :data:`MAX_CHECKPOINT_BYTES`.
+    """
     data = canonical_json(document.model_dump())
     if len(data) > MAX_CHECKPOINT_BYTES:
-        raise refuse(CHECKPOINT_NAME, f"would be {len(data):,} bytes; the limit is "
-                                      f"{MAX_CHECKPOINT_BYTES:,} bytes (16 MiB)")
-    write_atomic(top, data)
-    return CheckpointInfo(path=top, sha256=hashlib.sha256(data).hexdigest(), files=len(entries),
-                          total_bytes=total)
+        raise _refused(CHECKPOINT_NAME, f"would be {len(data):,} bytes; the limit is "
+                                        f"{MAX_CHECKPOINT_BYTES:,} bytes (16 MiB)")
+    return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,12 +15,14 @@ from bees_cli.handover.continue_ import Continued, Say
 from bees_cli.record.events import Continued as ContinuedFact
 
 if TYPE_CHECKING:
+    from bees_cli.engine.models import JournalEntry
     from bees_cli.handover.checkpoint import Progress
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
     from bees_cli.machine.computer import Computer
     from bees_cli.record.local import LocalRecord
     from bees_cli.record.pieces import Piece
+    from bees_cli.record.story import Story
     from bees_cli.usecases.bees import Bees
 
 
@@ -216,8 +218,8 @@ def check_fits(bees: Bees, row: Any) -> None:
     from bees_cli.handover.checkpoint import canonical_json
     from bees_cli.handover.fits import DoesNotFit
     from bees_cli.handover.fits import check_fits as fits
+    from bees_cli.handover.limits import DEFAULT_LIMITS
     from bees_cli.handover.store import ITEM_NAME, SNAPSHOT_NAME
-    from bees_cli.rules import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
 
     adds = {ITEM_NAME: ITEM_JSON_ROOM + len(row.title.encode("utf-8"))}
     try:
@@ -232,8 +234,7 @@ def check_fits(bees: Bees, row: Any) -> None:
     except DoesNotFit as error:
         raise Refused(f"item {row.id} was not relinquished: {error}",
                       hint="it goes on running here, untouched; make its run folder fit "
-                           f"(at most {MAX_FILES:,} files, {MAX_FILE_BYTES // 10**6} MB each, "
-                           f"{MAX_TOTAL_BYTES // 10**6} MB in all, no symlinks), then bees "
+                           f"({DEFAULT_LIMITS.describe()}, no symlinks), then bees "
                            f"relinquish {row.id} again") from None
 
 
@@ -313,30 +314,56 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         Refused: see :func:`prepare_continue`; or another computer claimed it first.
         NotFound, UserError, CloudError: see :func:`prepare_continue`.
     """
-    from bees_cli.engine.models import ItemInput, JournalEntry, ReviewRounds
-    from bees_cli.handover.checkpoint_pieces import seeded_piece
-    from bees_cli.handover.continue_ import (
-        claim_here,
-        continued_title,
-        next_attempts,
-        prepare_continue,
-        previous_outputs,
-        say_copied,
-    )
-    from bees_cli.handover.store import read_item
+    from bees_cli.handover.continue_ import prepare_continue, say_copied
     from bees_cli.record.fires import FireLog
     from bees_cli.record.local import LocalRecord
-    from bees_cli.record.story import Story, import_story
 
     here = computer
     ready = prepare_continue(item_id, from_dir=from_dir, digest=digest,
                              workspace_path=workspace_path, computer=here, progress=progress)
-    item_id = ready["item"]
-    checkpoint: dict[str, Any] = ready["checkpoint"]
-    snapshot = ready["snapshot"]
-    restart: str = ready["restart"]
-    folder: Path = ready["folder"]
-    copied = ready["copied"]
+    item_id, restart, sha256 = ready["item"], ready["restart"], ready["sha256"]
+    carried = _carried_and_claimed(here, ready)
+    if ready["copied"] is not None and from_dir is not None:  # said once the copy is used
+        say_copied(item_id, from_dir, ready["copied"], say)
+    say(f"{item_id}: checkpoint {sha256[:12]}… valid; eligible to restart at {restart}")
+    record = LocalRecord(here.record_path)
+    run = _record_the_run(record, here, ready, carried, title)
+    _seed_history(record, here, ready, carried, run)
+    FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
+                                        computer=here.computer, detail=None,
+                                        tried=datetime.now(UTC), epoch=carried.epoch)
+    return Continued(item=item_id, run_folder=str(ready["folder"]), stage=restart,
+                     checkpoint_sha256=sha256, journal=len(carried.journal), run=run,
+                     started=False)
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """What a verified checkpoint carries into the next run: its journal, its story (format
+    2: history, created, review rounds), its pieces (format 3: unfinished ones restart,
+    finished ones keep their saved results), and the owner generation the claim was
+    granted (None without a cloud)."""
+
+    journal: list[JournalEntry]
+    story: Story | None
+    pieces: list[Piece]
+    epoch: int | None
+
+
+def _carried_and_claimed(here: Computer, ready: dict[str, Any]) -> _Carried:
+    """Read what the checkpoint of ``ready`` (:func:`prepare_continue`'s) carries, then
+    claim the item (step 5). A refusal undoes the ``--from`` copy: the disk stays as it was.
+
+    Raises:
+        Refused: the journal is not readable, or another computer claimed the item first.
+        CloudUnreachable, CloudError: see :func:`~bees_cli.handover.continue_.claim_here`.
+    """
+    from bees_cli.engine.models import JournalEntry
+    from bees_cli.handover.checkpoint_pieces import seeded_piece
+    from bees_cli.handover.continue_ import claim_here
+    from bees_cli.record.story import Story
+
+    item_id, checkpoint, copied = ready["item"], ready["checkpoint"], ready["copied"]
     try:
         try:
             journal = [JournalEntry.model_validate(e) for e in checkpoint["journal"]]
@@ -346,17 +373,28 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         story = (Story.model_validate(checkpoint["story"])
                  if checkpoint.get("story") is not None else None)
         # format 3: the run's pieces (unfinished: restart; finished: their saved results)
-        pieces = [seeded_piece(entry, item_id=item_id, run_folder=folder)
+        pieces = [seeded_piece(entry, item_id=item_id, run_folder=ready["folder"])
                   for entry in checkpoint.get("pieces") or []]
-        epoch = claim_here(here, item_id)
+        return _Carried(journal, story, pieces, claim_here(here, item_id))
     except BaseException:
         if copied is not None:  # a refused continue leaves the disk as it was
             copied.undo()
         raise
-    if copied is not None and from_dir is not None:  # said once the copy is used
-        say_copied(item_id, from_dir, copied, say)
-    say(f"{item_id}: checkpoint {ready['sha256'][:12]}… valid; eligible to restart at {restart}")
-    record = LocalRecord(here.record_path)
+
+
+def _record_the_run(record: LocalRecord, here: Computer, ready: dict[str, Any],
+                    carried: _Carried, title: str | None) -> int:
+    """Record the item as its next run, starting at the restart stage from the top: made
+    afresh on a computer that never had it (created as the story says), else restarted;
+    return the run number (the item's last run here + 1; a computer that never saw the
+    item counts from ``RUN/item.json``'s run, else the relinquished run as 1)."""
+    from bees_cli.engine.items import item_input, make_item
+    from bees_cli.engine.models import ItemInput, ReviewRounds
+    from bees_cli.handover.next_run import continued_title, next_attempts, previous_outputs
+    from bees_cli.handover.store import read_item
+
+    item_id, folder, snapshot = ready["item"], ready["folder"], ready["snapshot"]
+    restart, story = ready["restart"], carried.story
     try:
         row = record.item(item_id)
     except Ambiguous:
@@ -365,41 +403,43 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         row = None
     previous = (ItemInput.model_validate_json(row.input)
                 if row is not None and row.input else None)
-    # the next run; a computer that never saw the item counts the relinquished run as 1
     kept_run = read_item(folder).get("run")
     run = (previous.run if previous is not None
            else kept_run if isinstance(kept_run, int) else 1) + 1
     item_title = continued_title(here, item_id, folder, row, title, snapshot)
-    from bees_cli.engine.items import item_input, make_item
-
-    carried = {"start_stage": restart, "journal": journal, "run": run,
-               "previous": previous_outputs(folder, snapshot, restart),
-               "attempts": next_attempts(checkpoint),
-               "reviews": (ReviewRounds.model_validate(story.reviews.model_dump())
-                           if story is not None else None)}
+    given = {"start_stage": restart, "journal": carried.journal, "run": run,
+             "previous": previous_outputs(folder, snapshot, restart),
+             "attempts": next_attempts(ready["checkpoint"]),
+             "reviews": (ReviewRounds.model_validate(story.reviews.model_dump())
+                         if story is not None else None)}
     if row is None:
         make_item(record, snapshot, item_id=item_id, title=item_title, run_folder=folder,
                   workspace=snapshot.workspace_root, stage=restart,
                   created=story.created if story is not None else None,
-                  created_on=story.created_on if story is not None else None, **carried)
+                  created_on=story.created_on if story is not None else None, **given)
     else:
         item = item_input(record, snapshot, item_id=item_id, title=item_title,
-                          run_folder=folder, **carried)
+                          run_folder=folder, **given)
         record.restart_item(item_id, input=item.model_dump_json(), run_folder=str(folder),
                             stage=restart)
-    if story is not None:  # the earlier runs' history first, then this run's facts
-        import_story(record, item_id, story, machine_id=here.machine_id,
-                     computer=here.computer, run_folder=str(folder))
-    for entry in journal:
+    return run
+
+
+def _seed_history(record: LocalRecord, here: Computer, ready: dict[str, Any],
+                  carried: _Carried, run: int) -> None:
+    """Keep what the checkpoint carries in this computer's record: the earlier runs'
+    history first, then the journal, the pieces and the ``continued`` fact of this run."""
+    from bees_cli.record.story import import_story
+
+    item_id, checkpoint, sha256 = ready["item"], ready["checkpoint"], ready["sha256"]
+    if carried.story is not None:  # the earlier runs' history first, then this run's facts
+        import_story(record, item_id, carried.story, machine_id=here.machine_id,
+                     computer=here.computer, run_folder=str(ready["folder"]))
+    for entry in carried.journal:
         record.add_journal(item_id, entry.model_dump(mode="json"))
-    seed_pieces(record, pieces)
+    seed_pieces(record, carried.pieces)
     record.add_fact(item_id, ContinuedFact(
-        stage=restart, from_computer=checkpoint["computer"], checkpoint_sha256=ready["sha256"],
+        stage=ready["restart"], from_computer=checkpoint["computer"], checkpoint_sha256=sha256,
         restart_stages=dict(checkpoint["restart_stages"]), files=len(checkpoint["files"]),
-        journal=len(journal), pieces=len(pieces), run=run), key=f"continued:{ready['sha256']}")
-    FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
-                                        computer=here.computer, detail=None,
-                                        tried=datetime.now(UTC), epoch=epoch)
-    return Continued(item=item_id, run_folder=str(folder), stage=restart,
-                     checkpoint_sha256=ready["sha256"], journal=len(journal), run=run,
-                     started=False)
+        journal=len(carried.journal), pieces=len(carried.pieces), run=run),
+        key=f"continued:{sha256}")

@@ -243,7 +243,7 @@ async def test_a_relinquish_over_the_file_limit_is_refused_and_the_item_runs_on(
     with pytest.raises(Refused) as refused:
         await asyncio.to_thread(relinquish_item, item.id)
     assert refused.value.message == (
-        f"item {item.id} was not relinquished: the run folder would hold {count:,} files; "
+        f"item {item.id} was not relinquished: {count:,} files to hand over; "
         "the limit is 1,000 files")
     assert refused.value.hint == (
         "it goes on running here, untouched; make its run folder fit (at most 1,000 files, "
@@ -284,8 +284,7 @@ async def test_a_handover_refused_after_the_stop_keeps_attempts_and_previous_sta
     with pytest.raises(Refused) as refused:
         await asyncio.to_thread(relinquish_item, item.id)
     assert refused.value.message.startswith(
-        f"item {item.id} was not relinquished: cannot write the checkpoint: the run folder "
-        "holds ")
+        f"item {item.id} was not relinquished: cannot write the checkpoint: 1,0")
     row = await until(record, item.id, lambda r: r.status == "failed")
     assert (row.stage, row.reason) == ("Draft", refused.value.message.split(": ", 1)[1])
     shutil.rmtree(junk)

@@ -33,7 +33,7 @@ def test_write_refuses_past_each_limit(tmp_path: Path) -> None:
     with pytest.raises(Refused) as caught:
         write(many)
     assert caught.value.message == (
-        "cannot write the checkpoint: the run folder holds 1,001 files; the limit is 1,000 files"
+        "cannot write the checkpoint: 1,001 files to hand over; the limit is 1,000 files"
     )
 
     big = tmp_path / "big"
@@ -145,7 +145,7 @@ def test_one_thousand_and_one_files(tmp_path: Path) -> None:
         {"path": "1000.md", "size": 0, "sha256": sha(b"")}))
     verification = verify_checkpoint(folder)
     assert found(verification) == [
-        ("too_many_files", None, "the checkpoint lists 1,001 files; the limit is 1,000 files"),
+        ("too_many_files", None, "1,001 files to hand over; the limit is 1,000 files"),
     ]
     assert verification.files == 1_001
 

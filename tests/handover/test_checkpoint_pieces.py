@@ -123,7 +123,7 @@ def test_a_continued_record_keeps_the_pieces_under_its_own_run_folder() -> None:
 def test_the_continued_stage_s_attempt_follows_its_pieces_so_they_get_new_names() -> None:
     """Issue 23, point 3: a model agent's stage keeps no log named by its attempt; its
     continued attempt still comes after every attempt that handed out a listed piece."""
-    from bees_cli.handover.continue_ import next_attempts
+    from bees_cli.handover.next_run import next_attempts
 
     later = piece("r2-a3-p1", 1, PieceStatus.STOPPED, attempt=3).model_copy(
         update={"round": 2})

@@ -32,7 +32,7 @@ def test_a_folder_that_fits_passes_and_a_missing_one_is_empty(tmp_path: Path) ->
 
 def test_the_files_the_handover_adds_count_and_replace_their_namesakes(tmp_path: Path) -> None:
     folder = make_run(tmp_path / "run", {"a.txt": b"1", "b.txt": b"1", "c.txt": b"1"})
-    assert refusal(folder) == "the run folder would hold 5 files; the limit is 4 files"
+    assert refusal(folder) == "5 files to hand over; the limit is 4 files"
     (folder / "c.txt").unlink()
     (folder / "item.json").write_bytes(b"0123456789")  # replaced by the handover's 5 bytes
     check_fits(folder, adds=ADDS, limits=SMALL)
