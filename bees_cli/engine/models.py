@@ -272,6 +272,13 @@ class JournalEntry(BaseModel):
     stdout: str = ""
     at: str
     request_id: int | None = None
+    original_digest: str | None = None
+    """When a person corrected the input before it ran (``bees approve --input``, issue 26,
+    point 4): the digest of the agent's own input; ``digest`` is the one that ran."""
+    edited_by: str | None = None
+    """Who corrected the input (None: it ran as the agent gave it)."""
+    input: str | None = None
+    """The corrected input that ran (JSON text), kept with ``edited_by``."""
 
 
 STDOUT_KEPT = 65536
@@ -336,6 +343,11 @@ class ActionAnswer(BaseModel):
     exit_code: int | None = None
     stdout: str = ""
     at: str | None = None
+    input: str | None = None
+    """With ``run`` under a request a person approved with a corrected input: that input
+    (JSON text), to run instead of the asked one (issue 26, point 4)."""
+    edited_by: str | None = None
+    """Who corrected ``input``."""
 
 
 class ApprovalRequest(BaseModel):
@@ -365,6 +377,9 @@ class ApprovalRequest(BaseModel):
     """An action that may already have run: its intent (written at this time) has no result."""
     answer: Literal["ran", "again"] | None = None
     """A person's answer to an interrupted action: ``ran`` (record it as run) or ``again``."""
+    edited_input: str | None = None
+    """The input a person approved instead of ``input`` (JSON text; ``bees approve --input``,
+    issue 26, point 4): what runs; ``who`` changed it. None: approved as asked."""
 
     @property
     def label(self) -> str:
@@ -391,6 +406,10 @@ class DecideInput(BaseModel):
     answer: Literal["ran", "again"] | None = None
     """For an interrupted action (it may already have run): ``ran`` records it as run,
     ``again`` runs it once more (``bees approve --ran`` / ``--again``)."""
+    input: str | None = None
+    """A held action approved with the person's corrected input (JSON text; ``bees approve
+    --input``, issue 26, point 4): it runs instead of the agent's. Only with ``approve`` and
+    one held action call."""
 
 
 class DecisionWait(BaseModel):

@@ -121,6 +121,8 @@ class ApprovalGate(RunParts):
             request.who, request.at, request.reason = decision.who, decision.at, decision.reason
             if request.interrupted_at is not None:
                 request.answer = decision.answer
+            if decision.approve and decision.input is not None:
+                request.edited_input = decision.input  # the validator allows one action
             if decision.approve:
                 self.live.approved.add((request.stage, request.round))
         for request in chosen:
@@ -132,6 +134,8 @@ class ApprovalGate(RunParts):
             if request.interrupted_at is not None:  # set only then: other facts unchanged
                 answered = answered.model_copy(update={
                     "interrupted_at": request.interrupted_at, "answer": request.answer})
+            if request.edited_input is not None:  # likewise
+                answered = answered.model_copy(update={"edited_input": request.edited_input})
             await self._record(RecordInput.of(
                 answered, item_id=self._id, status=None,
                 key=f"approval:{request.id}:{request.status}",
@@ -161,6 +165,10 @@ class ApprovalGate(RunParts):
                 r.interrupted_at is not None for r in chosen):
             raise refuse("an action that may already have run needs an answer: --ran "
                          "(record it as run) or --again (run it once more)")
+        if decision.input is not None:
+            edit = _edit_refusal(decision, chosen)
+            if edit is not None:
+                raise refuse(edit)
 
     @workflow.update(name=AWAIT_DECISION_UPDATE)
     async def await_decision(self, wait: DecisionWait) -> ApprovalRequest:
@@ -254,8 +262,10 @@ class ApprovalGate(RunParts):
         if decision.verdict in (V.DENIED, V.NOT_RUN):
             return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
                                 reason=decision.reason)
+        # approved with a corrected input: the caller runs that one (issue 26, point 4)
         return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
-                            request_id=request.id)
+                            request_id=request.id, input=request.edited_input,
+                            edited_by=None if request.edited_input is None else request.who)
 
     def _denied(self, ask: ActionAsk) -> ApprovalRequest | None:
         """Return the request a person denied for this very ask (same stage round, action
@@ -437,6 +447,25 @@ class ApprovalGate(RunParts):
     async def _record(self, record: RecordInput) -> None:
         await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
 
+
+
+def _edit_refusal(decision: DecideInput, chosen: list[ApprovalRequest]) -> str | None:
+    """Return why ``decision``'s corrected input cannot be taken (issue 26, point 4), or
+    None: it approves exactly one held action call, not a stage's finish nor an action that
+    may already have run."""
+    if not decision.approve:
+        return "a corrected input goes with an approval, not a denial"
+    if len(chosen) != 1:
+        ids = ", ".join(str(r.id) for r in chosen)
+        return f"a corrected input is for one request; several wait ({ids}): name one"
+    (request,) = chosen
+    if request.action is None:
+        return (f"request {request.id} is the finish of stage {request.stage}, not an "
+                "action call: a corrected input is for a held action")
+    if request.interrupted_at is not None:
+        return (f"request {request.id}: {request.action} may already have run: answer --ran "
+                "or --again, without a corrected input")
+    return None
 
 
 def _facts(facts: Facts, request: ApprovalRequest) -> Facts:

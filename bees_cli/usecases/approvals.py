@@ -211,16 +211,22 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
 
 
 async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
-                 reason: str | None, answer: str | None = None) -> DecideDone:
+                 reason: str | None, answer: str | None = None,
+                 input_text: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
 
     Sent to the run now when ``bees run`` is up; queued for ``bees run`` otherwise. An
     action that may already have run (interrupted between its intent and its result) is
     approved with an ``answer``: ``ran`` (record it as run) or ``again`` (run it once more).
+    A held action call may be approved with the person's corrected input (``input_text``:
+    JSON, ``@FILE`` or ``@-``; issue 26, point 4): checked against the action's input
+    schema here, it runs instead of the agent's input.
 
     Raises:
         UserError: a denial without a reason; an interrupted action approved without an
-            answer, or an answer for none.
+            answer, or an answer for none; a corrected input that is not JSON, that its
+            schema refuses (the message names the field), or that is not for exactly one
+            held action call (a stage's finish, several requests): nothing is decided.
         NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
         Refused: nothing of the item waits, or ``request_id`` does not wait.
     """
@@ -240,11 +246,16 @@ async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | 
     if request_id is not None and request_id not in waiting:
         raise Refused(f"request {request_id} of item {row.id} does not wait for approval "
                       f"(waiting: {', '.join(map(str, waiting))})")
-    _check_answer([r for r in requests if request_id in (None, r["id"])], row.id,
-                  approve=approve, answer=answer)
+    chosen = [r for r in requests if request_id in (None, r["id"])]
+    _check_answer(chosen, row.id, approve=approve, answer=answer)
+    edited = None
+    if input_text is not None:
+        edited = await record.run(_edited_input, row, chosen, input_text, approve=approve,
+                                  answer=answer)
     decision = DecideInput(approve=approve, request_id=request_id, who=bees.who(),
                            at=now_utc(), reason=reason,
-                           answer=answer)  # type: ignore[arg-type]
+                           answer=answer, input=edited)  # type: ignore[arg-type]
+    shown = None if edited is None else json.loads(edited)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         earlier = await record.queue_decision(row.id, DECIDE_UPDATE,
@@ -254,13 +265,58 @@ async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | 
                           f"by {earlier.get('who')}): bees run delivers it when it starts",
                           hint="a request is answered once; `bees approvals` shows what waits")
         return DecideDone(item=row.id, who=decision.who, at=decision.at, decided=None,
-                          queued=True)
+                          queued=True, input=shown)
     engine = await bees.engine(address)
     ids = await engine.update(row.id, DECIDE_UPDATE, decision, list[int],
                               timeout=DECIDE_TIMEOUT)
     return DecideDone(item=row.id, who=decision.who, at=decision.at,
                       decided=list(ids),  # type: ignore[call-overload]
-                      queued=False)
+                      queued=False, input=shown)
+
+
+def _edited_input(record: LocalRecord, row: ItemRow, chosen: list[dict[str, Any]],
+                  input_text: str, *, approve: bool, answer: str | None) -> str | None:
+    """Read and check a person's corrected input for the one held action call in ``chosen``
+    (issue 26, point 4); return it as compact JSON text, or None when it is the agent's
+    own input (approved as asked).
+
+    Raises:
+        UserError: not with an approval, or with ``--ran``/``--again``; ``chosen`` is not
+            one held action call (several, a stage's finish, an action that may already
+            have run); the input is not JSON, or the action's input schema refuses it.
+    """
+    from bees_cli.agents.action_call import digest_of, parse_input
+    from bees_cli.engine.snapshot_store import load_snapshot
+    from bees_cli.usecases.action_input import check_input
+
+    if not approve or answer is not None:
+        raise UserError("--input corrects a held action's input on an approval, without "
+                        "--ran or --again", hint=f"bees approve {row.id} --input @edited.json")
+    if len(chosen) != 1:
+        ids = ", ".join(str(r["id"]) for r in chosen)
+        raise UserError(f"several requests wait on item {row.id} ({ids}): --input corrects "
+                        "one", hint=f"bees approve {row.id} --action ID --input @edited.json")
+    (request,) = chosen
+    if request.get("action") is None:
+        raise UserError(f"request {request['id']} of item {row.id} is the finish of stage "
+                        f"{request['stage']}, not an action call: --input corrects a held "
+                        "action's input",
+                        hint=f"bees approve {row.id} --action {request['id']}, or bees deny "
+                             f"{row.id} --reason TEXT")
+    if request.get("interrupted_at"):
+        raise UserError(f"{request['action']} may already have run: --input corrects an "
+                        "action that has not", hint=f"bees approve {row.id} --ran or --again")
+    data = parse_input(input_text)
+    addon, _, name = str(request["action"]).partition(".")
+    digest = json.loads(row.input or "{}").get("snapshot_digest")
+    snapshot = load_snapshot(record, row.id, digest)
+    found = snapshot.addons.get(addon)
+    if found is not None and found.mcp is None and name in found.actions:
+        # an MCP tool's schema is its server's: checked before it runs (usecases/actions)
+        check_input(str(request["action"]), found.actions[name].input, data)
+    if digest_of(data) == request.get("digest"):
+        return None
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _answer_text(payload: dict[str, object]) -> str:

@@ -41,7 +41,7 @@ def approval_out(row: dict[str, Any]) -> ApprovalOut:
     from bees_cli.usecases.approvals import request_input
 
     data = {k: v for k, v in row.items()
-            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer"}}
+            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer", "edited_input"}}
     return ApprovalOut.model_validate({"request_id": row["id"], **data,
                                        "input": request_input(row.get("input"))})
 
@@ -62,3 +62,6 @@ class DecisionOut(Out):
     at: UtcTime
     decided: list[int]
     queued: bool
+    input: JsonValue = Field(default=None, description="The corrected input approved instead "
+                             "of the agent's (bees approve --input): what the action runs "
+                             "with; null: approved as asked, or a denial.")
