@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, NotFound, Refused, UserError
@@ -19,6 +20,11 @@ from bees_cli.usecases.models import ApprovalRow, DecideDone
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
+
+FINAL_ANSWER_FILE = "answer.md"
+"""The file a model agent's final answer is written to in its stage's output folder
+(``engine/model_activities.py``'s ``ANSWER_FILE``; not imported: that module loads the
+engine, too heavy for ``bees approvals``)."""
 
 DECIDE_TIMEOUT = 30.0
 """Seconds to wait for ``bees run`` to answer a decision."""
@@ -115,9 +121,41 @@ def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
             continue
         row = record.item(data["item_id"])
         request = ApprovalRequest.model_validate(data)
+        shown = finish_shown(record, row, request) if request.action is None else {}
         out.append(ApprovalRow.model_validate(
-            {**data, "title": row.title, "process": row.process, "what": request.label}))
+            {**data, "title": row.title, "process": row.process, "what": request.label,
+             **shown}))
     return out
+
+
+def finish_shown(record: LocalRecord, row: ItemRow, request: Any) -> dict[str, Any]:
+    """Return what a held finish will let through (issue 26, point 4: a finish showed only
+    its output folder): ``final_answer``, the text the stage's model agent ended with (its
+    ``answer.md``; None for a command agent); ``tool_calls``, each add-on or file tool the
+    stage round's latest attempt called (``tool``, ``input``, ``outcome``); and
+    ``tools_not_called``, the agent's ``tools:`` it never called."""
+    from bees_cli.engine.snapshot_store import load_snapshot
+    from bees_cli.engine.transcript import transcript_lines, transcript_path
+
+    folder = Path(str(request.summary).removeprefix("output "))
+    answer = folder / FINAL_ANSWER_FILE
+    final = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
+    entries = [e for e in transcript_lines(transcript_path(row.run_folder, request.stage))
+               if e.get("round") == request.round] if row.run_folder else []
+    latest = max((int(e.get("attempt") or 1) for e in entries), default=1)
+    calls = [{"tool": e.get("tool"), "input": e.get("arguments"), "outcome": e.get("outcome")}
+             for e in entries if e.get("kind") == "tool" and e.get("attempt", 1) == latest]
+    offered: list[str] = []
+    try:
+        snapshot = load_snapshot(record, row.id,
+                                 json.loads(row.input or "{}").get("snapshot_digest"))
+    except BeesError:
+        snapshot = None
+    if snapshot is not None and row.agent in snapshot.agents:
+        offered = list(snapshot.agents[row.agent].tools)
+    called = {c["tool"] for c in calls}
+    return {"final_answer": final, "tool_calls": calls,
+            "tools_not_called": [t for t in offered if t not in called]}
 
 
 async def _item_approvals(bees: Bees, item_id: str, *,

@@ -165,3 +165,33 @@ def test_a_model_is_told_what_the_person_changed(bees: BeesRunner, space: Space,
     assert sent(server, 1)[1] == {"role": "tool", "tool_call_id": "c1",
                                   "content": f"{CHANGED}\ndone 1\n"}
     assert addon_log.read_text().splitlines() == ['mail.send {"to": "board@example.com"}']
+
+
+def test_a_held_finish_shows_the_answer_the_calls_and_the_tools_never_called(
+        bees: BeesRunner, space: Space) -> None:
+    set_identity(person=MAYA)
+    addon_log = mail_addon(space, declared=True)
+    env = {"ADDON_LOG": str(addon_log)}
+    with serve() as server:
+        model_agent(space, "sender", server, tools=["mail.list", "mail.send"])
+        space.write("processes/p.yaml", SEND.format(approval="required"))
+        server.model.push(
+            Answer.tool_calls(("c1", "mail.list", '{"folder": "outbox"}')),
+            Answer.reply("Nothing to send:\nthe outbox is empty."))
+        item_id = bees("item", "create", "p", "-w", str(space.root)).stdout.strip()
+        ran = bees("run", "-w", str(space.root), "--exit-when-idle", env=env)
+        assert ran.returncode == 0, ran.stderr
+    shown = bees("approvals", "show", item_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[3].startswith("action    finish: output ")
+    assert lines[5:9] == [
+        "answer    Nothing to send:",
+        "          the outbox is empty.",
+        'called    mail.list {"folder": "outbox"} (ran)',
+        "not called mail.send"]
+    (request,) = json.loads(bees("approvals", "show", item_id, "--json").stdout)["approvals"]
+    assert (request["final_answer"], request["tool_calls"], request["tools_not_called"]) == (
+        "Nothing to send:\nthe outbox is empty.",
+        [{"tool": "mail.list", "input": {"folder": "outbox"}, "outcome": "ran"}],
+        ["mail.send"])
