@@ -87,7 +87,8 @@ def bees(bees_home: Path) -> BeesRunner:
     """
 
     def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+            timeout: float = 120, input: str | None = None  # noqa: A002 - stdin's text
+            ) -> subprocess.CompletedProcess[str]:
         full_env = dict(os.environ)
         full_env["BEES_HOME"] = str(bees_home)
         if env:
@@ -99,6 +100,7 @@ def bees(bees_home: Path) -> BeesRunner:
             capture_output=True,
             text=True,
             timeout=timeout,
+            input=input,
         )
 
     return run

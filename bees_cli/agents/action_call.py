@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
@@ -60,6 +61,12 @@ class ActionCallInput(BaseModel):
         """The action's idempotency key, ``BEES_ACTION_KEY`` (:func:`action_key`)."""
         return action_key(self.item_id, self.stage, self.digest)
 
+    def with_data(self, data: Any) -> ActionCallInput:
+        """Return this call with input ``data`` (a person's corrected input, issue 26,
+        point 4), its digest and key computed afresh (``model_copy`` would keep the cached
+        digest of the old input)."""
+        return ActionCallInput.model_validate({**self.model_dump(), "data": data})
+
 
 def from_environment(name: str, input_text: str | None, environ: Mapping[str, str], *,
                      cwd: str | None = None) -> ActionCallInput:
@@ -103,7 +110,8 @@ def check_name(name: str) -> None:
 
 
 def parse_input(text: str | None) -> Any:
-    """Read ``--input``: JSON text, ``@FILE`` (JSON in a file), or nothing (``{}``).
+    """Read ``--input``: JSON text, ``@FILE`` (JSON in a file), ``@-`` (JSON on stdin), or
+    nothing (``{}``).
 
     Raises:
         UserError: not valid JSON, or the file cannot be read.
@@ -111,7 +119,9 @@ def parse_input(text: str | None) -> Any:
     if text is None:
         return {}
     source = "--input"
-    if text.startswith("@"):
+    if text == "@-":
+        source, text = "stdin", sys.stdin.read()
+    elif text.startswith("@"):
         path = Path(text[1:])
         source = str(path)
         try:

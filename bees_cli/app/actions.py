@@ -1,10 +1,11 @@
 """The Bees app's actions: ``POST /items/ITEM_ID/<verb>``, each the same use case as its CLI
 command (issue 17, point 3), answered by 303 back to the item page with a note.
 
-approve → ``bees approve``, deny → ``bees deny --reason``, retry → ``bees retry``, accept →
-``bees item accept``, cancel → ``bees item cancel``, relinquish → ``bees relinquish``,
-continue → ``bees continue``. A refusal (any :class:`~bees_cli.errors.BeesError`) is shown
-in the use case's words, with its hint and, for a checkpoint that failed verification, each
+approve → ``bees approve`` (Edit and approve: ``bees approve --input``), deny → ``bees
+deny --reason``, retry → ``bees retry``, accept → ``bees item accept``, cancel → ``bees item
+cancel``, relinquish → ``bees relinquish``, continue → ``bees continue``. A refusal (any
+:class:`~bees_cli.errors.BeesError`) is shown in the use case's words, with its hint and,
+for a checkpoint that failed verification, each
 file's problem.
 
 Cancel and relinquish lose work (:data:`CONFIRMED`), so their button only leads to a
@@ -14,6 +15,7 @@ confirmation page (``GET /items/ITEM_ID/<verb>``, no JavaScript needed); only it
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, field
 
@@ -78,6 +80,26 @@ def _request_id(form: FormData) -> int | None:
     return int(text)
 
 
+def _corrected_input(form: FormData) -> str | None:
+    """Return the Edit and approve form's corrected input (its ``input`` field) as JSON
+    text for the use case, or None (a plain approval). Parsed here so the use case never
+    reads it as ``@FILE``: the page sends JSON, never a path on this computer.
+
+    Raises:
+        UserError: the text is not valid JSON.
+    """
+    text = form.get("input")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise UserError(f"the corrected input is not valid JSON: {error}",
+                        hint="correct the JSON in the box, then press Edit and approve"
+                        ) from None
+    return json.dumps(data, ensure_ascii=False)
+
+
 async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> str:
     """Call ``verb``'s use case on ``item_id`` and return what was done, in words (as the
     CLI says it).
@@ -94,14 +116,21 @@ async def perform(app: AppState, verb: Verb, item_id: str, form: FormData) -> st
                 raise UserError("a denial needs a reason: the agent is told",
                                 hint="write why in the reason box, then press Deny")
         answer = form.get("answer") if verb == "approve" else None
+        edited = _corrected_input(form) if verb == "approve" else None
         done = await bees.decide(item_id, approve=verb == "approve",
                                  request_id=_request_id(form), reason=reason,
-                                 answer=answer if answer in ("ran", "again") else None)
+                                 answer=answer if answer in ("ran", "again") else None,
+                                 input_text=edited)
         word = "approved" if verb == "approve" else "denied"
+        if done.input is not None:
+            word += " by {who} with your corrected input (the agent is told what changed)"
+        else:
+            word += " by {who}"
+        word = word.format(who=done.who)
         if done.queued:
-            return f"{word} by {done.who}; bees run delivers it when it starts"
+            return f"{word}; bees run delivers it when it starts"
         ids = ", ".join(str(i) for i in done.decided or [])
-        return f"request {ids} {word} by {done.who}"
+        return f"request {ids} {word}"
     if verb == "retry":
         person = await bees.retry(item_id)
         return f"{person.stage} starts again (asked by {person.who})"

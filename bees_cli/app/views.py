@@ -196,6 +196,9 @@ class HeldView:
     """An action that may already have run (interrupted at this time)."""
     output: list[Field_] = field(default_factory=list)
     """A waiting finish: the stage's output files (name, text)."""
+    edit: str | None = None
+    """A held action call's input as indented JSON, for Edit and approve (issue 26, point
+    4); None for a finish, an action that may already have run, or an input not JSON."""
 
 
 def _text(value: Any) -> str:
@@ -231,10 +234,14 @@ def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> He
                   if mail is None or k not in MAIL_KEYS]
     elif data is not None:
         shown = _text(data)
+    edit = None
+    if request.get("action") and not request.get("interrupted_at") and not shown:
+        edit = json.dumps(data, indent=2, ensure_ascii=False)
     return HeldView(request=int(request["id"]), stage=str(request.get("stage") or "-"),
                     action=request.get("action"), summary=str(request.get("summary") or ""),
                     mail=mail, fields=fields, raw=shown,
-                    interrupted_at=request.get("interrupted_at"), output=output or [])
+                    interrupted_at=request.get("interrupted_at"), output=output or [],
+                    edit=edit)
 
 
 def offered(status: str, *, runs_here: bool, held: bool) -> tuple[Verb, ...]:

@@ -142,17 +142,22 @@ def approvals_show(
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,
-            answer: str | None = None, as_json: bool = False) -> None:
+            answer: str | None = None, as_json: bool = False,
+            input_text: str | None = None) -> None:
     import asyncio
 
     from bees_cli.cli import json_models as out
 
     done = asyncio.run(bees_here().decide(item, approve=approve, request_id=action,
-                                          reason=reason, answer=answer))
+                                          reason=reason, answer=answer,
+                                          input_text=input_text))
     verb: Literal["approved", "denied"] = "approved" if approve else "denied"
     if as_json:
         out.emit(out.DecisionOut(item_id=done.item, decision=verb, who=done.who, at=done.at,
-                                 decided=done.decided or [], queued=done.queued))
+                                 decided=done.decided or [], queued=done.queued,
+                                 input=done.input))
+    if done.input is not None:
+        say(f"{done.item}: runs with your corrected input, not the agent's")
     if done.queued:
         say(f"{done.item}: {verb} by {done.who}; bees run delivers it when it starts")
     else:
@@ -175,17 +180,23 @@ def approve(
         "agent gets the journal's answer).")] = False,
     again: Annotated[bool, typer.Option(
         "--again", help="An action that may already have run: run it once more.")] = False,
+    input: Annotated[str | None, typer.Option(  # noqa: A002 - the option is --input
+        "--input", metavar="JSON|@FILE|@-",
+        help="A held action's corrected input (JSON, @file, or @- for stdin): the action "
+        "runs with it instead of the agent's, and the agent is told what changed.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Approve what waits on an item (a held action, or its stage's finish).
 
-    Example: bees approve 01JH3 --action 1
+    Example: bees approve 01JH3 --action 1 --input @edited.json
     """
     if ran and again:
         raise UserError("--ran and --again exclude each other",
                         hint=f"bees approve {item} --ran (it ran) or --again (run it again)")
     answer = "ran" if ran else "again" if again else None
-    _decide(item, approve=True, action=action, reason=None, answer=answer, as_json=as_json)
+    _decide(item, approve=True, action=action, reason=None, answer=answer, as_json=as_json,
+            input_text=input)
 
 
 @touches_engine
@@ -229,6 +240,8 @@ def action(
         check_item_id(os.environ["BEES_ITEM_ID"], prefix=False)
     outcome = asyncio.run(bees_here().action(name, input, env=dict(os.environ)))
     sys.stdout.write(outcome.stdout)
+    if outcome.edited is not None:  # the agent's program reads what the person changed
+        say(f"{name}: {outcome.edited}")
     if outcome.from_journal:
         say(f"{name}: answered from the journal (it ran at {outcome.ran_at}); not run again")
     exit_hard(outcome.exit_code)

@@ -134,6 +134,7 @@ def request_lines(row: Any) -> list[str]:
     Args:
         row: an :class:`~bees_cli.usecases.models.ApprovalRow`.
     """
+    from bees_cli.usecases.actions import summary_of
     from bees_cli.usecases.approvals import input_fields, request_input
 
     extra = row.model_extra or {}
@@ -147,6 +148,14 @@ def request_lines(row: Any) -> list[str]:
         lines.append(f"note      may already have run (interrupted at "
                      f"{display_utc(parse_utc(extra['interrupted_at']))}): approve with "
                      "--ran (it ran) or --again (run it once more)")
+    if extra.get("final_answer") is not None:  # a held finish: what it lets through
+        text = str(extra["final_answer"]).rstrip("\n").split("\n")
+        lines.append(f"answer    {text[0]}".rstrip())
+        lines += [f"          {more}".rstrip() for more in text[1:]]
+    for call in extra.get("tool_calls") or []:
+        lines.append(f"called    {call['tool']} {summary_of(call['input'])} ({call['outcome']})")
+    if extra.get("tools_not_called"):
+        lines.append(f"not called {', '.join(extra['tools_not_called'])}")
     value = request_input(extra.get("input"))
     fields = input_fields(value)
     if fields:

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bees_cli.gate import Answer, Facts, Request
+
 
 class JournalEntry(BaseModel):
     """One run of an add-on action in a stage (DESIGN.md, issue 4 point 6).
@@ -29,6 +31,13 @@ class JournalEntry(BaseModel):
     stdout: str = ""
     at: str
     request_id: int | None = None
+    original_digest: str | None = None
+    """When a person corrected the input before it ran (``bees approve --input``, issue 26,
+    point 4): the digest of the agent's own input; ``digest`` is the one that ran."""
+    edited_by: str | None = None
+    """Who corrected the input (None: it ran as the agent gave it)."""
+    input: str | None = None
+    """The corrected input that ran (JSON text), kept with ``edited_by``."""
 
 
 STDOUT_KEPT = 65536
@@ -93,6 +102,11 @@ class ActionAnswer(BaseModel):
     exit_code: int | None = None
     stdout: str = ""
     at: str | None = None
+    input: str | None = None
+    """With ``run`` under a request a person approved with a corrected input: that input
+    (JSON text), to run instead of the asked one (issue 26, point 4)."""
+    edited_by: str | None = None
+    """Who corrected ``input``."""
 
 
 class ApprovalRequest(BaseModel):
@@ -122,6 +136,9 @@ class ApprovalRequest(BaseModel):
     """An action that may already have run: its intent (written at this time) has no result."""
     answer: Literal["ran", "again"] | None = None
     """A person's answer to an interrupted action: ``ran`` (record it as run) or ``again``."""
+    edited_input: str | None = None
+    """The input a person approved instead of ``input`` (JSON text; ``bees approve --input``,
+    issue 26, point 4): what runs; ``who`` changed it. None: approved as asked."""
 
     @property
     def label(self) -> str:
@@ -148,6 +165,10 @@ class DecideInput(BaseModel):
     answer: Literal["ran", "again"] | None = None
     """For an interrupted action (it may already have run): ``ran`` records it as run,
     ``again`` runs it once more (``bees approve --ran`` / ``--again``)."""
+    input: str | None = None
+    """A held action approved with the person's corrected input (JSON text; ``bees approve
+    --input``, issue 26, point 4): it runs instead of the agent's. Only with ``approve`` and
+    one held action call."""
 
 
 class DecisionWait(BaseModel):
@@ -157,3 +178,30 @@ class DecisionWait(BaseModel):
     relinquished), or the stage round that asked no longer runs (still ``waiting``)."""
 
     request_id: int
+
+
+def edit_refusal(decision: DecideInput, chosen: list[ApprovalRequest]) -> str | None:
+    """Return why ``decision``'s corrected input cannot be taken (issue 26, point 4), or
+    None: it approves exactly one held action call, not a stage's finish nor an action that
+    may already have run."""
+    if not decision.approve:
+        return "a corrected input goes with an approval, not a denial"
+    if len(chosen) != 1:
+        ids = ", ".join(str(r.id) for r in chosen)
+        return f"a corrected input is for one request; several wait ({ids}): name one"
+    (request,) = chosen
+    if request.action is None:
+        return (f"request {request.id} is the finish of stage {request.stage}, not an "
+                "action call: a corrected input is for a held action")
+    if request.interrupted_at is not None:
+        return (f"request {request.id}: {request.action} may already have run: answer --ran "
+                "or --again, without a corrected input")
+    return None
+
+
+def decided_facts(facts: Facts, request: ApprovalRequest) -> Facts:
+    """Return ``facts`` with what a person made of ``request`` (its status, answer, who,
+    why), for :func:`bees_cli.gate.decide`."""
+    return Facts(journal=facts.journal, intent=facts.intent, request=Request(request.status),
+                 answer=None if request.answer is None else Answer(request.answer),
+                 who=request.who, why=request.reason)

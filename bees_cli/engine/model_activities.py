@@ -432,6 +432,8 @@ class ModelActivities:
         if outcome.binary is not None:  # it ran: called, so "failed", not "not_run"
             return ToolResult(content=binary_refusal(outcome.binary), outcome="failed")
         text = cap_tool_result(outcome.stdout)
+        if outcome.edited is not None:  # the person corrected the call (issue 26, point 4)
+            text = f"{outcome.edited}\n{text}"
         if outcome.from_journal:
             return ToolResult(content=text, outcome="journal")
         if outcome.exit_code != 0:

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from bees_cli.engine.workflow_state import RunParts
 
 with workflow.unsafe.imports_passed_through():
+    from bees_cli.engine.gate_models import decided_facts, edit_refusal
     from bees_cli.engine.models import (
         ACTION_DONE_UPDATE,
         ACTION_UPDATE,
@@ -39,12 +40,10 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
     from bees_cli.gate import (
         ActionCall,
-        Answer,
         Facts,
         Intent,
         Journal,
         Kind,
-        Request,
         decide,
         refusal,
     )
@@ -121,6 +120,8 @@ class ApprovalGate(RunParts):
             request.who, request.at, request.reason = decision.who, decision.at, decision.reason
             if request.interrupted_at is not None:
                 request.answer = decision.answer
+            if decision.approve and decision.input is not None:
+                request.edited_input = decision.input  # the validator allows one action
             if decision.approve:
                 self.live.approved.add((request.stage, request.round))
         for request in chosen:
@@ -132,6 +133,8 @@ class ApprovalGate(RunParts):
             if request.interrupted_at is not None:  # set only then: other facts unchanged
                 answered = answered.model_copy(update={
                     "interrupted_at": request.interrupted_at, "answer": request.answer})
+            if request.edited_input is not None:  # likewise
+                answered = answered.model_copy(update={"edited_input": request.edited_input})
             await self._record(RecordInput.of(
                 answered, item_id=self._id, status=None,
                 key=f"approval:{request.id}:{request.status}",
@@ -161,6 +164,10 @@ class ApprovalGate(RunParts):
                 r.interrupted_at is not None for r in chosen):
             raise refuse("an action that may already have run needs an answer: --ran "
                          "(record it as run) or --again (run it once more)")
+        if decision.input is not None:
+            edit = edit_refusal(decision, chosen)
+            if edit is not None:
+                raise refuse(edit)
 
     @workflow.update(name=AWAIT_DECISION_UPDATE)
     async def await_decision(self, wait: DecisionWait) -> ApprovalRequest:
@@ -238,7 +245,7 @@ class ApprovalGate(RunParts):
         if request is None:
             request = self._denied(ask)
         if request is not None:
-            decision = decide(call, _facts(facts, request))
+            decision = decide(call, decided_facts(facts, request))
         if request is None:
             request = ApprovalRequest(
                 id=len(self.live.requests) + 1, item_id=self._id, stage=ask.stage,
@@ -250,12 +257,14 @@ class ApprovalGate(RunParts):
             if ask.at_once and workflow.patched(ACTION_AT_ONCE):
                 return ActionAnswer(decision="held", kind=action.kind, request_id=request.id)
             await workflow.wait_condition(lambda: request.status != "waiting")
-            decision = decide(call, _facts(facts, request))
+            decision = decide(call, decided_facts(facts, request))
         if decision.verdict in (V.DENIED, V.NOT_RUN):
             return ActionAnswer(decision="denied", kind=action.kind, request_id=request.id,
                                 reason=decision.reason)
+        # approved with a corrected input: the caller runs that one (issue 26, point 4)
         return ActionAnswer(decision="run", kind=action.kind, command=list(action.command),
-                            request_id=request.id)
+                            request_id=request.id, input=request.edited_input,
+                            edited_by=None if request.edited_input is None else request.who)
 
     def _denied(self, ask: ActionAsk) -> ApprovalRequest | None:
         """Return the request a person denied for this very ask (same stage round, action
@@ -281,7 +290,7 @@ class ApprovalGate(RunParts):
                         and r.interrupted_at == ask.interrupted_at), None)
         # the caller asks so only after its journal showed no result of this action
         facts = Facts(intent=Intent.OPEN)
-        decision = decide(call, facts if request is None else _facts(facts, request))
+        decision = decide(call, facts if request is None else decided_facts(facts, request))
         if decision.verdict is V.RUN and request is None:
             # a read writes no intent, so is never asked so; were it, it would run
             return ActionAnswer(decision="run", kind=kind, command=command)
@@ -436,12 +445,3 @@ class ApprovalGate(RunParts):
 
     async def _record(self, record: RecordInput) -> None:
         await workflow.execute_activity(RECORD_ACTIVITY, record, start_to_close_timeout=SHORT)
-
-
-
-def _facts(facts: Facts, request: ApprovalRequest) -> Facts:
-    """Return ``facts`` with what a person made of ``request`` (its status, answer, who,
-    why), for :func:`bees_cli.gate.decide`."""
-    return Facts(journal=facts.journal, intent=facts.intent, request=Request(request.status),
-                 answer=None if request.answer is None else Answer(request.answer),
-                 who=request.who, why=request.reason)

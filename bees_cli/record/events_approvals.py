@@ -40,6 +40,9 @@ class _Decision(EventBase):
     it ran); None otherwise."""
     answer: str | None = None
     """That person's answer (``ran``, ``again``)."""
+    edited_input: str | None = None
+    """The input the person approved instead of ``input`` (JSON text; ``bees approve
+    --input``), or None."""
 
     def _line(self, verb: str) -> str:
         why = f": {self.reason}" if self.reason else ""

@@ -12,6 +12,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from bees_cli.errors import ActionInterrupted, UserError
@@ -31,6 +32,21 @@ def _now() -> str:
     return format_utc(utc_now())
 
 
+@dataclass(frozen=True)
+class Edit:
+    """A person's correction of an action's input before it ran (``bees approve --input``,
+    issue 26, point 4), journaled with the run of the corrected input."""
+
+    by: str
+    """Who corrected it (the approver)."""
+    original_digest: str
+    """The digest of the agent's own input (the run's ``digest`` is the corrected one's)."""
+    input: str
+    """The corrected input (JSON text): what ran."""
+    changes: str
+    """What changed, field by field (:func:`bees_cli.usecases.actions.what_changed`)."""
+
+
 def declared_env(addon: Addon, agent: Agent | None) -> list[str]:
     """Return the names a script add-on's program gets from the stage's environment besides
     the base and ``BEES_*`` (issue 25, point 4): its ``connection.env``, and the variables
@@ -46,7 +62,8 @@ def declared_env(addon: Addon, agent: Agent | None) -> list[str]:
 
 async def run_addon(record: LocalRecord, call: ActionCallInput, kind: str, command: list[str],
                     request_id: int | None, *, mcp: McpAction | None = None,
-                    declared: list[str] | None = None) -> ActionOutcome:
+                    declared: list[str] | None = None, edit: Edit | None = None
+                    ) -> ActionOutcome:
     """Run the add-on of ``call`` once: the intent first (not for ``read``), the result
     journaled after, in the local record and the run folder's copy.
 
@@ -60,6 +77,8 @@ async def run_addon(record: LocalRecord, call: ActionCallInput, kind: str, comma
         mcp: an MCP add-on's tool to call instead (one server process per call for now).
         declared: names the script's environment keeps besides the base
             (:func:`declared_env`; issue 25, point 4).
+        edit: the person's correction ``call`` carries, journaled with the result (who,
+            the agent's input's digest, the corrected input), or None.
 
     Returns:
         The :class:`ActionOutcome` (``binary``: why the output is not shown as text).
@@ -82,7 +101,7 @@ async def run_addon(record: LocalRecord, call: ActionCallInput, kind: str, comma
     stdout = done.stdout.decode("utf-8", "replace")
     if binary is None and stdout.encode("utf-8") != done.stdout:
         binary = "not UTF-8 text"  # a model is told so, never shown the bytes (issue 25, 6)
-    await _journal_result(record, call, kind, done.returncode, stdout, seq, request_id)
+    await _journal_result(record, call, kind, done.returncode, stdout, seq, request_id, edit)
     return ActionOutcome(exit_code=done.returncode, stdout=stdout, binary=binary)
 
 
@@ -153,7 +172,7 @@ def _not_started(call: ActionCallInput, argv: list[str], error: Exception) -> No
 
 async def _journal_result(record: LocalRecord, call: ActionCallInput, kind: str,
                           exit_code: int, stdout: str, seq: int | None,
-                          request_id: int | None) -> None:
+                          request_id: int | None, edit: Edit | None = None) -> None:
     """Journal how the add-on ended: the record's entry (ending its intent), the run folder's
     copy, and the ``action_ran`` fact of the item's history."""
     from bees_cli.engine.models import STDOUT_KEPT, JournalEntry
@@ -162,7 +181,11 @@ async def _journal_result(record: LocalRecord, call: ActionCallInput, kind: str,
         stage=call.stage, round=call.round, attempt=call.attempt, action=call.action,
         kind=kind, digest=call.digest, exit_code=exit_code, stdout=stdout[:STDOUT_KEPT],
         at=_now(), request_id=request_id)
-    data: dict[str, Any] = entry.model_dump(mode="json")
+    if edit is not None:
+        entry = entry.model_copy(update={"original_digest": edit.original_digest,
+                                         "edited_by": edit.by, "input": edit.input})
+    data: dict[str, Any] = entry.model_dump(
+        mode="json", exclude=None if edit else {"original_digest", "edited_by", "input"})
     if seq is None:
         await asyncio.to_thread(record.add_journal, call.item_id, data)
     else:

@@ -49,7 +49,7 @@ from bees_cli.gate import (
 )
 from bees_cli.record.states import Status
 from bees_cli.usecases.action_journal import answered, confirmed, folder_end, recall_from_folder
-from bees_cli.usecases.action_run import declared_env, run_addon
+from bees_cli.usecases.action_run import Edit, declared_env, run_addon
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
@@ -115,7 +115,6 @@ def summary_of(data: Any) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
-
 @dataclass(frozen=True)
 class _Rules:
     """What the item's stored snapshot says of a call (:func:`_local_rules`)."""
@@ -128,6 +127,8 @@ class _Rules:
     """An MCP add-on's tool to call (issue 25), or None."""
     declared: list[str]
     """Names the script's environment keeps besides the base (:func:`declared_env`)."""
+    schema: dict[str, Any] | None = None
+    """The action's input schema (a script's ``input``, an MCP tool's from its server)."""
 
 
 async def run_action(bees: Bees, name: str, input_text: str | None, *,
@@ -193,19 +194,11 @@ async def _act(bees: Bees, call: ActionCallInput, wait: Waiter) -> ActionOutcome
     if verdict is Verdict.JOURNAL:
         assert hit is not None
         return await asyncio.to_thread(answered, record, call, hit)
-    request_id: int | None = None
     if verdict is Verdict.HOLD_MAY_HAVE_RUN:
         assert intent is not None
-        request, verdict = await _ask_run(bees, call, rules.gate, facts, wait,
-                                          interrupted_at=intent["at"])
-        request_id = int(request["id"])
-        if verdict is Verdict.CONFIRM_RAN:
-            return await asyncio.to_thread(confirmed, record, call, rules.gate.kind.value,
-                                           intent, request_id)
-        await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]),
-                                "again", None)
-        await asyncio.to_thread(folder_end, record, call, "again", None)
-    elif verdict is Verdict.HOLD:
+        return await _interrupted(bees, call, rules, facts, intent, wait, edit=None)
+    request_id: int | None = None
+    if verdict is Verdict.HOLD:
         request, verdict = await _ask_run(bees, call, rules.gate, facts, wait,
                                           interrupted_at=None)
         if verdict is Verdict.JOURNAL:
@@ -213,8 +206,89 @@ async def _act(bees: Bees, call: ActionCallInput, wait: Waiter) -> ActionOutcome
                                  stdout=request["stdout"], from_journal=True,
                                  ran_at=request["at"])
         request_id = int(request["id"]) if request.get("id") is not None else None
+        if request.get("edited_input") is not None:
+            assert request_id is not None
+            return await _run_edited(bees, call, rules, request_id, wait,
+                                     text=str(request["edited_input"]),
+                                     who=str(request.get("who") or "a person"))
     return await run_addon(record, call, rules.gate.kind.value, rules.command, request_id,
                            mcp=rules.mcp, declared=rules.declared)
+
+
+async def _interrupted(bees: Bees, call: ActionCallInput, rules: _Rules, facts: Facts,
+                       intent: dict[str, Any], wait: Waiter, *,
+                       edit: Edit | None) -> ActionOutcome:
+    """An intent of ``call`` without a result (it may already have run): held for a person,
+    who says it ran (journaled, answered from it) or to run it once more (``edit``: the
+    person's corrected input it runs under, if any)."""
+    record = bees.record
+    request, verdict = await _ask_run(bees, call, rules.gate, facts, wait,
+                                      interrupted_at=intent["at"])
+    request_id = int(request["id"])
+    if verdict is Verdict.CONFIRM_RAN:
+        return await asyncio.to_thread(confirmed, record, call, rules.gate.kind.value,
+                                       intent, request_id)
+    await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]), "again", None)
+    await asyncio.to_thread(folder_end, record, call, "again", None)
+    return await run_addon(record, call, rules.gate.kind.value, rules.command, request_id,
+                           mcp=rules.mcp, declared=rules.declared, edit=edit)
+
+
+async def _run_edited(bees: Bees, call: ActionCallInput, rules: _Rules, request_id: int,
+                      wait: Waiter, *, text: str, who: str) -> ActionOutcome:
+    """Run ``call`` with the input a person approved instead (``text``, JSON; issue 26,
+    point 4), at most once: the journal's once-only rule keys on that input, the one that
+    runs. A retried ask of the agent's input (a stage's next attempt, a redelivered update)
+    finds the approved request again and lands here: answered from the journal when the
+    corrected input ran, held for a person when its intent has no result, else run.
+
+    Returns:
+        The outcome, with ``edited`` saying what the person changed (the agent is told).
+
+    Raises:
+        UserError: the corrected input does not follow the action's schema (checked when
+            it was approved; again here for an MCP tool, whose schema is its server's).
+    """
+    from bees_cli.usecases.action_input import check_input
+
+    record = bees.record
+    data = json.loads(text)
+    check_input(call.action, rules.schema, data)
+    edited = call.with_data(data)
+    edit = Edit(by=who, original_digest=call.digest, input=text,
+                changes=what_changed(call.data, data))
+    facts, hit, intent = await asyncio.to_thread(_journal_facts, record, edited, rules.gate)
+    if hit is not None:
+        outcome = await asyncio.to_thread(answered, record, edited, hit)
+    elif intent is not None:
+        outcome = await _interrupted(bees, edited, rules, facts, intent, wait, edit=edit)
+    else:
+        outcome = await run_addon(record, edited, rules.gate.kind.value, rules.command,
+                                  request_id, mcp=rules.mcp, declared=rules.declared,
+                                  edit=edit)
+    return outcome.model_copy(update={"edited": edit.changes})
+
+
+def what_changed(before: Any, after: Any) -> str:
+    """Say, field by field, what a person changed of an action's input before it ran:
+    ``the person changed to: a@x → b@x; cc: (none) → c@x`` (issue 26, point 4: what the
+    agent is told). Inputs that are not JSON objects are shown whole."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return f"the person changed the input: {_shown(before)} → {_shown(after)}"
+    keys = list(before) + [k for k in after if k not in before]
+    parts = [f"{k}: {_shown(before.get(k, _NONE))} → {_shown(after.get(k, _REMOVED))}"
+             for k in keys if before.get(k, _NONE) != after.get(k, _NONE)]
+    return "the person changed " + ("; ".join(parts) or "nothing")
+
+
+_NONE, _REMOVED = "(none)", "(removed)"
+CHANGE_CHARS = 200
+"""Longest value shown in :func:`what_changed` (longer ones end with ``…``)."""
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= CHANGE_CHARS else text[: CHANGE_CHARS - 1] + "…"
 
 
 def _journal_facts(record: LocalRecord, call: ActionCallInput, gate: ActionCall
@@ -260,7 +334,8 @@ async def _ask_run(bees: Bees, call: ActionCallInput, gate: ActionCall, facts: F
         return {"decision": "journal", "exit_code": answer.exit_code, "stdout": answer.stdout,
                 "at": answer.at}, Verdict.JOURNAL
     if answer.decision == "run":
-        return {"decision": "run", "id": answer.request_id}, Verdict.RUN
+        return {"decision": "run", "id": answer.request_id, "edited_input": answer.input,
+                "who": answer.edited_by}, Verdict.RUN
     assert answer.request_id is not None
     request = await wait(bees, call, answer.request_id)
     if request["status"] == "waiting":  # the run says its stage round stopped meanwhile
@@ -365,9 +440,11 @@ def _local_rules(record: LocalRecord, call: ActionCallInput,
         kind, schema = mcp_rules(call.action, mcp, call.environ)
         check_input(call.action, schema, call.data)
         return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),
-                                 kind=Kind(kind), approval=approval), [], mcp, [])
-    check_input(call.action, snapshot.addons[addon].actions[action_name].input, call.data)
+                                 kind=Kind(kind), approval=approval), [], mcp, [], schema)
+    declared = snapshot.addons[addon].actions[action_name].input
+    check_input(call.action, declared, call.data)
     return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),
                              kind=Kind(action.kind), approval=approval),
                   list(action.command), None,
-                  declared_env(snapshot.addons[addon], snapshot.agents.get(call.agent)))
+                  declared_env(snapshot.addons[addon], snapshot.agents.get(call.agent)),
+                  declared)

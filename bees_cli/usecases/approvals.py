@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, NotFound, Refused, UserError
@@ -19,6 +20,11 @@ from bees_cli.usecases.models import ApprovalRow, DecideDone
 
 if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
+
+FINAL_ANSWER_FILE = "answer.md"
+"""The file a model agent's final answer is written to in its stage's output folder
+(``engine/model_activities.py``'s ``ANSWER_FILE``; not imported: that module loads the
+engine, too heavy for ``bees approvals``)."""
 
 DECIDE_TIMEOUT = 30.0
 """Seconds to wait for ``bees run`` to answer a decision."""
@@ -115,9 +121,41 @@ def approvals_waiting(record: LocalRecord) -> list[ApprovalRow]:
             continue
         row = record.item(data["item_id"])
         request = ApprovalRequest.model_validate(data)
+        shown = finish_shown(record, row, request) if request.action is None else {}
         out.append(ApprovalRow.model_validate(
-            {**data, "title": row.title, "process": row.process, "what": request.label}))
+            {**data, "title": row.title, "process": row.process, "what": request.label,
+             **shown}))
     return out
+
+
+def finish_shown(record: LocalRecord, row: ItemRow, request: Any) -> dict[str, Any]:
+    """Return what a held finish will let through (issue 26, point 4: a finish showed only
+    its output folder): ``final_answer``, the text the stage's model agent ended with (its
+    ``answer.md``; None for a command agent); ``tool_calls``, each add-on or file tool the
+    stage round's latest attempt called (``tool``, ``input``, ``outcome``); and
+    ``tools_not_called``, the agent's ``tools:`` it never called."""
+    from bees_cli.engine.snapshot_store import load_snapshot
+    from bees_cli.engine.transcript import transcript_lines, transcript_path
+
+    folder = Path(str(request.summary).removeprefix("output "))
+    answer = folder / FINAL_ANSWER_FILE
+    final = answer.read_text(encoding="utf-8", errors="replace") if answer.is_file() else None
+    entries = [e for e in transcript_lines(transcript_path(row.run_folder, request.stage))
+               if e.get("round") == request.round] if row.run_folder else []
+    latest = max((int(e.get("attempt") or 1) for e in entries), default=1)
+    calls = [{"tool": e.get("tool"), "input": e.get("arguments"), "outcome": e.get("outcome")}
+             for e in entries if e.get("kind") == "tool" and e.get("attempt", 1) == latest]
+    offered: list[str] = []
+    try:
+        snapshot = load_snapshot(record, row.id,
+                                 json.loads(row.input or "{}").get("snapshot_digest"))
+    except BeesError:
+        snapshot = None
+    if snapshot is not None and row.agent in snapshot.agents:
+        offered = list(snapshot.agents[row.agent].tools)
+    called = {c["tool"] for c in calls}
+    return {"final_answer": final, "tool_calls": calls,
+            "tools_not_called": [t for t in offered if t not in called]}
 
 
 async def _item_approvals(bees: Bees, item_id: str, *,
@@ -211,16 +249,22 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
 
 
 async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | None,
-                 reason: str | None, answer: str | None = None) -> DecideDone:
+                 reason: str | None, answer: str | None = None,
+                 input_text: str | None = None) -> DecideDone:
     """Approve or deny what waits on item ``item_id`` (request ``request_id``, or all).
 
     Sent to the run now when ``bees run`` is up; queued for ``bees run`` otherwise. An
     action that may already have run (interrupted between its intent and its result) is
     approved with an ``answer``: ``ran`` (record it as run) or ``again`` (run it once more).
+    A held action call may be approved with the person's corrected input (``input_text``:
+    JSON, ``@FILE`` or ``@-``; issue 26, point 4): checked against the action's input
+    schema here, it runs instead of the agent's input.
 
     Raises:
         UserError: a denial without a reason; an interrupted action approved without an
-            answer, or an answer for none.
+            answer, or an answer for none; a corrected input that is not JSON, that its
+            schema refuses (the message names the field), or that is not for exactly one
+            held action call (a stage's finish, several requests): nothing is decided.
         NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
         Refused: nothing of the item waits, or ``request_id`` does not wait.
     """
@@ -240,11 +284,16 @@ async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | 
     if request_id is not None and request_id not in waiting:
         raise Refused(f"request {request_id} of item {row.id} does not wait for approval "
                       f"(waiting: {', '.join(map(str, waiting))})")
-    _check_answer([r for r in requests if request_id in (None, r["id"])], row.id,
-                  approve=approve, answer=answer)
+    chosen = [r for r in requests if request_id in (None, r["id"])]
+    _check_answer(chosen, row.id, approve=approve, answer=answer)
+    edited = None
+    if input_text is not None:
+        edited = await record.run(_edited_input, row, chosen, input_text, approve=approve,
+                                  answer=answer)
     decision = DecideInput(approve=approve, request_id=request_id, who=bees.who(),
                            at=now_utc(), reason=reason,
-                           answer=answer)  # type: ignore[arg-type]
+                           answer=answer, input=edited)  # type: ignore[arg-type]
+    shown = None if edited is None else json.loads(edited)
     address = await asyncio.to_thread(bees.worker_address)
     if address is None:
         earlier = await record.queue_decision(row.id, DECIDE_UPDATE,
@@ -254,13 +303,58 @@ async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | 
                           f"by {earlier.get('who')}): bees run delivers it when it starts",
                           hint="a request is answered once; `bees approvals` shows what waits")
         return DecideDone(item=row.id, who=decision.who, at=decision.at, decided=None,
-                          queued=True)
+                          queued=True, input=shown)
     engine = await bees.engine(address)
     ids = await engine.update(row.id, DECIDE_UPDATE, decision, list[int],
                               timeout=DECIDE_TIMEOUT)
     return DecideDone(item=row.id, who=decision.who, at=decision.at,
                       decided=list(ids),  # type: ignore[call-overload]
-                      queued=False)
+                      queued=False, input=shown)
+
+
+def _edited_input(record: LocalRecord, row: ItemRow, chosen: list[dict[str, Any]],
+                  input_text: str, *, approve: bool, answer: str | None) -> str | None:
+    """Read and check a person's corrected input for the one held action call in ``chosen``
+    (issue 26, point 4); return it as compact JSON text, or None when it is the agent's
+    own input (approved as asked).
+
+    Raises:
+        UserError: not with an approval, or with ``--ran``/``--again``; ``chosen`` is not
+            one held action call (several, a stage's finish, an action that may already
+            have run); the input is not JSON, or the action's input schema refuses it.
+    """
+    from bees_cli.agents.action_call import digest_of, parse_input
+    from bees_cli.engine.snapshot_store import load_snapshot
+    from bees_cli.usecases.action_input import check_input
+
+    if not approve or answer is not None:
+        raise UserError("--input corrects a held action's input on an approval, without "
+                        "--ran or --again", hint=f"bees approve {row.id} --input @edited.json")
+    if len(chosen) != 1:
+        ids = ", ".join(str(r["id"]) for r in chosen)
+        raise UserError(f"several requests wait on item {row.id} ({ids}): --input corrects "
+                        "one", hint=f"bees approve {row.id} --action ID --input @edited.json")
+    (request,) = chosen
+    if request.get("action") is None:
+        raise UserError(f"request {request['id']} of item {row.id} is the finish of stage "
+                        f"{request['stage']}, not an action call: --input corrects a held "
+                        "action's input",
+                        hint=f"bees approve {row.id} --action {request['id']}, or bees deny "
+                             f"{row.id} --reason TEXT")
+    if request.get("interrupted_at"):
+        raise UserError(f"{request['action']} may already have run: --input corrects an "
+                        "action that has not", hint=f"bees approve {row.id} --ran or --again")
+    data = parse_input(input_text)
+    addon, _, name = str(request["action"]).partition(".")
+    digest = json.loads(row.input or "{}").get("snapshot_digest")
+    snapshot = load_snapshot(record, row.id, digest)
+    found = snapshot.addons.get(addon)
+    if found is not None and found.mcp is None and name in found.actions:
+        # an MCP tool's schema is its server's: checked before it runs (usecases/actions)
+        check_input(str(request["action"]), found.actions[name].input, data)
+    if digest_of(data) == request.get("digest"):
+        return None
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _answer_text(payload: dict[str, object]) -> str:

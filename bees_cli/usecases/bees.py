@@ -212,12 +212,13 @@ class Bees:
         return await _item_approvals(self, item_id, request_id=request_id)
 
     async def decide(self, item_id: str, *, approve: bool, request_id: int | None = None,
-                     reason: str | None = None, answer: str | None = None) -> DecideDone:
+                     reason: str | None = None, answer: str | None = None,
+                     input_text: str | None = None) -> DecideDone:
         """``bees approve`` / ``bees deny``: see :func:`bees_cli.usecases.approvals._decide`."""
         from bees_cli.usecases.approvals import _decide
 
         return await _decide(self, item_id, approve=approve, request_id=request_id,
-                            reason=reason, answer=answer)
+                            reason=reason, answer=answer, input_text=input_text)
 
     async def action(self, name: str, input_text: str | None, *,
                      env: dict[str, str]) -> ActionOutcome:

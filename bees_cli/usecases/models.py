@@ -142,6 +142,9 @@ class DecideDone(Result):
     at: str
     decided: list[int] | None
     queued: bool
+    input: Any = None
+    """The corrected input approved instead of the agent's (``bees approve --input``, issue
+    26, point 4), or None."""
 
 
 class ActionOutcome(Result):
@@ -154,6 +157,9 @@ class ActionOutcome(Result):
     from_journal: bool = False
     ran_at: str | None = None
     binary: str | None = None
+    edited: str | None = None
+    """What a person changed of the input before it ran (``the person changed to: a → b``;
+    issue 26, point 4), told to the agent; None: it ran as the agent gave it."""
 
 
 class Check(OpenResult):

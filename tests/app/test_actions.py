@@ -91,7 +91,7 @@ def test_each_verb_calls_its_use_case_and_says_what_it_did(
     if verb in ("approve", "deny"):
         assert kwargs == {"approve": verb == "approve", "request_id": None,
                           "reason": "wrong recipients" if verb == "deny" else None,
-                          "answer": None}
+                          "answer": None, "input_text": None}
     elif verb == "continue":
         assert kwargs == {"workspace_path": tmp_path / "ws"}
     else:
@@ -187,3 +187,35 @@ def test_an_action_connects_to_the_engine_running_now_unless_one_was_given(
 
     given = Given(computer)
     assert create_app(given, guard).state.bees_app.acting() is given
+
+
+def test_edit_and_approve_sends_the_corrected_input_to_the_use_case(
+        client: TestClient, guard: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    done = DecideDone(item=ITEM, who="maya", at=AT, decided=[1], queued=False,
+                      input={"to": "board@example.com"})
+    canned(monkeypatch, "decide", done, calls)
+    form = {"csrf": guard.csrf, "request": "1", "input": '{\n  "to": "board@example.com"\n}'}
+    answer = client.post(f"/items/{ITEM}/approve", data=form)
+    assert calls == [("decide", (ITEM,), {
+        "approve": True, "request_id": 1, "reason": None, "answer": None,
+        "input_text": '{"to": "board@example.com"}'})]
+    assert note_of(client, answer) == (
+        "done|approve: request 1 approved by maya with your corrected input (the agent is "
+        "told what changed)")
+
+
+def test_edit_and_approve_refuses_text_that_is_not_json_before_any_use_case(
+        client: TestClient, guard: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    canned(monkeypatch, "decide", None, calls)
+    for text in ("@/etc/passwd", "{to: b}"):
+        answer = client.post(f"/items/{ITEM}/approve",
+                             data={"csrf": guard.csrf, "request": "1", "input": text})
+        assert note_of(client, answer).startswith(
+            "refusal|approve refused: the corrected input is not valid JSON: "), text
+    assert calls == []
+    # without the csrf nothing is decided either
+    assert client.post(f"/items/{ITEM}/approve",
+                       data={"request": "1", "input": "{}"}).status_code == 403
+    assert calls == []

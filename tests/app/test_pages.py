@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape as html_unescape
 from pathlib import Path
 
 from bees_cli.app.security import Guard
@@ -106,9 +107,19 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
     assert '<dd data-field="to">sam@example.com</dd>' in html
     assert '<dd data-field="subject">Weekly report</dd>' in html
     assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
-    assert buttons(html) == ["approve", "deny", "relinquish", "cancel"]
-    assert html.count('<input type="hidden" name="csrf"') == 4
+    assert buttons(html) == ["edit", "approve", "deny", "relinquish", "cancel"]
+    assert html.count('<input type="hidden" name="csrf"') == 5
     assert '<textarea id="deny-reason" name="reason"' in html
+    # the held action's card: Edit and approve, with the agent's input as JSON to correct
+    edit = re.search(r'<form method="post" action="/items/(\w+)/approve" '
+                     r'data-testid="edit-form">(.*?)</form>', html, re.S)
+    assert edit is not None and edit.group(1) == ITEM
+    assert '<input type="hidden" name="request" value="1">' in edit.group(2)
+    assert '<input type="hidden" name="csrf"' in edit.group(2)
+    text = re.search(r'<textarea id="edit-input-1" name="input"[^>]*>(.*?)</textarea>',
+                     edit.group(2), re.S)
+    assert text is not None and json.loads(html_unescape(text.group(1))) == MAIL
+    assert '>Edit and approve</button>' in edit.group(2)
     assert 'data-testid="runs-elsewhere"' not in html
 
 
@@ -218,6 +229,7 @@ def test_an_action_that_may_have_run_asks_ran_or_again(
     html = client.get(f"/items/{ITEM}").text
     radios = r'<input type="radio" id="answer-\w+" name="answer" value="(\w+)"'
     assert re.findall(radios, html) == ["ran", "again"]
+    assert 'data-testid="edit-form"' not in html  # it may have run: nothing to correct
 
 
 def test_schedules_list_each_schedule_of_the_workspace(bees: Bees, guard: Guard) -> None:

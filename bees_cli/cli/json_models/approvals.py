@@ -10,6 +10,15 @@ from bees_cli.cli.json_models.base import DISPLAY_KEYS, Out, Part
 from bees_cli.record.views import UtcTime
 
 
+class ToolCallOut(Part):
+    """One tool call a held finish's stage made: ``tool``, its ``input``, its ``outcome``
+    (``ran``, ``journal``, ``failed``, ``refused``, ``not_run``)."""
+
+    tool: str
+    input: JsonValue
+    outcome: str | None = None
+
+
 class ApprovalOut(Part):
     """One request waiting for a person (``request_id`` is what ``--action`` takes)."""
 
@@ -30,6 +39,14 @@ class ApprovalOut(Part):
     asked_at: UtcTime
     interrupted_at: UtcTime | None = None
     """An action that may already have run: when its intent was written, with no result."""
+    final_answer: str | None = None
+    """A held finish: the text the stage's model agent ended with (null: an action, or a
+    command agent's stage)."""
+    tool_calls: list[ToolCallOut] = Field(default_factory=list)
+    """A held finish: the tools its stage round's latest attempt called, in order."""
+    tools_not_called: list[str] = Field(default_factory=list)
+    """A held finish: the agent's tools it never called."""
+
 
 
 def approval_out(row: dict[str, Any]) -> ApprovalOut:
@@ -41,7 +58,7 @@ def approval_out(row: dict[str, Any]) -> ApprovalOut:
     from bees_cli.usecases.approvals import request_input
 
     data = {k: v for k, v in row.items()
-            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer"}}
+            if k not in DISPLAY_KEYS | {"who", "at", "reason", "answer", "edited_input"}}
     return ApprovalOut.model_validate({"request_id": row["id"], **data,
                                        "input": request_input(row.get("input"))})
 
@@ -62,3 +79,6 @@ class DecisionOut(Out):
     at: UtcTime
     decided: list[int]
     queued: bool
+    input: JsonValue = Field(default=None, description="The corrected input approved instead "
+                             "of the agent's (bees approve --input): what the action runs "
+                             "with; null: approved as asked, or a denial.")
