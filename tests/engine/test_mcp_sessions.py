@@ -16,6 +16,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.agents.action_call import ActionCallInput
 from bees_cli.agents.mcp_sessions import McpSessions
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.models import task_queue
@@ -24,7 +25,7 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.actions import run_action
+from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer
@@ -60,8 +61,8 @@ def sessions_worker(env: WorkflowEnvironment, record: LocalRecord,
     bees = Bees(computer, engine=EngineGateway(env.client))
     bees.mcp_sessions = sessions
 
-    async def act(name: str, text: str, environ: dict[str, str], cwd: str) -> Any:
-        return await run_action(bees, name, text, env=environ, cwd=cwd)
+    async def act(call: ActionCallInput) -> Any:
+        return await call_action(bees, call)
 
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
                        act=act, mcp_sessions=sessions)

@@ -66,7 +66,7 @@ def waiting_addon(space: Space, started: Path, go: Path) -> None:
 async def details(item_id: str) -> dict[str, Any]:
     shown = await Bees(Computer.load()).item_details(item_id)
     assert isinstance(shown, ItemDetails)
-    return shown.item
+    return shown.item.model_dump(mode="json")
 
 
 def app_status(space: Space, item_id: str) -> tuple[str, str | None]:
@@ -145,6 +145,9 @@ async def test_a_rate_limited_then_failing_model_call_shows_its_wait_until_it_su
         retrying = "retrying model call, try 3 of 5"
         row = await until(record, item_id, lambda r: r.status_text == f"running: {retrying}",
                           timeout=60)
+        # the status says try 3 runs before its request reaches the server
+        await wait.until(lambda: len(model_server.model.received) >= 3,
+                         lambda: f"{len(model_server.model.received)} requests")
         assert len(model_server.model.received) == 3
         shown = await details(item_id)
         assert shown["model_retry"] == {
