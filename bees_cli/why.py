@@ -10,11 +10,12 @@ keeps the reader of reasons stored as sentences (rows written before issue 24). 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from bees_cli.rules import review_limit_reason
+from bees_cli.rules import BUSY_LIMIT, review_limit_reason
 
 ReasonCode = Literal[
     "folder_not_linked", "folder_link_not_dir", "folder_default_not_dir", "folder_env_unset",
@@ -179,3 +180,12 @@ class Reason(BaseModel):
         if c == "agent_exit":
             return f"exit {self.exit_code}: {self.said}"
         return self.text or ""
+
+
+def busy_too_long(busy: Reason) -> Reason:
+    """Return the reason a stage or piece fails with after waiting
+    :data:`~bees_cli.rules.BUSY_LIMIT` for a busy agent (Rules: busy agent): the slot's last
+    ``agent_busy`` reason as ``busy_too_long`` with the ``minutes`` waited (10), worded as
+    :func:`~bees_cli.rules.busy_reason` words it."""
+    return busy.model_copy(update={"code": "busy_too_long",
+                                   "minutes": BUSY_LIMIT // timedelta(minutes=1)})

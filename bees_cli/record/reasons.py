@@ -128,7 +128,7 @@ def read_reasons(value: Any) -> list[Reason]:
 
 
 def _reason(value: Any) -> Any:
-    return value if value is None else read_reason(value)
+    return value if value is None or isinstance(value, Reason) else read_reason(value)
 
 
 ReasonField = Annotated[Reason, BeforeValidator(_reason)]
