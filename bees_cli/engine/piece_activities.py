@@ -34,7 +34,7 @@ from bees_cli.engine.transcript import transcript_lines, transcript_path
 from bees_cli.record.events_pieces import PiecePicked, PieceWaiting
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import END_STATUSES, Piece, PieceStatus
-from bees_cli.record.reasons import read_reasons
+from bees_cli.record.reasons import Reason, read_reasons
 from bees_cli.rules import busy_fails, waited_for_slot
 from bees_cli.utc import format_utc, utc_now
 
@@ -154,13 +154,12 @@ class PieceActivities:
             await asyncio.to_thread(self.record.update_live_piece, ask.item_id, stage, name,
                                     status=PieceStatus.RUNNING, reason=None)
             return SlotOutput(granted=True)
-        reason = (f"waiting for agent {ask.agent}: {len(holders)} of {ask.cap} busy "
-                  f"(items {', '.join(holders)})")
-        if position > 1:
-            reason += f"; place {position} in its queue"
+        why = Reason(code="agent_busy", agent=ask.agent, busy=len(holders), cap=ask.cap,
+                     items=list(holders), position=position if position > 1 else None)
+        reason = why.words()
         if busy_fails(waited_for_slot(activity.info().attempt)):
             await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
-            return SlotOutput(granted=False, reason=reason, position=position)
+            return SlotOutput(granted=False, reason=reason, why=why, position=position)
         piece = PieceInput.model_construct(item_id=ask.item_id, stage=stage, piece=name,
                                            round=ask.round or 1)
         await asyncio.to_thread(self._waiting, piece, reason)
@@ -204,7 +203,7 @@ class PieceActivities:
                                          heartbeat_every=self.heartbeat_every)
         if not result.ok:
             return PieceOutput(status="failed", agent=run.agent, reason=result.reason,
-                               exit_code=result.exit_code)
+                               why=result.why, exit_code=result.exit_code)
         return PieceOutput(status="finished", agent=run.agent, exit_code=result.exit_code)
 
     # -- the record -------------------------------------------------------------------------

@@ -76,7 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.record.events import Accepted as AcceptedFact
     from bees_cli.record.events import Cancelled, Done, ReviewLimit, StageFailed
     from bees_cli.record.events import Retried as RetriedFact
-    from bees_cli.record.reasons import read_reason
+    from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
@@ -289,7 +289,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             agent = self.live.agent = check.agent
             busy = await self._take_slot(stage.name, agent, round_)
             if busy is not None:
-                await self._wait_for_retry(stages, memo, stage.name, round_, agent, busy, "busy")
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent,
+                                           busy.words(), "busy", why=busy)
                 continue
             result = await self._run_round(item, memo, stage, round_, check)
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
@@ -298,15 +299,17 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             event = stage_event(stage, result)
             move = next_move(self._run_state(stages, memo, stage.name, round_, Phase.RUNNING),
                              event)
+            ended = result  # how the stage ended: a denied finish fails it
             if move.to is To.APPROVAL:
-                event = stage_event(stage, await self._finish_gate(stage, round_, agent, result))
+                ended = await self._finish_gate(stage, round_, agent, result)
+                event = stage_event(stage, ended)
                 self._stop_if_relinquished()
                 move = next_move(self._run_state(stages, memo, stage.name, round_,
                                                  Phase.RUNNING, approved=True), event)
             if move.to is To.RETRY:
                 await self._wait_for_retry(stages, memo, stage.name, round_, agent,
                                            move.reason or "failed", f"{result.attempt}:failed",
-                                           spent)
+                                           spent, why=ended.why)
                 continue
             memo.done_by[stage.name] = agent
             memo.outputs[stage.name] = result.output_dir
@@ -359,10 +362,12 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
 
     async def _wait_for_retry(self, stages: list[StageView], memo: ItemState, stage: str,
                               round_: int, agent: str, reason: str, key: str,
-                              data: dict[str, int] | None = None) -> None:
-        """Fail ``stage``'s ``round_`` with ``reason`` and wait for a person's retry, which
-        runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
-        await self._fail(stage, round_, agent, reason, key, data)
+                              data: dict[str, int] | None = None, *,
+                              why: Reason | None = None) -> None:
+        """Fail ``stage``'s ``round_`` with ``reason`` (``why``: as its code) and wait for a
+        person's retry, which runs the same round again (``memo.again``; DESIGN.md, Rules:
+        moving)."""
+        await self._fail(stage, round_, agent, reason, key, data, why=why)
         await self._wait_for_person()
         memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
 
@@ -419,13 +424,18 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             raise asyncio.CancelledError
 
     async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
-                    data: dict[str, int] | None = None) -> None:
+                    data: dict[str, int] | None = None, *, why: Reason | None = None) -> None:
+        """Record ``stage`` failed with ``reason`` (the item's status reason) and its fact,
+        whose reason is ``why``, the code its producer handed over (the runner, the model
+        loop, a denied finish, a busy agent's slot); the sentence is read back
+        (:func:`~bees_cli.record.reasons.read_reason`) only without one: an output an older
+        history carries, or a failed handover's words."""
         self.live.person = None  # a request counts from the moment the stage failed
         self.live.phase = Phase.FAILED
         self.live.reason = reason
         await self._record(RecordInput.of(
             StageFailed(stage=stage, round=round_,
-                        reason=read_reason(reason)).model_copy(update=data or {}),
+                        reason=why or read_reason(reason)).model_copy(update=data or {}),
             item_id=self._id, status=FAILED, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}")))
 
