@@ -48,7 +48,7 @@ from bees_cli.record.events import (
     Waiting,
 )
 from bees_cli.record.local import LocalRecord
-from bees_cli.record.reasons import Reason, read_reason
+from bees_cli.record.reasons import Reason
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.rules import busy_fails, waited_for_slot
 
@@ -147,7 +147,7 @@ class BeesActivities:
             with self.record.step():
                 self.record.add_fact(check.item_id, Waiting(
                     stage=check.stage, round=check.round,
-                    reasons=[read_reason(r) for r in result.reasons],
+                    reasons=list(result.whys),
                     pick=None if pick is None else PickData.model_validate(pick)),
                     key=f"{prefix}:waiting:{digest}")
                 self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,

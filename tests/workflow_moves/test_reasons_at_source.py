@@ -64,16 +64,18 @@ EXIT = Reason(code="agent_exit", exit_code=3, said="no key for the mail add-on")
 
 
 @pytest.fixture
-def read_back(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every value the run read back with ``read_reason`` (a spy: it still reads)."""
-    seen: list[Any] = []
-    real = reasons.read_reason
+def read_back(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every sentence the run read back as a code (a spy on the regular expressions of
+    ``read_reason``, looked up when called, so a name bound by ``from … import`` is
+    covered too; it still reads)."""
+    seen: list[str] = []
+    real = reasons._coded
 
-    def spy(value: Any) -> Reason:
-        seen.append(value)
-        return real(value)
+    def spy(text: str) -> Reason | None:
+        seen.append(text)
+        return real(text)
 
-    monkeypatch.setattr(reasons, "read_reason", spy)
+    monkeypatch.setattr(reasons, "_coded", spy)
     return seen
 
 
@@ -189,7 +191,7 @@ def piece() -> PieceInput:
 
 
 async def test_an_agent_failure_stores_the_runners_reason_as_it_is(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     stand = Stand(output=StageOutput(ok=False, reason=EXIT.words(), why=EXIT, output_dir="out",
                                      exit_code=3))
     handle = await begin(stand, ItemWorkflow.run, item(DRAFT, DONE))
@@ -204,7 +206,7 @@ async def test_an_agent_failure_stores_the_runners_reason_as_it_is(
 
 
 async def test_an_output_of_an_older_history_without_its_why_is_read_back(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     stand = Stand(output=StageOutput(ok=False, reason=EXIT.words(), output_dir="out",
                                      exit_code=3))
     handle = await begin(stand, ItemWorkflow.run, item(DRAFT, DONE))
@@ -217,7 +219,7 @@ async def test_an_output_of_an_older_history_without_its_why_is_read_back(
 
 
 async def test_a_model_loop_failure_stores_agent_failed_with_its_words(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     stand = Stand()
     handle = await begin(stand, ItemWorkflow.run,
                          item(DRAFT, DONE, writer=AgentView(loop=LoopView(max_turns=0))))
@@ -232,7 +234,7 @@ async def test_a_model_loop_failure_stores_agent_failed_with_its_words(
 
 
 async def test_a_denied_finish_stores_who_denied_it_and_their_words(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     publish = StageView(name="Publish", kind="work", approval="required")
     stand = Stand(output=StageOutput(ok=True, output_dir="out"))
     handle = await begin(stand, ItemWorkflow.run, item(publish, DONE))
@@ -250,7 +252,7 @@ async def test_a_denied_finish_stores_who_denied_it_and_their_words(
 
 
 async def test_ten_minutes_busy_stores_busy_too_long_with_the_slots_holders(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     stand = Stand(slot=SlotOutput(granted=False, reason=BUSY.words(), why=BUSY, position=1))
     handle = await begin(stand, ItemWorkflow.run,
                          item(DRAFT, DONE, writer=AgentView(max_concurrent_runs=1)))
@@ -265,7 +267,7 @@ async def test_ten_minutes_busy_stores_busy_too_long_with_the_slots_holders(
 
 
 async def test_a_failed_command_piece_stores_the_runners_reason(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     stand = Stand(piece=PieceOutput(status="failed", agent="writer", reason=EXIT.words(),
                                     why=EXIT, exit_code=3))
     handle = await begin(stand, PieceWorkflow.run, piece())
@@ -278,7 +280,7 @@ async def test_a_failed_command_piece_stores_the_runners_reason(
 
 
 async def test_a_model_piece_and_a_busy_piece_store_their_codes(
-        begin: Begin, read_back: list[Any]) -> None:
+        begin: Begin, read_back: list[str]) -> None:
     model = Stand(check=PieceCheckOutput(ok=True, agent="writer", loop=LoopView(max_turns=0)))
     await (await begin(model, PieceWorkflow.run, piece())).result()
     assert (await model.until("piece_failed")).data["reason"] == {
