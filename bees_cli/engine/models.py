@@ -168,8 +168,8 @@ class StageInput(BaseModel):
 
 class StageOutput(BaseModel):
     """Output of ``bees.run_stage``: ``ok`` (exit 0), or the ``reason`` it failed (``why``:
-    as its code); a review
-    stage's ``verdict`` (``approve`` or ``changes_requested``) with its ``comments``."""
+    as its code); a review stage's ``verdict`` (``approve`` or ``changes_requested``) with
+    its ``comments``."""
 
     ok: bool
     reason: str | None = None
