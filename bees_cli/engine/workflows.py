@@ -23,7 +23,7 @@ from temporalio.workflow import ActivityCancellationType
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
-from bees_cli.engine.workflow_memory import RunMemory, stage_event
+from bees_cli.engine.workflow_memory import RunMemory, stage_event, stage_failure
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
@@ -236,8 +236,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 for key, attempt in handed.attempts.items():
                     memo.attempts[key] = max(memo.attempts.get(key, 1), attempt)
             await self._fail(memo.stage if keeps else restart, self.live.round,
-                             self.live.agent or "-", handed.reason or "relinquish failed",
-                             "relinquish")
+                             self.live.agent or "-",
+                             read_reason(handed.reason or "relinquish failed"), "relinquish")
             self.live.relinquish = None
             await self._wait_for_person()
             self.live.handed = None
@@ -289,8 +289,7 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             agent = self.live.agent = check.agent
             busy = await self._take_slot(stage.name, agent, round_)
             if busy is not None:
-                await self._wait_for_retry(stages, memo, stage.name, round_, agent,
-                                           busy.words(), "busy", why=busy)
+                await self._wait_for_retry(stages, memo, stage.name, round_, agent, busy, "busy")
                 continue
             result = await self._run_round(item, memo, stage, round_, check)
             # a failed model stage's tokens go in its stage_failed fact (a finished one's
@@ -299,17 +298,16 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             event = stage_event(stage, result)
             move = next_move(self._run_state(stages, memo, stage.name, round_, Phase.RUNNING),
                              event)
-            ended = result  # how the stage ended: a denied finish fails it
-            if move.to is To.APPROVAL:
-                ended = await self._finish_gate(stage, round_, agent, result)
-                event = stage_event(stage, ended)
+            if move.to is To.APPROVAL:  # a denied finish fails the stage
+                result = await self._finish_gate(stage, round_, agent, result)
+                event = stage_event(stage, result)
                 self._stop_if_relinquished()
                 move = next_move(self._run_state(stages, memo, stage.name, round_,
                                                  Phase.RUNNING, approved=True), event)
             if move.to is To.RETRY:
                 await self._wait_for_retry(stages, memo, stage.name, round_, agent,
-                                           move.reason or "failed", f"{result.attempt}:failed",
-                                           spent, why=ended.why)
+                                           stage_failure(result), f"{result.attempt}:failed",
+                                           spent)
                 continue
             memo.done_by[stage.name] = agent
             memo.outputs[stage.name] = result.output_dir
@@ -361,13 +359,11 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         return result
 
     async def _wait_for_retry(self, stages: list[StageView], memo: ItemState, stage: str,
-                              round_: int, agent: str, reason: str, key: str,
-                              data: dict[str, int] | None = None, *,
-                              why: Reason | None = None) -> None:
-        """Fail ``stage``'s ``round_`` with ``reason`` (``why``: as its code) and wait for a
-        person's retry, which runs the same round again (``memo.again``; DESIGN.md, Rules:
-        moving)."""
-        await self._fail(stage, round_, agent, reason, key, data, why=why)
+                              round_: int, agent: str, why: Reason, key: str,
+                              data: dict[str, int] | None = None) -> None:
+        """Fail ``stage``'s ``round_`` with ``why`` and wait for a person's retry, which
+        runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
+        await self._fail(stage, round_, agent, why, key, data)
         await self._wait_for_person()
         memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
 
@@ -423,19 +419,13 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         if self.live.relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
 
-    async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
-                    data: dict[str, int] | None = None, *, why: Reason | None = None) -> None:
-        """Record ``stage`` failed with ``reason`` (the item's status reason) and its fact,
-        whose reason is ``why``, the code its producer handed over (the runner, the model
-        loop, a denied finish, a busy agent's slot); the sentence is read back
-        (:func:`~bees_cli.record.reasons.read_reason`) only without one: an output an older
-        history carries, or a failed handover's words."""
+    async def _fail(self, stage: str, round_: int, agent: str, why: Reason, key: str,
+                    data: dict[str, int] | None = None) -> None:
         self.live.person = None  # a request counts from the moment the stage failed
         self.live.phase = Phase.FAILED
-        self.live.reason = reason
+        self.live.reason = reason = why.words()
         await self._record(RecordInput.of(
-            StageFailed(stage=stage, round=round_,
-                        reason=why or read_reason(reason)).model_copy(update=data or {}),
+            StageFailed(stage=stage, round=round_, reason=why).model_copy(update=data or {}),
             item_id=self._id, status=FAILED, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}")))
 
