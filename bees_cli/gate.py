@@ -38,8 +38,8 @@ update), in this order:
    for every gated action and, for a held one, read the decision in the local record.
 
 Who calls it now: the action use case (``bees action``'s
-:func:`bees_cli.usecases.actions.run_action` and a model agent's tool call,
-:func:`bees_cli.usecases.actions.call_action`, both on one typed call) checks
+``Bees.action`` and a model agent's tool call,
+``Bees.call_action``, both on one typed call) checks
 :func:`refusal` before it looks anything up, then decides from the local record's journal
 and intent: refused, journal, run, or it asks the run; once a person decided a held request
 it decides again on that request (the tool call gets it from the run's

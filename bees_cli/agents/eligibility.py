@@ -11,8 +11,9 @@ from bees_cli.agents.selection import WHY_UNDECLARED, Pick, choose_agent
 from bees_cli.agents.snapshot import ItemSnapshot
 from bees_cli.errors import NotFound
 from bees_cli.machine.connections import AddonConnection, check_connection
-from bees_cli.machine.links import resolve_folder
+from bees_cli.machine.links import FolderLink, resolve_folder
 from bees_cli.suggest import did_you_mean
+from bees_cli.why import Reason
 from bees_cli.workspace.models import Stage
 
 
@@ -28,12 +29,15 @@ class Eligibility:
             reasons); None on a ``done`` stage, which needs no agent.
         folders: folder name → absolute linked path, for every folder of
             :func:`item_reads` that is linked here (all of them when ``ok``).
+        whys: ``reasons`` as codes with their values, in the same order (issue 24,
+            point 3: the engine stores them as they are); not in :meth:`to_json`.
     """
 
     ok: bool
     reasons: tuple[str, ...]
     pick: Pick | None
     folders: dict[str, str] = field(default_factory=dict)
+    whys: tuple[Reason, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-safe dict ``{"ok", "reasons", "pick", "folders"}``."""
@@ -87,23 +91,37 @@ def item_reads(snapshot: ItemSnapshot) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def linked_reads(snapshot: ItemSnapshot) -> tuple[dict[str, str], list[str]]:
+def linked_reads(snapshot: ItemSnapshot) -> tuple[dict[str, str], list[Reason]]:
     """Resolve every folder the item reads on this computer (DESIGN.md, Rules: eligibility).
 
     Returns:
         ``(folders, reasons)``: folder name → its directory here for each linked one, and a
-        reason (``"folder NAME: …"``) for each that is not.
+        reason (``folder_*``, worded ``"folder NAME: …"``) for each that is not.
     """
     root = Path(snapshot.workspace_root)
-    reasons: list[str] = []
+    reasons: list[Reason] = []
     folders: dict[str, str] = {}
     for name in item_reads(snapshot):
         link = resolve_folder(name, snapshot.folders.get(name), root)
         if link.linked and link.path is not None:
             folders[name] = str(link.path)
         else:
-            reasons.append(f"folder {name}: {link.reason}")
+            reasons.append(folder_reason(link))
     return folders, reasons
+
+
+def folder_reason(link: FolderLink) -> Reason:
+    """Return why folder ``link`` is not usable here as its code (``folder_not_linked``,
+    ``folder_link_not_dir``, ``folder_default_not_dir``, ``folder_env_unset``) with its
+    values; ``other`` (its words) should a code not word it as the link does."""
+    code = {"not_linked": "folder_not_linked", "link_not_dir": "folder_link_not_dir",
+            "default_not_dir": "folder_default_not_dir", "env_unset": "folder_env_unset"}
+    why = Reason.model_validate({
+        "code": code.get(link.how, "other"), "folder": link.name,
+        "path": link.default if link.how == "env_unset" else
+        None if link.path is None else str(link.path), "env": link.env})
+    words = f"folder {link.name}: {link.reason}"
+    return why if why.words() == words else Reason(code="other", text=words)
 
 
 def connection_check(snapshot: ItemSnapshot) -> Callable[[str], AddonConnection]:
@@ -151,7 +169,7 @@ def check_eligibility(
         NotFound: the process has no stage ``stage_name`` (a bug of the caller).
     """
     stage = find_stage(snapshot, stage_name)
-    folders, reasons = linked_reads(snapshot)
+    folders, whys = linked_reads(snapshot)
     connected = connection_check(snapshot)
     pick: Pick | None = None
     if stage.kind != "done":
@@ -165,5 +183,7 @@ def check_eligibility(
             reviewed_by=reviewed_by,
         )
         if pick.agent is None:
-            reasons.append(pick.reason)
-    return Eligibility(ok=not reasons, reasons=tuple(reasons), pick=pick, folders=folders)
+            assert pick.why is not None
+            whys.append(pick.why)
+    return Eligibility(ok=not whys, reasons=tuple(r.words() for r in whys), pick=pick,
+                       folders=folders, whys=tuple(whys))

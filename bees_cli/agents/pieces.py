@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.agents.selection import REASON_CALLER, Pick, Skipped, choose_agent
+from bees_cli.why import Reason, SkippedAgent
 
 if TYPE_CHECKING:
     from bees_cli.agents.chat_wire import ToolDef
@@ -123,10 +124,16 @@ def choose_piece_agent(*, snapshot: ItemSnapshot, stage_name: str, named: str,
     skipped = tuple(Skipped(s.agent, WHY_IN_CHAIN) if s.agent in chain else s
                     for s in pick.skipped)
     reason = REASON_CALLER if pick.agent == named and pick.agent is not None else pick.reason
+    why = None
     if pick.agent is None:
         detail = "; ".join(f"{s.agent} {s.why}" for s in skipped)
         reason = f"no enabled agent for a piece of {stage_name}: {detail}"
-    return Pick(agent=pick.agent, reason=reason, skipped=skipped)
+        why = Reason(code="no_agent_for_piece", stage=stage_name, skipped=[
+            SkippedAgent(agent=s.agent, why="in_chain") if s.agent in chain else s
+            for s in (pick.why.skipped or [] if pick.why is not None else [])])
+        if why.words() != reason:  # no agent looked at: the words have no code
+            why = Reason(code="other", text=reason)
+    return Pick(agent=pick.agent, reason=reason, skipped=skipped, why=why)
 
 
 def task_text(task: str, data: Any, chain: Sequence[str]) -> str:
@@ -156,12 +163,13 @@ def check_piece(*, snapshot: ItemSnapshot, stage_name: str, named: str,
     """
     from bees_cli.agents.eligibility import Eligibility, connection_check, linked_reads
 
-    folders, reasons = linked_reads(snapshot)
+    folders, whys = linked_reads(snapshot)
     pick = choose_piece_agent(snapshot=snapshot, stage_name=stage_name, named=named,
                               chain=chain, addon_connected=connection_check(snapshot))
-    if pick.agent is None:
-        reasons.append(pick.reason)
-    return Eligibility(ok=not reasons, reasons=tuple(reasons), pick=pick, folders=folders)
+    if pick.why is not None:
+        whys.append(pick.why)
+    return Eligibility(ok=not whys, reasons=tuple(r.words() for r in whys), pick=pick,
+                       folders=folders, whys=tuple(whys))
 
 
 DELEGATE = "delegate"

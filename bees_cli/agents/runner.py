@@ -36,6 +36,7 @@ from bees_cli.agents.groups import (
 )
 from bees_cli.agents.program import start_program, wait_program
 from bees_cli.files import write_atomic
+from bees_cli.why import Reason
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
@@ -108,6 +109,9 @@ class StageResult:
         stdout_path, stderr_path, context_path: the log files of this attempt.
         exit_code: the program's exit status; negative for a signal (as in
             :mod:`subprocess`); None when it could not start.
+        why: ``reason`` as its code (issue 24, point 3): ``agent_exit`` (exit code and
+            stderr tail) for a non-zero exit that wrote to stderr, else ``other`` with the
+            words; None when ok.
     """
 
     ok: bool
@@ -119,16 +123,23 @@ class StageResult:
     stderr_path: str
     exit_code: int | None
     context_path: str = ""
+    why: Reason | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Return the result as a JSON-safe dict (field name → value)."""
-        return dataclasses.asdict(self)
+        """Return the result as a JSON-safe dict (field name → value; ``why`` as
+        ``{"code", …}``)."""
+        data = dataclasses.asdict(self)
+        data["why"] = None if self.why is None else self.why.model_dump(mode="json")
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StageResult:
         """Rebuild from :meth:`to_json` output; unknown keys are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        kept = {k: v for k, v in data.items() if k in names}
+        if kept.get("why") is not None:
+            kept["why"] = Reason.model_validate(kept["why"])
+        return cls(**kept)
 
 
 def stage_dir(run_folder: str | Path, stage: str) -> Path:
@@ -344,13 +355,16 @@ class _AttemptFiles:
     stderr: Path
     context: Path
 
-    def result(self, ok: bool, reason: str | None, exit_code: int | None,
+    def result(self, ok: bool, reason: str | Reason | None, exit_code: int | None,
                verdict: str | None = None, comments: list[str] | None = None) -> StageResult:
-        """Return the attempt's :class:`StageResult` with these files' paths."""
+        """Return the attempt's :class:`StageResult` with these files' paths; a ``reason``
+        given as words is handed over as ``other`` (no code of its own)."""
+        why = Reason(code="other", text=reason) if isinstance(reason, str) else reason
         return StageResult(
-            ok=ok, reason=reason, verdict=verdict, comments=comments or [],
-            output_dir=str(self.folder), stdout_path=str(self.stdout),
+            ok=ok, reason=None if why is None else why.words(), verdict=verdict,
+            comments=comments or [], output_dir=str(self.folder), stdout_path=str(self.stdout),
             stderr_path=str(self.stderr), exit_code=exit_code, context_path=str(self.context),
+            why=why,
         )
 
 
@@ -374,9 +388,12 @@ def _attempt_files(request: StageRequest) -> _AttemptFiles:
     return files
 
 
-def _exit_reason(code: int, stderr_path: Path) -> str:
-    """Say how a program ended with non-zero ``code``, with the tail of its stderr."""
+def _exit_reason(code: int, stderr_path: Path) -> str | Reason:
+    """Say how a program ended with non-zero ``code``, with the tail of its stderr: an exit
+    that wrote to stderr as ``agent_exit``, else in words."""
     tail = stderr_tail(stderr_path)
+    if tail and code > 0:
+        return Reason(code="agent_exit", exit_code=code, said=tail)
     if code < 0:
         try:
             head = f"killed by {signal.Signals(-code).name}"

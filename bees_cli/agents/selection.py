@@ -16,10 +16,11 @@ and not used is kept with the reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bees_cli.machine.connections import AddonConnection
+from bees_cli.why import AddonMissing, Reason, SkippedAgent
 from bees_cli.workspace.models import Agent, Stage
 
 REASON_ITEM = "named on the item"
@@ -78,6 +79,8 @@ class Pick:
             explanation: ``"no enabled agent for STAGE: writer disabled; …"``.
         skipped: every candidate looked at and not used, in the order looked at,
             each agent once with its first reason.
+        why: when ``agent`` is None, ``reason`` as its code (``no_agent``, each skipped
+            agent with its code; issue 24, point 3); not in :meth:`to_json`.
 
     Why JSON: a pick travels through Temporal and is stored with the item.
     """
@@ -85,6 +88,7 @@ class Pick:
     agent: str | None
     reason: str
     skipped: tuple[Skipped, ...] = ()
+    why: Reason | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"agent", "reason", "skipped": [{"agent", "why"}, …]}`` (JSON-safe)."""
@@ -193,23 +197,21 @@ def choose_agent(
                 )
         return connections[name]
 
-    def why_not(name: str) -> str | None:
+    def why_not(name: str) -> SkippedAgent | None:
         agent = agents.get(name)
         if agent is None:
-            return WHY_UNDECLARED
+            return SkippedAgent(agent=name, why="not_declared")  # WHY_UNDECLARED
         if is_review and reviewed_by is not None and name == reviewed_by:
-            return WHY_REVIEWED
+            return SkippedAgent(agent=name, why="under_review")  # WHY_REVIEWED
         if not agent.enabled:
-            return WHY_DISABLED
-        problems = []
-        for addon in tool_addons(agent):
-            state = connection(addon)
-            if not state.connected:
-                missing = ", ".join(state.missing) or "not connected here"
-                problems.append(f"add-on {addon} not connected ({missing})")
-        return ", ".join(problems) or None
+            return SkippedAgent(agent=name, why="disabled")  # WHY_DISABLED
+        missing = [AddonMissing(addon=addon, missing=list(state.missing))
+                   for addon in tool_addons(agent)
+                   if not (state := connection(addon)).connected]
+        return SkippedAgent(agent=name, why="addons_not_connected", addons=missing) \
+            if missing else None
 
-    skipped: list[Skipped] = []
+    skipped: list[SkippedAgent] = []
     seen: set[str] = set()
     for reason, candidates in tiers:
         for name in candidates:
@@ -218,11 +220,13 @@ def choose_agent(
             seen.add(name)
             why = why_not(name)
             if why is None:
-                return Pick(agent=name, reason=reason, skipped=tuple(skipped))
-            skipped.append(Skipped(name, why))
-    if skipped:
-        detail = "; ".join(f"{s.agent} {s.why}" for s in skipped)
-    else:
-        detail = "the workspace declares no agents"
-    reason = f"no enabled agent for {stage.name}: {detail}"
-    return Pick(agent=None, reason=reason, skipped=tuple(skipped))
+                return Pick(agent=name, reason=reason, skipped=_phrased(skipped))
+            skipped.append(why)
+    none = Reason(code="no_agent", stage=stage.name, skipped=skipped)
+    return Pick(agent=None, reason=none.words(), skipped=_phrased(skipped), why=none)
+
+
+def _phrased(skipped: list[SkippedAgent]) -> tuple[Skipped, ...]:
+    """Return each skipped agent with its reason as a phrase (``add-on gmail not connected
+    (env GMAIL_TOKEN)``), as a pick stores it."""
+    return tuple(Skipped(s.agent, s.why_words()) for s in skipped)

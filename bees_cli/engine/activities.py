@@ -48,7 +48,7 @@ from bees_cli.record.events import (
     Waiting,
 )
 from bees_cli.record.local import LocalRecord
-from bees_cli.record.reasons import Reason, read_reason
+from bees_cli.record.reasons import Reason
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.rules import busy_fails, waited_for_slot
 
@@ -147,7 +147,7 @@ class BeesActivities:
             with self.record.step():
                 self.record.add_fact(check.item_id, Waiting(
                     stage=check.stage, round=check.round,
-                    reasons=[read_reason(r) for r in result.reasons],
+                    reasons=list(result.whys),
                     pick=None if pick is None else PickData.model_validate(pick)),
                     key=f"{prefix}:waiting:{digest}")
                 self.record.set_state(check.item_id, status=Status.WAITING, stage=check.stage,
@@ -206,8 +206,10 @@ class BeesActivities:
         spec = find_stage(snapshot, stage.stage)
         agent = snapshot.agents[stage.agent]
         if not isinstance(agent.runner, CommandRunner):
+            why = Reason(code="agent_failed", agent=stage.agent,
+                         said="model runners are not supported yet")
             out = StageOutput(
-                ok=False, reason=f"agent {stage.agent}: model runners are not supported yet",
+                ok=False, reason=why.words(), why=why,
                 output_dir=str(stage_dir(stage.run_folder, stage.stage)), attempt=attempt)
             await asyncio.to_thread(self._finish, stage, out)
             return out
@@ -235,7 +237,7 @@ class BeesActivities:
             request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every,
             groups=self.groups)
         out = StageOutput(
-            ok=result.ok, reason=result.reason, verdict=result.verdict,
+            ok=result.ok, reason=result.reason, why=result.why, verdict=result.verdict,
             comments=list(result.comments), output_dir=str(result.output_dir),
             stdout_path=result.stdout_path, stderr_path=result.stderr_path,
             exit_code=result.exit_code, attempt=attempt)
@@ -267,7 +269,7 @@ class BeesActivities:
         end = StageFinished if out.ok else StageFailed
         self.record.add_fact(stage.item_id, end(
             stage=stage.stage, round=stage.round, agent=stage.agent, attempt=out.attempt,
-            reason=None if out.reason is None else read_reason(out.reason),
+            reason=out.why,
             verdict=out.verdict, comments=out.comments, output_dir=out.output_dir,
             stdout=out.stdout_path, stderr=out.stderr_path, exit_code=out.exit_code),
             key=f"{stage.stage}:{stage.round}:{out.attempt}:{end.model_fields['kind'].default}")
@@ -339,13 +341,14 @@ class BeesActivities:
 
     def _busy(self, ask: SlotInput, slot: SlotOutput, info: activity.Info) -> None:
         """Write a new reason to wait for a slot: status ``waiting`` and one ``busy`` fact."""
+        assert slot.why is not None, "acquire_slot gives its reason as a code"
         with self.record.step():
             row = self.record.item(ask.item_id)
             if (row.status, row.wait, row.reason) == (Status.WAITING, WaitKind.BUSY_AGENT,
                                                       slot.reason):
                 return
             self.record.add_fact(ask.item_id, Busy(
-                stage=ask.stage, round=ask.round, reason=slot.why or read_reason(slot.reason),
+                stage=ask.stage, round=ask.round, reason=slot.why,
                 position=slot.position),
                 key=f"{ask.stage}:{ask.round}:busy:{info.workflow_run_id}:"
                     f"{info.activity_id}:{info.attempt}")

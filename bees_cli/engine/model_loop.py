@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.snapshot import LoopView
     from bees_cli.record.events import StageFinished
     from bees_cli.rules import MODEL_CALL_MOST_SECONDS
+    from bees_cli.why import Reason
 
 MODEL_LOOP = "model-loop"
 """Patch: an agent with a model runner runs the model loop instead of ``bees.run_stage``."""
@@ -124,7 +125,8 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
     folder = f"{stage.run_folder}/{stage.stage}"
 
     def failed(reason: str) -> StageOutput:
-        return StageOutput(ok=False, reason=f"agent {stage.agent}: {reason}", output_dir=folder,
+        why = Reason(code="agent_failed", agent=stage.agent, said=reason)
+        return StageOutput(ok=False, reason=why.words(), why=why, output_dir=folder,
                            attempt=stage.attempt_base, tokens_in=used_in, tokens_out=used_out)
 
     messages: list[dict[str, Any]] = []

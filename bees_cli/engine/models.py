@@ -167,8 +167,9 @@ class StageInput(BaseModel):
 
 
 class StageOutput(BaseModel):
-    """Output of ``bees.run_stage``: ``ok`` (exit 0), or the ``reason`` it failed; a review
-    stage's ``verdict`` (``approve`` or ``changes_requested``) with its ``comments``."""
+    """Output of ``bees.run_stage``: ``ok`` (exit 0), or the ``reason`` it failed (``why``:
+    as its code); a review stage's ``verdict`` (``approve`` or ``changes_requested``) with
+    its ``comments``."""
 
     ok: bool
     reason: str | None = None
@@ -182,6 +183,10 @@ class StageOutput(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     """A model agent's tokens in (prompt) and out (completion), summed over its calls."""
+    why: Reason | None = None
+    """``reason`` as its code and values, handed over by whoever failed the stage (the
+    runner, the model loop, a denied finish; issue 24, point 3). None in an output an older
+    history carries: its ``reason`` is then read back (``read_reason``)."""
 
 
 class RecordInput(BaseModel):

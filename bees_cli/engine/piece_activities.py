@@ -34,7 +34,7 @@ from bees_cli.engine.transcript import transcript_lines, transcript_path
 from bees_cli.record.events_pieces import PiecePicked, PieceWaiting
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import END_STATUSES, Piece, PieceStatus
-from bees_cli.record.reasons import read_reasons
+from bees_cli.record.reasons import Reason
 from bees_cli.rules import busy_fails, waited_for_slot
 from bees_cli.utc import format_utc, utc_now
 
@@ -100,7 +100,7 @@ class PieceActivities:
                             chain=piece.chain)
         pick = None if found.pick is None else found.pick.to_json()
         if not found.ok:
-            self._waiting(piece, "; ".join(found.reasons))
+            self._waiting(piece, list(found.whys))
             return PieceCheckOutput(ok=False, reasons=list(found.reasons), pick=pick)
         assert found.pick is not None and found.pick.agent is not None
         agent = found.pick.agent
@@ -118,8 +118,10 @@ class PieceActivities:
                                 folders=dict(found.folders), cap=view.max_concurrent_runs,
                                 loop=view.loop)
 
-    def _waiting(self, piece: PieceInput, reason: str) -> None:
-        """Write a new reason to wait to the piece's row and history (once per reason)."""
+    def _waiting(self, piece: PieceInput, whys: list[Reason]) -> None:
+        """Write new reasons to wait to the piece's row (their words joined with ``"; "``)
+        and history (as codes), once per reason."""
+        reason = "; ".join(why.words() for why in whys)
         row = self.record.piece(piece.item_id, piece.stage, piece.piece)
         if row is not None and (row.status, row.reason) == (PieceStatus.WAITING, reason):
             return
@@ -129,7 +131,7 @@ class PieceActivities:
         info = activity.info()
         self.record.add_fact(piece.item_id, PieceWaiting(
             stage=piece.stage, round=piece.round, piece=piece.piece,
-            reasons=read_reasons(reason)),
+            reasons=whys),
             key=f"{piece.stage}:{piece.round}:piece:{piece.piece}:waiting:"
                 f"{info.activity_id}:{info.attempt}")
 
@@ -154,16 +156,15 @@ class PieceActivities:
             await asyncio.to_thread(self.record.update_live_piece, ask.item_id, stage, name,
                                     status=PieceStatus.RUNNING, reason=None)
             return SlotOutput(granted=True)
-        reason = (f"waiting for agent {ask.agent}: {len(holders)} of {ask.cap} busy "
-                  f"(items {', '.join(holders)})")
-        if position > 1:
-            reason += f"; place {position} in its queue"
+        why = Reason(code="agent_busy", agent=ask.agent, busy=len(holders), cap=ask.cap,
+                     items=list(holders), position=position if position > 1 else None)
+        reason = why.words()
         if busy_fails(waited_for_slot(activity.info().attempt)):
             await asyncio.to_thread(self.record.release_slot, ask.item_id, ask.stage)
-            return SlotOutput(granted=False, reason=reason, position=position)
+            return SlotOutput(granted=False, reason=reason, why=why, position=position)
         piece = PieceInput.model_construct(item_id=ask.item_id, stage=stage, piece=name,
                                            round=ask.round or 1)
-        await asyncio.to_thread(self._waiting, piece, reason)
+        await asyncio.to_thread(self._waiting, piece, [why])
         raise ApplicationError(reason, type=AGENT_BUSY, category=ApplicationErrorCategory.BENIGN)
 
     # -- a command agent --------------------------------------------------------------------
@@ -204,7 +205,7 @@ class PieceActivities:
                                          heartbeat_every=self.heartbeat_every)
         if not result.ok:
             return PieceOutput(status="failed", agent=run.agent, reason=result.reason,
-                               exit_code=result.exit_code)
+                               why=result.why, exit_code=result.exit_code)
         return PieceOutput(status="finished", agent=run.agent, exit_code=result.exit_code)
 
     # -- the record -------------------------------------------------------------------------

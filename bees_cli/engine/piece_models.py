@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from bees_cli.engine.snapshot import LoopView
 from bees_cli.record.event_base import EventBase
+from bees_cli.why import Reason
 
 PIECE_WORKFLOW = "bees.piece"
 """Temporal workflow type of a piece: a child of the item's run (``bees.item``)."""
@@ -122,10 +123,12 @@ class PieceRunInput(BaseModel):
 class PieceOutput(BaseModel):
     """How a piece ended (the result of ``bees.piece_run``, of the model loop, and of the
     ``bees.piece`` workflow): ``status`` ``finished`` (``text`` and ``files`` of its folder)
-    or ``failed`` (``reason``); a command agent's ``exit_code``, a model agent's tokens."""
+    or ``failed`` (``reason``; ``why``: as its code, None in an output an older history
+    carries); a command agent's ``exit_code``, a model agent's tokens."""
 
     status: PieceState
     reason: str | None = None
+    why: Reason | None = None
     agent: str | None = None
     text: str = ""
     files: list[str] = Field(default_factory=list)

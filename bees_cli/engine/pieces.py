@@ -32,6 +32,7 @@ from bees_cli.engine.workflow_policies import (
     STAGE_TIMEOUT,
 )
 from bees_cli.engine.workflow_state import RunParts
+from bees_cli.engine.workflow_waits import too_long
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.agents.pieces import (
@@ -76,7 +77,6 @@ with workflow.unsafe.imports_passed_through():
         PieceStopped,
     )
     from bees_cli.record.reasons import Reason, read_reason
-    from bees_cli.rules import busy_reason
 
 RECORD_TIMEOUT = timedelta(seconds=60)
 
@@ -327,9 +327,11 @@ class PieceWorkflow:
                                                   "reason": stopped.words()}, stopped)
             raise
         # a finished piece's answer, files and tokens are collected as its end is recorded
+        # its reason as the runner, model loop or slot handed it (read back from its words
+        # only in an output an older history carries)
         await self._record(piece, out.status, {"status": out.status, "reason": out.reason,
                                                "exit_code": out.exit_code},
-                           None if out.reason is None else read_reason(out.reason))
+                           out.why or (None if out.reason is None else read_reason(out.reason)))
         return out.model_copy(update={"agent": self._agent})
 
     async def _run(self, piece: PieceInput) -> PieceOutput:
@@ -344,8 +346,8 @@ class PieceWorkflow:
                                                agent=agent, cap=check.cap, round=piece.round),
                 result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
             if not slot.granted:
-                return PieceOutput(status="failed", agent=agent,
-                                   reason=busy_reason(slot.reason))
+                busy = too_long(slot)
+                return PieceOutput(status="failed", agent=agent, reason=busy.words(), why=busy)
         try:
             if check.loop is not None:
                 return await self._model(piece, agent, check)
@@ -374,7 +376,8 @@ class PieceWorkflow:
             piece=piece.piece, task=task_text(piece.task, piece.input, piece.chain))
         result: StageOutput = await run_model_stage(given, check.loop)
         if not result.ok:
-            return PieceOutput(status="failed", agent=agent, reason=result.reason)
+            return PieceOutput(status="failed", agent=agent, reason=result.reason,
+                               why=result.why)
         return PieceOutput(status="finished", agent=agent)
 
     async def _record(self, piece: PieceInput, kind: str, changes: dict[str, object],

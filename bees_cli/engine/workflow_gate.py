@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.rules import review_limit_reason
     from bees_cli.utc import format_utc
+    from bees_cli.why import Reason
 
 ACTION_AT_ONCE = "action-returns-at-once"
 """Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
@@ -439,8 +440,8 @@ class ApprovalGate(RunParts):
         await workflow.wait_condition(lambda: request.status != "waiting")
         self.live.phase = Phase.RUNNING
         if request.status == "denied":
-            return result.model_copy(update={
-                "ok": False, "reason": f"finish denied by {request.who}: {request.reason}"})
+            why = Reason(code="finish_denied", who=request.who, said=request.reason)
+            return result.model_copy(update={"ok": False, "reason": why.words(), "why": why})
         return result
 
     async def _record(self, record: RecordInput) -> None:

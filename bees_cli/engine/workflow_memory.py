@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         Stage,
         StageKind,
     )
+    from bees_cli.record.reasons import Reason, read_reason
 
 
 class RunMemory(RunParts):
@@ -107,3 +108,11 @@ def stage_event(stage: StageView, result: StageOutput) -> Event:
     if stage.kind == "review" and result.verdict == "changes_requested":
         return ChangesRequested(tuple(result.comments))
     return Finished()
+
+
+def stage_failure(result: StageOutput) -> Reason:
+    """Return why a stage that did not finish failed: the code its producer handed over
+    (the runner, the model loop, a denied finish; issue 24, point 3), or for an output an
+    older history carries, without one, its words read back
+    (:func:`~bees_cli.record.reasons.read_reason`)."""
+    return result.why or read_reason(result.reason or "failed")

@@ -28,8 +28,18 @@ with workflow.unsafe.imports_passed_through():
     )
     from bees_cli.moves import Phase
     from bees_cli.record.events import Busy
-    from bees_cli.record.reasons import read_reason
+    from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import RECHECK_EVERY, busy_fails, busy_reason
+    from bees_cli.why import busy_too_long
+
+
+def too_long(slot: SlotOutput) -> Reason:
+    """Return why a stage or piece fails after waiting 10 minutes for ``slot`` (Rules: busy
+    agent): its last ``agent_busy`` reason as ``busy_too_long``; an answer an older history
+    carries, without its ``why``, is read back from its words."""
+    if slot.why is not None:
+        return busy_too_long(slot.why)
+    return read_reason(busy_reason(slot.reason))
 
 
 class StageWaits(ApprovalGate):
@@ -61,9 +71,9 @@ class StageWaits(ApprovalGate):
     def _capped(self, agent: str) -> bool:
         return self._snapshot.agents[agent].max_concurrent_runs is not None
 
-    async def _take_slot(self, stage: str, agent: str, round_: int) -> str | None:
+    async def _take_slot(self, stage: str, agent: str, round_: int) -> Reason | None:
         """Take a slot of ``agent`` when it is capped; return None, or after 10 minutes of
-        waiting (re-checking every 15 s) the reason the stage fails."""
+        waiting (re-checking every 15 s) the reason the stage fails (``busy_too_long``)."""
         cap = self._snapshot.agents[agent].max_concurrent_runs
         if cap is None:
             return None
@@ -75,7 +85,7 @@ class StageWaits(ApprovalGate):
                 AWAIT_SLOT_ACTIVITY, SlotInput(item_id=self._id, stage=stage, agent=agent,
                                                cap=cap, round=round_),
                 result_type=SlotOutput, start_to_close_timeout=SHORT, retry_policy=RECHECK)
-            return None if slot.granted else busy_reason(slot.reason)
+            return None if slot.granted else too_long(slot)
         started = workflow.now()
         said: str | None = None
         while True:
@@ -88,7 +98,7 @@ class StageWaits(ApprovalGate):
                 await workflow.execute_activity(
                     RELEASE_ACTIVITY, ReleaseInput(item_id=self._id, stage=stage),
                     start_to_close_timeout=SHORT)
-                return busy_reason(slot.reason)
+                return too_long(slot)
             self.live.phase = Phase.WAITING
             if slot.reason != said:  # one fact per distinct reason, not one per re-check
                 said = slot.reason

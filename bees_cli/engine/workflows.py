@@ -23,7 +23,7 @@ from temporalio.workflow import ActivityCancellationType
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
-from bees_cli.engine.workflow_memory import RunMemory, stage_event
+from bees_cli.engine.workflow_memory import RunMemory, stage_event, stage_failure
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
@@ -76,7 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.record.events import Accepted as AcceptedFact
     from bees_cli.record.events import Cancelled, Done, ReviewLimit, StageFailed
     from bees_cli.record.events import Retried as RetriedFact
-    from bees_cli.record.reasons import read_reason
+    from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
 
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
@@ -236,8 +236,8 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 for key, attempt in handed.attempts.items():
                     memo.attempts[key] = max(memo.attempts.get(key, 1), attempt)
             await self._fail(memo.stage if keeps else restart, self.live.round,
-                             self.live.agent or "-", handed.reason or "relinquish failed",
-                             "relinquish")
+                             self.live.agent or "-",
+                             read_reason(handed.reason or "relinquish failed"), "relinquish")
             self.live.relinquish = None
             await self._wait_for_person()
             self.live.handed = None
@@ -298,14 +298,15 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
             event = stage_event(stage, result)
             move = next_move(self._run_state(stages, memo, stage.name, round_, Phase.RUNNING),
                              event)
-            if move.to is To.APPROVAL:
-                event = stage_event(stage, await self._finish_gate(stage, round_, agent, result))
+            if move.to is To.APPROVAL:  # a denied finish fails the stage
+                result = await self._finish_gate(stage, round_, agent, result)
+                event = stage_event(stage, result)
                 self._stop_if_relinquished()
                 move = next_move(self._run_state(stages, memo, stage.name, round_,
                                                  Phase.RUNNING, approved=True), event)
             if move.to is To.RETRY:
                 await self._wait_for_retry(stages, memo, stage.name, round_, agent,
-                                           move.reason or "failed", f"{result.attempt}:failed",
+                                           stage_failure(result), f"{result.attempt}:failed",
                                            spent)
                 continue
             memo.done_by[stage.name] = agent
@@ -358,11 +359,11 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         return result
 
     async def _wait_for_retry(self, stages: list[StageView], memo: ItemState, stage: str,
-                              round_: int, agent: str, reason: str, key: str,
+                              round_: int, agent: str, why: Reason, key: str,
                               data: dict[str, int] | None = None) -> None:
-        """Fail ``stage``'s ``round_`` with ``reason`` and wait for a person's retry, which
+        """Fail ``stage``'s ``round_`` with ``why`` and wait for a person's retry, which
         runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
-        await self._fail(stage, round_, agent, reason, key, data)
+        await self._fail(stage, round_, agent, why, key, data)
         await self._wait_for_person()
         memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
 
@@ -418,14 +419,13 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
         if self.live.relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
 
-    async def _fail(self, stage: str, round_: int, agent: str, reason: str, key: str,
+    async def _fail(self, stage: str, round_: int, agent: str, why: Reason, key: str,
                     data: dict[str, int] | None = None) -> None:
         self.live.person = None  # a request counts from the moment the stage failed
         self.live.phase = Phase.FAILED
-        self.live.reason = reason
+        self.live.reason = reason = why.words()
         await self._record(RecordInput.of(
-            StageFailed(stage=stage, round=round_,
-                        reason=read_reason(reason)).model_copy(update=data or {}),
+            StageFailed(stage=stage, round=round_, reason=why).model_copy(update=data or {}),
             item_id=self._id, status=FAILED, reason=reason, agent=agent,
             key=self._fact(f"{stage}:{round_}:{key}")))
 

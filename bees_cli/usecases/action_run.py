@@ -23,7 +23,7 @@ from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
     from bees_cli.agents.action_call import ActionCallInput
-    from bees_cli.record.local import LocalRecord
+    from bees_cli.record.aio import AsyncRecord
     from bees_cli.usecases.mcp_actions import McpAction
     from bees_cli.workspace.models import Addon, Agent
 
@@ -60,7 +60,7 @@ def declared_env(addon: Addon, agent: Agent | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-async def run_addon(record: LocalRecord, call: ActionCallInput, kind: str, command: list[str],
+async def run_addon(record: AsyncRecord, call: ActionCallInput, kind: str, command: list[str],
                     request_id: int | None, *, mcp: McpAction | None = None,
                     declared: list[str] | None = None, edit: Edit | None = None
                     ) -> ActionOutcome:
@@ -68,7 +68,7 @@ async def run_addon(record: LocalRecord, call: ActionCallInput, kind: str, comma
     journaled after, in the local record and the run folder's copy.
 
     Args:
-        record: the local record (the journal).
+        record: the local record (the journal), awaited.
         call: the action call (its ``environ``, ``cwd`` and ``workspace`` start the add-on).
         kind: the action's kind (``read`` writes no intent).
         command: a script add-on's argv (``${BEES_WORKSPACE}`` and ``${BEES_PYTHON}`` expanded
@@ -110,18 +110,17 @@ def _held_hint(call: ActionCallInput) -> str:
             "--ran (it ran) or --again (run it once more)")
 
 
-async def _start_intent(record: LocalRecord, call: ActionCallInput) -> int:
+async def _start_intent(record: AsyncRecord, call: ActionCallInput) -> int:
     """Write the action's intent, durably, in the record then the run folder; return its
     sequence number."""
     at = _now()
-    seq = await asyncio.to_thread(
-        record.add_intent, call.item_id, stage=call.stage, action=call.action,
-        digest=call.digest, attempt=call.attempt, at=at)
-    await asyncio.to_thread(folder_intent, record, call, at)
+    seq = await record.add_intent(call.item_id, stage=call.stage, action=call.action,
+                                  digest=call.digest, attempt=call.attempt, at=at)
+    await record.run(folder_intent, call, at)
     return int(seq)
 
 
-async def _invoke(record: LocalRecord, call: ActionCallInput, command: list[str],
+async def _invoke(record: AsyncRecord, call: ActionCallInput, command: list[str],
                   seq: int | None, *, mcp: McpAction | None,
                   declared: list[str] | None) -> tuple[subprocess.CompletedProcess[bytes],
                                                        str | None]:
@@ -148,8 +147,8 @@ async def _invoke(record: LocalRecord, call: ActionCallInput, command: list[str]
         return done, None
     except (OSError, UserError, McpNotReached) as error:
         if seq is not None:  # it never started: nothing may have happened
-            await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", None)
-            await asyncio.to_thread(folder_end, record, call, "result", None)
+            await record.end_intent(call.item_id, seq, "result", None)
+            await record.run(folder_end, call, "result", None)
         _not_started(call, argv, error)
     except ActionInterrupted as error:  # an MCP call sent and not answered: it may have run
         raise ActionInterrupted(f"{call.action}: {error.message}",
@@ -170,7 +169,7 @@ def _not_started(call: ActionCallInput, argv: list[str], error: Exception) -> No
     raise UserError(f"cannot start {argv[0]} for {call.action}: {reason}") from None
 
 
-async def _journal_result(record: LocalRecord, call: ActionCallInput, kind: str,
+async def _journal_result(record: AsyncRecord, call: ActionCallInput, kind: str,
                           exit_code: int, stdout: str, seq: int | None,
                           request_id: int | None, edit: Edit | None = None) -> None:
     """Journal how the add-on ended: the record's entry (ending its intent), the run folder's
@@ -187,12 +186,12 @@ async def _journal_result(record: LocalRecord, call: ActionCallInput, kind: str,
     data: dict[str, Any] = entry.model_dump(
         mode="json", exclude=None if edit else {"original_digest", "edited_by", "input"})
     if seq is None:
-        await asyncio.to_thread(record.add_journal, call.item_id, data)
+        await record.add_journal(call.item_id, data)
     else:
-        await asyncio.to_thread(record.end_intent, call.item_id, seq, "result", data)
-    await asyncio.to_thread(folder_end, record, call, "result", data)
-    await asyncio.to_thread(
-        record.add_fact, call.item_id, ActionRan(
+        await record.end_intent(call.item_id, seq, "result", data)
+    await record.run(folder_end, call, "result", data)
+    await record.add_fact(
+        call.item_id, ActionRan(
             stage=entry.stage, round=entry.round, action=entry.action, action_kind=entry.kind,
             digest=entry.digest, attempt=entry.attempt, exit_code=entry.exit_code,
             request=entry.request_id),

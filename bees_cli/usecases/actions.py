@@ -1,9 +1,9 @@
 """``bees action ADDON.ACTION``: an agent acts on the world through an add-on, at most once.
 
 Two doors lead to one gate. A command agent's program runs ``bees action`` inside its stage
-(:func:`run_action`): its environment names the item, the stage and the agent, read once
+(``Bees.action``): its environment names the item, the stage and the agent, read once
 into an :class:`~bees_cli.agents.action_call.ActionCallInput`. A model agent's tool call,
-inside the worker, passes that typed call directly (:func:`call_action`). The gate's
+inside the worker, passes that typed call directly (``Bees.call_action``). The gate's
 decision is :func:`bees_cli.gate.decide` (the run's ``bees.action`` update uses the same
 function); most actions are decided here, from the item's stored snapshot and the local
 record's journal, without a workflow update: refused (not in the agent's tools), answered
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.mcp_actions import McpAction
 
-__all__ = ["INPUT_KEPT", "POLL_SECONDS", "SUMMARY_CHARS", "action_key", "call_action",
-           "canonical", "declared_env", "digest_of", "kept_input", "parse_input",
-           "run_action", "summary_of", "wait_in_engine", "wait_in_record"]
+__all__ = ["INPUT_KEPT", "POLL_SECONDS", "SUMMARY_CHARS", "action_key", "canonical",
+           "declared_env", "digest_of", "kept_input", "parse_input", "summary_of",
+           "wait_in_engine", "wait_in_record"]
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
@@ -131,11 +131,11 @@ class _Rules:
     """The action's input schema (a script's ``input``, an MCP tool's from its server)."""
 
 
-async def run_action(bees: Bees, name: str, input_text: str | None, *,
+async def _run_action(bees: Bees, name: str, input_text: str | None, *,
                      env: Mapping[str, str], cwd: str | None = None) -> ActionOutcome:
     """``bees action NAME --input TEXT`` from a command agent's program: read the stage's
     environment into a typed call (:func:`~bees_cli.agents.action_call.from_environment`)
-    and act on it as :func:`call_action` does; a held action's decision is read from the
+    and act on it as :func:`_call_action` does; a held action's decision is read from the
     local record (:func:`wait_in_record`: this is a process of its own, outside the worker).
 
     Args:
@@ -146,12 +146,12 @@ async def run_action(bees: Bees, name: str, input_text: str | None, *,
         cwd: the folder the add-on runs in (None: the current folder).
 
     Raises:
-        UserError: not inside a stage, a bad name or input; see :func:`call_action`.
+        UserError: not inside a stage, a bad name or input; see :func:`_call_action`.
     """
     return await _act(bees, from_environment(name, input_text, env, cwd=cwd), wait_in_record)
 
 
-async def call_action(bees: Bees, call: ActionCallInput) -> ActionOutcome:
+async def _call_action(bees: Bees, call: ActionCallInput) -> ActionOutcome:
     """Decide whether add-on action ``call.action`` may run, and run it at most once: a model
     agent's tool call, passed typed by the worker; a held action waits on the run
     (:func:`wait_in_engine`).
@@ -182,18 +182,18 @@ async def call_action(bees: Bees, call: ActionCallInput) -> ActionOutcome:
 
 
 async def _act(bees: Bees, call: ActionCallInput, wait: Waiter) -> ActionOutcome:
-    """The gate of both doors (:func:`call_action`), waiting for a person with ``wait``."""
+    """The gate of both doors (:func:`_call_action`), waiting for a person with ``wait``."""
     check_name(call.action)
-    record = bees.record
-    rules = await asyncio.to_thread(_local_rules, record, call, bees.mcp_sessions)
-    facts, hit, intent = await asyncio.to_thread(_journal_facts, record, call, rules.gate)
+    record = bees.async_record
+    rules = await record.run(_local_rules, call, bees.mcp_sessions)
+    facts, hit, intent = await record.run(_journal_facts, call, rules.gate)
     decision = decide(rules.gate, facts)
     verdict = decision.verdict
     if verdict is Verdict.REFUSE:  # _local_rules refused it already, before any look-up
         raise Refused(f"item {call.item_id}: {decision.reason}")
     if verdict is Verdict.JOURNAL:
         assert hit is not None
-        return await asyncio.to_thread(answered, record, call, hit)
+        return await record.run(answered, call, hit)
     if verdict is Verdict.HOLD_MAY_HAVE_RUN:
         assert intent is not None
         return await _interrupted(bees, call, rules, facts, intent, wait, edit=None)
@@ -221,15 +221,14 @@ async def _interrupted(bees: Bees, call: ActionCallInput, rules: _Rules, facts: 
     """An intent of ``call`` without a result (it may already have run): held for a person,
     who says it ran (journaled, answered from it) or to run it once more (``edit``: the
     person's corrected input it runs under, if any)."""
-    record = bees.record
+    record = bees.async_record
     request, verdict = await _ask_run(bees, call, rules.gate, facts, wait,
                                       interrupted_at=intent["at"])
     request_id = int(request["id"])
     if verdict is Verdict.CONFIRM_RAN:
-        return await asyncio.to_thread(confirmed, record, call, rules.gate.kind.value,
-                                       intent, request_id)
-    await asyncio.to_thread(record.end_intent, call.item_id, int(intent["seq"]), "again", None)
-    await asyncio.to_thread(folder_end, record, call, "again", None)
+        return await record.run(confirmed, call, rules.gate.kind.value, intent, request_id)
+    await record.end_intent(call.item_id, int(intent["seq"]), "again", None)
+    await record.run(folder_end, call, "again", None)
     return await run_addon(record, call, rules.gate.kind.value, rules.command, request_id,
                            mcp=rules.mcp, declared=rules.declared, edit=edit)
 
@@ -251,15 +250,15 @@ async def _run_edited(bees: Bees, call: ActionCallInput, rules: _Rules, request_
     """
     from bees_cli.usecases.action_input import check_input
 
-    record = bees.record
+    record = bees.async_record
     data = json.loads(text)
     check_input(call.action, rules.schema, data)
     edited = call.with_data(data)
     edit = Edit(by=who, original_digest=call.digest, input=text,
                 changes=what_changed(call.data, data))
-    facts, hit, intent = await asyncio.to_thread(_journal_facts, record, edited, rules.gate)
+    facts, hit, intent = await record.run(_journal_facts, edited, rules.gate)
     if hit is not None:
-        outcome = await asyncio.to_thread(answered, record, edited, hit)
+        outcome = await record.run(answered, edited, hit)
     elif intent is not None:
         outcome = await _interrupted(bees, edited, rules, facts, intent, wait, edit=edit)
     else:
@@ -381,9 +380,8 @@ async def wait_in_record(bees: Bees, call: ActionCallInput, request_id: int) -> 
     of its own held open for as long as a person takes; that is left for a measured change
     of the command agents' path.
     """
-    record = bees.record
     while True:
-        request = await asyncio.to_thread(record.approval, call.item_id, request_id)
+        request = await bees.async_record.approval(call.item_id, request_id)
         if request is not None and request["status"] != "waiting":
             return dict(request)
         await asyncio.sleep(POLL_SECONDS)

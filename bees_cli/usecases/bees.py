@@ -20,6 +20,7 @@ from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.local import LocalRecord
 
 if TYPE_CHECKING:
+    from bees_cli.agents.action_call import ActionCallInput
     from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.client import EngineGateway
@@ -222,10 +223,17 @@ class Bees:
 
     async def action(self, name: str, input_text: str | None, *,
                      env: dict[str, str]) -> ActionOutcome:
-        """``bees action``: see :func:`bees_cli.usecases.actions.run_action`."""
-        from bees_cli.usecases.actions import run_action
+        """``bees action``: see :func:`bees_cli.usecases.actions._run_action`."""
+        from bees_cli.usecases.actions import _run_action
 
-        return await run_action(self, name, input_text, env=env)
+        return await _run_action(self, name, input_text, env=env)
+
+    async def call_action(self, call: ActionCallInput) -> ActionOutcome:
+        """A model agent's add-on tool call, typed, through the same gate as ``bees action``
+        (a held one waits on the run): see :func:`bees_cli.usecases.actions._call_action`."""
+        from bees_cli.usecases.actions import _call_action
+
+        return await _call_action(self, call)
 
     async def delegate(self, agent: str, task: str, data: Any, *,
                        env: dict[str, str]) -> DelegateOutcome:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, EngineError, Refused
-from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.idle import CLOSING_WAIT, claim_wait_line, idle_line, mark_interrupted
 from bees_cli.usecases.idle import closing_runs as closing_runs
 from bees_cli.usecases.idle import is_idle as is_idle
@@ -305,7 +304,7 @@ def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
     async def act(call: ActionCallInput) -> ActionOutcome:
         # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
         # and waiting on the run when held (issue 24, point 1)
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     async def delegate(arguments: dict[str, Any], env: dict[str, str]) -> str:
         # issue 14: a model agent's delegate tool goes through bees delegate's use case

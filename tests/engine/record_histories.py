@@ -656,13 +656,12 @@ def _act(client: Client) -> Callable[[Any], Awaitable[Any]]:
     """The gate a model agent's add-on tool goes through, as ``bees run`` passes it."""
     from bees_cli.engine.client import EngineGateway
     from bees_cli.machine.computer import Computer
-    from bees_cli.usecases.actions import call_action
     from bees_cli.usecases.bees import Bees
 
     bees = Bees(Computer.load(), engine=EngineGateway(client))
 
     async def act(call: Any) -> Any:
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     return act
 

@@ -25,7 +25,6 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer
@@ -62,7 +61,7 @@ def sessions_worker(env: WorkflowEnvironment, record: LocalRecord,
     bees.mcp_sessions = sessions
 
     async def act(call: ActionCallInput) -> Any:
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
                        act=act, mcp_sessions=sessions)

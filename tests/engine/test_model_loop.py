@@ -34,7 +34,6 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.item_details import ItemDetails
 from bees_cli.usecases.liveness import note_worker
@@ -69,7 +68,7 @@ def loop_worker(env: WorkflowEnvironment, record: LocalRecord) -> Worker:
     bees = Bees(computer, engine=EngineGateway(env.client))
 
     async def act(call: ActionCallInput) -> Any:
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
                        act=act)
@@ -410,7 +409,7 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
     bees = Bees(computer, engine=EngineGateway(dev_env.client))
 
     async def act(call: ActionCallInput) -> Any:
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     saved = asyncio.Event()
 

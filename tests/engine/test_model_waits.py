@@ -32,7 +32,6 @@ from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
 from bees_cli.record.pieces import Piece, PieceStatus
 from bees_cli.record.views import clock_words
-from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.delegate import delegate_tool_call
 from bees_cli.usecases.item_details import ItemDetails
@@ -105,7 +104,7 @@ async def test_a_rate_limited_then_failing_model_call_shows_its_wait_until_it_su
     here = Bees(computer, engine=EngineGateway(skip_env.client))
 
     async def act(call: ActionCallInput) -> Any:
-        return await call_action(here, call)
+        return await here.call_action(call)
 
     async with make_worker(skip_env.client, queue, record, computer=computer,
                            heartbeat_every=0.5, act=act):

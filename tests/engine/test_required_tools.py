@@ -30,7 +30,6 @@ from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.actions import call_action
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer
@@ -122,7 +121,7 @@ async def test_being_told_is_not_forgotten_after_another_tool_call_or_a_lost_wor
     bees = Bees(computer, engine=EngineGateway(dev_env.client))
 
     async def act(call: ActionCallInput) -> Any:
-        return await call_action(bees, call)
+        return await bees.call_action(call)
 
     saved = asyncio.Event()
 

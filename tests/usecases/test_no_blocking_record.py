@@ -29,8 +29,7 @@ RECORD_METHODS = frozenset(name for name in dir(LocalRecord)
 SYNC_DOORS = frozenset({"record", "sync"})
 """Attributes that hold the synchronous record: ``bees.record``, ``AsyncRecord.sync``."""
 
-NOT_YET = {"actions.py": "issue 24, point 1 rewrites its action path (typed action call)",
-           "action_run.py": "split out of actions.py; moves with it"}
+NOT_YET: dict[str, str] = {}
 """Modules still on hand-placed ``asyncio.to_thread``: each must still break the rule, so the
 entry is removed the day it stops."""
 

@@ -11,7 +11,7 @@ import bees_cli.usecases.bees
 
 BEES = Path(bees_cli.usecases.bees.__file__)
 
-NOT_YET = {"run_action": "issue 24, point 1 rewrites bees action's path (usecases/actions.py)"}
+NOT_YET: dict[str, str] = {}
 """Use cases whose module function is still public while another change is under way."""
 
 
@@ -35,3 +35,13 @@ def test_every_bees_use_case_is_carried_out_by_a_private_function() -> None:
     public = {method: names for method, names in delegates.items()
               if any(not name.startswith("_") and name not in NOT_YET for name in names)}
     assert public == {"engine": ["NOT_UP"]}
+
+
+def test_an_add_on_action_has_its_bees_methods_as_its_doors() -> None:
+    """``bees action`` and a model agent's tool call enter through ``Bees.action`` and
+    ``Bees.call_action``; the module functions behind them are private."""
+    from bees_cli.usecases import actions
+
+    delegates = _delegates()
+    assert (delegates["action"], delegates["call_action"]) == (["_run_action"], ["_call_action"])
+    assert [name for name in ("run_action", "call_action") if hasattr(actions, name)] == []
