@@ -9,6 +9,8 @@ from bees_cli.ids import check_email
 
 if TYPE_CHECKING:
     from bees_cli.agents.grounded import FolderOf
+    from bees_cli.agents.snapshot import ItemSnapshot
+    from bees_cli.record.rows import ItemRow
 
 
 def _formats() -> Any:
@@ -74,3 +76,14 @@ def check_input(name: str, schema: dict[str, Any] | None, data: Any, *,
     raise UserError(f"{name}: input{field} {what}",
                     hint=f"give {name} an input its add-on's schema allows "
                          "(the add-on's actions.*.input)")
+
+
+def item_folders(row: ItemRow, snapshot: ItemSnapshot) -> FolderOf:
+    """Return where the item's ``enum_from`` folders are on this computer: a folder the item
+    reads, at its link here (:func:`~bees_cli.agents.eligibility.linked_reads`), else that
+    folder of the item's run folder (issue 26, point 6) — as a model agent is offered them."""
+    from bees_cli.agents.eligibility import linked_reads
+    from bees_cli.agents.grounded import folder_finder
+
+    linked, _ = linked_reads(snapshot)
+    return folder_finder(row.run_folder, linked)
