@@ -160,7 +160,12 @@ class ModelActivities:
                mcp: Mapping[str, McpTool] | None = None) -> list[ToolDef]:
         """Return the tools offered: the file tools (unless the runner turns them off) and
         the agent's add-on actions, less the required ones already ``called``; an MCP tool
-        (in ``mcp``) with its server's description and input schema."""
+        (in ``mcp``) with its server's description and input schema. An action's
+        ``enum_from`` is offered as the ``enum`` of the values its folder holds now (issue
+        26, point 6: grounded arguments; reads files, so run it off the event loop)."""
+        from bees_cli.agents.grounded import folder_finder, ground_schema
+
+        folder_of = folder_finder(context.run_folder, context.folders)
         agent = snapshot.agents[context.agent]
         tools = (file_tools([STAGE_FOLDER, *context.folders, *context.previous])
                  if runner.file_tools else [])
@@ -172,8 +177,9 @@ class ModelActivities:
                 continue
             addon, _, name = tool.partition(".")
             action = snapshot.addons[addon].actions.get(name) if addon in snapshot.addons else None
-            tools.append(addon_tool(tool, action.description if action else None,
-                                    action.input if action else None))
+            schema = (ground_schema(action.input, folder_of)
+                      if action is not None and action.input is not None else None)
+            tools.append(addon_tool(tool, action.description if action else None, schema))
         if self.delegate is not None and snapshot.max_piece_depth > 0:
             tools.append(delegate_tool(sorted(a for a in snapshot.agents if a != context.agent)))
         return tools
@@ -207,8 +213,8 @@ class ModelActivities:
         called = {e["tool"] for e in entries if e.get("kind") == "tool"
                   and e.get("outcome") in CALLED_OUTCOMES
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
-        tools = self._tools(snapshot, context, runner, called,
-                            await self._mcp_tools(snapshot, context))
+        mcp = await self._mcp_tools(snapshot, context)
+        tools = await asyncio.to_thread(self._tools, snapshot, context, runner, called, mcp)
         saved = next((e for e in entries if _same(e, context, call.turn, "reply")), None)
         if saved is not None:
             response = ChatResponse.model_validate(saved["response"])

@@ -403,7 +403,7 @@ def _local_rules(record: LocalRecord, call: ActionCallInput,
         UserError: the input does not follow the action's input schema.
     """
     from bees_cli.engine.snapshot_store import engine_view, load_snapshot
-    from bees_cli.usecases.action_input import check_input
+    from bees_cli.usecases.action_input import check_input, item_folders
 
     row = record.item(call.item_id)
     where = f"item {row.id}: "
@@ -440,7 +440,7 @@ def _local_rules(record: LocalRecord, call: ActionCallInput,
         return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),
                                  kind=Kind(kind), approval=approval), [], mcp, [], schema)
     declared = snapshot.addons[addon].actions[action_name].input
-    check_input(call.action, declared, call.data)
+    check_input(call.action, declared, call.data, folder_of=item_folders(row, snapshot))
     return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),
                              kind=Kind(action.kind), approval=approval),
                   list(action.command), None,

@@ -173,7 +173,12 @@ class Action(Strict):
     input: dict[str, Any] | None = Field(
         default=None,
         description="The action's input as a JSON Schema of an object (offered to model "
-        "agents as the function's parameters).",
+        "agents as the function's parameters). A property may take its allowed values from "
+        "a folder: enum_from: {folder: bug-reports, glob: '*.md', field: id} (folder: one "
+        "the item reads, else a folder of the run folder such as an earlier stage's; field: "
+        "'name' for the file name without its extension, else a key of a .md file's YAML "
+        "front matter or a .json file's top-level object); it is offered as the enum of the "
+        "values there before each call, and a value not there is refused.",
     )
 
     @field_validator("input")
