@@ -109,3 +109,43 @@ def fit_context(messages: Sequence[Message], *, keep_first: int, budget: int,
         tokens = estimate_tokens(fitted, tools)
         count += 1
     return fitted, count
+
+
+def props_url(base_url: str) -> str:
+    """Return llama.cpp's ``/props`` beside ``base_url`` (``http://h:8080/v1`` →
+    ``http://h:8080/props``)."""
+    base = httpx.URL(base_url)
+    path = base.path.rstrip("/")
+    path = path.removesuffix("/v1")
+    return str(base.copy_with(path=path + "/props", query=None))
+
+
+_known: dict[str, tuple[float, int]] = {}
+"""``base_url`` → (when asked, monotonic seconds; the context it gave)."""
+PROPS_KEPT_SECONDS = 300.0
+"""A server's answer is asked again after this (it may have been restarted with another
+``--context``)."""
+
+
+async def server_context(base_url: str, *, now: float,
+                         transport: httpx.AsyncBaseTransport | None = None) -> int:
+    """Return the context, in tokens, of the server at ``base_url``: llama.cpp's ``GET
+    /props`` ``default_generation_settings.n_ctx`` (kept :data:`PROPS_KEPT_SECONDS` from
+    ``now``, monotonic seconds), else :data:`DEFAULT_CONTEXT_TOKENS` (no such page, no
+    answer, not that field: Ollama, OpenAI). Never raises."""
+    kept = _known.get(base_url)
+    if kept is not None and now - kept[0] < PROPS_KEPT_SECONDS:
+        return kept[1]
+    tokens = DEFAULT_CONTEXT_TOKENS
+    try:
+        async with httpx.AsyncClient(transport=transport, timeout=PROPS_SECONDS) as http:
+            response = await http.get(props_url(base_url))
+        n_ctx = response.json()["default_generation_settings"]["n_ctx"]
+        if response.is_success and isinstance(n_ctx, int) and n_ctx > 0:
+            tokens = n_ctx
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        pass
+    if len(_known) >= 64:
+        _known.clear()
+    _known[base_url] = (now, tokens)
+    return tokens
