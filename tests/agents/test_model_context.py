@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import httpx
+
 from bees_cli.agents.chat_wire import Message
-from bees_cli.agents.model_context import estimate_tokens, fit_context, shortened_note
+from bees_cli.agents.model_context import (
+    DEFAULT_CONTEXT_TOKENS,
+    estimate_tokens,
+    fit_context,
+    props_url,
+    server_context,
+    shortened_note,
+)
 
 
 def m(role: str, content: str | None, **extra: object) -> Message:
@@ -71,3 +80,37 @@ def test_json_mode_results_keep_their_prefix() -> None:
 def test_the_note() -> None:
     assert shortened_note(12_345, "mail.search") == (
         "[shortened: 12,345 characters of mail.search's result]")
+
+
+def props_server(answers: list[httpx.Response], asked: list[str]) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        return answers.pop(0)
+    return httpx.MockTransport(handle)
+
+
+async def test_the_context_is_llama_cpps_n_ctx_kept_five_minutes() -> None:
+    asked: list[str] = []
+    answers = [httpx.Response(200, json={"default_generation_settings": {"n_ctx": 2048}}),
+               httpx.Response(200, json={"default_generation_settings": {"n_ctx": 8192}})]
+    transport = props_server(answers, asked)
+    base = "http://127.0.0.1:18080/v1"
+    assert await server_context(base, now=1000.0, transport=transport) == 2048
+    assert await server_context(base, now=1299.0, transport=transport) == 2048
+    assert await server_context(base, now=1300.0, transport=transport) == 8192
+    assert asked == ["http://127.0.0.1:18080/props"] * 2
+
+
+async def test_a_server_that_does_not_say_gives_the_default() -> None:
+    for number, answer in enumerate([httpx.Response(404, text="not found"),
+                                     httpx.Response(200, json={"model": "llama3"}),
+                                     httpx.Response(200, text="<html>")]):
+        transport = props_server([answer], [])
+        assert await server_context(f"http://127.0.0.1:{18100 + number}/v1", now=0.0,
+                                    transport=transport) == DEFAULT_CONTEXT_TOKENS == 4096
+
+
+def test_props_sits_beside_the_api() -> None:
+    assert props_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/props"
+    assert props_url("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/props"
+    assert props_url("https://h/llm/v1?x=1") == "https://h/llm/props"
