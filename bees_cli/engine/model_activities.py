@@ -56,7 +56,7 @@ from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
 from bees_cli.errors import BeesError, ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
-from bees_cli.rules import binary_refusal, cap_tool_result
+from bees_cli.rules import binary_refusal, cap_tool_result, mcp_tool_kind
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -100,6 +100,28 @@ def _quiet(task: asyncio.Future[Any]) -> None:
     """Read the outcome of a task this activity stopped waiting for (see ``_heartbeating``)."""
     if not task.cancelled():
         task.exception()
+
+def _read_tools(snapshot: ItemSnapshot, agent: str, mcp: Mapping[str, McpTool]) -> set[str]:
+    """Return the agent's tools of kind ``read`` (``read_file``; add-on actions and MCP tools
+    whose kind is ``read``, :func:`~bees_cli.rules.mcp_tool_kind`): never held, changing
+    nothing, so the loop may run several at once (issue 26, point 7)."""
+    reads = {"read_file"}
+    for tool in snapshot.agents[agent].tools:
+        name, _, action = tool.partition(".")
+        addon = snapshot.addons.get(name)
+        if addon is None:
+            continue
+        if addon.mcp is not None:
+            listed = mcp.get(tool)
+            kind, _ = mcp_tool_kind(addon.kinds.get(action),
+                                    listed.read_only_hint if listed else None)
+        else:
+            declared = addon.actions.get(action)
+            kind = declared.kind if declared else ""
+        if kind == "read":
+            reads.add(tool)
+    return reads
+
 
 async def _fitted(runner: ModelRunner, messages: list[Message], opening: int,
                   tools: list[ToolDef] | None) -> list[Message]:
@@ -230,8 +252,8 @@ class ModelActivities:
         called = {e["tool"] for e in entries if e.get("kind") == "tool"
                   and e.get("outcome") in CALLED_OUTCOMES
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
-        tools = self._tools(snapshot, context, runner, called,
-                            await self._mcp_tools(snapshot, context))
+        mcp = await self._mcp_tools(snapshot, context)
+        tools = self._tools(snapshot, context, runner, called, mcp)
         saved = next((e for e in entries if _same(e, context, call.turn, "reply")), None)
         if saved is not None:
             response = ChatResponse.model_validate(saved["response"])
@@ -250,8 +272,11 @@ class ModelActivities:
             from_transcript = False
         if info.attempt > 1:
             await asyncio.to_thread(self.shown.show, self.shown.answered, context)
-        return await self._step(call, runner, kind, response, {t.function.name for t in tools},
+        step = await self._step(call, runner, kind, response, {t.function.name for t in tools},
                                 called, seconds=seconds, from_transcript=from_transcript)
+        reads = _read_tools(snapshot, context.agent, mcp)
+        return step.model_copy(update={"calls": [
+            c.model_copy(update={"read": c.tool in reads}) for c in step.calls]})
 
     async def _ask(self, call: ModelCallInput, instructions: str, runner: ModelRunner,
                    kind: str, tools: list[ToolDef], *, final: bool,

@@ -11,6 +11,8 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bees_cli.engine.model_loop import batches
+from bees_cli.engine.model_models import ToolAsk
 from bees_cli.engine.models import task_queue
 from bees_cli.machine.identity import load_identity, set_identity
 from bees_cli.machine.paths import data_dir
@@ -98,3 +100,62 @@ async def test_without_sampling_settings_the_server_chooses(
     assert await result(dev_env, item_id) == "done"
     body = model_server.model.received[0].body
     assert "temperature" not in body and "seed" not in body
+
+
+def meeting_addon(space: Space) -> None:
+    """Declare add-on ``docs``: read action ``meet`` marks its call ``n`` as started, then
+    waits (at most 10 s) for the other call's mark: ``together`` when both ran at once,
+    ``alone`` when it waited in vain (the calls ran one after the other); send action
+    ``note`` appends its ``n`` to ``noted.txt`` beside the workspace."""
+    folder = space.root.parent
+    script = folder / "meet.py"
+    script.write_text(f"""\
+import json, pathlib, sys, time
+n = json.load(sys.stdin)["n"]
+folder = pathlib.Path({str(folder)!r})
+(folder / f"started-{{n}}").touch()
+other = folder / f"started-{{3 - n}}"
+deadline = time.monotonic() + 10
+while not other.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(("together" if other.exists() else "alone") + f" {{n}}", end="")
+""")
+    note = folder / "note.py"
+    note.write_text(f"""\
+import json, pathlib, sys
+with open({str(folder / 'noted.txt')!r}, "a") as handle:
+    handle.write(str(json.load(sys.stdin)["n"]) + "\\n")
+print("noted", end="")
+""")
+    space.write("addons/docs.yaml", f"""\
+        actions:
+          meet: {{kind: read, command: ["{sys.executable}", "{script}"]}}
+          note: {{kind: send, command: ["{sys.executable}", "{note}"]}}
+        """)
+
+
+async def test_read_calls_of_one_reply_run_together_and_gated_ones_in_the_order_asked(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    meeting_addon(space)
+    model_agent(space, "sender", model_server, tools=["docs.meet", "docs.note"],
+                file_tools="false")
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "docs__meet", '{"n": 1}'), ("c2", "docs__meet", '{"n": 2}'),
+                          ("c3", "docs__note", '{"n": 3}'), ("c4", "docs__note", '{"n": 4}')),
+        Answer.reply("done"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert [m.get("content") for m in sent(model_server, 1)[1:]] == [
+        "together 1", "together 2", "noted", "noted"]
+    assert (space.root.parent / "noted.txt").read_text() == "3\n4\n"
+
+
+def test_reads_next_to_one_another_make_one_batch_every_other_call_its_own() -> None:
+    asked = [ToolAsk(call_id=f"c{i}", tool=tool, read=read) for i, (tool, read) in enumerate(
+        [("read_file", True), ("docs.meet", True), ("mail.send", False), ("read_file", True),
+         ("write_file", False), ("write_file", False), ("docs.meet", True)])]
+    assert [[c.call_id for c in batch] for batch in batches(asked)] == [
+        ["c0", "c1"], ["c2"], ["c3"], ["c4"], ["c5"], ["c6"]]
+    assert batches([]) == []
