@@ -76,6 +76,25 @@ async def test_old_tool_results_are_shortened_to_fit_the_context_and_the_last_tu
         second, {"role": "tool", "tool_call_id": "c2", "content": whole}]
 
 
+async def test_without_context_tokens_the_servers_context_counts(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    """The agent does not say; the server's ``/props`` says 3,000 tokens (as llama.cpp)."""
+    docs_addon(space)
+    model_server.model.props = {"default_generation_settings": {"n_ctx": 3000}}
+    model_agent(space, "sender", model_server, tools=["docs.fetch"], file_tools="false",
+                max_reply_tokens=100)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(
+        Answer.tool_calls(("c1", "docs__fetch", "{}")),
+        Answer.tool_calls(("c2", "docs__fetch", "{}")),
+        Answer.reply("done"))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert [m.get("content") for m in sent(model_server, 2)[1::2]] == [
+        "[shortened: 6,000 characters of docs.fetch's result]", "d" * RESULT_CHARS]
+
+
 async def test_temperature_and_seed_reach_the_server_in_every_request(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         model_server: ScriptedServer) -> None:
