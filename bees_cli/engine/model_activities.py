@@ -56,7 +56,7 @@ from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
 from bees_cli.errors import BeesError, ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
-from bees_cli.rules import binary_refusal, cap_tool_result
+from bees_cli.rules import binary_refusal, cap_tool_result, mcp_tool_kind
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -100,6 +100,51 @@ def _quiet(task: asyncio.Future[Any]) -> None:
     """Read the outcome of a task this activity stopped waiting for (see ``_heartbeating``)."""
     if not task.cancelled():
         task.exception()
+
+def _read_tools(snapshot: ItemSnapshot, agent: str, mcp: Mapping[str, McpTool]) -> set[str]:
+    """Return the agent's tools of kind ``read`` (``read_file``; add-on actions and MCP tools
+    whose kind is ``read``, :func:`~bees_cli.rules.mcp_tool_kind`): never held, changing
+    nothing, so the loop may run several at once (issue 26, point 7)."""
+    reads = {"read_file"}
+    for tool in snapshot.agents[agent].tools:
+        name, _, action = tool.partition(".")
+        addon = snapshot.addons.get(name)
+        if addon is None:
+            continue
+        if addon.mcp is not None:
+            listed = mcp.get(tool)
+            kind, _ = mcp_tool_kind(addon.kinds.get(action),
+                                    listed.read_only_hint if listed else None)
+        else:
+            declared = addon.actions.get(action)
+            kind = declared.kind if declared else ""
+        if kind == "read":
+            reads.add(tool)
+    return reads
+
+
+async def _fitted(runner: ModelRunner, messages: list[Message], opening: int,
+                  tools: list[ToolDef] | None) -> list[Message]:
+    """Return ``messages`` fitted into the model's context (issue 26, point 7): the oldest
+    tool results after the ``opening`` messages shortened to a note while the request's
+    estimate passes the context less the reply's room (``max_reply_tokens``, else a
+    quarter of the context); see :mod:`bees_cli.agents.model_context`.
+
+    Done here, just before the HTTP call, not in the workflow: the workflow's history keeps
+    every result whole (a transcript, a retry, a larger context later all see them), the
+    workflow's commands do not change (no patch, old histories replay), and the context
+    (asked of the server) is I/O that workflow code may not do. The same conversation and
+    settings always give the same request (the estimate counts characters).
+    """
+    from bees_cli.agents.model_context import fit_context, server_context
+
+    context = runner.context_tokens or await server_context(runner.model.base_url,
+                                                            now=time.monotonic())
+    room = runner.max_reply_tokens or context // 4
+    fitted, _ = fit_context(messages, keep_first=opening, budget=context - room,
+                            tools=[t.wire() for t in tools or []])
+    return fitted
+
 
 class ModelActivities:
     """The model loop's activities of this computer's worker.
@@ -233,8 +278,11 @@ class ModelActivities:
             from_transcript = False
         if info.attempt > 1:
             await asyncio.to_thread(self.shown.show, self.shown.answered, context)
-        return await self._step(call, runner, kind, response, {t.function.name for t in tools},
+        step = await self._step(call, runner, kind, response, {t.function.name for t in tools},
                                 called, seconds=seconds, from_transcript=from_transcript)
+        reads = _read_tools(snapshot, context.agent, mcp)
+        return step.model_copy(update={"calls": [
+            c.model_copy(update={"read": c.tool in reads}) for c in step.calls]})
 
     async def _ask(self, call: ModelCallInput, instructions: str, runner: ModelRunner,
                    kind: str, tools: list[ToolDef], *, final: bool,
@@ -258,16 +306,18 @@ class ModelActivities:
         if context.task:  # a piece: what its caller asked (issue 14)
             first[-1] = Message(role="user", content=f"{first[-1].content}\n\n{context.task}")
         messages = first + [Message.model_validate(m) for m in call.messages]
+        sent = await _fitted(runner, messages, len(first), None if json_mode else tools)
         started = time.monotonic()
         async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
             # heartbeats while the model thinks: a worker killed mid-call is noticed
             # within MODEL_HEARTBEAT_TIMEOUT and the call is asked again on the next
             done = await self._heartbeating(client.complete(
-                messages, tools=None if json_mode else tools,
+                sent, tools=None if json_mode else tools,
                 response_format=response_format(
                     review=review, json_mode=json_mode, tools=tools,
                     reply_tokens=runner.max_reply_tokens, final=final),
-                max_tokens=runner.max_reply_tokens))
+                max_tokens=runner.max_reply_tokens, temperature=runner.temperature,
+                seed=runner.seed))
         response, seconds = done.response, time.monotonic() - started
         if call.turn == 1:
             await asyncio.to_thread(append_entry, path, self._entry(

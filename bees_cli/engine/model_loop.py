@@ -7,11 +7,13 @@ what was asked are told back to the model once; the turn limit and the token bud
 stage with the reason (point 7). A final answer before the agent's ``required_tools`` ran is
 told back once in either tool mode, and the next one that still lacks them fails the stage
 (issue 26, point 3): whether the model was told is the loop's state, rebuilt from the
-history by a worker that takes the run over.
+history by a worker that takes the run over. Read-kind tool calls next to one another in one
+reply run at once; every other call runs alone, in the order asked (issue 26, point 7).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -28,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         TOOL_CALL_ACTIVITY,
         ModelCallInput,
         ModelStep,
+        ToolAsk,
         ToolCallInput,
         ToolResult,
         TurnContext,
@@ -43,6 +46,10 @@ MODEL_LOOP = "model-loop"
 REQUIRED_TOOLS_TOLD = "required-tools-told"
 """Patch: a final answer before the required tools ran is told back once, then fails the
 stage (older runs finished the stage with it)."""
+
+CONCURRENT_READS = "concurrent-reads"
+"""Patch: read-kind tool calls next to one another in one reply run at once (older runs ran
+every call one after the other)."""
 
 MODEL_CALL_TIMEOUT = timedelta(seconds=MODEL_CALL_MOST_SECONDS)
 """Longest single model call (30 minutes): no agent's ``deadline_seconds`` may exceed it, so
@@ -183,10 +190,36 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
             if stage.piece is None:  # a piece's end is recorded by its workflow (pieces.py)
                 await _finished(stage, out, turn)
             return out
-        for call in step.calls:
-            result: ToolResult = await workflow.execute_activity(
-                TOOL_CALL_ACTIVITY, ToolCallInput(context=context, turn=turn, call=call),
-                result_type=ToolResult, start_to_close_timeout=TOOL_CALL_TIMEOUT,
-                heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT, retry_policy=TOOL_CALL_RETRY)
-            between()
-            messages.append(_told(result.content, call.call_id, call.tool, json_mode))
+        for batch in batches(step.calls):
+            if len(batch) > 1 and workflow.patched(CONCURRENT_READS):
+                results = await asyncio.gather(*(_tool_call(context, turn, c) for c in batch))
+                between()
+            else:
+                results = []
+                for call in batch:
+                    results.append(await _tool_call(context, turn, call))
+                    between()
+            for call, result in zip(batch, results, strict=True):
+                messages.append(_told(result.content, call.call_id, call.tool, json_mode))
+
+
+async def _tool_call(context: TurnContext, turn: int, call: ToolAsk) -> ToolResult:
+    """Run one tool call (``bees.tool_call``) and return its result."""
+    result: ToolResult = await workflow.execute_activity(
+        TOOL_CALL_ACTIVITY, ToolCallInput(context=context, turn=turn, call=call),
+        result_type=ToolResult, start_to_close_timeout=TOOL_CALL_TIMEOUT,
+        heartbeat_timeout=TOOL_HEARTBEAT_TIMEOUT, retry_policy=TOOL_CALL_RETRY)
+    return result
+
+
+def batches(calls: list[ToolAsk]) -> list[list[ToolAsk]]:
+    """Return ``calls`` in the order asked, in runs that may go at once: each run of
+    read-kind calls next to one another together, every other call alone (a gated call
+    waits for the reads before it, and the calls after it wait for it)."""
+    runs: list[list[ToolAsk]] = []
+    for call in calls:
+        if call.read and runs and runs[-1][-1].read:
+            runs[-1].append(call)
+        else:
+            runs.append([call])
+    return runs

@@ -59,6 +59,9 @@ class ToolAsk(BaseModel):
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     problem: str | None = None
+    read: bool = False
+    """A read-kind tool (``read_file``, an add-on action or MCP tool of kind ``read``): the
+    loop runs it together with the read calls next to it (issue 26, point 7)."""
 
 
 class ModelStep(BaseModel):

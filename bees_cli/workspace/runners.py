@@ -119,6 +119,24 @@ class ModelRunner(Strict):
         description="A reply asking for more tool calls than this runs none of them; the "
         "model is told once, then the stage fails.",
     )
+    # left out of a dump when unset: an older snapshot keeps its digest
+    context_tokens: Annotated[int, Field(ge=256)] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The model's context in tokens (default: what the server says, as "
+        "llama.cpp's /props does, else 4096: set it for a larger model behind Ollama or a "
+        "cloud API). When a request (estimated at 4 characters a token) nears it, less the "
+        "reply's max_reply_tokens (else a quarter of it), the oldest tool results are "
+        "shortened to a note; never the instructions, the task or the last turn.",
+    )
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Sampling temperature sent with each request, 0 to 2 (default: the "
+        "server's); 0 with a seed makes runs repeatable on servers that honour them.",
+    )
+    seed: int | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Sampling seed sent with each request (default: the server's).",
+    )
     file_tools: bool = Field(
         default=True,
         description="Offer the built-in read_file and write_file tools.",

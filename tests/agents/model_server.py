@@ -134,6 +134,8 @@ class ScriptedModel:
     sent: list[int] = field(default_factory=list)
     """Bytes written of each dripped or filled answer so far, in the order sent (a client
     that stops reading stops it, short of the whole)."""
+    props: dict[str, Any] | None = None
+    """What ``GET /props`` answers, as llama.cpp's server does (None: HTTP 404, as Ollama)."""
 
     def push(self, *answers: Answer) -> None:
         """Add ``answers`` to the end of the script."""
@@ -189,9 +191,15 @@ class ScriptedModel:
             yield tail
             self.sent[index] += len(tail)
 
+    async def _props(self, request: Request) -> Response:
+        if self.props is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return JSONResponse(self.props)
+
     def app(self) -> Starlette:
-        """The ASGI app: ``POST /v1/chat/completions`` only."""
-        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        """The ASGI app: ``POST /v1/chat/completions``, and ``GET /props`` (:attr:`props`)."""
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                                 Route("/props", self._props, methods=["GET"])])
 
 
 @dataclass(frozen=True)

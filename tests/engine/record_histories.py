@@ -421,6 +421,30 @@ async def required_tool_told_then_called(client: Client, record: LocalRecord,
     return item_id
 
 
+async def model_reads_run_together(client: Client, record: LocalRecord, space: Space) -> str:
+    """A model agent's reply asks for two read-kind calls and one send: the reads run at once
+    (the ``concurrent-reads`` patch, issue 26, point 7), then the send, then it answers →
+    Done."""
+    from tests.agents.model_server import Answer, serve
+    from tests.engine.test_rules import mail_addon
+
+    os.environ["ADDON_LOG"] = str(mail_addon(space, declared=True))
+    with serve() as server:
+        space.write("agents/sender.yaml", "instructions: send it\n"
+                    "tools: [mail.list, mail.send]\n"
+                    f"runner:\n  model:\n    base_url: {server.base_url}\n"
+                    "    name: scripted\n  file_tools: false\n")
+        space.write("processes/p.yaml", SEND.replace("approval: required", "approval: none"))
+        server.model.push(Answer.tool_calls(("c1", "mail__list", '{"box": "in"}'),
+                                            ("c2", "mail__list", '{"box": "out"}'),
+                                            ("c3", "mail__send", '{"to": "all"}')),
+                          Answer.reply("sent"))
+        item_id = await _start(client, record, space)
+        assert await client.get_workflow_handle(item_id).result() == "done"
+        assert len(server.model.received) == 2
+    return item_id
+
+
 async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
     handover step tried without an attempt limit): ``relinquished``."""
@@ -580,6 +604,7 @@ SCENARIOS: dict[str, Scenario] = {
     "stage_end_stops_pieces": stage_end_stops_pieces,
     "model_tool_waits_on_run": model_tool_waits_on_run,
     "required_tool_told_then_called": required_tool_told_then_called,
+    "model_reads_run_together": model_reads_run_together,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

@@ -40,6 +40,8 @@ receive it) until a person approves; the send runs, then Done (issue 24, point 1
 ``required_tool_told_then_called`` is on the ``required-tools-told`` patch: a native-mode
 model agent's final answer came before its required ``mail.send`` ran; told back once, it
 calls the tool, then answers → Done (issue 26, point 3).
+``model_reads_run_together`` is on the ``concurrent-reads`` patch: one reply asks for two
+read-kind calls, which run at once, and a send, run after them → Done (issue 26, point 7).
 
 Replay needs no server and runs no activity. If this fails after a change to
 the workflow, the change is not safe for items already running: guard it with
@@ -74,11 +76,12 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
             "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
             "denial_answers_a_retried_ask", "stage_end_stops_pieces",
-            "model_tool_waits_on_run", "required_tool_told_then_called"}
+            "model_tool_waits_on_run", "required_tool_told_then_called",
+            "model_reads_run_together"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 33
+    assert len(HISTORIES) == 34
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

@@ -66,3 +66,23 @@ def test_required_tools_work_in_either_tool_mode_and_must_be_the_agents_tools() 
     with pytest.raises(ValidationError, match="runner.required_tools mail.send not in tools"):
         Agent.model_validate({"runner": {"model": model, "tool_mode": "json",
                                          "required_tools": ["mail.send"]}})
+
+
+def test_context_and_sampling_settings_are_checked_and_dump_only_when_set() -> None:
+    """Unset, they are left out of the dump: a snapshot stored before them keeps its digest
+    (an item already running finds it again)."""
+    model = {"base_url": "http://127.0.0.1:11434/v1", "name": "m"}
+    runner = Agent.model_validate({"runner": {"model": model, "context_tokens": 8192,
+                                              "temperature": 0, "seed": 42}}).runner
+    assert isinstance(runner, ModelRunner)
+    assert (runner.context_tokens, runner.temperature, runner.seed) == (8192, 0.0, 42)
+    dumped = runner.model_dump(mode="json")
+    assert (dumped["context_tokens"], dumped["temperature"], dumped["seed"]) == (8192, 0.0, 42)
+    unset = Agent.model_validate({"runner": {"model": model}}).model_dump(mode="json")["runner"]
+    assert {"context_tokens", "temperature", "seed"} & set(unset) == set()
+    for wrong, says in ((("temperature", 2.5), "less than or equal to 2"),
+                        (("temperature", -0.1), "greater than or equal to 0"),
+                        (("seed", 1.5), "valid integer"), (("seed", "7"), "valid integer"),
+                        (("context_tokens", 100), "greater than or equal to 256")):
+        with pytest.raises(ValidationError, match=says):
+            Agent.model_validate({"runner": {"model": model, wrong[0]: wrong[1]}})
