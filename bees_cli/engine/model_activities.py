@@ -51,6 +51,7 @@ from bees_cli.engine.model_models import (
     ToolResult,
     TurnContext,
 )
+from bees_cli.engine.model_progress import PROGRESS_EVERY, CallProgress, heartbeating
 from bees_cli.engine.model_shown import CallShown, as_application_error, next_try
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
@@ -96,11 +97,6 @@ def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> 
 T = TypeVar("T")
 
 
-def _quiet(task: asyncio.Future[Any]) -> None:
-    """Read the outcome of a task this activity stopped waiting for (see ``_heartbeating``)."""
-    if not task.cancelled():
-        task.exception()
-
 class ModelActivities:
     """The model loop's activities of this computer's worker.
 
@@ -110,16 +106,19 @@ class ModelActivities:
             refused with the reason).
         engine_env: ``BEES_HOME`` and ``BEES_TEMPORAL_ADDRESS`` for the action's gate.
         heartbeat_every: seconds between heartbeats of a tool call (an approval may hold it).
+        progress_every: the most often a streamed call's progress is shown, seconds.
     """
 
     def __init__(self, record: LocalRecord, *, act: ActionRunner | None = None,
                  engine_env: dict[str, str] | None = None, heartbeat_every: float = 2.0,
-                 delegate: DelegateRunner | None = None) -> None:
+                 delegate: DelegateRunner | None = None,
+                 progress_every: float = PROGRESS_EVERY) -> None:
         self.record = record
         self.act = act
         self.delegate = delegate
         self.engine_env = dict(engine_env or {})
-        self.heartbeat_every = heartbeat_every
+        self.heartbeat_every, self.progress_every = heartbeat_every, progress_every
+        self.plain_servers: set[str] = set()  # answered a stream request whole: not asked again
         self.shown = CallShown(record)
         self.files = FileTools(record)
         self._mcp_listed: dict[tuple[Any, ...], dict[str, McpTool]] = {}
@@ -252,16 +251,22 @@ class ModelActivities:
         if context.task:  # a piece: what its caller asked (issue 14)
             first[-1] = Message(role="user", content=f"{first[-1].content}\n\n{context.task}")
         messages = first + [Message.model_validate(m) for m in call.messages]
-        started = time.monotonic()
-        async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
-            # heartbeats while the model thinks: a worker killed mid-call is noticed
-            # within MODEL_HEARTBEAT_TIMEOUT and the call is asked again on the next
-            done = await self._heartbeating(client.complete(
-                messages, tools=None if json_mode else tools,
-                response_format=response_format(
-                    review=review, json_mode=json_mode, tools=tools,
-                    reply_tokens=runner.max_reply_tokens, final=final),
-                max_tokens=runner.max_reply_tokens))
+        started, url = time.monotonic(), runner.model.base_url
+        shown = CallProgress(self.record, context, call.turn, path, every=self.progress_every)
+        async with ModelClient(runner.model, retry=RetryPolicy(attempts=1),
+                               stream=url not in self.plain_servers) as client:
+            try:  # heartbeats while the model thinks (a worker killed mid-call is noticed
+                # within MODEL_HEARTBEAT_TIMEOUT) and with each streamed chunk (issue 26)
+                done = await self._heartbeating(client.complete(
+                    messages, tools=None if json_mode else tools,
+                    response_format=response_format(
+                        review=review, json_mode=json_mode, tools=tools,
+                        reply_tokens=runner.max_reply_tokens, final=final),
+                    max_tokens=runner.max_reply_tokens, progress=shown))
+            finally:
+                await shown.close()
+                if client.streams is False:  # remembered for the worker's life
+                    self.plain_servers.add(url)
         response, seconds = done.response, time.monotonic() - started
         if call.turn == 1:
             await asyncio.to_thread(append_entry, path, self._entry(
@@ -354,20 +359,8 @@ class ModelActivities:
         return result
 
     async def _heartbeating(self, work: Awaitable[T]) -> T:
-        """Await ``work``, heartbeating every ``heartbeat_every`` s (a model call or a tool call
-        that waits); cancelled with the activity."""
-        task = asyncio.ensure_future(work)
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_every)
-                if done:
-                    return task.result()
-                activity.heartbeat()
-        finally:
-            task.cancel()  # cancelled (the stage stops): the action's wait stops too
-            # its error once cancelled (the update's wait cut short) is expected: read it, so
-            # asyncio does not print "Task exception was never retrieved" with a traceback
-            task.add_done_callback(_quiet)
+        """Await ``work``, heartbeating every ``heartbeat_every`` s (:func:`heartbeating`)."""
+        return await heartbeating(work, self.heartbeat_every)
 
     async def _delegate(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
         """Hand a piece to another agent (``bees delegate``'s use case); a refusal or a
