@@ -28,7 +28,7 @@ running count and cut off past ``max_reply_bytes``, so a huge one is never read 
 A client made with ``stream=True`` asks for the reply as server-sent events (issue 26, point
 2): each chunk restarts the read timeout and is told to ``progress``; the deadline and the
 size limit hold as before. A server that answers plain JSON, or refuses ``stream`` (HTTP 400
-or 422, then asked again at once without it), still answers; :attr:`ModelClient.streams`
+or 422 naming it, then asked again at once without it), still answers; :attr:`ModelClient.streams`
 says which it did.
 """
 
@@ -309,7 +309,8 @@ class ModelClient:
                         attempts=attempt,
                         seconds=self._clock() - started,
                     )
-                if streamed and response.status_code in (400, 422):
+                if streamed and response.status_code in (400, 422) \
+                        and "stream" in self._detail(response).lower():
                     self.streams, attempt = False, attempt - 1  # asked again without stream
                     continue
                 failure, wait = self._failure(response, attempt)
