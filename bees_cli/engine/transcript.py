@@ -3,8 +3,9 @@
 One JSON object a line, appended and synced before the activity that wrote it completes:
 ``opening`` (the first messages), ``reply`` (the model's answer with its tokens, seconds,
 model and estimated cost) and ``tool`` (a call and its result), each with its round,
-attempt and turn (issue 13, points 2 and 8). It lives next to the stage's logs, so it
-travels with a handover.
+attempt and turn (issue 13, points 2 and 8); while a reply streams, ``partial`` entries
+hold its text as it comes (shown only: the ``reply`` counts; issue 26, point 2). It lives
+next to the stage's logs, so it travels with a handover.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ class Answer:
     filler: int = 0
     events: tuple[Any, ...] | None = None
     pause: tuple[int, threading.Event] | None = None
+    every: float = 0.0
 
     def held(self, until: threading.Event) -> Answer:
         """This answer, given only once ``until`` is set."""
@@ -64,12 +65,13 @@ class Answer:
                       (count, every), self.filler)
 
     @classmethod
-    def streamed(cls, *events: Any, pause: tuple[int, threading.Event] | None = None
-                 ) -> Answer:
+    def streamed(cls, *events: Any, pause: tuple[int, threading.Event] | None = None,
+                 every: float = 0.0) -> Answer:
         """A streamed reply (``text/event-stream``): each event a ``data:`` line, then
         ``data: [DONE]``; with ``pause`` ``(n, event)``, the stream stays open after its
-        first ``n`` events until the event is set (at most :data:`HOLD_LIMIT` s)."""
-        return cls(events=events, pause=pause)
+        first ``n`` events until the event is set (at most :data:`HOLD_LIMIT` s); with
+        ``every``, that many seconds pass between two events (a slow model)."""
+        return cls(events=events, pause=pause, every=every)
 
     @staticmethod
     def delta(content: str | None = None, *, calls: list[dict[str, Any]] | None = None,
@@ -199,6 +201,8 @@ class ScriptedModel:
         for number, event in enumerate(answer.events):
             if answer.pause is not None and number == answer.pause[0]:
                 await asyncio.to_thread(answer.pause[1].wait, HOLD_LIMIT)
+            if number and answer.every:
+                await asyncio.sleep(answer.every)
             yield f"data: {json.dumps(event)}\n\n".encode()
         yield b"data: [DONE]\n\n"
 

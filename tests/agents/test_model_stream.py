@@ -10,7 +10,7 @@ import pytest
 
 from bees_cli.agents.chat_wire import ChatResponse, Message
 from bees_cli.agents.model_client import ModelClient, RetryPolicy
-from bees_cli.errors import ModelAnswerInvalid
+from bees_cli.errors import ModelAnswerInvalid, ModelUnavailable
 from bees_cli.workspace.models import ModelSpec
 from tests.agents.model_server import Answer, ScriptedServer
 
@@ -99,3 +99,18 @@ async def test_progress_is_told_before_the_stream_ends(model_server: ScriptedSer
     async with streaming(model_server) as client:
         done = await client.complete(HI, progress=progress)
     assert done.message.content == "ab"
+
+
+async def test_the_read_timeout_restarts_with_each_chunk_and_the_deadline_still_holds(
+        model_server: ScriptedServer) -> None:
+    slow = [Answer.delta(letter) for letter in "abcdef"]
+    model_server.model.push(Answer.streamed(*slow, every=0.3),
+                            Answer.streamed(*slow, every=0.3))
+    async with streaming(model_server, timeout_seconds=1) as client:
+        done = await client.complete(HI)  # 1.5 s in all, never 1 s without a chunk
+    assert done.message.content == "abcdef"
+    async with streaming(model_server, timeout_seconds=1, deadline_seconds=1) as client:
+        with pytest.raises(ModelUnavailable) as caught:
+            await client.complete(HI)
+    assert str(caught.value) == (f"{model_server.base_url}/chat/completions did not finish "
+                                 "its reply within its deadline of 1 s")
