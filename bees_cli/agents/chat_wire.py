@@ -2,8 +2,8 @@
 
 Requests are strict (a typo in a field is a bug); answers ignore fields they do not name,
 since every server adds its own (llama.cpp's ``timings``, OpenAI's ``system_fingerprint``).
-Only the non-streaming form of ``POST {base_url}/chat/completions`` is modelled: Bees
-reads whole replies, one per turn.
+A streamed reply (``"stream": true``) is assembled into the same whole reply
+(:mod:`bees_cli.agents.model_stream`): Bees acts on whole replies, one per turn.
 """
 
 from __future__ import annotations
@@ -156,7 +156,9 @@ class ChatRequest(Sent):
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0)
     seed: int | None = None
-    stream: Literal[False] = False
+    stream: bool = False
+    """Ask for the reply as server-sent events (issue 26, point 2; see ``model_stream``)."""
+    stream_options: dict[str, bool] | None = None
 
     def wire(self) -> dict[str, Any]:
         """Return the JSON body, each message as :meth:`Message.wire` gives it."""

@@ -24,6 +24,12 @@ Each try is bounded as a whole (issue 26, point 1): ``timeout_seconds`` bounds c
 and each read, ``deadline_seconds`` the try from sending to the reply's last byte, so a
 server dripping a byte at a time is cut there; the reply is read as it arrives with a
 running count and cut off past ``max_reply_bytes``, so a huge one is never read whole.
+
+A client made with ``stream=True`` asks for the reply as server-sent events (issue 26, point
+2): each chunk restarts the read timeout and is told to ``progress``; the deadline and the
+size limit hold as before. A server that answers plain JSON, or refuses ``stream`` (HTTP 400
+or 422 naming it, then asked again at once without it), still answers; :attr:`ModelClient.streams`
+says which it did.
 """
 
 from __future__ import annotations
@@ -48,8 +54,15 @@ from bees_cli.agents.chat_wire import (
     ToolChoice,
     ToolDef,
 )
-from bees_cli.agents.model_http import chat_url, display_url, retry_after_seconds
+from bees_cli.agents.model_http import (
+    CONTEXT_MARKERS,
+    chat_url,
+    display_url,
+    refused,
+    retry_after_seconds,
+)
 from bees_cli.agents.model_http import server_name as server_name  # re-exported
+from bees_cli.agents.model_stream import Progress, is_event_stream, read_events
 from bees_cli.errors import (
     ModelAnswerInvalid,
     ModelContextExceeded,
@@ -67,16 +80,6 @@ HIDDEN = "[hidden]"
 """What a key echoed by a server becomes in an error text."""
 DETAIL_CHARS = 300
 """At most this many characters of a server's error text are quoted in an error."""
-CONTEXT_MARKERS = (
-    "context_length_exceeded",
-    "exceed_context_size",
-    "context length",
-    "context window",
-    "context size",
-    "maximum context",
-)
-"""Lower-case phrases by which OpenAI, llama.cpp, vLLM and Ollama say the prompt is too long."""
-
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -134,6 +137,7 @@ class ModelClient:
         sleep: awaited for every wait (tests pass one that records and returns).
         clock: monotonic seconds, for :attr:`Completion.seconds`.
         now: the wall clock, for ``Retry-After`` given as an HTTP date.
+        stream: ask for streamed replies (see the module's docstring).
 
     Raises:
         ModelUnauthorized: ``spec.api_key_env`` names a variable that is unset or empty.
@@ -149,6 +153,7 @@ class ModelClient:
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = utc_now,
+        stream: bool = False,
     ) -> None:
         self.spec = spec
         self.url = chat_url(spec.base_url)
@@ -158,6 +163,9 @@ class ModelClient:
         self._clock = clock
         self._now = now
         self._key = self._read_key(os.environ if environ is None else environ)
+        self.streams: bool | None = None if stream else False
+        """Whether the server streamed its last reply; None before a reply to a stream
+        request; False once it answered one whole (then never asked to stream again)."""
         self._http = httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(spec.timeout_seconds)
         )
@@ -223,6 +231,7 @@ class ModelClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        progress: Progress | None = None,
     ) -> Completion:
         """Ask the model for its next message (see :meth:`request` and :meth:`send`)."""
         return await self.send(
@@ -234,11 +243,13 @@ class ModelClient:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 seed=seed,
-            )
+            ),
+            progress,
         )
 
-    async def send(self, request: ChatRequest) -> Completion:
-        """Send ``request`` and return the answer, repeating as :attr:`retry` allows.
+    async def send(self, request: ChatRequest, progress: Progress | None = None) -> Completion:
+        """Send ``request`` and return the answer, repeating as :attr:`retry` allows; a
+        streamed reply is told to ``progress`` chunk by chunk.
 
         Returns:
             The answer, the tries it took and the seconds from the first try.
@@ -255,15 +266,17 @@ class ModelClient:
             ModelRejected: another HTTP 4xx (not retryable).
             ModelAnswerInvalid: a 2xx answer that is not a chat completion.
         """
-        body = json.dumps(request.wire()).encode("utf-8")
         started = self._clock()
         attempt = 0
         failure: ModelError
         while True:
             attempt += 1
+            streamed = self.streams is not False
+            body = request.model_copy(update={"stream": True, "stream_options": {
+                "include_usage": True}} if streamed else {}).wire()
             try:
                 async with asyncio.timeout(self.spec.deadline_seconds):
-                    response = await self._post(body)
+                    response = await self._post(json.dumps(body).encode("utf-8"), progress)
             except TimeoutError:  # the whole try's deadline, not one read's timeout
                 failure = ModelUnavailable(
                     f"{self.shown_url} did not finish its reply within its deadline of "
@@ -288,22 +301,30 @@ class ModelClient:
                 )
                 wait = self.retry.backoff(attempt)
             else:
-                if response.is_success:
+                if isinstance(response, ChatResponse) or response.is_success:
+                    self.streams = streamed and isinstance(response, ChatResponse)
                     return Completion(
-                        response=self._read(response),
+                        response=response if isinstance(response, ChatResponse)
+                        else self._read(response),
                         attempts=attempt,
                         seconds=self._clock() - started,
                     )
+                if streamed and response.status_code in (400, 422) \
+                        and "stream" in self._detail(response).lower():
+                    self.streams, attempt = False, attempt - 1  # asked again without stream
+                    continue
                 failure, wait = self._failure(response, attempt)
             if attempt >= self.retry.attempts:
                 raise failure
             await self._sleep(wait)
 
-    async def _post(self, body: bytes) -> httpx.Response:
+    async def _post(self, body: bytes,
+                    progress: Progress | None) -> httpx.Response | ChatResponse:
         """POST ``body`` and read the reply as it arrives, counting its bytes.
 
         Returns:
-            The reply with its whole body read (decoded: no ``Content-Encoding`` left).
+            The reply with its whole body read (decoded: no ``Content-Encoding`` left), or
+            a streamed 2xx reply assembled (:func:`~bees_cli.agents.model_stream.read_events`).
 
         Raises:
             ModelReplyTooLarge: the body passed ``max_reply_bytes``; the connection is
@@ -314,20 +335,26 @@ class ModelClient:
         read = bytearray()
         async with self._http.stream("POST", self.url, content=body,
                                      headers=self._headers()) as streamed:
+            if streamed.is_success and is_event_stream(streamed):
+                return await read_events(streamed, limit=limit, too_large=self._too_large,
+                                         progress=progress, scrub=self._scrub)
             async for chunk in streamed.aiter_bytes():
                 read += chunk
                 if len(read) > limit:
-                    raise ModelReplyTooLarge(
-                        f"the reply was larger than {limit / 1_000_000:g} MB and was cut "
-                        f"off there ({self.shown_url})",
-                        hint="raise runner.model.max_reply_bytes, or bound the reply with "
-                        "runner.max_reply_tokens",
-                    )
+                    raise self._too_large()
         headers = [(name, value) for name, value in streamed.headers.multi_items()
                    if name.lower() not in ("content-encoding", "content-length",
                                            "transfer-encoding")]
         return httpx.Response(streamed.status_code, headers=headers, content=bytes(read),
                               request=streamed.request)
+
+    def _too_large(self) -> ModelReplyTooLarge:
+        limit = self.spec.max_reply_bytes
+        return ModelReplyTooLarge(
+            f"the reply was larger than {limit / 1_000_000:g} MB and was cut off there "
+            f"({self.shown_url})",
+            hint="raise runner.model.max_reply_bytes, or bound the reply with "
+            "runner.max_reply_tokens")
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -365,7 +392,8 @@ class ModelClient:
         detail = self._detail(response)
         said = f": {detail}" if detail else ""
         if status in (401, 403):
-            raise self._refused(status, said)
+            raise refused(self.spec.api_key_env, self.spec.name, self.shown_url, status,
+                          said)
         if status == 429:
             after = retry_after_seconds(response.headers.get("retry-after"), self._now())
             limited = ModelRateLimited(
@@ -394,18 +422,6 @@ class ModelClient:
         raise ModelRejected(
             f"{self.shown_url} refused the request (HTTP {status}){said}",
             hint=f"check runner.model (name {self.spec.name!r}, base_url) in the agent",
-        )
-
-    def _refused(self, status: int, said: str) -> ModelUnauthorized:
-        name = self.spec.api_key_env
-        if name is None:
-            return ModelUnauthorized(
-                f"{self.shown_url} refused a request without an API key (HTTP {status}){said}",
-                hint="name the key's environment variable in runner.model.api_key_env",
-            )
-        return ModelUnauthorized(
-            f"the API key in {name} was refused by {self.shown_url} (HTTP {status}){said}",
-            hint=f"check the key in {name}, and that it may use model {self.spec.name!r}",
         )
 
     def _read(self, response: httpx.Response) -> ChatResponse:

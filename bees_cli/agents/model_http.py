@@ -12,6 +12,18 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from bees_cli.errors import ModelUnauthorized
+
+CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "exceed_context_size",
+    "context length",
+    "context window",
+    "context size",
+    "maximum context",
+)
+"""Lower-case phrases by which OpenAI, llama.cpp, vLLM and Ollama say the prompt is too long."""
+
 
 def chat_url(base_url: str) -> str:
     """Return ``{base_url}/chat/completions``, keeping any query of ``base_url`` after it."""
@@ -57,3 +69,18 @@ def retry_after_seconds(value: str | None, now: datetime) -> float | None:
     if seconds != seconds:  # NaN
         return None
     return max(0.0, seconds)
+
+
+def refused(key_env: str | None, model: str, shown_url: str, status: int,
+            said: str) -> ModelUnauthorized:
+    """Return the error of an HTTP 401/403 (``said``: the server's words, scrubbed): it names
+    the key's environment variable ``key_env``, never the key."""
+    if key_env is None:
+        return ModelUnauthorized(
+            f"{shown_url} refused a request without an API key (HTTP {status}){said}",
+            hint="name the key's environment variable in runner.model.api_key_env",
+        )
+    return ModelUnauthorized(
+        f"the API key in {key_env} was refused by {shown_url} (HTTP {status}){said}",
+        hint=f"check the key in {key_env}, and that it may use model {model!r}",
+    )

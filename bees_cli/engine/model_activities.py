@@ -37,9 +37,10 @@ from bees_cli.agents.model_steps import (
     response_format,
     tools_text,
 )
-from bees_cli.agents.pieces import DELEGATE, delegate_tool, piece_stage, work_folder
+from bees_cli.agents.pieces import DELEGATE, delegate_tool, work_folder
 from bees_cli.agents.runner import env_key
 from bees_cli.engine.file_tools import STAGE_FOLDER, FileTools, attachments
+from bees_cli.engine.model_fit import fitted, read_tools
 from bees_cli.engine.model_models import (
     CALLED_OUTCOMES,
     MODEL_CALL_ACTIVITY,
@@ -51,12 +52,19 @@ from bees_cli.engine.model_models import (
     ToolResult,
     TurnContext,
 )
+from bees_cli.engine.model_progress import PROGRESS_EVERY, CallProgress, heartbeating
 from bees_cli.engine.model_shown import CallShown, as_application_error, next_try
 from bees_cli.engine.snapshot_store import load_snapshot
-from bees_cli.engine.transcript import append_entry, transcript_lines, transcript_path
+from bees_cli.engine.transcript import (
+    append_entry,
+    same_entry,
+    transcript_lines,
+    transcript_name,
+    transcript_path,
+)
 from bees_cli.errors import BeesError, ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
-from bees_cli.rules import binary_refusal, cap_tool_result, mcp_tool_kind
+from bees_cli.rules import binary_refusal, cap_tool_result
 from bees_cli.utc import format_utc, utc_now
 
 if TYPE_CHECKING:
@@ -82,68 +90,7 @@ DelegateRunner = Callable[[dict[str, Any], dict[str, str]], Awaitable[str]]
 the model, or raises ``Refused``/``UserError``."""
 
 
-def _named(context: TurnContext) -> str:
-    """Return the name the agent's transcript is kept under: the stage, or a piece's
-    ``STAGE/pieces/PIECE``."""
-    return context.stage if context.piece is None else piece_stage(context.stage, context.piece)
-
-
-def _same(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> bool:
-    return (entry.get("kind"), entry.get("round"), entry.get("attempt"), entry.get("turn")) == (
-        kind, context.round, context.attempt, turn)
-
-
 T = TypeVar("T")
-
-
-def _quiet(task: asyncio.Future[Any]) -> None:
-    """Read the outcome of a task this activity stopped waiting for (see ``_heartbeating``)."""
-    if not task.cancelled():
-        task.exception()
-
-def _read_tools(snapshot: ItemSnapshot, agent: str, mcp: Mapping[str, McpTool]) -> set[str]:
-    """Return the agent's tools of kind ``read`` (``read_file``; add-on actions and MCP tools
-    whose kind is ``read``, :func:`~bees_cli.rules.mcp_tool_kind`): never held, changing
-    nothing, so the loop may run several at once (issue 26, point 7)."""
-    reads = {"read_file"}
-    for tool in snapshot.agents[agent].tools:
-        name, _, action = tool.partition(".")
-        addon = snapshot.addons.get(name)
-        if addon is None:
-            continue
-        if addon.mcp is not None:
-            listed = mcp.get(tool)
-            kind, _ = mcp_tool_kind(addon.kinds.get(action),
-                                    listed.read_only_hint if listed else None)
-        else:
-            declared = addon.actions.get(action)
-            kind = declared.kind if declared else ""
-        if kind == "read":
-            reads.add(tool)
-    return reads
-
-
-async def _fitted(runner: ModelRunner, messages: list[Message], opening: int,
-                  tools: list[ToolDef] | None) -> list[Message]:
-    """Return ``messages`` fitted into the model's context (issue 26, point 7): the oldest
-    tool results after the ``opening`` messages shortened to a note while the request's
-    estimate passes the context less the reply's room (``max_reply_tokens``, else a
-    quarter of the context); see :mod:`bees_cli.agents.model_context`.
-
-    Done here, just before the HTTP call, not in the workflow: the workflow's history keeps
-    every result whole (a transcript, a retry, a larger context later all see them), the
-    workflow's commands do not change (no patch, old histories replay), and the context
-    (asked of the server) is I/O that workflow code may not do. The same conversation and
-    settings always give the same request (the estimate counts characters).
-    """
-    from bees_cli.agents.model_context import fit_context, server_context
-
-    context = runner.context_tokens or await server_context(runner.model.base_url,
-                                                            now=time.monotonic())
-    room = runner.max_reply_tokens or context // 4
-    fitted, _ = fit_context(messages, keep_first=opening, budget=context - room,
-                            tools=[t.wire() for t in tools or []])
-    return fitted
 
 
 class ModelActivities:
@@ -155,16 +102,19 @@ class ModelActivities:
             refused with the reason).
         engine_env: ``BEES_HOME`` and ``BEES_TEMPORAL_ADDRESS`` for the action's gate.
         heartbeat_every: seconds between heartbeats of a tool call (an approval may hold it).
+        progress_every: the most often a streamed call's progress is shown, seconds.
     """
 
     def __init__(self, record: LocalRecord, *, act: ActionRunner | None = None,
                  engine_env: dict[str, str] | None = None, heartbeat_every: float = 2.0,
-                 delegate: DelegateRunner | None = None) -> None:
+                 delegate: DelegateRunner | None = None,
+                 progress_every: float = PROGRESS_EVERY) -> None:
         self.record = record
         self.act = act
         self.delegate = delegate
         self.engine_env = dict(engine_env or {})
-        self.heartbeat_every = heartbeat_every
+        self.heartbeat_every, self.progress_every = heartbeat_every, progress_every
+        self.plain_servers: set[str] = set()  # answered a stream request whole: not asked again
         self.shown = CallShown(record)
         self.files = FileTools(record)
         self._mcp_listed: dict[tuple[Any, ...], dict[str, McpTool]] = {}
@@ -249,7 +199,7 @@ class ModelActivities:
         runner = snapshot.agents[context.agent].runner
         assert isinstance(runner, ModelRunner)
         kind = "work" if context.piece is not None else spec.kind  # a piece answers, not judges
-        path = transcript_path(context.run_folder, _named(context))
+        path = transcript_path(context.run_folder, transcript_name(context))
         server = server_name(runner.model.base_url)
         await asyncio.to_thread(self.shown.start_try, context, info.attempt, policy, server)
         entries = await asyncio.to_thread(transcript_lines, path)
@@ -260,7 +210,7 @@ class ModelActivities:
                   and (e.get("round"), e.get("attempt")) == (context.round, context.attempt)}
         mcp = await self._mcp_tools(snapshot, context)
         tools = await asyncio.to_thread(self._tools, snapshot, context, runner, called, mcp)
-        saved = next((e for e in entries if _same(e, context, call.turn, "reply")), None)
+        saved = next((e for e in entries if same_entry(e, context, call.turn, "reply")), None)
         if saved is not None:
             response = ChatResponse.model_validate(saved["response"])
             seconds, from_transcript = float(saved.get("seconds", 0.0)), True
@@ -280,7 +230,7 @@ class ModelActivities:
             await asyncio.to_thread(self.shown.show, self.shown.answered, context)
         step = await self._step(call, runner, kind, response, {t.function.name for t in tools},
                                 called, seconds=seconds, from_transcript=from_transcript)
-        reads = _read_tools(snapshot, context.agent, mcp)
+        reads = read_tools(snapshot, context.agent, mcp)
         return step.model_copy(update={"calls": [
             c.model_copy(update={"read": c.tool in reads}) for c in step.calls]})
 
@@ -306,18 +256,24 @@ class ModelActivities:
         if context.task:  # a piece: what its caller asked (issue 14)
             first[-1] = Message(role="user", content=f"{first[-1].content}\n\n{context.task}")
         messages = first + [Message.model_validate(m) for m in call.messages]
-        sent = await _fitted(runner, messages, len(first), None if json_mode else tools)
-        started = time.monotonic()
-        async with ModelClient(runner.model, retry=RetryPolicy(attempts=1)) as client:
-            # heartbeats while the model thinks: a worker killed mid-call is noticed
-            # within MODEL_HEARTBEAT_TIMEOUT and the call is asked again on the next
-            done = await self._heartbeating(client.complete(
-                sent, tools=None if json_mode else tools,
-                response_format=response_format(
-                    review=review, json_mode=json_mode, tools=tools,
-                    reply_tokens=runner.max_reply_tokens, final=final),
-                max_tokens=runner.max_reply_tokens, temperature=runner.temperature,
-                seed=runner.seed))
+        sent = await fitted(runner, messages, len(first), None if json_mode else tools)
+        started, url = time.monotonic(), runner.model.base_url
+        shown = CallProgress(self.record, context, call.turn, path, every=self.progress_every)
+        async with ModelClient(runner.model, retry=RetryPolicy(attempts=1),
+                               stream=url not in self.plain_servers) as client:
+            try:  # heartbeats while the model thinks (a worker killed mid-call is noticed
+                # within MODEL_HEARTBEAT_TIMEOUT) and with each streamed chunk (issue 26)
+                done = await self._heartbeating(client.complete(
+                    sent, tools=None if json_mode else tools,
+                    response_format=response_format(
+                        review=review, json_mode=json_mode, tools=tools,
+                        reply_tokens=runner.max_reply_tokens, final=final),
+                    max_tokens=runner.max_reply_tokens, temperature=runner.temperature,
+                    seed=runner.seed, progress=shown))
+            finally:
+                await shown.close()
+                if client.streams is False:  # remembered for the worker's life
+                    self.plain_servers.add(url)
         response, seconds = done.response, time.monotonic() - started
         if call.turn == 1:
             await asyncio.to_thread(append_entry, path, self._entry(
@@ -394,9 +350,10 @@ class ModelActivities:
         gate (refused, journal-answered, or held for approval; a refusal or denial is the
         result); a call already in the transcript answers from there."""
         context = call.context
-        path = transcript_path(context.run_folder, _named(context))
+        path = transcript_path(context.run_folder, transcript_name(context))
         for entry in await asyncio.to_thread(transcript_lines, path):
-            if _same(entry, context, call.turn, "tool") and entry["call_id"] == call.call.call_id:
+            if (same_entry(entry, context, call.turn, "tool")
+                    and entry["call_id"] == call.call.call_id):
                 return ToolResult(content=entry["content"], outcome=entry["outcome"])
         if call.call.tool in BUILT_INS:
             result = await asyncio.to_thread(self.files.run, context, call.call)
@@ -410,20 +367,8 @@ class ModelActivities:
         return result
 
     async def _heartbeating(self, work: Awaitable[T]) -> T:
-        """Await ``work``, heartbeating every ``heartbeat_every`` s (a model call or a tool call
-        that waits); cancelled with the activity."""
-        task = asyncio.ensure_future(work)
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=self.heartbeat_every)
-                if done:
-                    return task.result()
-                activity.heartbeat()
-        finally:
-            task.cancel()  # cancelled (the stage stops): the action's wait stops too
-            # its error once cancelled (the update's wait cut short) is expected: read it, so
-            # asyncio does not print "Task exception was never retrieved" with a traceback
-            task.add_done_callback(_quiet)
+        """Await ``work``, heartbeating every ``heartbeat_every`` s (:func:`heartbeating`)."""
+        return await heartbeating(work, self.heartbeat_every)
 
     async def _delegate(self, context: TurnContext, ask: ToolAsk) -> ToolResult:
         """Hand a piece to another agent (``bees delegate``'s use case); a refusal or a

@@ -3,8 +3,9 @@
 One JSON object a line, appended and synced before the activity that wrote it completes:
 ``opening`` (the first messages), ``reply`` (the model's answer with its tokens, seconds,
 model and estimated cost) and ``tool`` (a call and its result), each with its round,
-attempt and turn (issue 13, points 2 and 8). It lives next to the stage's logs, so it
-travels with a handover.
+attempt and turn (issue 13, points 2 and 8); while a reply streams, ``partial`` entries
+hold its text as it comes (shown only: the ``reply`` counts; issue 26, point 2). It lives
+next to the stage's logs, so it travels with a handover.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bees_cli.agents.pieces import piece_stage
 from bees_cli.record.views import ModelUsage
+
+if TYPE_CHECKING:
+    from bees_cli.engine.model_models import TurnContext
 
 SUFFIX = ".transcript.jsonl"
 
@@ -68,3 +73,16 @@ def stage_usage(run_folder: str) -> list[ModelUsage]:
             seconds=round(sum(float(e.get("seconds", 0.0)) for e in replies), 3),
             cost=None if len(priced) < len(costs) else sum(priced)))
     return usage
+
+
+def transcript_name(context: TurnContext) -> str:
+    """Return the name the agent's transcript is kept under: the stage, or a piece's
+    ``STAGE/pieces/PIECE``."""
+    return context.stage if context.piece is None else piece_stage(context.stage, context.piece)
+
+
+def same_entry(entry: dict[str, Any], context: TurnContext, turn: int, kind: str) -> bool:
+    """True when transcript ``entry`` is the ``kind`` entry of ``context``'s round, attempt
+    and ``turn`` (the one a repeated call finds already written)."""
+    return (entry.get("kind"), entry.get("round"), entry.get("attempt"), entry.get("turn")) == (
+        kind, context.round, context.attempt, turn)

@@ -50,6 +50,9 @@ class Answer:
     hold: threading.Event | None = None
     drip: tuple[int, float] | None = None
     filler: int = 0
+    events: tuple[Any, ...] | None = None
+    pause: tuple[int, threading.Event] | None = None
+    every: float = 0.0
 
     def held(self, until: threading.Event) -> Answer:
         """This answer, given only once ``until`` is set."""
@@ -60,6 +63,36 @@ class Answer:
         """This answer after ``count`` spaces sent ``every`` seconds apart."""
         return Answer(self.status, self.body, self.text, dict(self.headers), self.hold,
                       (count, every), self.filler)
+
+    @classmethod
+    def streamed(cls, *events: Any, pause: tuple[int, threading.Event] | None = None,
+                 every: float = 0.0) -> Answer:
+        """A streamed reply (``text/event-stream``): each event a ``data:`` line, then
+        ``data: [DONE]``; with ``pause`` ``(n, event)``, the stream stays open after its
+        first ``n`` events until the event is set (at most :data:`HOLD_LIMIT` s); with
+        ``every``, that many seconds pass between two events (a slow model)."""
+        return cls(events=events, pause=pause, every=every)
+
+    @staticmethod
+    def delta(content: str | None = None, *, calls: list[dict[str, Any]] | None = None,
+              finish_reason: str | None = None) -> dict[str, Any]:
+        """One streamed chunk: a delta of the message's ``content`` or ``tool_calls``."""
+        delta: dict[str, Any] = {}
+        if content is not None:
+            delta["content"] = content
+        if calls is not None:
+            delta["tool_calls"] = calls
+        return {"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+                "model": "scripted", "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    @staticmethod
+    def usage_chunk(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+        """The last chunk of a stream asked with ``include_usage``: no choices, the usage."""
+        return {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "choices": [],
+                "usage": {"prompt_tokens": prompt_tokens,
+                          "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
 
     @classmethod
     def huge(cls, size: int) -> Answer:
@@ -153,6 +186,9 @@ class ScriptedModel:
         answer = self.script.popleft()
         if answer.hold is not None:
             await asyncio.to_thread(answer.hold.wait, HOLD_LIMIT)
+        if answer.events is not None:
+            return StreamingResponse(self._events(answer), status_code=answer.status,
+                                     headers=answer.headers, media_type="text/event-stream")
         if answer.drip is not None or answer.filler:
             return StreamingResponse(self._stream(answer), status_code=answer.status,
                                      headers=answer.headers, media_type="application/json")
@@ -160,6 +196,17 @@ class ScriptedModel:
             return Response(answer.text, status_code=answer.status, headers=answer.headers,
                             media_type="application/json")
         return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+    async def _events(self, answer: Answer) -> AsyncIterator[bytes]:
+        """Write a streamed answer's events as server-sent events, pausing where it says."""
+        assert answer.events is not None
+        for number, event in enumerate(answer.events):
+            if answer.pause is not None and number == answer.pause[0]:
+                await asyncio.to_thread(answer.pause[1].wait, HOLD_LIMIT)
+            if number and answer.every:
+                await asyncio.sleep(answer.every)
+            yield f"data: {json.dumps(event)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
 
     async def _stream(self, answer: Answer) -> AsyncIterator[bytes]:
         """Write ``answer`` piece by piece, counting the bytes written in :attr:`sent`."""
