@@ -49,6 +49,8 @@ from bees_cli.workspace.schedule import Schedule as Schedule
 from bees_cli.workspace.schedule import check_cron as check_cron
 from bees_cli.workspace.schedule import check_timezone as check_timezone
 from bees_cli.workspace.schedule import check_title as check_title
+from bees_cli.workspace.stage_checks import CHECK_TAGS as CHECK_TAGS
+from bees_cli.workspace.stage_checks import Check as Check
 
 StageKind = Literal["work", "review", "done"]
 ActionKind = Literal["read", "write", "send", "post", "delete", "pay"]
@@ -107,6 +109,12 @@ class Stage(Strict):
         default_factory=list, exclude_if=lambda v: not v,
         description="Folders this stage's model agent may change with write_file (each must "
         "be linked, like reads); on an approval stage only once a person approved.")
+    checks: list[Check] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="On a review stage: deterministic checks run before its reviewer, in "
+        "order (file_exists, json_schema, command). A failed one sends the work back with its "
+        "message as the change request, counted like a reviewer's, and the reviewer does not "
+        "run.")
 
 
 class Process(Strict):
