@@ -91,12 +91,12 @@ def _json_ok(check: JsonSchema, run_folder: Path,
     if schema is None:
         return False, f"{name}: the check's schema is wrong: {why}"
     validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
-    if error is None:
+    wrong = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if wrong is None:
         return True, None
-    where = "/".join(str(part) for part in error.absolute_path)
+    where = "/".join(str(part) for part in wrong.absolute_path)
     return False, f"{name} does not match its schema{f' at {where}' if where else ''}: " \
-                  f"{error.message}"
+                  f"{wrong.message}"
 
 
 def _command_ok(check: CommandCheck, run_folder: Path, workspace_root: Path,

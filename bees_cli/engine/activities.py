@@ -22,10 +22,13 @@ from bees_cli.engine.models import (
     JOURNAL_ACTIVITY,
     RECORD_ACTIVITY,
     RELEASE_ACTIVITY,
+    REVIEW_CHECKS_ACTIVITY,
     RUN_ACTIVITY,
     SLOT_ACTIVITY,
     CheckInput,
     CheckOutput,
+    ChecksInput,
+    ChecksOutput,
     JournalEntry,
     JournalFound,
     JournalQuery,
@@ -41,6 +44,7 @@ from bees_cli.record.events import (
     Busy,
     PickData,
     Picked,
+    ReviewCheck,
     StageFailed,
     StageFinished,
     StageInterrupted,
@@ -242,6 +246,31 @@ class BeesActivities:
         await asyncio.to_thread(self._finish, stage, out)
         return out
 
+    @activity.defn(name=REVIEW_CHECKS_ACTIVITY)
+    async def review_checks(self, given: ChecksInput) -> ChecksOutput:
+        """Run the review stage's ``checks:`` in the item's run folder (issue 26, point 5;
+        :func:`~bees_cli.agents.review_checks.run_checks`): each outcome is a
+        ``review_check`` fact; the failed ones' messages are the change request."""
+        return await asyncio.to_thread(self._review_checks, given)
+
+    def _review_checks(self, given: ChecksInput) -> ChecksOutput:
+        from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.review_checks import run_checks
+
+        snapshot = self._snapshot(given.item_id, given.snapshot_digest)
+        spec = find_stage(snapshot, given.stage)
+        with self.record.step():
+            self.record.set_state(given.item_id, status="running", stage=given.stage)
+        outcomes = run_checks(spec.checks, Path(given.run_folder),
+                              Path(snapshot.workspace_root))
+        with self.record.step():
+            for index, outcome in enumerate(outcomes):
+                self.record.add_fact(given.item_id, ReviewCheck(
+                    stage=given.stage, round=given.round, check=outcome.check, ok=outcome.ok,
+                    message=outcome.message), key=f"{given.stage}:{given.round}:check:{index}")
+        failed = [o.message or o.check for o in outcomes if not o.ok]
+        return ChecksOutput(ok=not failed, comments=failed)
+
     def _interrupted(self, stage: StageInput, attempt: int) -> None:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
         stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
@@ -368,4 +397,5 @@ class BeesActivities:
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
         return [self.check_stage, self.run_stage, self.record_state, self.acquire_slot,
-                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot]
+                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot,
+                self.review_checks]
