@@ -104,6 +104,18 @@ async def review_send_back(client: Client, record: LocalRecord, space: Space) ->
     return item_id
 
 
+async def review_checks_send_back(client: Client, record: LocalRecord, space: Space) -> str:
+    """A review's check fails once (the reviewer does not run): Work → checks → Work (round 2)
+    → checks pass → Review → Done (issue 26, point 5)."""
+    space.agent("alpha", env={"READY_FROM_ROUND": "2"})
+    space.agent("beta")
+    checks = "    agents: [beta]\n    checks: [{file_exists: Work/ready.txt}]\n"
+    space.write("processes/p.yaml", WORK_REVIEW.replace("    agents: [beta]\n", checks))
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
 async def failed_then_retry(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails on attempt 1; a person's retry runs attempt 2, which finishes → Done."""
     action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
@@ -582,6 +594,7 @@ SCENARIOS: dict[str, Scenario] = {
     "stage_end_stops_pieces": stage_end_stops_pieces,
     "model_tool_waits_on_run": model_tool_waits_on_run,
     "required_tool_told_then_called": required_tool_told_then_called,
+    "review_checks_send_back": review_checks_send_back,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""
