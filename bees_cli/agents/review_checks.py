@@ -14,18 +14,20 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bees_cli.agents.child_env import child_environment
 from bees_cli.agents.runner import expand_command
 from bees_cli.workspace.stage_checks import (
     CommandCheck,
+    DeclaredOutput,
     FileExists,
     JsonSchema,
     check_label,
     load_schema,
 )
 
-__all__ = ["OUTPUT_CHARS", "CheckOutcome", "run_checks"]
+__all__ = ["OUTPUT_CHARS", "CheckOutcome", "output_problem", "run_checks"]
 
 OUTPUT_CHARS = 400
 """At most this many characters of a failed command's output go into its message."""
@@ -71,25 +73,41 @@ def _run_one(check: FileExists | JsonSchema | CommandCheck, run_folder: Path,
         return CheckOutcome(label, False, f"{check.file_exists} does not exist in the run "
                                           "folder")
     if isinstance(check, JsonSchema):
-        return CheckOutcome(label, *_json_ok(check, run_folder, workspace_root))
+        name = check.json_schema.file
+        return CheckOutcome(label, *_json_ok(run_folder / name, name, "in the run folder",
+                                             check.json_schema.schema_, workspace_root))
     return CheckOutcome(label, *_command_ok(check, run_folder, workspace_root, env))
 
 
-def _json_ok(check: JsonSchema, run_folder: Path,
+def output_problem(output: DeclaredOutput, folder: Path, workspace_root: Path) -> str | None:
+    """Return why a work stage's declared ``output`` is not in its ``folder`` (missing, not
+    JSON, not valid against its schema), or None when it is there (issue 26, point 5).
+
+    ``its output summary.json does not exist in the stage's folder``, ``its output
+    summary.json does not match its schema at id: 7 is not of type 'string'``.
+    """
+    ok, why = _json_ok(folder / output.file, output.file, "in the stage's folder",
+                       output.schema_, workspace_root)
+    return None if ok else f"its output {why}"
+
+
+def _json_ok(path: Path, name: str, where: str, schema_ref: str | dict[str, Any] | None,
              workspace_root: Path) -> tuple[bool, str | None]:
+    """Tell whether ``path`` (shown as ``name``) is a file, and with a schema JSON valid
+    against it; else why not."""
     import jsonschema
 
-    name = check.json_schema.file
-    path = run_folder / name
     if not path.is_file():
-        return False, f"{name} does not exist in the run folder"
+        return False, f"{name} does not exist {where}"
+    if schema_ref is None:
+        return True, None
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
         return False, f"{name} is not JSON: {error}"
-    schema, why = load_schema(check.json_schema.schema_, workspace_root)
+    schema, why = load_schema(schema_ref, workspace_root)
     if schema is None:
-        return False, f"{name}: the check's schema is wrong: {why}"
+        return False, f"{name}: the schema is wrong: {why}"
     validator = jsonschema.validators.validator_for(schema)(schema)
     wrong = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if wrong is None:

@@ -199,6 +199,7 @@ class BeesActivities:
         reason (not an error, so it is not retried).
         """
         from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.review_checks import output_problem
         from bees_cli.agents.runner import StageRequest, run_command_stage, stage_dir
         from bees_cli.workspace.models import CommandRunner
 
@@ -238,8 +239,12 @@ class BeesActivities:
         result = await run_command_stage(
             request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every,
             groups=self.groups)
+        missing = None if not result.ok or spec.output is None else await asyncio.to_thread(
+            output_problem, spec.output, Path(result.output_dir), Path(snapshot.workspace_root))
         out = StageOutput(
-            ok=result.ok, reason=result.reason, verdict=result.verdict,
+            ok=result.ok and missing is None,
+            reason=f"agent {stage.agent}: {missing}" if missing else result.reason,
+            verdict=result.verdict,
             comments=list(result.comments), output_dir=str(result.output_dir),
             stdout_path=result.stdout_path, stderr_path=result.stderr_path,
             exit_code=result.exit_code, attempt=attempt)

@@ -171,7 +171,7 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                 )
         if stage.kind != "done" and stage.approval != "required":
             problems += _ungated_senders(loaded, stage, source, here)
-        if stage.checks:
+        if stage.checks or stage.output is not None:
             problems += check_stage_checks(loaded.root, stage, source, here)
         if stage.kind == "review":
             problems += _check_review(stages, by_name, index, source)
@@ -314,15 +314,26 @@ def _check_schedule(loaded: Loaded, schedule: Schedule, source: Source) -> list[
 
 def check_stage_checks(root: Path | None, stage: Any, source: Source,
                        here: tuple[str | int, ...]) -> list[Problem]:
-    """Return the problems of a stage's ``checks:`` (issue 26, point 5): only a review stage
-    has them; a ``json_schema`` check's schema (a file of the workspace under ``root``, or
-    inline) must be a valid JSON schema."""
+    """Return the problems of a stage's ``checks:`` and ``output:`` (issue 26, point 5):
+    only a review stage has checks, only a work stage an output; a schema (a file of the
+    workspace under ``root``, or inline) must be a valid JSON schema."""
     from bees_cli.workspace.stage_checks import JsonSchema, load_schema
 
-    if stage.kind != "review":
-        return [source.at((*here, "checks"),
-                          f"'checks' belong on a review stage; this stage is '{stage.kind}'")]
     problems: list[Problem] = []
+    if stage.output is not None:
+        if stage.kind != "work":
+            problems.append(source.at((*here, "output"), "'output' belongs on a work stage; "
+                                      f"this stage is '{stage.kind}'"))
+        elif stage.output.schema_ is not None and (root is not None
+                                                   or not isinstance(stage.output.schema_, str)):
+            error = load_schema(stage.output.schema_, root or Path("."))[1]
+            if error is not None:
+                problems.append(source.at((*here, "output", "schema"), error))
+    if not stage.checks:
+        return problems
+    if stage.kind != "review":
+        return [*problems, source.at(
+            (*here, "checks"), f"'checks' belong on a review stage; this stage is '{stage.kind}'")]
     for position, check in enumerate(stage.checks):
         if not isinstance(check, JsonSchema):
             continue

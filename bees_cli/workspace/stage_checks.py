@@ -47,6 +47,19 @@ class JsonFile(Strict):
         "schema itself.")
 
 
+class DeclaredOutput(Strict):
+    """A work stage's declared output: a file its agent must leave in the stage's folder,
+    optionally JSON valid against a schema (issue 26, point 5)."""
+
+    model_config = ConfigDict(**Strict.model_config, serialize_by_alias=True)
+
+    file: RelPath = Field(description="The file, relative to the stage's folder "
+                          "(e.g. summary.json).")
+    schema_: RelPath | dict[str, Any] | None = Field(
+        default=None, alias="schema", description="A JSON schema file relative to the "
+        "workspace, or the schema itself; the file must then be JSON valid against it.")
+
+
 class JsonSchema(Strict):
     """Passes when ``json_schema.file`` is JSON that validates against its schema."""
 

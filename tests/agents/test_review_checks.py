@@ -76,3 +76,20 @@ def test_a_command_check_gets_no_secret(tmp_path: Path) -> None:
 def test_a_bad_check_is_refused(raw: object, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         checks(raw)
+
+
+def test_a_declared_output_is_missing_invalid_or_there(tmp_path: Path) -> None:
+    from bees_cli.agents.review_checks import output_problem
+    from bees_cli.workspace.models import DeclaredOutput
+
+    declared = DeclaredOutput.model_validate({"file": "summary.json", "schema": SCHEMA})
+    assert output_problem(declared, tmp_path, tmp_path) == (
+        "its output summary.json does not exist in the stage's folder")
+    (tmp_path / "summary.json").write_text('{"id": 7}')
+    assert output_problem(declared, tmp_path, tmp_path) == (
+        "its output summary.json does not match its schema at id: 7 is not of type 'string'")
+    (tmp_path / "summary.json").write_text('{"id": "B-7"}')
+    assert output_problem(declared, tmp_path, tmp_path) is None
+    bare = DeclaredOutput.model_validate({"file": "notes.md"})
+    (tmp_path / "notes.md").write_text("not JSON, no schema: only there")
+    assert output_problem(bare, tmp_path, tmp_path) is None

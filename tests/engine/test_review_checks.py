@@ -102,16 +102,55 @@ def test_validate_names_a_bad_check_with_its_file_and_line(
 
 def test_validate_checks_a_schema_file_and_where_checks_belong(
         tmp_path: Path, bees: BeesRunner) -> None:
-    root = checked_workspace(tmp_path / "w", "    checks: [{file_exists: out.txt}]\n", (
+    root = checked_workspace(tmp_path / "w", (
+        "    checks: [{file_exists: out.txt}]\n"
+        "    output: {file: summary.json, schema: schemas/summary.json}\n"), (
         "    checks:\n"
         "      - json_schema: {file: Work/s.json, schema: schemas/missing.json}\n"
-        "      - json_schema: {file: Work/s.json, schema: {type: 7}}\n"))
+        "      - json_schema: {file: Work/s.json, schema: {type: 7}}\n"
+        "    output: {file: verdict.json}\n"))
     done = bees("validate", str(root))
     assert done.returncode == 2
-    assert done.stderr.splitlines()[:3] == [
+    assert done.stderr.splitlines()[:5] == [
         "processes/p.yaml:4:13  stages[0].checks  'checks' belong on a review stage; this "
         "stage is 'work'",
-        "processes/p.yaml:9:50  stages[1].checks[0].json_schema.schema  schema file "
+        "processes/p.yaml:5:42  stages[0].output.schema  schema file 'schemas/summary.json' "
+        "does not exist in the workspace",
+        "processes/p.yaml:10:50  stages[1].checks[0].json_schema.schema  schema file "
         "'schemas/missing.json' does not exist in the workspace",
-        "processes/p.yaml:10:50  stages[1].checks[1].json_schema.schema  not a valid JSON "
-        "schema: 7 is not valid under any of the given schemas"]
+        "processes/p.yaml:11:50  stages[1].checks[1].json_schema.schema  not a valid JSON "
+        "schema: 7 is not valid under any of the given schemas",
+        "processes/p.yaml:12:13  stages[1].output  'output' belongs on a work stage; this "
+        "stage is 'review'"]
+
+
+DECLARED = """\
+stages:
+  - name: Work
+    kind: work
+    agents: [alpha]
+    output:
+      file: summary.json
+      schema: {type: object, required: [id], properties: {id: {type: string}}}
+  - name: Done
+    kind: done
+"""
+
+
+async def test_a_command_stage_without_its_declared_output_fails_with_the_reason(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker) -> None:
+    space.agent("alpha", env={"SUMMARY": '{\\"id\\": 7}'})
+    space.write("processes/p.yaml", DECLARED)
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    assert row.reason == ("agent alpha: its output summary.json does not match its schema at "
+                          "id: 7 is not of type 'string'")
+    await dev_env.client.get_workflow_handle(item_id).terminate()
+
+
+async def test_a_command_stage_with_its_declared_output_finishes(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker) -> None:
+    space.agent("alpha", env={"SUMMARY": '{\\"id\\": \\"B-7\\"}'})
+    space.write("processes/p.yaml", DECLARED)
+    item_id = await start(dev_env, record, space, "p")
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
