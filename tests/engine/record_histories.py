@@ -432,6 +432,28 @@ async def required_tool_told_then_called(client: Client, record: LocalRecord,
     return item_id
 
 
+async def output_told_then_written(client: Client, record: LocalRecord,
+                                   space: Space) -> str:
+    """A model agent's final answer comes before its stage's declared ``output``: told back
+    once (the ``output-told`` patch, issue 26, point 5), it writes the file, then answers →
+    Done."""
+    from tests.agents.model_server import Answer, serve
+
+    with serve() as server:
+        space.write("agents/alpha.yaml", "runner:\n  model:\n"
+                    f"    base_url: {server.base_url}\n    name: scripted\n")
+        space.write("processes/p.yaml", ONE.replace(
+            "    agents: [alpha]\n", "    agents: [alpha]\n    output: {file: summary.json}\n"))
+        server.model.push(
+            Answer.reply("done"),
+            Answer.tool_calls(("c1", "write_file", '{"path": "summary.json", "content": "{}"}')),
+            Answer.reply("written"))
+        item_id = await _start(client, record, space)
+        assert await client.get_workflow_handle(item_id).result() == "done"
+        assert len(server.model.received) == 3
+    return item_id
+
+
 async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
     handover step tried without an attempt limit): ``relinquished``."""
@@ -595,6 +617,7 @@ SCENARIOS: dict[str, Scenario] = {
     "model_tool_waits_on_run": model_tool_waits_on_run,
     "required_tool_told_then_called": required_tool_told_then_called,
     "review_checks_send_back": review_checks_send_back,
+    "output_told_then_written": output_told_then_written,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""
