@@ -22,10 +22,13 @@ from bees_cli.engine.models import (
     JOURNAL_ACTIVITY,
     RECORD_ACTIVITY,
     RELEASE_ACTIVITY,
+    REVIEW_CHECKS_ACTIVITY,
     RUN_ACTIVITY,
     SLOT_ACTIVITY,
     CheckInput,
     CheckOutput,
+    ChecksInput,
+    ChecksOutput,
     JournalEntry,
     JournalFound,
     JournalQuery,
@@ -41,6 +44,7 @@ from bees_cli.record.events import (
     Busy,
     PickData,
     Picked,
+    ReviewCheck,
     StageFailed,
     StageFinished,
     StageInterrupted,
@@ -195,6 +199,7 @@ class BeesActivities:
         reason (not an error, so it is not retried).
         """
         from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.review_checks import output_problem
         from bees_cli.agents.runner import StageRequest, run_command_stage, stage_dir
         from bees_cli.workspace.models import CommandRunner
 
@@ -236,13 +241,42 @@ class BeesActivities:
         result = await run_command_stage(
             request, heartbeat=activity.heartbeat, heartbeat_every=self.heartbeat_every,
             groups=self.groups)
+        missing = None if not result.ok or spec.output is None else await asyncio.to_thread(
+            output_problem, spec.output, Path(result.output_dir), Path(snapshot.workspace_root))
         out = StageOutput(
-            ok=result.ok, reason=result.reason, why=result.why, verdict=result.verdict,
+            ok=result.ok and missing is None,
+            reason=f"agent {stage.agent}: {missing}" if missing else result.reason,
+            why=None if missing else result.why, verdict=result.verdict,
             comments=list(result.comments), output_dir=str(result.output_dir),
             stdout_path=result.stdout_path, stderr_path=result.stderr_path,
             exit_code=result.exit_code, attempt=attempt)
         await asyncio.to_thread(self._finish, stage, out)
         return out
+
+    @activity.defn(name=REVIEW_CHECKS_ACTIVITY)
+    async def review_checks(self, given: ChecksInput) -> ChecksOutput:
+        """Run the review stage's ``checks:`` in the item's run folder (issue 26, point 5;
+        :func:`~bees_cli.agents.review_checks.run_checks`): each outcome is a
+        ``review_check`` fact; the failed ones' messages are the change request."""
+        return await asyncio.to_thread(self._review_checks, given)
+
+    def _review_checks(self, given: ChecksInput) -> ChecksOutput:
+        from bees_cli.agents.eligibility import find_stage
+        from bees_cli.agents.review_checks import run_checks
+
+        snapshot = self._snapshot(given.item_id, given.snapshot_digest)
+        spec = find_stage(snapshot, given.stage)
+        with self.record.step():
+            self.record.set_state(given.item_id, status="running", stage=given.stage)
+        outcomes = run_checks(spec.checks, Path(given.run_folder),
+                              Path(snapshot.workspace_root))
+        with self.record.step():
+            for index, outcome in enumerate(outcomes):
+                self.record.add_fact(given.item_id, ReviewCheck(
+                    stage=given.stage, round=given.round, check=outcome.check, ok=outcome.ok,
+                    message=outcome.message), key=f"{given.stage}:{given.round}:check:{index}")
+        failed = [o.message or o.check for o in outcomes if not o.ok]
+        return ChecksOutput(ok=not failed, comments=failed)
 
     def _interrupted(self, stage: StageInput, attempt: int) -> None:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
@@ -371,4 +405,5 @@ class BeesActivities:
     def all(self) -> list[Callable[..., Any]]:
         """Return the activity callables to register on a worker."""
         return [self.check_stage, self.run_stage, self.record_state, self.acquire_slot,
-                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot]
+                self.release_slot, self.journal_lookup, self.await_eligible, self.await_slot,
+                self.review_checks]

@@ -231,8 +231,15 @@ class ModelActivities:
         step = await self._step(call, runner, kind, response, {t.function.name for t in tools},
                                 called, seconds=seconds, from_transcript=from_transcript)
         reads = read_tools(snapshot, context.agent, mcp)
-        return step.model_copy(update={"calls": [
+        step = step.model_copy(update={"calls": [
             c.model_copy(update={"read": c.tool in reads}) for c in step.calls]})
+        if step.kind == "final" and not step.missing and spec.output is not None \
+                and context.piece is None:  # the declared output (issue 26, point 5)
+            from bees_cli.agents.review_checks import output_problem
+            step.unmet = await asyncio.to_thread(output_problem, spec.output,
+                                                 Path(step.output_dir),
+                                                 Path(snapshot.workspace_root))
+        return step
 
     async def _ask(self, call: ModelCallInput, instructions: str, runner: ModelRunner,
                    kind: str, tools: list[ToolDef], *, final: bool,

@@ -43,6 +43,10 @@ with workflow.unsafe.imports_passed_through():
 
 MODEL_LOOP = "model-loop"
 """Patch: an agent with a model runner runs the model loop instead of ``bees.run_stage``."""
+OUTPUT_TOLD = "output-told"
+"""Patch: a work stage's final answer that did not leave its declared ``output`` is told
+back once, then fails the stage (issue 26, point 5). Asked only when that happens."""
+
 REQUIRED_TOOLS_TOLD = "required-tools-told"
 """Patch: a final answer before the required tools ran is told back once, then fails the
 stage (older runs finished the stage with it)."""
@@ -140,6 +144,7 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
     used = used_in = used_out = turn = 0
     told = False
     told_missing = False  # told once that required tools were not called; never reset
+    told_unmet = False  # told once that the declared output was not there; never reset
     while True:
         if turn >= loop.max_turns:
             return failed(f"the turn limit of {loop.max_turns} model calls was reached")
@@ -182,6 +187,13 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
                 return failed(failed_not_called(step.missing))
             told_missing = True
             messages.append({"role": "user", "content": told_not_called(step.missing)})
+            continue
+        if step.kind == "final" and step.unmet and workflow.patched(OUTPUT_TOLD):
+            if told_unmet:
+                return failed(f"{step.unmet}, also after the model was told once")
+            told_unmet = True
+            messages.append({"role": "user",
+                             "content": f"{step.unmet}; write it before your final answer"})
             continue
         if step.kind in ("final", "verdict"):
             out = StageOutput(ok=True, verdict=step.verdict, comments=list(step.comments),

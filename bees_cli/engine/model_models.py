@@ -87,6 +87,10 @@ class ModelStep(BaseModel):
     output_dir: str = ""
     from_transcript: bool = False
     missing: list[str] = Field(default_factory=list)
+    unmet: str | None = None
+    """A final answer of a work stage that did not leave its declared ``output`` (why: ``its
+    output summary.json does not exist in the stage's folder``); told back once, then the
+    stage fails (issue 26, point 5)."""
 
 
 class ToolCallInput(BaseModel):

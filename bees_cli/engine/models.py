@@ -37,6 +37,8 @@ JOURNAL_ACTIVITY = "bees.journal_lookup"
 AWAIT_ELIGIBLE_ACTIVITY = "bees.await_eligible"
 """Activity: check eligibility, failing (retryably) until the stage can start here."""
 AWAIT_SLOT_ACTIVITY = "bees.await_slot"
+REVIEW_CHECKS_ACTIVITY = "bees.review_checks"
+"""Activity: run a review stage's ``checks:`` before its reviewer (issue 26, point 5)."""
 """Activity: take a slot of a capped agent, failing (retryably) until one frees or time is up."""
 
 RETRY_UPDATE = "bees.retry"
@@ -124,6 +126,25 @@ class CheckInput(BaseModel):
     round: int
     reviewed_by: str | None = None
     snapshot_digest: str | None = None
+
+
+class ChecksInput(BaseModel):
+    """Input of ``bees.review_checks``: the review ``stage`` and ``round`` of the item whose
+    run folder the checks look at."""
+
+    item_id: str
+    run_folder: str
+    stage: str
+    round: int
+    snapshot_digest: str | None = None
+
+
+class ChecksOutput(BaseModel):
+    """Output of ``bees.review_checks``: ``ok`` when every check passed, else the failed
+    checks' messages as the change request's ``comments``."""
+
+    ok: bool
+    comments: list[str] = Field(default_factory=list)
 
 
 class CheckOutput(BaseModel):

@@ -34,6 +34,9 @@ class StageView(View):
     kind: str
     reviews: str | None = None
     approval: Literal["required", "none"] | str = "none"
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    """A review stage's ``checks:`` (run by ``bees.review_checks``; the workflow only asks
+    whether there are any)."""
 
 
 class ProcessView(View):

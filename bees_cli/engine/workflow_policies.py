@@ -83,3 +83,8 @@ STAGE_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10), maximum_attempts=0,
 )
 """Retries cover a lost worker (heartbeat timeout): a failed agent is a result, not an error."""
+
+REVIEW_CHECKS = "review-checks"
+"""Patch: a review stage with ``checks:`` runs them (``bees.review_checks``) before its
+reviewer; a failed check sends the work back without running the reviewer (issue 26,
+point 5). Asked only on a stage that has checks, so other histories get no marker."""

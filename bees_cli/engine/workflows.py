@@ -22,8 +22,9 @@ from temporalio.workflow import ActivityCancellationType
 
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
+from bees_cli.engine.workflow_checks import ReviewChecks
 from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
-from bees_cli.engine.workflow_memory import RunMemory, stage_event, stage_failure
+from bees_cli.engine.workflow_memory import stage_event, stage_failure
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
     ELIGIBLE_LOCALLY,
@@ -31,6 +32,7 @@ from bees_cli.engine.workflow_policies import (
     HANDOVER_WAITS_FOR_CLOUD,
     RELINQUISH_BETWEEN_STEPS,
     RELINQUISH_KEEPS_STATE,
+    REVIEW_CHECKS,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
     STAGE_TIMEOUT,
@@ -82,7 +84,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["BUSY_LIMIT", "RECHECK_EVERY", "ItemWorkflow"]
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ItemWorkflow(Delegation, RunMemory, StageWaits):
+class ItemWorkflow(Delegation, ReviewChecks, StageWaits):
     """Moves one work item through its process (DESIGN.md, Rules: moving, busy agent, approvals).
 
     Before each stage: check eligibility and choose the agent, waiting and re-checking every
@@ -279,6 +281,15 @@ class ItemWorkflow(Delegation, RunMemory, StageWaits):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carry(item, memo))
             round_ = self._next_round(stage.name, memo)
+            if stage.checks and workflow.patched(REVIEW_CHECKS):
+                sent_back = await self._checks_send_back(item, memo, stage, round_)
+                self._stop_if_relinquished()
+                if sent_back is not None:
+                    if sent_back.to is To.PERSON:
+                        sent_back = await self._stop_for_person(stages, memo, stage.name,
+                                                                round_, "-", sent_back)
+                    index = position[sent_back.stage]
+                    continue
             reviewed_by = memo.done_by.get(stage.reviews) if stage.reviews else None
             self.live.phase = Phase.WAITING
             check = await self._eligible(CheckInput(

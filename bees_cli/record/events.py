@@ -162,6 +162,21 @@ class StageInterrupted(EventBase):
         return self.where() + f"attempt {self.attempt} interrupted: {self.reason.words()}"
 
 
+class ReviewCheck(EventBase):
+    """One of a review stage's ``checks:`` ran before its reviewer: passed, or failed with the
+    ``message`` sent back as the change request (issue 26, point 5)."""
+
+    kind: Literal["review_check"] = "review_check"
+    check: str
+    ok: bool
+    message: str | None = None
+
+    def render(self) -> str:
+        if self.ok:
+            return self.where() + f"check {self.check} passed"
+        return self.where() + f"check {self.check} failed: {self.message}"
+
+
 class ReviewLimit(EventBase):
     """The third request for changes stopped the item for a person (every round's comments)."""
 
@@ -286,7 +301,8 @@ class UnknownEvent(EventBase):
 
 KnownEvent = Annotated[
     Created | Scheduled | Picked | Waiting | Busy | StageStarted | StageFinished | StageFailed
-    | StageInterrupted | ReviewLimit | Retried | Accepted | ApprovalAsked | Approved | Denied
+    | StageInterrupted | ReviewCheck | ReviewLimit | Retried | Accepted | ApprovalAsked
+    | Approved | Denied
     | ApprovalCancelled | ApprovalRelinquished | Resumed | ActionRan | ActionAnswered | Done
     | CancelAsked | Cancelled | Relinquished | Continued | Recovered | Lost
     | pieces.PieceStarted | pieces.PiecePicked | pieces.PieceWaiting | pieces.PieceFinished

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bees_cli.rules import GATED_KINDS, UNDECLARED_KIND
@@ -67,6 +68,8 @@ class Loaded:
     objects: dict[str, dict[str, Any]]
     sources: dict[str, dict[str, Source]]
     broken: dict[str, set[str]] = field(default_factory=dict)
+    root: Path | None = None
+    """The workspace folder (None: files are not looked at, e.g. a schema a check names)."""
 
 
 def cross_check(loaded: Loaded) -> list[Problem]:
@@ -246,6 +249,8 @@ def _check_process(loaded: Loaded, process: Process, source: Source) -> list[Pro
                 )
         if stage.kind != "done" and stage.approval != "required":
             problems += _ungated_senders(loaded, stage, source, here)
+        if stage.checks or stage.output is not None:
+            problems += check_stage_checks(loaded.root, stage, source, here)
         if stage.kind == "review":
             problems += _check_review(stages, by_name, index, source)
         elif stage.reviews is not None:
@@ -382,4 +387,39 @@ def _check_schedule(loaded: Loaded, schedule: Schedule, source: Source) -> list[
     if schedule.cron is not None and cron_days_either(schedule.cron):
         line, column = source.document.positions.value(("cron",))
         problems.append(Problem(source.rel, line, column, "cron", CRON_DAYS_WARNING, "warning"))
+    return problems
+
+
+def check_stage_checks(root: Path | None, stage: Any, source: Source,
+                       here: tuple[str | int, ...]) -> list[Problem]:
+    """Return the problems of a stage's ``checks:`` and ``output:`` (issue 26, point 5):
+    only a review stage has checks, only a work stage an output; a schema (a file of the
+    workspace under ``root``, or inline) must be a valid JSON schema."""
+    from bees_cli.workspace.stage_checks import JsonSchema, load_schema
+
+    problems: list[Problem] = []
+    if stage.output is not None:
+        if stage.kind != "work":
+            problems.append(source.at((*here, "output"), "'output' belongs on a work stage; "
+                                      f"this stage is '{stage.kind}'"))
+        elif stage.output.schema_ is not None and (root is not None
+                                                   or not isinstance(stage.output.schema_, str)):
+            error = load_schema(stage.output.schema_, root or Path("."))[1]
+            if error is not None:
+                problems.append(source.at((*here, "output", "schema"), error))
+    if not stage.checks:
+        return problems
+    if stage.kind != "review":
+        return [*problems, source.at(
+            (*here, "checks"), f"'checks' belong on a review stage; this stage is '{stage.kind}'")]
+    for position, check in enumerate(stage.checks):
+        if not isinstance(check, JsonSchema):
+            continue
+        where = (*here, "checks", position, "json_schema", "schema")
+        schema = check.json_schema.schema_
+        if isinstance(schema, str) and root is None:
+            continue
+        error = load_schema(schema, root or Path("."))[1]
+        if error is not None:
+            problems.append(source.at(where, error))
     return problems

@@ -218,7 +218,7 @@ def check_folder(root: Path) -> Checked:
                 continue
             objects[kind][name] = instance
             sources[kind][name] = Source(rel, document)
-    loaded = Loaded(config, config_source, objects, sources, broken)
+    loaded = Loaded(config, config_source, objects, sources, broken, root)
     problems += cross_check(loaded)
     return Checked(loaded, sorted(set(problems)))
 

@@ -49,6 +49,9 @@ from bees_cli.workspace.schedule import Schedule as Schedule
 from bees_cli.workspace.schedule import check_cron as check_cron
 from bees_cli.workspace.schedule import check_timezone as check_timezone
 from bees_cli.workspace.schedule import check_title as check_title
+from bees_cli.workspace.stage_checks import CHECK_TAGS as CHECK_TAGS
+from bees_cli.workspace.stage_checks import Check as Check
+from bees_cli.workspace.stage_checks import DeclaredOutput as DeclaredOutput
 
 StageKind = Literal["work", "review", "done"]
 ActionKind = Literal["read", "write", "send", "post", "delete", "pay"]
@@ -107,6 +110,17 @@ class Stage(Strict):
         default_factory=list, exclude_if=lambda v: not v,
         description="Folders this stage's model agent may change with write_file (each must "
         "be linked, like reads); on an approval stage only once a person approved.")
+    checks: list[Check] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="On a review stage: deterministic checks run before its reviewer, in "
+        "order (file_exists, json_schema, command). A failed one sends the work back with its "
+        "message as the change request, counted like a reviewer's, and the reviewer does not "
+        "run.")
+    output: DeclaredOutput | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="On a work stage: the file its agent must leave in the stage's folder "
+        "(and its schema). Missing or invalid, a model agent is told once, then the stage "
+        "fails; a command agent's stage fails with the reason.")
 
 
 class Process(Strict):

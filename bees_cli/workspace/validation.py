@@ -59,7 +59,8 @@ def _drop_implied_missing(model: type[BaseModel], errors: list[Any]) -> list[Any
 
 
 def _strip(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
-    return tuple(part for part in loc if part not in models.RUNNER_TAGS)
+    return tuple(part for part in loc
+                 if part not in models.RUNNER_TAGS and part not in models.CHECK_TAGS)
 
 
 def _problem(model: type[BaseModel], document: Document, rel: str, error: Any) -> Problem:

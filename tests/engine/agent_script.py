@@ -2,7 +2,9 @@
 
 Environment: AGENT_LOG (file to append ``STAGE AGENT ROUND ATTEMPT COMMENTS-JSON`` to),
 MARK (text written to out.txt), SLEEP_FIRST (seconds to sleep on attempt 1), FAIL (exit 3),
-VERDICTS (comma-separated verdicts for review rounds 1, 2, …; approve after the list).
+VERDICTS (comma-separated verdicts for review rounds 1, 2, …; approve after the list),
+READY_FROM_ROUND (a work stage writes ready.txt from this round on), SUMMARY (a work stage
+writes it to summary.json).
 """
 
 import json
@@ -33,6 +35,10 @@ if stage["kind"] == "review":
     Path("verdict.json").write_text(json.dumps(body), encoding="utf-8")
 else:
     Path("out.txt").write_text(os.environ.get("MARK", context["agent"]), encoding="utf-8")
+    if context["round"] >= int(os.environ.get("READY_FROM_ROUND") or 10**9):
+        Path("ready.txt").write_text("ready", encoding="utf-8")
+    if os.environ.get("SUMMARY"):
+        Path("summary.json").write_text(os.environ["SUMMARY"], encoding="utf-8")
 if log:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"end {stage['name']} {context['attempt']}\n")

@@ -105,6 +105,18 @@ async def review_send_back(client: Client, record: LocalRecord, space: Space) ->
     return item_id
 
 
+async def review_checks_send_back(client: Client, record: LocalRecord, space: Space) -> str:
+    """A review's check fails once (the reviewer does not run): Work → checks → Work (round 2)
+    → checks pass → Review → Done (issue 26, point 5)."""
+    space.agent("alpha", env={"READY_FROM_ROUND": "2"})
+    space.agent("beta")
+    checks = "    agents: [beta]\n    checks: [{file_exists: Work/ready.txt}]\n"
+    space.write("processes/p.yaml", WORK_REVIEW.replace("    agents: [beta]\n", checks))
+    item_id = await _start(client, record, space)
+    assert await client.get_workflow_handle(item_id).result() == "done"
+    return item_id
+
+
 async def failed_then_retry(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails on attempt 1; a person's retry runs attempt 2, which finishes → Done."""
     action_agent(space, "alpha", tools=[], actions=[], FAIL_FIRST="1")
@@ -445,6 +457,28 @@ async def model_reads_run_together(client: Client, record: LocalRecord, space: S
     return item_id
 
 
+async def output_told_then_written(client: Client, record: LocalRecord,
+                                   space: Space) -> str:
+    """A model agent's final answer comes before its stage's declared ``output``: told back
+    once (the ``output-told`` patch, issue 26, point 5), it writes the file, then answers →
+    Done."""
+    from tests.agents.model_server import Answer, serve
+
+    with serve() as server:
+        space.write("agents/alpha.yaml", "runner:\n  model:\n"
+                    f"    base_url: {server.base_url}\n    name: scripted\n")
+        space.write("processes/p.yaml", ONE.replace(
+            "    agents: [alpha]\n", "    agents: [alpha]\n    output: {file: summary.json}\n"))
+        server.model.push(
+            Answer.reply("done"),
+            Answer.tool_calls(("c1", "write_file", '{"path": "summary.json", "content": "{}"}')),
+            Answer.reply("written"))
+        item_id = await _start(client, record, space)
+        assert await client.get_workflow_handle(item_id).result() == "done"
+        assert len(server.model.received) == 3
+    return item_id
+
+
 async def relinquish_waits_for_cloud(client: Client, record: LocalRecord, space: Space) -> str:
     """Work fails; the item is relinquished on the ``handover-waits-for-cloud`` patch (the
     handover step tried without an attempt limit): ``relinquished``."""
@@ -605,6 +639,8 @@ SCENARIOS: dict[str, Scenario] = {
     "model_tool_waits_on_run": model_tool_waits_on_run,
     "required_tool_told_then_called": required_tool_told_then_called,
     "model_reads_run_together": model_reads_run_together,
+    "review_checks_send_back": review_checks_send_back,
+    "output_told_then_written": output_told_then_written,
 }
 """Scenarios recorded on a dev server (the first four before the waits became retried
 activities; the last two after a held action's update returned at once)."""

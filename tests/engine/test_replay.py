@@ -77,11 +77,11 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
             "denial_answers_a_retried_ask", "stage_end_stops_pieces",
             "model_tool_waits_on_run", "required_tool_told_then_called",
-            "model_reads_run_together"}
+            "model_reads_run_together", "review_checks_send_back", "output_told_then_written"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 34
+    assert len(HISTORIES) == 36
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

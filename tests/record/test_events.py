@@ -47,6 +47,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
                      "Review round 1: failed (attempt 2): exit 3"),
     "stage_interrupted": ({"agent": "writer", "attempt": 1, "reason": "bees run stopped"},
                           "Draft", 1, "Draft round 1: attempt 1 interrupted: bees run stopped"),
+    "review_check": ({"check": "file_exists Draft/s.json", "ok": False,
+                      "message": "Draft/s.json does not exist in the run folder"}, "Review", 1,
+                     "Review round 1: check file_exists Draft/s.json failed: Draft/s.json "
+                     "does not exist in the run folder"),
     "review_limit": ({"rounds": [["a"], [], ["b", "c"]]}, "Review", 3,
                      "Review round 3: stopped for a person after 3 requests for changes — "
                      "round 1: a; round 2: (no comments); round 3: b | c"),
@@ -115,7 +119,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str | None, int | None, str]] = {
 
 def test_every_kind_has_a_sample() -> None:
     assert set(SAMPLES) == KINDS
-    assert len(KNOWN_MODELS) == len(KINDS) == 33
+    assert len(KNOWN_MODELS) == len(KINDS) == 34
 
 
 @pytest.mark.parametrize("kind", sorted(SAMPLES))
