@@ -18,7 +18,7 @@ same way (long less short, over ``turns``), started with eager start as Bees sta
 
 Rounds are interleaved (Bees, floor, Bees, floor…). Prints per round and the median with the
 spread (min–max) of wall time and CPU time per turn, and of the ratio Bees / floor. CPU is
-this process's (the worker and the client; ``psutil``), less the scripted server's thread;
+this process's (the workers and the client), less the scripted server's thread (``psutil``);
 the dev server's is not counted. The load (``os.getloadavg()``) is printed with each round.
 """
 
@@ -229,11 +229,11 @@ class Bench:
                        activities=[floor_model_call, floor_write_file]))
 
     def cpu(self) -> float:
-        """CPU seconds of this process so far, less the threads in ``skip``."""
-        spent = self.process.cpu_times()
+        """CPU seconds of this process so far (``time.process_time``: psutil's process
+        times count 10 ms ticks), less the threads in ``skip`` (psutil's, per thread)."""
         skipped = sum(t.user_time + t.system_time for t in self.process.threads()
                       if t.id in self.skip)
-        return spent.user + spent.system - skipped
+        return time.process_time() - skipped
 
     async def bees(self, tool_calls: int) -> tuple[float, float, Stage]:
         """Run one item whose stage makes ``tool_calls`` tool calls, then answers; return its
