@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
