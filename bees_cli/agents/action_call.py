@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -150,3 +150,11 @@ def action_key(item_id: str, stage: str, digest: str) -> str:
     of ``ITEM\nSTAGE\nDIGEST``, the same on every attempt and computer, so an add-on can
     pass it to a service that deduplicates (mail and payment APIs commonly do)."""
     return hashlib.sha256(f"{item_id}\n{stage}\n{digest}".encode()).hexdigest()
+
+
+ActionRunner = Callable[[ActionCallInput], Awaitable[Any]]
+"""Runs one typed add-on action call through the gate (the use case ``call_action``,
+injected: the engine does not import use cases); its ``cwd`` is the stage's folder, where a
+command agent's ``bees action`` runs, so an add-on sees the same current folder from either
+kind of agent. Returns its outcome (``exit_code``, ``stdout``, ``from_journal``,
+``binary``) or raises ``Refused``/``UserError``; a held call waits on the run."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import activity
 
-from bees_cli.agents.action_call import ActionCallInput
+from bees_cli.agents.action_call import ActionCallInput, ActionRunner
 from bees_cli.agents.chat_wire import ChatResponse, Message, ToolDef
 from bees_cli.agents.model_steps import (
     BUILT_INS,
@@ -76,13 +76,6 @@ ANSWER_FILE = "answer.md"
 """A work stage's final answer, written in its folder."""
 MCP_LISTS_KEPT = 256
 """At most this many MCP tool lists (one per stage attempt and add-on) are kept in memory."""
-
-ActionRunner = Callable[[ActionCallInput], Awaitable[Any]]
-"""Runs one typed add-on action call through the gate (the use case ``call_action``,
-injected: the engine does not import use cases); its ``cwd`` is the stage's folder, where a
-command agent's ``bees action`` runs, so an add-on sees the same current folder from either
-kind of agent. Returns its outcome (``exit_code``, ``stdout``, ``from_journal``,
-``binary``) or raises ``Refused``/``UserError``; a held call waits on the run."""
 
 DelegateRunner = Callable[[dict[str, Any], dict[str, str]], Awaitable[str]]
 """Runs a model agent's ``delegate`` tool call (its arguments) in a stage's environment, as

@@ -126,12 +126,7 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
         the model call failed (401/403 at once, 5xx and 429 after bounded retries, the
         context exceeded), an invalid answer twice in a row, the turn limit, the budget.
     """
-    context = TurnContext(
-        item_id=stage.item_id, title=stage.title, run_folder=stage.run_folder,
-        stage=stage.stage, round=stage.round, attempt=stage.attempt_base, agent=stage.agent,
-        folders=dict(stage.folders), previous=dict(stage.previous),
-        comments=list(stage.comments), snapshot_digest=stage.snapshot_digest,
-        piece=stage.piece, task=stage.task)
+    context = _turn_context(stage)
     json_mode = loop.tool_mode == "json"
     folder = f"{stage.run_folder}/{stage.stage}"
 
@@ -149,16 +144,9 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
         if turn >= loop.max_turns:
             return failed(f"the turn limit of {loop.max_turns} model calls was reached")
         turn += 1
-        try:
-            step: ModelStep = await workflow.execute_activity(
-                MODEL_CALL_ACTIVITY, ModelCallInput(context=context, turn=turn,
-                                                    messages=list(messages)),
-                result_type=ModelStep, start_to_close_timeout=MODEL_CALL_TIMEOUT,
-                heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT, retry_policy=MODEL_CALL_RETRY)
-        except ActivityError as error:
-            if isinstance(error.cause, TemporalCancelled):
-                raise
-            return failed(_cause(error))
+        step = await _ask(context, turn, messages)
+        if isinstance(step, str):
+            return failed(step)
         between()
         used_in += step.prompt_tokens
         used_out += step.completion_tokens
@@ -202,17 +190,57 @@ async def run_model_stage(stage: StageInput, loop: LoopView,
             if stage.piece is None:  # a piece's end is recorded by its workflow (pieces.py)
                 await _finished(stage, out, turn)
             return out
-        for batch in batches(step.calls):
-            if len(batch) > 1 and workflow.patched(CONCURRENT_READS):
-                results = await asyncio.gather(*(_tool_call(context, turn, c) for c in batch))
+        await _run_tools(context, turn, step.calls, messages, json_mode, between)
+
+
+def _turn_context(stage: StageInput) -> TurnContext:
+    """Return what every model and tool call of ``stage`` is given about it."""
+    return TurnContext(
+        item_id=stage.item_id, title=stage.title, run_folder=stage.run_folder,
+        stage=stage.stage, round=stage.round, attempt=stage.attempt_base, agent=stage.agent,
+        folders=dict(stage.folders), previous=dict(stage.previous),
+        comments=list(stage.comments), snapshot_digest=stage.snapshot_digest,
+        piece=stage.piece, task=stage.task)
+
+
+async def _ask(context: TurnContext, turn: int,
+               messages: list[dict[str, Any]]) -> ModelStep | str:
+    """Ask the model for ``turn`` (``bees.model_call``); return its step, or why the call
+    failed (the stage fails with it).
+
+    Raises:
+        ActivityError: the call was cancelled (a relinquish or a cancel).
+    """
+    try:
+        step: ModelStep = await workflow.execute_activity(
+            MODEL_CALL_ACTIVITY, ModelCallInput(context=context, turn=turn,
+                                                messages=list(messages)),
+            result_type=ModelStep, start_to_close_timeout=MODEL_CALL_TIMEOUT,
+            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT, retry_policy=MODEL_CALL_RETRY)
+    except ActivityError as error:
+        if isinstance(error.cause, TemporalCancelled):
+            raise
+        return _cause(error)
+    return step
+
+
+async def _run_tools(context: TurnContext, turn: int, calls: list[ToolAsk],
+                     messages: list[dict[str, Any]], json_mode: bool,
+                     between: Callable[[], None]) -> None:
+    """Run a reply's tool calls: adjacent read-kind ones together (since
+    :data:`CONCURRENT_READS`), every other one alone in the order asked; append each result
+    to ``messages`` in the order asked."""
+    for batch in batches(calls):
+        if len(batch) > 1 and workflow.patched(CONCURRENT_READS):
+            results = await asyncio.gather(*(_tool_call(context, turn, c) for c in batch))
+            between()
+        else:
+            results = []
+            for call in batch:
+                results.append(await _tool_call(context, turn, call))
                 between()
-            else:
-                results = []
-                for call in batch:
-                    results.append(await _tool_call(context, turn, call))
-                    between()
-            for call, result in zip(batch, results, strict=True):
-                messages.append(_told(result.content, call.call_id, call.tool, json_mode))
+        for call, result in zip(batch, results, strict=True):
+            messages.append(_told(result.content, call.call_id, call.tool, json_mode))
 
 
 async def _tool_call(context: TurnContext, turn: int, call: ToolAsk) -> ToolResult:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from bees_cli.agents.action_call import ActionRunner
 from bees_cli.engine.activities import BeesActivities
 from bees_cli.engine.fire_workflow import FireWorkflow
 from bees_cli.engine.handover import HandoverActivities
-from bees_cli.engine.model_activities import ActionRunner, DelegateRunner, ModelActivities
+from bees_cli.engine.model_activities import DelegateRunner, ModelActivities
 from bees_cli.engine.piece_activities import PieceActivities
 from bees_cli.engine.pieces import PieceWorkflow
 from bees_cli.engine.workflows import ItemWorkflow

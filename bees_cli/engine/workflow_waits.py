@@ -9,7 +9,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from bees_cli.engine.stage_check import eligible_locally
-from bees_cli.engine.workflow_gate import SHORT, WAITING, ApprovalGate
+from bees_cli.engine.workflow_gate import FAILED, SHORT, WAITING, ApprovalGate
 from bees_cli.engine.workflow_policies import RECHECK
 
 with workflow.unsafe.imports_passed_through():
@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         SlotOutput,
     )
     from bees_cli.moves import Phase
-    from bees_cli.record.events import Busy
+    from bees_cli.record.events import Busy, StageFailed
     from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import RECHECK_EVERY, busy_fails, busy_reason
     from bees_cli.why import busy_too_long
@@ -112,3 +112,15 @@ class StageWaits(ApprovalGate):
     async def _check(self, check: CheckInput) -> CheckOutput:
         return await workflow.execute_activity(
             CHECK_ACTIVITY, check, result_type=CheckOutput, start_to_close_timeout=SHORT)
+
+    async def _fail(self, stage: str, round_: int, agent: str, why: Reason, key: str,
+                    data: dict[str, int] | None = None) -> None:
+        """Fail ``stage``'s ``round_`` for ``why``: the run waits for a person's retry
+        (DESIGN.md, Rules: moving), said in a ``stage_failed`` fact."""
+        self.live.person = None  # a request counts from the moment the stage failed
+        self.live.phase = Phase.FAILED
+        self.live.reason = reason = why.words()
+        await self._record(RecordInput.of(
+            StageFailed(stage=stage, round=round_, reason=why).model_copy(update=data or {}),
+            item_id=self._id, status=FAILED, reason=reason, agent=agent,
+            key=self._fact(f"{stage}:{round_}:{key}")))

@@ -23,7 +23,7 @@ from temporalio.workflow import ActivityCancellationType
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_checks import ReviewChecks
-from bees_cli.engine.workflow_gate import FAILED, SHORT, STOPPED, refuse
+from bees_cli.engine.workflow_gate import SHORT, STOPPED, refuse
 from bees_cli.engine.workflow_memory import stage_event, stage_failure
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
@@ -66,17 +66,9 @@ with workflow.unsafe.imports_passed_through():
         StageOutput,
     )
     from bees_cli.engine.snapshot import LoopView, StageView
-    from bees_cli.moves import (
-        Accepted,
-        ChangesRequested,
-        Move,
-        Phase,
-        Retried,
-        To,
-        next_move,
-    )
+    from bees_cli.moves import Accepted, ChangesRequested, Move, Phase, Retried, To, next_move
     from bees_cli.record.events import Accepted as AcceptedFact
-    from bees_cli.record.events import Cancelled, Done, ReviewLimit, StageFailed
+    from bees_cli.record.events import Cancelled, Done, ReviewLimit
     from bees_cli.record.events import Retried as RetriedFact
     from bees_cli.record.reasons import Reason, read_reason
     from bees_cli.rules import BUSY_LIMIT, RECHECK_EVERY
@@ -429,16 +421,6 @@ class ItemWorkflow(Delegation, ReviewChecks, StageWaits):
         """
         if self.live.relinquish is not None and workflow.patched(RELINQUISH_BETWEEN_STEPS):
             raise asyncio.CancelledError
-
-    async def _fail(self, stage: str, round_: int, agent: str, why: Reason, key: str,
-                    data: dict[str, int] | None = None) -> None:
-        self.live.person = None  # a request counts from the moment the stage failed
-        self.live.phase = Phase.FAILED
-        self.live.reason = reason = why.words()
-        await self._record(RecordInput.of(
-            StageFailed(stage=stage, round=round_, reason=why).model_copy(update=data or {}),
-            item_id=self._id, status=FAILED, reason=reason, agent=agent,
-            key=self._fact(f"{stage}:{round_}:{key}")))
 
     async def _wait_for_person(self) -> str:
         """Wait for a person's retry or accept; record it (who, when); return which.
