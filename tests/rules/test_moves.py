@@ -69,6 +69,10 @@ CASES = [
     ("3rd change request", state("Review", 3, asked=2), ChangesRequested(NEW),
      Move(To.PERSON, "Review", 3, comments=NEW, reason="Review asked for changes 3 times",
           code="review_limit")),
+    # past the limit (a record from before the count reset, say): still stops for a person
+    ("4th change request", state("Review", 4, asked=3), ChangesRequested(NEW),
+     Move(To.PERSON, "Review", 4, comments=NEW, reason="Review asked for changes 3 times",
+          code="review_limit")),
     ("approved 3rd change request", state("Gate", 3, asked=2, approved=True),
      ChangesRequested(NEW),
      Move(To.PERSON, "Gate", 3, comments=NEW, reason="Gate asked for changes 3 times",
