@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
-from typing import Any
 
 import psutil
 import pytest
@@ -16,23 +15,16 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bees_cli.agents.action_call import ActionCallInput
 from bees_cli.agents.mcp_sessions import McpSessions
-from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.models import task_queue
-from bees_cli.engine.worker import make_worker
-from bees_cli.machine.computer import Computer
-from bees_cli.machine.identity import load_identity, set_identity
-from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.bees import Bees
-from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer
 from tests.engine.conftest import Space
 from tests.engine.test_handover import relinquish_item
 from tests.engine.test_model_loop import (
+    loop_worker,
     model_agent,
     model_server,  # noqa: F401 - the fixture
+    note_this_worker,
     result,
     sent,
 )
@@ -51,20 +43,9 @@ async def sessions() -> AsyncIterator[McpSessions]:
 
 def sessions_worker(env: WorkflowEnvironment, record: LocalRecord,
                     sessions: McpSessions) -> Worker:
-    """This computer's worker as ``bees run`` makes it: model agents' add-on tools go through
-    ``bees action``'s gate, with the run's MCP sessions."""
-    set_identity(person="maya@example.com")
-    queue = task_queue(load_identity().machine_id)
-    note_worker(data_dir(), env.client.service_client.config.target_host, queue)
-    computer = Computer.load()
-    bees = Bees(computer, engine=EngineGateway(env.client))
-    bees.mcp_sessions = sessions
-
-    async def act(call: ActionCallInput) -> Any:
-        return await bees.call_action(call)
-
-    return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
-                       act=act, mcp_sessions=sessions)
+    """This computer's worker as ``bees run`` makes it, with the run's MCP sessions."""
+    note_this_worker(env)
+    return loop_worker(env, record, mcp_sessions=sessions)
 
 
 @pytest_asyncio.fixture

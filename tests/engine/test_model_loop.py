@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from bees_cli.agents.action_call import ActionCallInput
+from bees_cli.agents.action_call import ActionCallInput, ActionRunner
+from bees_cli.agents.mcp_sessions import McpSessions
 from bees_cli.engine.client import EngineGateway
 from bees_cli.engine.model_activities import ModelActivities
 from bees_cli.engine.model_models import (
@@ -61,25 +62,56 @@ def model_server() -> Iterator[ScriptedServer]:
         yield server
 
 
-def loop_worker(env: WorkflowEnvironment, record: LocalRecord) -> Worker:
-    """This computer's worker whose model agents' add-on tools go through `bees action`."""
+def note_this_worker(env: WorkflowEnvironment) -> None:
+    """Sign this computer in as maya and note its worker, as ``bees run`` does at start."""
+    set_identity(person="maya@example.com")
+    note_worker(data_dir(), env.client.service_client.config.target_host,
+                task_queue(load_identity().machine_id))
+
+
+def loop_worker(env: WorkflowEnvironment, record: LocalRecord, *,
+                models: Callable[[ActionRunner], ModelActivities] | None = None,
+                mcp_sessions: McpSessions | None = None) -> Worker:
+    """This computer's worker as ``bees run`` makes it: model agents' add-on tools go through
+    ``bees action``'s gate (``Bees.call_action``); ``models`` makes its model activities from
+    that gate (default: the worker's own), ``mcp_sessions`` are the run's held MCP servers."""
     queue = task_queue(load_identity().machine_id)
     computer = Computer.load()
     bees = Bees(computer, engine=EngineGateway(env.client))
+    bees.mcp_sessions = mcp_sessions
 
     async def act(call: ActionCallInput) -> Any:
         return await bees.call_action(call)
 
+    options: dict[str, Any] = {"act": act} if models is None else {"models": models(act)}
+    if mcp_sessions is not None:
+        options["mcp_sessions"] = mcp_sessions
     return make_worker(env.client, queue, record, computer=computer, heartbeat_every=0.5,
-                       act=act)
+                       **options)
+
+
+class DiesAfterReply(ModelActivities):
+    """Model activities whose worker dies after saving turn ``turn``'s reply, before the
+    activity completes (a kill -9 between the two steps); ``saved`` is set then."""
+
+    def __init__(self, record: LocalRecord, *, act: ActionRunner, turn: int,
+                 saved: asyncio.Event) -> None:
+        super().__init__(record, act=act)
+        self.turn, self.saved = turn, saved
+
+    @activity.defn(name=MODEL_CALL_ACTIVITY)
+    async def model_call(self, call: ModelCallInput) -> ModelStep:
+        step = await ModelActivities.model_call(self, call)
+        if call.turn == self.turn:
+            self.saved.set()
+            await asyncio.Event().wait()  # the worker stops here
+        return step
 
 
 @pytest_asyncio.fixture
 async def worker(dev_env: WorkflowEnvironment, space: Space,
                  record: LocalRecord) -> AsyncIterator[Worker]:
-    set_identity(person="maya@example.com")
-    note_worker(data_dir(), dev_env.client.service_client.config.target_host,
-                task_queue(load_identity().machine_id))
+    note_this_worker(dev_env)
     async with loop_worker(dev_env, record) as running:
         yield running
 
@@ -402,31 +434,10 @@ async def test_a_worker_lost_between_two_tool_calls_resumes_after_the_last_finis
     model_server.model.push(Answer.tool_calls(("c1", "mail__send", '{"to": "a"}')),
                             Answer.tool_calls(("c2", "mail__send", '{"to": "b"}')),
                             Answer.reply("both sent"))
-    set_identity(person="maya@example.com")
-    queue = task_queue(load_identity().machine_id)
-    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
-    computer = Computer.load()
-    bees = Bees(computer, engine=EngineGateway(dev_env.client))
-
-    async def act(call: ActionCallInput) -> Any:
-        return await bees.call_action(call)
-
+    note_this_worker(dev_env)
     saved = asyncio.Event()
-
-    class Dying(ModelActivities):
-        """Dies after saving turn 2's reply, before the activity completes."""
-
-        @activity.defn(name=MODEL_CALL_ACTIVITY)
-        async def model_call(self, call: ModelCallInput) -> ModelStep:
-            step = await ModelActivities.model_call(self, call)
-            if call.turn == 2:
-                saved.set()
-                await asyncio.Event().wait()  # the worker stops here
-            return step
-
-    dying = Dying(record, act=act)
-    first = make_worker(dev_env.client, queue, record, computer=computer,
-                        heartbeat_every=0.5, models=dying)
+    first = loop_worker(dev_env, record, models=lambda act: DiesAfterReply(
+        record, act=act, turn=2, saved=saved))
     async with first:
         item_id = await start(dev_env, record, space, "p")
         await asyncio.wait_for(saved.wait(), 30)

@@ -10,31 +10,26 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from bees_cli.agents.action_call import ActionCallInput
-from bees_cli.engine.client import EngineGateway
-from bees_cli.engine.model_activities import ModelActivities
-from bees_cli.engine.model_models import MODEL_CALL_ACTIVITY, ModelCallInput, ModelStep
-from bees_cli.engine.models import task_queue
-from bees_cli.engine.worker import make_worker
 from bees_cli.engine.workflows import ItemWorkflow
-from bees_cli.machine.computer import Computer
-from bees_cli.machine.identity import load_identity, set_identity
-from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.bees import Bees
-from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer
 from tests.engine.conftest import Space, until
-from tests.engine.test_model_loop import loop_worker, model_agent, model_server, result, sent
+from tests.engine.test_model_loop import (
+    DiesAfterReply,
+    loop_worker,
+    model_agent,
+    model_server,
+    note_this_worker,
+    result,
+    sent,
+)
 from tests.engine.test_model_settings import worker
 from tests.engine.test_rules import SEND, mail_addon, start
 
@@ -114,30 +109,10 @@ async def test_being_told_is_not_forgotten_after_another_tool_call_or_a_lost_wor
     model_server.model.push(Answer.reply("done"),
                             Answer.tool_calls(("c1", "read_file", '{"path": "x.md"}')),
                             Answer.reply("done, really"))
-    set_identity(person="maya@example.com")
-    queue = task_queue(load_identity().machine_id)
-    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
-    computer = Computer.load()
-    bees = Bees(computer, engine=EngineGateway(dev_env.client))
-
-    async def act(call: ActionCallInput) -> Any:
-        return await bees.call_action(call)
-
+    note_this_worker(dev_env)
     saved = asyncio.Event()
-
-    class Dying(ModelActivities):
-        """Dies after saving turn 3's reply, before the activity completes."""
-
-        @activity.defn(name=MODEL_CALL_ACTIVITY)
-        async def model_call(self, call: ModelCallInput) -> ModelStep:
-            step = await ModelActivities.model_call(self, call)
-            if call.turn == 3:
-                saved.set()
-                await asyncio.Event().wait()  # the worker stops here
-            return step
-
-    first = make_worker(dev_env.client, queue, record, computer=computer,
-                        heartbeat_every=0.5, models=Dying(record, act=act))
+    first = loop_worker(dev_env, record, models=lambda act: DiesAfterReply(
+        record, act=act, turn=3, saved=saved))
     async with first:
         item_id = await start(dev_env, record, space, "p")
         await asyncio.wait_for(saved.wait(), 30)
