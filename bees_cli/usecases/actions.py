@@ -431,10 +431,10 @@ def _local_rules(record: LocalRecord, call: ActionCallInput,
         from bees_cli.usecases.mcp_actions import McpAction, mcp_rules
 
         mcp = McpAction(addon=snapshot.addons[addon], tool=action_name,
-                        root=snapshot.workspace_root, sessions=sessions, cwd=call.cwd,
-                        addon_name=addon, key=SessionKey(
+                        root=snapshot.workspace_root, cwd=call.cwd, stage_server=None
+                        if sessions is None else (sessions, SessionKey(
                             item_id=call.item_id, stage=call.stage, round=call.round,
-                            attempt=call.attempt, piece=call.piece, addon=addon))
+                            attempt=call.attempt, piece=call.piece, addon=addon)))
         kind, schema = mcp_rules(call.action, mcp, call.environ)
         check_input(call.action, schema, call.data)
         return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),
