@@ -223,6 +223,10 @@ class Me(Wire):
     person: str
     team: str
     server_time: UtcTime
+    runner: str | None = None
+    """The runner's name when the token is a runner's (sent only then)."""
+    pool: str | None = None
+    """The runner's pool when the token is a runner's (sent only then)."""
 
 
 class ServerTime(Wire):

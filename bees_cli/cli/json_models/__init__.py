@@ -34,6 +34,7 @@ from bees_cli.cli.json_models.cloud import (
     CloudStatusOut,
     PersonAddOut,
     PersonRevokeOut,
+    RunnerAddOut,
     TeamAddOut,
 )
 from bees_cli.cli.json_models.doctor import (
@@ -147,4 +148,5 @@ __all__ = [
     "CloudStatusOut",
     "AppOut",
     "PersonAddOut",
+    "RunnerAddOut",
 ]

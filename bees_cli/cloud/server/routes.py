@@ -72,8 +72,9 @@ def clock_routes(storage: Storage) -> APIRouter:
 
     @router.get("/v1/me", response_model=wire.Me, responses=RESPONSES)
     def me(who: Token) -> Response:
-        """Who the token belongs to, the team, and the server clock (UTC)."""
-        return _json(storage.me(who))
+        """Who the token belongs to, the team, and the server clock (UTC); for a runner's
+        token also its name and pool."""
+        return _json(storage.me(who), only_set=True)
 
     @router.get("/v1/time", response_model=wire.ServerTime, responses=RESPONSES)
     def server_time(who: Token) -> Response:

@@ -111,6 +111,10 @@ class Storage:
         """Revoke every live token of ``email`` in ``team`` (:meth:`People.revoke_person`)."""
         return self.people.revoke_person(email, team)
 
+    def add_runner(self, name: str, pool: str, team: str) -> str:
+        """Add runner ``name`` of ``pool`` to ``team``; return its token (:meth:`People.add_runner`)."""
+        return self.people.add_runner(name, pool, team)
+
     def authenticate(self, token: str) -> Principal | None:
         """Return the person of ``token``, or None (:meth:`People.authenticate`)."""
         return self.people.authenticate(token)
