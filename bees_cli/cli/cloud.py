@@ -175,7 +175,8 @@ def person_revoke(
 
 
 def runner_add(
-    name: Annotated[str, typer.Argument(help="The runner's name (letters, digits, . _ : @ + = -).")],
+    name: Annotated[str, typer.Argument(
+        help="The runner's name (letters, digits, . _ : @ + = -).")],
     pool: Annotated[str, typer.Option("--pool", help="The pool it takes work from.")],
     team: TeamOpt,
     server: ServerOpt = None,

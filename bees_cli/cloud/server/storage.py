@@ -112,7 +112,8 @@ class Storage:
         return self.people.revoke_person(email, team)
 
     def add_runner(self, name: str, pool: str, team: str) -> str:
-        """Add runner ``name`` of ``pool`` to ``team``; return its token (:meth:`People.add_runner`)."""
+        """Add runner ``name`` of ``pool`` to ``team``; return its token
+        (:meth:`People.add_runner`)."""
         return self.people.add_runner(name, pool, team)
 
     def authenticate(self, token: str) -> Principal | None:
