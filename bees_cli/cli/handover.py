@@ -33,6 +33,10 @@ def relinquish(
         "(exit 1): while Bees Cloud cannot be reached before anything stops, nothing "
         "changed; once the run stopped, the handover goes on in the run. Default: wait "
         "until Bees Cloud answers or Ctrl-C.")] = None,
+    to: Annotated[str | None, typer.Option(
+        "--to", metavar="POOL", help="Hand it to a pool of runners: an offer naming the "
+        "secrets its work needs (never their values); one runner of the pool that can run "
+        "it claims it (docs/runners.md).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
@@ -59,7 +63,9 @@ def relinquish(
                 f"({change}; {where})")
             typer.echo(fixed.checkpoint_sha256)
         exit_hard(0)
-    done = asyncio.run(bees_here().relinquish(item, timeout=timeout))
+    bees = bees_here()
+    done = asyncio.run(bees.relinquish(item, timeout=timeout))
+    offered = None if to is None else bees.offer_to_pool(done, to)
     if as_json:
         out.emit(out.item_out(out.RelinquishOut, done.to_json()))
     else:
@@ -67,6 +73,9 @@ def relinquish(
         say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "
             f"{done.restart} ({where})")
         say(f"checkpoint {done.checkpoint}: {done.files:,} files, {done.total_bytes:,} bytes")
+        if offered is not None:
+            secrets = ", ".join(offered.secrets) or "none"
+            say(f"{done.item}: offered to pool {offered.pool} (secrets by name: {secrets})")
         typer.echo(done.checkpoint_sha256)
     exit_hard(0)
 

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
+from bees_cli.cloud.server.offer_rows import mark_claimed, open_offer, was_offered
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import owners, people
@@ -177,8 +178,6 @@ class Owners:
                 won = conn.execute(self._claim, {**values, "since_us": self.db.now_us()}).first()
                 if won is not None:
                     if offer is not None:
-                        from bees_cli.cloud.server.offers import mark_claimed
-
                         mark_claimed(self.db, conn, offer.id, claim.machine_id,
                                      who.runner or who.email)
                     break
@@ -197,8 +196,6 @@ class Owners:
         Raises:
             Forbidden: ``not_offered`` when the item is not offered to the runner's pool.
         """
-        from bees_cli.cloud.server.offers import open_offer, was_offered
-
         assert who.pool is not None
         offer = open_offer(conn, who, claim.item_id, who.pool)
         if offer is not None:
