@@ -16,7 +16,8 @@ from bees_cli.workspace.runners import ModelRunner
 
 def secret_names(snapshot: ItemSnapshot, stage_name: str) -> list[str]:
     """Return the names of the secrets stage ``stage_name`` of the item needs, sorted: the
-    model agent's ``api_key_env`` and the declared ``env:`` of each add-on its tools use.
+    model agent's ``api_key_env`` and, of each add-on its tools use, its ``connection.env``
+    and its MCP server's ``env`` and header variables.
 
     The agent is the one agent choice gives with every add-on taken as connected
     (:func:`~bees_cli.agents.selection.choose_agent`: the offering computer does not know
@@ -42,6 +43,9 @@ def secret_names(snapshot: ItemSnapshot, stage_name: str) -> list[str]:
         addon = snapshot.addons.get(addon_name)
         if addon is not None:
             names.update(addon.connection.env)
+            if addon.mcp is not None:  # a local server's env, a remote one's header keys
+                names.update(addon.mcp.env)
+                names.update(addon.mcp.headers.values())
     return sorted(names)
 
 
