@@ -82,6 +82,24 @@ def offer_to_pool(bees: Bees, done: Relinquished, pool: str) -> wire.Offer:
             machine_id=bees.computer.machine_id, pool=pool, secrets=offer_secrets(done)))
 
 
+def list_offers(bees: Bees, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
+    """Return the team's offers (to ``pool``, else every pool; open ones only unless
+    ``only_open`` is False), oldest first, each with why runners left it.
+
+    Raises:
+        UserError: no Bees Cloud is configured here.
+        CloudError: the cloud cannot be reached or refused.
+    """
+    from bees_cli.cloud.client import sync_cloud_for
+
+    api = sync_cloud_for(bees.computer, retries=2)
+    if api is None:
+        raise UserError("offers live in Bees Cloud, and none is configured here",
+                        hint="bees login URL --with-token")
+    with api:
+        return api.offers(pool, only_open=only_open)
+
+
 def check_runner(bees: Bees, pool: str) -> str:
     """Return this computer's runner name once Bees Cloud confirms its token is a runner's
     of ``pool``.

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
@@ -30,6 +31,7 @@ from tests.engine.conftest import DRAFT_REVIEW_DONE
 from tests.support.wait import until
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 
 
 def _agent(log: Path, hold: Path, tools: str) -> str:
@@ -170,6 +172,14 @@ async def test_a_person_hands_an_item_to_a_pool_and_one_eligible_runner_finishes
                             "linked on this computer (bees link shared PATH)",
             }
             assert f"runner-1: left {item}: secret MAIL_TOKEN not set" in one.log()
+            shown = laptop.bees("offers").stdout.splitlines()
+            assert shown[1:] == [
+                "  runner-1: secret MAIL_TOKEN not set on this runner: it refuses rather than "
+                "run with another key",
+                f"  runner-2: cannot continue item {item} here: run folder shared: not linked "
+                "on this computer (bees link shared PATH)"]
+            assert shown[0].startswith(f"{item}  pool build  open  offered by {team.maya} at ")
+            assert shown[0].endswith("  secrets: MAIL_TOKEN")
             assert one.record.items() == [] and two.record.items() == []
 
             three = runner("runner-3", linked=True, secret=True)
@@ -189,6 +199,11 @@ async def test_a_person_hands_an_item_to_a_pool_and_one_eligible_runner_finishes
         assert one.record.items() == [] and two.record.items() == []
         ran = [line for line in log.read_text().splitlines() if line.startswith("run ")]
         assert ran == ["run Draft writer 1", "run Draft writer 2", "run Review reviewer 1"]
+        listed = json.loads(laptop.bees("offers", "--all", "--json").stdout)
+        schema = json.loads((REPO / "schemas" / "output" / "offers.json").read_text())
+        jsonschema.validate(listed, schema)
+        assert [(o["item_id"], o["open"], o["claimed_by"], len(o["notes"]))
+                for o in listed["offers"]] == [(item, False, "runner-3", 2)]
         shown = json.loads(three.bees("item", "show", item, "--json").stdout)
         assert (shown["item"]["status"], shown["item"]["item_id"]) == ("done", item)
     finally:

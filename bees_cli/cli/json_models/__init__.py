@@ -50,6 +50,9 @@ from bees_cli.cli.json_models.doctor import (
 from bees_cli.cli.json_models.handover import (
     CheckpointProblem,
     ContinueOut,
+    OfferNoteOut,
+    OfferOut,
+    OffersOut,
     RelinquishOut,
     RepairOut,
     VerifyOut,
@@ -149,4 +152,7 @@ __all__ = [
     "AppOut",
     "PersonAddOut",
     "RunnerAddOut",
+    "OfferNoteOut",
+    "OfferOut",
+    "OffersOut",
 ]
