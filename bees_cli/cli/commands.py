@@ -71,6 +71,10 @@ COMMANDS: dict[str, Entry] = {
     "continue": Entry(("handover",), "Continue a relinquished item on this computer: verify its "
                       "checkpoint and files, check eligibility, then claim it and start its "
                       "unfinished stage from the top."),
+    "offers": Entry(("handover",), "List the items handed to pools of runners (bees "
+                    "relinquish ITEM --to POOL): open ones first by age, the secrets each "
+                    "names (names only), who claimed it, and why each runner that could not "
+                    "run it left it (\"runner-2: ... not linked on this computer\")."),
     "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
                         "nothing is installed or edited."),
     "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "
