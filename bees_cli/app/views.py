@@ -35,6 +35,16 @@ WAITING_FOR_ME = frozenset({Status.WAITING_FOR_APPROVAL, Status.WAITING_FOR_PERS
 FAILED = frozenset({Status.FAILED, Status.LOST})
 """Statuses of an item that stopped on an error (the ``failed`` filter)."""
 
+STATUSES: dict[str, frozenset[Status]] = {"waiting": WAITING_FOR_ME, "failed": FAILED}
+"""The statuses each filter lists (read so from the record, before the page is cut)."""
+
+PAGE = 50
+"""Rows the item list shows at first, and how many more its "more" link adds (as ``bees
+status`` lists 50)."""
+
+MOST = 10_000
+"""The most rows one list page shows (``?n=``)."""
+
 OFFERED: dict[str, tuple[Verb, ...]] = {
     Status.PENDING: ("cancel",),
     Status.STARTING: ("cancel", "relinquish"),
@@ -77,6 +87,14 @@ class ItemList:
     rows: list[ItemRowView]
     warnings: list[str]
     more: int
+    """Rows under the filter not shown (past ``shown``)."""
+    shown: int = PAGE
+    """How many rows at most this page shows (``?n=``)."""
+
+    @property
+    def next(self) -> int:
+        """The ``?n=`` of the "more" link: :data:`PAGE` more, at most :data:`MOST`."""
+        return min(self.shown + PAGE, MOST)
 
 
 def since_text(text: str, now: datetime | None = None) -> str:
@@ -119,7 +137,7 @@ BEES_RUN_DOWN = ("bees run is not running on this computer: its items do not mov
 """The list's note when this computer's ``bees run`` is not running."""
 
 
-def item_list(view: StatusView, show: Show, *, here: str,
+def item_list(view: StatusView, show: Show, *, here: str, shown: int = PAGE,
               now: datetime | None = None) -> ItemList:
     """Return ``/items`` of ``bees status``'s result under filter ``show``.
 
@@ -128,7 +146,7 @@ def item_list(view: StatusView, show: Show, *, here: str,
             applied by the caller for ``show="mine"``).
         show: the filter.
         here: this computer's name (the ``where`` of its own items).
-
+        shown: how many rows at most the page shows (the limit ``view`` was read with).
         now: the clock ages are counted from (default: now).
 
     The warnings are ``bees status``'s, after :data:`BEES_RUN_DOWN` when ``bees run`` is not
@@ -165,7 +183,7 @@ def item_list(view: StatusView, show: Show, *, here: str,
     warnings = view.warning.splitlines() if view.warning else []
     if not view.bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):
         warnings.insert(0, BEES_RUN_DOWN)
-    return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)
+    return ItemList(show=show, rows=rows, warnings=warnings, more=view.more, shown=shown)
 
 
 @dataclass(frozen=True)

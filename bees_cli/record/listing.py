@@ -9,6 +9,7 @@ team's latest changed rows up to the same limit, and a count of the rest.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,12 @@ class LocalPage:
     held: dict[str, str] = field(default_factory=dict)
 
 
-def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = ()) -> LocalPage:
+def _marks(values: Sequence[str]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
+               statuses: Sequence[str] | None = None) -> LocalPage:
     """Return up to ``limit`` rows of the record at ``path`` (every row when None): items
     not done nor cancelled first, then the latest changed; shown oldest id first.
 
@@ -47,16 +53,21 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = ()) -> Lo
         path: the record file (``record.db``).
         limit: how many rows at most, or None for all.
         hide: ids never listed (relinquished items another computer continued).
+        statuses: list only items in one of these statuses (the app's filters, applied
+            before the limit); None: any status.
     """
-    marks = ", ".join("?" for _ in hide)
-    where = f" WHERE id NOT IN ({marks})" if hide else ""
+    terms = [f"id NOT IN ({_marks(hide)})"] if hide else []
+    if statuses is not None:
+        terms.append(f"status IN ({_marks(statuses)})")
+    where = f" WHERE {' AND '.join(terms)}" if terms else ""
+    args = (*hide, *(statuses or ()))
     with storage.opened(path) as db:
         rows = db.execute(
             f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items{where}"
             f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
-            (*hide, -1 if limit is None else limit)).fetchall()
+            (*args, -1 if limit is None else limit)).fetchall()
         total = len(rows) if limit is None or len(rows) < limit else db.execute(
-            f"SELECT count(*) FROM items{where}", tuple(hide)).fetchone()[0]
+            f"SELECT count(*) FROM items{where}", args).fetchone()[0]
         ids = [r["id"] for r in rows if r["status"] == Status.WAITING_FOR_APPROVAL]
         waiting = db.execute(
             f"SELECT item_id, data FROM approvals WHERE status = 'waiting' AND item_id IN"
@@ -95,7 +106,8 @@ class TeamPage:
     more: int = 0
 
 
-def team_page(path: Path, *, limit: int | None, show: Sequence[str] = ()) -> TeamPage:
+def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
+              statuses: Sequence[str] | None = None) -> TeamPage:
     """Return up to ``limit`` team rows not held in this computer's record, latest changed
     first (every row when None), as :func:`bees_cli.record.sync.team_row` makes them.
 
@@ -103,21 +115,65 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = ()) -> Tea
         path: the record file.
         limit: how many rows at most, or None for all; 0 reads none (only counts them).
         show: ids of this record listed as team rows anyway (continued elsewhere).
+        statuses: list only items in one of these statuses (applied before the limit);
+            None: any status.
     """
     from bees_cli.record.shared import TeamItem, team_row
     from bees_cli.utc import from_us
 
-    marks = ", ".join("?" for _ in show)
-    where = " WHERE item_id NOT IN (SELECT id FROM items)" + (
-        f" OR item_id IN ({marks})" if show else "")
+    where = " WHERE (item_id NOT IN (SELECT id FROM items)" + (
+        f" OR item_id IN ({_marks(show)}))" if show else ")")
+    if statuses is not None:
+        where += f" AND json_extract(fields, '$.status') IN ({_marks(statuses)})"
+    args = (*show, *(statuses or ()))
     with storage.opened(path) as db:
         rows = db.execute(
             "SELECT item_id, fields, origin_us, machine_id, person FROM team_items"
             f"{where} ORDER BY origin_us DESC, item_id LIMIT ?",
-            (*show, -1 if limit is None else limit)).fetchall()
+            (*args, -1 if limit is None else limit)).fetchall()
         total = len(rows) if limit is None or len(rows) < limit else db.execute(
-            f"SELECT count(*) FROM team_items{where}", tuple(show)).fetchone()[0]
+            f"SELECT count(*) FROM team_items{where}", args).fetchone()[0]
     items = [TeamItem(r["item_id"], json.loads(r["fields"]), from_us(r["origin_us"]),
                       r["machine_id"], r["person"]) for r in rows]
     return TeamPage(rows=[team_row(item) for item in sorted(items, key=lambda i: i.item_id)],
                     more=total - len(items))
+
+
+class RecordVersion:
+    """A number that changes whenever a change is committed to the record: SQLite's
+    ``PRAGMA data_version`` on one connection held open for it (and never written through).
+
+    Why (issue 29, point 1): the app's list answers a poll with "unchanged" from this
+    number, read in microseconds, instead of reading and rendering its rows every second.
+    Any commit counts (an event, a sync's note), so the number changes more often than the
+    rows do; never less often.
+
+    Args:
+        path: the record file (``record.db``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        import threading
+
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        """Return the record's version now (a connection's own count: compare it only with
+        numbers this object returned).
+
+        Raises:
+            DiskError: the record cannot be opened.
+        """
+        with self._lock:
+            if self._db is None:
+                self._db = storage.open_connection(self.path, any_thread=True)
+            return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the held connection (the next call opens another)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
