@@ -136,6 +136,7 @@ def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> St
         Route("/items/{item_id}/logs/{index:int}", pages.log),
         Route("/items/{item_id}/{verb}", actions.act, methods=["POST"]),
         Route("/items/{item_id}/{verb}", actions.confirm, methods=["GET"]),
+        Route("/team", pages.team),
         Route("/schedules", pages.schedules),
         Route("/doctor", pages.doctor),
         Mount("/static", StaticFiles(packages=[("bees_cli.app", "static")]), name="static"),

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from bees_cli.record.states import Status
 from bees_cli.record.views import QueuedDecision, decisions_words
 from bees_cli.usecases.models import StatusView
-from bees_cli.utc import display_utc, parse_utc, utc_now
+from bees_cli.utc import display_utc, format_utc, parse_utc, utc_now
 
 Show = Literal["all", "mine", "waiting", "failed"]
 """The item list's filters: every item, this computer's, waiting for a person, failed."""
@@ -229,6 +229,9 @@ def _text(value: Any) -> str:
 
 MAIL_KEYS = ("to", "subject", "body")
 
+RECIPIENT_KEYS = ("to", "cc", "bcc", "recipients", "recipient", "channel", "reply_to")
+"""Input keys that name who receives an action's effect: shown first on its card."""
+
 
 def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> HeldView:
     """Return the view of one waiting approval request (the engine's ``ApprovalRequest`` as
@@ -250,6 +253,9 @@ def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> He
             mail = {key: _text(data.get(key, "")) for key in MAIL_KEYS}
         fields = [Field_(str(k), _text(v)) for k, v in data.items()
                   if mail is None or k not in MAIL_KEYS]
+        # who receives it first (issue 28, point 5), then the rest as given
+        fields.sort(key=lambda f: RECIPIENT_KEYS.index(f.key) if f.key in RECIPIENT_KEYS
+                    else len(RECIPIENT_KEYS))
     elif data is not None:
         shown = _text(data)
     edit = None
@@ -276,3 +282,41 @@ def offered(status: str, *, runs_here: bool, held: bool) -> tuple[Verb, ...]:
     if not held:
         verbs = tuple(v for v in verbs if v not in ("approve", "deny"))
     return verbs
+
+
+@dataclass(frozen=True)
+class ComputerView:
+    """One computer on ``/team``: ``<section data-computer>`` with what it runs."""
+
+    computer: str
+    person: str
+    here: bool
+    """This computer (its items from its own record)."""
+    heard: str
+    """When it was last heard from (``2026-12-01 10:00 UTC (3m ago)``), or for this computer
+    whether ``bees run`` runs."""
+    items: int
+    """Items it last changed (this computer: items in its record)."""
+    running: list[ItemRowView]
+    """Its items under way (not ended nor free), latest changed first."""
+
+
+def team_view(here: ComputerView, others: list[Any], *,
+              now: datetime | None = None) -> list[ComputerView]:
+    """Return ``/team``: this computer first, then every other computer of the team from
+    the shared record (:func:`~bees_cli.record.listing.team_computers`), the latest heard
+    from first."""
+    clock = now or utc_now()
+    shown = [here]
+    for other in others:
+        rows = [ItemRowView(
+            item_id=str(r["id"]), title=str(r.get("title") or "-"),
+            process=str(r.get("process") or "-"), stage=str(r.get("stage") or "-"),
+            status=str(r.get("status") or "-"), detail="", agent=str(r.get("agent") or "-"),
+            where=other.computer, since=since_text(str(r.get("since") or "-"), clock),
+            team=True) for r in other.active]
+        shown.append(ComputerView(
+            computer=other.computer, person=other.person, here=False,
+            heard=since_text(format_utc(other.last_heard), clock),
+            items=other.items, running=rows))
+    return shown

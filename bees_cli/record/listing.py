@@ -12,6 +12,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,76 @@ class RecordVersion:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def process_stages(path: Path, item_id: str) -> list[dict[str, Any]]:
+    """Return the stages of item ``item_id``'s process as its snapshot holds them (each
+    ``name``, ``kind`` and ``reviews``, in order), read from its workflow input; ``[]`` when
+    the item is not in this record or its input has no snapshot (an older Bees)."""
+    with storage.opened(path) as db:
+        found = db.execute("SELECT json_extract(input, '$.snapshot.process.stages') FROM items"
+                           " WHERE id = ? AND json_valid(input)", (item_id,)).fetchone()
+    stages = json.loads(found[0]) if found and found[0] else []
+    return [s for s in stages if isinstance(s, dict) and s.get("name")]
+
+
+@dataclass(frozen=True)
+class TeamComputer:
+    """One computer of the team as the shared record knows it.
+
+    Attributes:
+        machine_id: its machine id.
+        computer: its name (from its latest change).
+        person: whose it is.
+        last_heard: when its latest change was made (its origin time, UTC).
+        items: how many of the team's items it last changed.
+        active: its items not ended nor free (``team_row`` dicts), latest changed first.
+    """
+
+    machine_id: str
+    computer: str
+    person: str
+    last_heard: datetime
+    items: int
+    active: list[dict[str, Any]]
+
+
+ENDED = ("done", "cancelled", "free")
+"""Statuses of a team item no computer works on."""
+
+
+def team_computers(path: Path, *, skip: str, active: int = 20) -> list[TeamComputer]:
+    """Return every computer of the team that pushed a change to the shared record, as this
+    computer last pulled it, the latest heard from first (this computer, ``skip``, left out).
+
+    Args:
+        path: the record file.
+        skip: this computer's machine id.
+        active: at most this many items under way listed per computer.
+    """
+    from bees_cli.record.shared import TeamItem, team_row
+    from bees_cli.utc import from_us
+
+    ended = _marks(ENDED)
+    with storage.opened(path) as db:
+        # SQLite: the bare columns of a max() group come from the row with the max
+        computers = db.execute(
+            "SELECT machine_id, person, json_extract(fields, '$.computer') AS computer,"
+            " max(origin_us) AS last_us, count(*) AS n FROM team_items WHERE machine_id != ?"
+            " GROUP BY machine_id ORDER BY last_us DESC", (skip,)).fetchall()
+        rows = db.execute(
+            "SELECT item_id, fields, origin_us, machine_id, person FROM team_items"
+            f" WHERE machine_id != ? AND json_extract(fields, '$.status') NOT IN ({ended})"
+            " ORDER BY origin_us DESC, item_id", (skip, *ENDED)).fetchall()
+    under_way: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        mine = under_way.setdefault(r["machine_id"], [])
+        if len(mine) < active:
+            mine.append(team_row(TeamItem(r["item_id"], json.loads(r["fields"]),
+                                          from_us(r["origin_us"]), r["machine_id"],
+                                          r["person"])))
+    return [TeamComputer(machine_id=c["machine_id"],
+                         computer=str(c["computer"] or c["machine_id"][:8]),
+                         person=c["person"], last_heard=from_us(c["last_us"]), items=c["n"],
+                         active=under_way.get(c["machine_id"], []))
+            for c in computers]

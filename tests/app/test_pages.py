@@ -104,10 +104,10 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
            'approval</span>' in html
     assert '<dd data-testid="item-stage">Send</dd>' in html
     assert f'<dd data-testid="item-where">{computer.computer}</dd>' in html
-    assert re.findall(r'<li data-event="(\w+)">', html) == ["created", "pick",
+    assert re.findall(r'<li data-event="(\w+)"', html) == ["created", "pick",
                                                                  "approval_asked"]
     assert "Send round 1: picked sender: first eligible" in html
-    assert '<dd data-field="to">sam@example.com</dd>' in html
+    assert '<dd data-field="to" class="recipient">sam@example.com</dd>' in html
     assert '<dd data-field="subject">Weekly report</dd>' in html
     assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
     assert buttons(html) == ["edit", "approve", "deny", "relinquish", "cancel"]
