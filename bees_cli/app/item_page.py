@@ -73,9 +73,10 @@ class Step:
         return f"{self.name}: {self.state}{back}"
 
 
-STEP_OF_STATUS: dict[str, str] = {Status.WAITING_FOR_APPROVAL: "waiting", Status.WAITING_FOR_PERSON: "waiting",
-                  Status.FAILED: "failed", Status.LOST: "failed", Status.CANCELLED: "stopped",
-                  Status.FREE: "stopped"}
+STEP_OF_STATUS: dict[str, str] = {
+    Status.WAITING_FOR_APPROVAL: "waiting", Status.WAITING_FOR_PERSON: "waiting",
+    Status.FAILED: "failed", Status.LOST: "failed", Status.CANCELLED: "stopped",
+    Status.FREE: "stopped"}
 """The current step's state by the item's status (others: ``current``)."""
 
 

@@ -130,8 +130,8 @@ async def team(request: Request) -> Response:
         return error_page(request, error)
     here = app.bees.computer.computer
     mine = item_list(view, "mine", here=here)
-    total = len(mine.rows) + mine.more
     me = ComputerView(computer=here, person=app.bees.computer.person or "-", here=True,
                       heard="bees run is running" if view.bees_run
-                      else "bees run is not running", items=total, running=mine.rows)
+                      else "bees run is not running", under_way=len(mine.rows) + mine.more,
+                      running=mine.rows)
     return page(request, "team.html", {"computers": team_view(me, others)})

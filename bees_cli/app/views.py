@@ -295,8 +295,8 @@ class ComputerView:
     heard: str
     """When it was last heard from (``2026-12-01 10:00 UTC (3m ago)``), or for this computer
     whether ``bees run`` runs."""
-    items: int
-    """Items it last changed (this computer: items in its record)."""
+    under_way: int
+    """Its items under way (not ended nor free), listed or not."""
     running: list[ItemRowView]
     """Its items under way (not ended nor free), latest changed first."""
 
@@ -318,5 +318,5 @@ def team_view(here: ComputerView, others: list[Any], *,
         shown.append(ComputerView(
             computer=other.computer, person=other.person, here=False,
             heard=since_text(format_utc(other.last_heard), clock),
-            items=other.items, running=rows))
+            under_way=other.under_way, running=rows))
     return shown

@@ -201,7 +201,9 @@ class TeamComputer:
         person: whose it is.
         last_heard: when its latest change was made (its origin time, UTC).
         items: how many of the team's items it last changed.
-        active: its items not ended nor free (``team_row`` dicts), latest changed first.
+        active: its items not ended nor free (``team_row`` dicts), latest changed first, at
+            most the ``active`` asked for.
+        under_way: how many of its items are not ended nor free (listed or not).
     """
 
     machine_id: str
@@ -210,6 +212,7 @@ class TeamComputer:
     last_heard: datetime
     items: int
     active: list[dict[str, Any]]
+    under_way: int = 0
 
 
 ENDED = ("done", "cancelled", "free")
@@ -240,7 +243,9 @@ def team_computers(path: Path, *, skip: str, active: int = 20) -> list[TeamCompu
             f" WHERE machine_id != ? AND json_extract(fields, '$.status') NOT IN ({ended})"
             " ORDER BY origin_us DESC, item_id", (skip, *ENDED)).fetchall()
     under_way: dict[str, list[dict[str, Any]]] = {}
+    counts: dict[str, int] = {}
     for r in rows:
+        counts[r["machine_id"]] = counts.get(r["machine_id"], 0) + 1
         mine = under_way.setdefault(r["machine_id"], [])
         if len(mine) < active:
             mine.append(team_row(TeamItem(r["item_id"], json.loads(r["fields"]),
@@ -249,5 +254,6 @@ def team_computers(path: Path, *, skip: str, active: int = 20) -> list[TeamCompu
     return [TeamComputer(machine_id=c["machine_id"],
                          computer=str(c["computer"] or c["machine_id"][:8]),
                          person=c["person"], last_heard=from_us(c["last_us"]), items=c["n"],
-                         active=under_way.get(c["machine_id"], []))
+                         active=under_way.get(c["machine_id"], []),
+                         under_way=counts.get(c["machine_id"], 0))
             for c in computers]

@@ -110,6 +110,7 @@ def test_the_team_view_lists_every_computer_what_it_runs_and_when_it_was_heard_f
         computer.computer, "sam-desktop"]
     sam = html.split('<section data-computer="sam-desktop"')[1]
     assert '<span data-field="person">sam@example.com</span>' in sam
+    assert '<span data-field="under-way">1 under way</span>' in sam
     assert '<span data-field="heard">last heard from 2026-12-01T10:00:00Z (' in sam
     assert re.findall(r'<li data-item-id="(\w+)"><a href="/items/\w+">([^<]+)</a> '
                       r'<span class="pill [\w-]+">([^<]+)</span>', sam) == [
