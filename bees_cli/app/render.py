@@ -31,6 +31,10 @@ from bees_cli.usecases.bees import Bees
 POLL = "every 1s"
 """How often the pages' live parts ask for news (htmx ``hx-trigger``)."""
 
+NOTES_EVERY = 10
+"""Seconds: the item list's notes are read again at least this often (see
+:meth:`AppState.notes_version`)."""
+
 
 
 @dataclass
@@ -65,6 +69,20 @@ class AppState:
             self.record_version = RecordVersion(self.bees.record.path)
         key = (self.boot, self.record_version(), int(self.clock() // 60), *parts)
         return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+    def notes_version(self) -> str:
+        """Return the list's notes' version: as :meth:`list_version`, with ``worker.json``'s
+        identity (``bees run`` starting or stopping writes or removes it) and the clock to
+        :data:`NOTES_EVERY` seconds instead of the minute (a ``bees run`` killed with
+        ``kill -9`` leaves its file: the note says so within that time)."""
+        from bees_cli.usecases.liveness import worker_file
+
+        try:
+            found = worker_file(self.bees.computer.data_dir).stat()
+            worker: tuple[int, ...] = (found.st_ino, found.st_mtime_ns, found.st_size)
+        except OSError:
+            worker = ()
+        return self.list_version("notes", worker, int(self.clock() // NOTES_EVERY))
 
     def acting(self) -> Bees:
         """Return the application an action runs on: ``bees`` itself when its engine was

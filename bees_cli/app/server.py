@@ -56,14 +56,15 @@ def _shown(request: Request) -> int:
 async def _items_context(request: Request, *, rows: bool = True) -> dict[str, Any]:
     """Return the list under the request's filter, one page of it (``bees status`` with the
     filter's statuses and ``?n=`` rows, which reads whether ``bees run`` is alive once, with
-    its warnings); ``rows=False``: only its notes (no row read: the notes' poll)."""
+    its warnings; whether more rows are left is read, not how many); ``rows=False``: only
+    its notes (no row read: the notes' poll)."""
     app = state_of(request)
     show = _show(request)
     shown = _shown(request)
     view = await app.bees.status(mine=show == "mine" or not rows,
                                  limit=shown if rows else 0,
                                  statuses=sorted(STATUSES[show]) if show in STATUSES
-                                 else None)
+                                 else None, exact=False)
     return {"list": item_list(view, show, here=app.bees.computer.computer, shown=shown)}
 
 
@@ -87,14 +88,16 @@ async def home(request: Request) -> Response:
 async def items(request: Request) -> Response:
     """``GET /items?show=all|mine|waiting|failed&n=50``: this computer's and the team's
     items, ``n`` at most (a "more" link asks for 50 more)."""
-    seen = _rows_version(request)  # read before the rows: a change after it shows next poll
+    # read before the rows: a change after it shows at the next poll
+    seen, noted = _rows_version(request), state_of(request).notes_version()
     try:
         context = await _items_context(request)
     except BeesError as error:
         return error_page(request, error)
     rows = live_part(request, "_rows.html", context, url=_rows_url(request),
                      element="tbody", element_id="rows", version=seen)
-    notes = live_part(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
+    notes = live_part(request, "_notes.html", context, url=NOTES_URL, element_id="notes",
+                      version=noted)
     return page(request, "items.html", {**context, "rows": rows, "notes": notes,
                                         "shows": SHOWS})
 
@@ -112,9 +115,14 @@ async def item_rows(request: Request) -> Response:
 
 async def item_notes(request: Request) -> Response:
     """``GET /items/notes``: the item list's notes (polled like its rows, so starting or
-    stopping ``bees run`` shows or hides its note without a reload)."""
+    stopping ``bees run`` shows or hides its note without a reload): 204 before anything is
+    read while the versions are the page's (issue 29, point 1)."""
+    noted = state_of(request).notes_version()
+    if unchanged(request, noted):
+        return no_news()
     context = await _items_context(request, rows=False)
-    return part_response(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
+    return part_response(request, "_notes.html", context, url=NOTES_URL, element_id="notes",
+                         version=noted)
 
 
 def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> Starlette:

@@ -87,7 +87,8 @@ class ItemList:
     rows: list[ItemRowView]
     warnings: list[str]
     more: int
-    """Rows under the filter not shown (past ``shown``)."""
+    """Rows under the filter not shown (past ``shown``), or only whether there are any
+    (``bees status`` asked not to count them: 1 or 2 for some)."""
     shown: int = PAGE
     """How many rows at most this page shows (``?n=``)."""
 

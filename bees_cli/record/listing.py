@@ -46,7 +46,7 @@ def _marks(values: Sequence[str]) -> str:
 
 
 def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
-               statuses: Sequence[str] | None = None) -> LocalPage:
+               statuses: Sequence[str] | None = None, exact: bool = True) -> LocalPage:
     """Return up to ``limit`` rows of the record at ``path`` (every row when None): items
     not done nor cancelled first, then the latest changed; shown oldest id first.
 
@@ -56,19 +56,27 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
         hide: ids never listed (relinquished items another computer continued).
         statuses: list only items in one of these statuses (the app's filters, applied
             before the limit); None: any status.
+        exact: count the rows not shown (``more``); False: ``more`` is 1 when any is left,
+            found by reading one row past the limit instead of counting every row (the
+            app's list, issue 29 point 1: a count reads the whole index).
     """
     terms = [f"id NOT IN ({_marks(hide)})"] if hide else []
     if statuses is not None:
         terms.append(f"status IN ({_marks(statuses)})")
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
     args = (*hide, *(statuses or ()))
+    probe = 0 if exact or limit is None else 1
     with storage.opened(path) as db:
         rows = db.execute(
             f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items{where}"
             f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
-            (*args, -1 if limit is None else limit)).fetchall()
-        total = len(rows) if limit is None or len(rows) < limit else db.execute(
-            f"SELECT count(*) FROM items{where}", args).fetchone()[0]
+            (*args, -1 if limit is None else limit + probe)).fetchall()
+        if probe:
+            total = len(rows)
+            rows = rows[:limit]
+        else:
+            total = len(rows) if limit is None or len(rows) < limit else db.execute(
+                f"SELECT count(*) FROM items{where}", args).fetchone()[0]
         ids = [r["id"] for r in rows if r["status"] == Status.WAITING_FOR_APPROVAL]
         waiting = db.execute(
             f"SELECT item_id, data FROM approvals WHERE status = 'waiting' AND item_id IN"
@@ -108,7 +116,7 @@ class TeamPage:
 
 
 def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
-              statuses: Sequence[str] | None = None) -> TeamPage:
+              statuses: Sequence[str] | None = None, exact: bool = True) -> TeamPage:
     """Return up to ``limit`` team rows not held in this computer's record, latest changed
     first (every row when None), as :func:`bees_cli.record.sync.team_row` makes them.
 
@@ -118,6 +126,8 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
         show: ids of this record listed as team rows anyway (continued elsewhere).
         statuses: list only items in one of these statuses (applied before the limit);
             None: any status.
+        exact: count the rows not shown; False: ``more`` is 1 when any is left (see
+            :func:`local_page`).
     """
     from bees_cli.record.shared import TeamItem, team_row
     from bees_cli.utc import from_us
@@ -127,13 +137,18 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
     if statuses is not None:
         where += f" AND json_extract(fields, '$.status') IN ({_marks(statuses)})"
     args = (*show, *(statuses or ()))
+    probe = 0 if exact or limit is None else 1
     with storage.opened(path) as db:
         rows = db.execute(
             "SELECT item_id, fields, origin_us, machine_id, person FROM team_items"
             f"{where} ORDER BY origin_us DESC, item_id LIMIT ?",
-            (*args, -1 if limit is None else limit)).fetchall()
-        total = len(rows) if limit is None or len(rows) < limit else db.execute(
-            f"SELECT count(*) FROM team_items{where}", args).fetchone()[0]
+            (*args, -1 if limit is None else limit + probe)).fetchall()
+        if probe:
+            total = len(rows)
+            rows = rows[:limit]
+        else:
+            total = len(rows) if limit is None or len(rows) < limit else db.execute(
+                f"SELECT count(*) FROM team_items{where}", args).fetchone()[0]
     items = [TeamItem(r["item_id"], json.loads(r["fields"]), from_us(r["origin_us"]),
                       r["machine_id"], r["person"]) for r in rows]
     return TeamPage(rows=[team_row(item) for item in sorted(items, key=lambda i: i.item_id)],

@@ -170,11 +170,12 @@ class Bees:
         return await _wait_for_item(self, item_id, timeout=timeout, poll=poll)
 
     async def status(self, *, mine: bool = False, limit: int | None = None,
-                     statuses: Sequence[str] | None = None) -> StatusView:
+                     statuses: Sequence[str] | None = None,
+                     exact: bool = True) -> StatusView:
         """``bees status``: see :func:`bees_cli.usecases.items._status`."""
         from bees_cli.usecases.items import _status
 
-        return await _status(self, mine=mine, limit=limit, statuses=statuses)
+        return await _status(self, mine=mine, limit=limit, statuses=statuses, exact=exact)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items._item_details`."""
