@@ -10,7 +10,7 @@ the :mod:`bees_cli.errors` tree.
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,11 +173,13 @@ class Bees:
 
         return await _wait_for_item(self, item_id, timeout=timeout, poll=poll)
 
-    async def status(self, *, mine: bool = False, limit: int | None = None) -> StatusView:
+    async def status(self, *, mine: bool = False, limit: int | None = None,
+                     statuses: Sequence[str] | None = None,
+                     exact: bool = True) -> StatusView:
         """``bees status``: see :func:`bees_cli.usecases.items._status`."""
         from bees_cli.usecases.items import _status
 
-        return await _status(self, mine=mine, limit=limit)
+        return await _status(self, mine=mine, limit=limit, statuses=statuses, exact=exact)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items._item_details`."""
