@@ -71,6 +71,8 @@ COMMANDS: dict[str, Entry] = {
     "continue": Entry(("handover",), "Continue a relinquished item on this computer: verify its "
                       "checkpoint and files, check eligibility, then claim it and start its "
                       "unfinished stage from the top."),
+    "demo": Entry(("demo",), "Run the weekly report with model agents from a fresh copy to "
+                  "Done, on this computer."),
     "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
                         "nothing is installed or edited."),
     "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "

@@ -48,6 +48,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "cloud-team-add.json": m.TeamAddOut,
     "cloud-person-revoke.json": m.PersonRevokeOut,
     "app.json": m.AppOut,
+    "demo.json": m.DemoOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -82,6 +83,7 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "cloud team add": ("cloud-team-add.json",),
     "cloud person revoke": ("cloud-person-revoke.json",),
     "app": ("app.json",),
+    "demo": ("demo.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``, or the command's own error file when its every

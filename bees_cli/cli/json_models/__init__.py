@@ -36,6 +36,7 @@ from bees_cli.cli.json_models.cloud import (
     PersonRevokeOut,
     TeamAddOut,
 )
+from bees_cli.cli.json_models.demo import DemoDecisionOut, DemoOut
 from bees_cli.cli.json_models.doctor import (
     CannotRun,
     DoctorCheck,
@@ -94,6 +95,8 @@ __all__ = [
     "DISPLAY_KEYS",
     "Out",
     "Part",
+    "DemoDecisionOut",
+    "DemoOut",
     "emit",
     "item_out",
     "ErrorBody",
