@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 CHOICES = "[a]pprove, [d]eny with a reason, [q]uit and decide later"
+EXIT_CODES = {"done": 0, "quit": 0, "stopped": 130}
+"""How ``bees demo`` ends by its outcome: 0 done or quit (the person chose to decide later),
+130 stopped by Ctrl-C, 1 when the item failed or stopped for a person."""
 
 
 @touches_engine
@@ -70,7 +73,7 @@ def demo(
         out.emit(out.DemoOut.model_validate(done.to_json()))
     else:
         _tell(done, found)
-    exit_hard(0 if done.outcome in ("done", "quit") else 1)
+    exit_hard(EXIT_CODES.get(done.outcome, 1))
 
 
 async def _approve_all(waiting: list[ApprovalRow]) -> Decision:
