@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bees_cli.errors import UserError
+from bees_cli.errors import Refused, UserError
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import ApprovalRow, Result
 
@@ -261,13 +261,18 @@ async def _demo(bees: Bees, *, ask: Ask, folder: Path | None = None,
 
     Raises:
         ModelError: the embedded model is not installed or did not start.
-        Refused: ``bees run`` already runs on this computer.
+        Refused: ``bees run`` already runs on this computer (checked first).
         UserError: ``folder`` exists.
         EngineError: the engine could not start or went away.
     """
     if folder is None:
         folder = fresh_folder(bees.computer.data_dir / "demo", now or datetime.now())
     refuse_existing(folder)  # before the model loads: a wrong --dir costs nothing
+    if await asyncio.to_thread(bees.bees_run_running):
+        # it would take the demo's item, with a model the demo stops when it ends
+        raise Refused("bees run is already running on this computer: the demo runs its own",
+                      hint="stop it first (Ctrl-C), or give the demo a computer of its own: "
+                           "BEES_HOME=DIR bees demo")
     say = bees.say
     decisions: list[DemoDecision] = []
     async with model_serving(model_url, threads=threads, say=say) as (url, embedded):
