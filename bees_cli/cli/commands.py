@@ -75,6 +75,8 @@ COMMANDS: dict[str, Entry] = {
                     "relinquish ITEM --to POOL): open ones first by age, the secrets each "
                     "names (names only), who claimed it, and why each runner that could not "
                     "run it left it (\"runner-2: ... not linked on this computer\")."),
+    "demo": Entry(("demo",), "Run the weekly report with model agents from a fresh copy to "
+                  "Done, on this computer."),
     "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
                         "nothing is installed or edited."),
     "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "

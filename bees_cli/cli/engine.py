@@ -16,6 +16,7 @@ from bees_cli.errors import UserError
 from bees_cli.utc import display_utc, parse_utc
 
 if TYPE_CHECKING:
+    from bees_cli.usecases.item_details import ItemDetails
     from bees_cli.usecases.models import TeamItemDetails
 
 item_app = typer.Typer(
@@ -154,7 +155,6 @@ def item_show(
 
     from bees_cli.cli import json_models as out
     from bees_cli.usecases.models import TeamItemDetails
-    from bees_cli.utc import utc_now
 
     found = asyncio.run(bees_here().item_details(item))
     if isinstance(found, TeamItemDetails):
@@ -164,6 +164,16 @@ def item_show(
     if as_json:
         out.emit(details)
         return
+    echo_item(found)
+
+
+def echo_item(found: ItemDetails) -> None:
+    """Print ``bees item show``'s text of an item of this computer on stdout: its row, run
+    folder and logs, each model stage's use, its pieces, then its history (the story)."""
+    from bees_cli.cli import json_models as out
+    from bees_cli.utc import utc_now
+
+    details = out.ItemShowOut.of(found.to_json())
     row = details.item
     typer.echo(f"item        {row.item_id}  {row.title}")
     typer.echo(f"process     {row.process}")

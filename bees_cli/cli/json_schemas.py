@@ -50,6 +50,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "app.json": m.AppOut,
     "cloud-admin-runner-add.json": m.RunnerAddOut,
     "offers.json": m.OffersOut,
+    "demo.json": m.DemoOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -86,6 +87,7 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "app": ("app.json",),
     "cloud admin runner add": ("cloud-admin-runner-add.json",),
     "offers": ("offers.json",),
+    "demo": ("demo.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``, or the command's own error file when its every

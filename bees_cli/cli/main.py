@@ -33,6 +33,7 @@ COMMAND_MODULES: list[str] = [
     "doctor",
     "handover",
     "model",
+    "demo",
     "completion",
     "app",
 ]

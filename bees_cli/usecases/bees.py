@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from bees_cli.handover.relinquish import Relinquished
     from bees_cli.handover.repair import Repaired
     from bees_cli.usecases.delegate import DelegateOutcome
+    from bees_cli.usecases.demo import Ask, DemoOutcome
     from bees_cli.usecases.item_details import ItemDetails
     from bees_cli.usecases.models import (
         ActionOutcome,
@@ -288,6 +289,13 @@ class Bees:
         from bees_cli.usecases.doctor import _doctor_report
 
         return await _doctor_report(self, workspace_path)
+
+    async def demo(self, *, ask: Ask, folder: Path | None = None,
+                   model_url: str | None = None, threads: int | None = None) -> DemoOutcome:
+        """``bees demo``: see :func:`bees_cli.usecases.demo._demo`."""
+        from bees_cli.usecases.demo import _demo
+
+        return await _demo(self, ask=ask, folder=folder, model_url=model_url, threads=threads)
 
     async def schedules(self, workspace_path: Path | None) -> list[ScheduleRow]:
         """``bees schedules``: see :func:`bees_cli.usecases.doctor._schedules_report`."""

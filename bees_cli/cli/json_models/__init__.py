@@ -37,6 +37,7 @@ from bees_cli.cli.json_models.cloud import (
     RunnerAddOut,
     TeamAddOut,
 )
+from bees_cli.cli.json_models.demo import DemoDecisionOut, DemoOut
 from bees_cli.cli.json_models.doctor import (
     CannotRun,
     DoctorCheck,
@@ -98,6 +99,8 @@ __all__ = [
     "DISPLAY_KEYS",
     "Out",
     "Part",
+    "DemoDecisionOut",
+    "DemoOut",
     "emit",
     "item_out",
     "ErrorBody",
