@@ -37,3 +37,15 @@ def test_a_running_bees_run_is_refused_before_anything_is_made(
     assert done.json()["error"]["message"].startswith(
         "bees run is already running on this computer")
     assert not (tmp_path / "demo").exists()
+
+
+def test_no_terminal_and_no_yes_is_refused_before_anything_is_made(
+        run_bees: InProcess, bees_home: Path, tmp_path: Path) -> None:
+    """Why: a script that forgot --yes would otherwise end at the question as a quit, exit 0,
+    and pass without reaching Done."""
+    done = run_bees("demo", "--dir", str(tmp_path / "demo"), "--model-url", NOWHERE, "--json")
+    assert (done.code, done.json()["error"]["code"]) == (2, "usage")
+    assert (done.json()["error"]["message"], done.json()["error"]["hint"]) == (
+        "bees demo asks you at the terminal, and its input is not one",
+        "pass --yes to approve the held action without asking")
+    assert not (tmp_path / "demo").exists()
