@@ -85,7 +85,7 @@ def serve(
     """Run the Bees Cloud server until interrupted (migrates the database first).
 
     The first start makes the admin token and says where it wrote it; the admin commands
-    (`bees cloud team add --server URL`...) need it.
+    ('bees cloud team add --server URL'...) need it.
 
     Example: bees cloud serve --db postgresql+psycopg://bees@db/bees --host 0.0.0.0
     """
@@ -235,13 +235,16 @@ def register(app: typer.Typer) -> None:
     team = typer.Typer(help="Manage teams (on a server, or its database offline).",
                        no_args_is_help=True)
     person = typer.Typer(help="Manage people and tokens (on a server, or its database offline).",
-                         no_args_is_help=True)
-    cloud.command("serve")(serve)
-    cloud.command("status")(status)
-    cloud.command("admin-token")(admin_token)
-    team.command("add")(team_add)
-    person.command("add")(person_add)
-    person.command("revoke")(person_revoke)
+                         short_help="Manage people and tokens.", no_args_is_help=True)
+    cloud.command("serve", short_help="Run the Bees Cloud server until interrupted.")(serve)
+    cloud.command("status", short_help="Show whether Bees Cloud answers, and as whom.")(status)
+    cloud.command("admin-token", short_help="Replace the server's admin token.")(
+        admin_token)
+    team.command("add", short_help="Create a team.")(team_add)
+    person.command("add", short_help="Add a person to a team; print a new token.")(
+        person_add)
+    person.command("revoke", short_help="Revoke every token of a person.")(
+        person_revoke)
     cloud.add_typer(team, name="team", context_settings=CONTEXT)
     cloud.add_typer(person, name="person", context_settings=CONTEXT)
     app.add_typer(cloud, name="cloud", context_settings=CONTEXT)

@@ -81,14 +81,14 @@ def item_create(
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
 
-    With --json, stdout is ``{"version", "item_id", "process", "title", "run_folder",
-    "started"}`` instead; with --wait --json, printed once the wait ended, with ``final``:
+    With --json, stdout is {"version", "item_id", "process", "title", "run_folder",
+    "started"} instead; with --wait --json, printed once the wait ended, with "final":
     the item's row then.
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
     bounds the wait (exit 1: timed out, the error names the item and, with --json, carries
-    its ``item_status`` and ``stage``; without --wait it is a usage error, exit 2). With
-    --json, every answer has ``item_id`` at the top, an error too (null: no item was made).
+    its "item_status" and "stage"; without --wait it is a usage error, exit 2). With
+    --json, every answer has "item_id" at the top, an error too (null: no item was made).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
@@ -127,7 +127,7 @@ def item_create(
     exit_hard(asyncio.run(create_then_wait()))
 
 
-@item_app.command("show")
+@item_app.command("show", short_help="Show an item: status, run folder, logs, its story.")
 def item_show(
     item: ItemArg,
     as_json: JsonOpt = False,

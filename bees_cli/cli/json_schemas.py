@@ -96,6 +96,7 @@ NO_JSON: dict[str, str] = {
     "logout": "forgets the token; in CI, unset BEES_TOKEN instead",
     "cloud admin-token": "writes a secret to the file named; it prints only where, once",
     "completion": "prints a shell's completion script (issue 15, point 1)",
+    "help": "prints help text for people; bees help json says how --json works",
 }
 """Each leaf command without ``--json`` → why (a test checks every leaf is in one table)."""
 

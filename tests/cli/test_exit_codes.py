@@ -94,6 +94,7 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("model serve", ("model", "serve", "--port", "70000"), ExitCode.USAGE),
     ("delegate", ("delegate", "alpha", "--task", "look"), ExitCode.USAGE),
     ("completion", ("completion", "tcsh"), ExitCode.USAGE),
+    ("help", ("help", "cloud", "nope"), ExitCode.USAGE),
     ("app", ("app", "--port", "70000", "--no-open"), ExitCode.USAGE),
     ("cloud admin-token", ("cloud", "admin-token", "--db", "x.db", "--file", "{tmp}/t"),
      ExitCode.USAGE),
