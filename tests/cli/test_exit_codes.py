@@ -78,6 +78,8 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("item create", ("item", "create", "draft-review", "--wait", "--timeout", "0", "-w", WS),
      ExitCode.FAILURE),
     ("item show", ("item", "show", "01ZZZZZZ"), ExitCode.FAILURE),
+    ("item watch", ("item", "watch", "01ZZZZZZ"), ExitCode.FAILURE),
+    ("item watch", ("item", "watch", ITEM, "--until-waiting", "--nope"), ExitCode.USAGE),
     ("item accept", ("item", "accept", ITEM), ExitCode.REFUSED),
     ("item cancel", ("item", "cancel", ITEM), ExitCode.REFUSED),
     ("schemas write", ("schemas", "write", "{file}"), ExitCode.USAGE),
