@@ -10,6 +10,7 @@ import pytest
 from typer.core import TyperGroup
 
 from bees_cli.cli import commands, roothelp, topics
+from bees_cli.cli.boundary import ExitCode
 from bees_cli.cli.generated import root_command
 from tests.cli.conftest import InProcess
 from tests.conftest import REPO, BeesRunner
@@ -123,6 +124,7 @@ def test_help_topics_json_and_exit_codes(run_bees: InProcess) -> None:
 def test_the_docs_exit_code_table_is_the_topic() -> None:
     ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     assert topics.exit_codes_markdown() in ci
+    assert [code for code, _ in topics.EXIT_CODES] == sorted(int(code) for code in ExitCode)
 
 
 def test_help_through_the_entry_point(bees: BeesRunner) -> None:

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from bees_cli.cli.boundary import ExitCode
 from bees_cli.machine.computer import Computer
 from bees_cli.record.events import parse_event
 from bees_cli.record.local import LocalRecord
 from bees_cli.usecases import Bees
-from bees_cli.usecases.watch import outcome_of
+from bees_cli.usecases.watch import EXIT_OF, outcome_of
 from tests.record.test_events import SAMPLES
 
 ITEM = "01JH2Q0000000000000000WATC"
@@ -114,6 +115,12 @@ def test_the_watch_ends_with_the_outcome_exit_code(
                                                           poll=0)]
 
     assert asyncio.run(watch_it())[-1] == end
+
+
+def test_each_outcome_ends_with_the_exit_code_of_the_table() -> None:
+    assert EXIT_OF == {"done": ExitCode.OK, "failed": ExitCode.FAILURE,
+                       "cancelled": ExitCode.FAILURE, "lost": ExitCode.FAILURE,
+                       "waiting": ExitCode.REFUSED}  # bees help exit-codes: 3 and --until-waiting
 
 
 def test_only_until_waiting_ends_a_watch_at_a_person() -> None:
