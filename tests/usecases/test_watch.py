@@ -131,3 +131,40 @@ def test_only_until_waiting_ends_a_watch_at_a_person() -> None:
     assert [outcome_of(s, until_waiting=True) for s in (
         "waiting", "waiting for approval", "waiting for a person", "free")] == [
         None, "waiting", "waiting", None]
+
+
+def test_an_item_another_computer_runs_is_followed_in_the_shared_record(
+        bees_home: Path) -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from bees_cli.record.shared import SharedRecord
+
+    computer = Computer.load(bees_home)
+    LocalRecord(computer.record_path)  # this computer's record, without the item
+    shared = SharedRecord(computer.record_path)
+    team_item = "01JH2Q0000000000000000TEAM"
+
+    def change(seq: int, stage: str, status: str) -> None:
+        entry = SimpleNamespace(item_id=team_item, fields={"title": "Theirs", "stage": stage,
+                                                           "status": status, "agent": "writer"},
+                                origin_time=datetime(2026, 12, 1, 9, seq, tzinfo=UTC),
+                                machine_id="m-2", person="ana@example.com", seq=seq)
+        shared.apply([entry], seq)  # type: ignore[list-item]
+
+    change(1, "Draft", "running")
+
+    async def watch_it() -> list[tuple[Any, ...]]:
+        watch = Bees(computer).watch_item(team_item, poll=0)
+        seen = [await anext(watch)]
+        change(2, "Review", "running")
+        seen.append(await anext(watch))
+        change(3, "Done", "done")
+        seen += [s async for s in watch]
+        return [(s.kind, s.stage, s.status, getattr(s, "computer", None),
+                 getattr(s, "exit_code", None)) for s in seen]
+
+    assert asyncio.run(watch_it()) == [
+        ("status", "Draft", "running", "m-2", None),
+        ("status", "Review", "running", "m-2", None),
+        ("end", "Done", "done", None, 0)]
