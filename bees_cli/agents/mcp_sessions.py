@@ -61,16 +61,6 @@ class SessionKey:
     piece: str | None
     addon: str
 
-    @classmethod
-    def of(cls, environ: Mapping[str, str], addon: str) -> SessionKey:
-        """Return the key of add-on ``addon``'s server for the stage whose environment is
-        ``environ`` (``BEES_ITEM_ID``, ``BEES_STAGE``, ``BEES_ROUND``, ``BEES_ATTEMPT``,
-        ``BEES_PIECE``)."""
-        return cls(item_id=environ.get("BEES_ITEM_ID", ""), stage=environ.get("BEES_STAGE", ""),
-                   round=int(environ.get("BEES_ROUND") or 1),
-                   attempt=int(environ.get("BEES_ATTEMPT") or 1),
-                   piece=environ.get("BEES_PIECE") or None, addon=addon)
-
 
 @dataclass
 class _Held:

@@ -33,12 +33,79 @@ OUTPUT_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class StoryEvent:
-    """One ``<li data-event="KIND">`` of the story: when, and the fact as ``bees item show``
-    renders it."""
+    """One ``<li data-event="KIND">`` of the story's timeline: when, the fact as ``bees item
+    show`` renders it, and its tone (the marker's colour)."""
 
     kind: str
     at: str
     text: str
+    tone: str = "info"
+    """``ok`` (finished, approved, done), ``bad`` (failed, denied, cancelled, a send-back),
+    ``person`` (waits for a person), or ``info``."""
+
+
+TONES = {"stage_finished": "ok", "done": "ok", "approved": "ok", "accepted": "ok",
+         "stage_failed": "bad", "denied": "bad", "cancelled": "bad", "review_limit": "bad",
+         "stage_interrupted": "bad", "approval_asked": "person", "cancel_asked": "person",
+         "relinquished": "person"}
+"""A fact's tone on the timeline, by kind (others: ``info``)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stage on the item's progress line (``<li data-stage data-state>``)."""
+
+    name: str
+    state: str
+    """``done``, ``current`` (running or about to), ``waiting`` (for a person), ``failed``,
+    ``stopped`` (cancelled, free) or ``todo``."""
+    sent_back: int = 0
+    """A review stage: how many times it sent its work back (changes requested)."""
+    reviews: str | None = None
+    """A review stage: the stage it sends back to."""
+
+    @property
+    def words(self) -> str:
+        """The step for a screen reader and the tooltip: ``Review: done, sent back to
+        Draft 1 time``."""
+        back = (f", sent back to {self.reviews} {self.sent_back} time"
+                f"{'s' if self.sent_back > 1 else ''}") if self.sent_back else ""
+        return f"{self.name}: {self.state}{back}"
+
+
+STEP_OF_STATUS: dict[str, str] = {
+    Status.WAITING_FOR_APPROVAL: "waiting", Status.WAITING_FOR_PERSON: "waiting",
+    Status.FAILED: "failed", Status.LOST: "failed", Status.CANCELLED: "stopped",
+    Status.FREE: "stopped"}
+"""The current step's state by the item's status (others: ``current``)."""
+
+
+def progress(stages: list[dict[str, object]], stage: str | None, status: str,
+             story: list[object]) -> list[Step]:
+    """Return the item's progress line: each stage of its process (its snapshot's
+    ``stages``), those before ``stage`` done, ``stage`` marked by ``status``, the rest to
+    do; a done item has every step done. Each review stage counts the send-backs its
+    finished attempts asked for (``verdict: changes_requested``). ``[]`` without stages."""
+    names = [str(s["name"]) for s in stages]
+    at = names.index(stage) if stage in names else -1
+    sent: dict[str, int] = {}
+    for event in story:
+        if getattr(event, "kind", None) == "stage_finished" and \
+                getattr(event, "verdict", None) == "changes_requested":
+            name = str(getattr(event, "stage", ""))
+            sent[name] = sent.get(name, 0) + 1
+    steps = []
+    for n, spec in enumerate(stages):
+        if status == Status.DONE or n < at:
+            state = "done"
+        elif n == at:
+            state = STEP_OF_STATUS.get(status, "current")
+        else:
+            state = "todo"
+        reviews = spec.get("reviews")
+        steps.append(Step(name=names[n], state=state, sent_back=sent.get(names[n], 0),
+                          reviews=str(reviews) if reviews else None))
+    return steps
 
 
 @dataclass(frozen=True)
@@ -88,6 +155,8 @@ class ItemPage:
     runs_elsewhere: str | None
     """The computer that runs it when it is not this one (answer it there)."""
     story: list[StoryEvent]
+    steps: list[Step]
+    """The progress line (``[]``: the process's stages are not known here)."""
     held: list[HeldView]
     verbs: tuple[Verb, ...]
     pieces: list[PieceGroup]
@@ -141,7 +210,8 @@ def _when(text: str) -> str:
 
 
 def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
-              now: datetime | None = None) -> ItemPage:
+              now: datetime | None = None,
+              stages: list[dict[str, object]] | None = None) -> ItemPage:
     """Return the item page of ``bees item show``'s result (:meth:`Bees.item_details`).
 
     A request a person answered while ``bees run`` was down is not offered again, and the
@@ -153,6 +223,8 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
         details: this computer's item, or a team item another computer runs.
         here: this computer's name.
         now: the clock the decisions' ages are counted from (UTC); default: now.
+        stages: the stages of its process (:func:`~bees_cli.record.listing.process_stages`)
+            for the progress line.
     """
     if isinstance(details, TeamItemDetails):
         status = details.status or "-"
@@ -161,12 +233,19 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
             item_id=details.id, title=details.title or "-", process=details.process or "-",
             stage=details.stage or "-", status=status, detail="",
             agent=details.agent or "-", where=details.computer, since=since_text(details.since),
-            runs_elsewhere=details.computer, story=[], held=[],
+            runs_elsewhere=details.computer, story=[],
+            steps=progress(stages or [], details.stage, status, []), held=[],
             verbs=offered(status, runs_here=runs_here, held=False), pieces=[], logs=[],
             models=[], run_folder=None)
     show = ItemShow.of(details.to_json())
     row = show.item
-    story = [StoryEvent(kind=e.kind, at=_when(e.at), text=e.render()) for e in show.events()]
+    facts = show.events()
+    story = [StoryEvent(kind=e.kind, at=_when(e.at), text=e.render(),
+                        tone=TONES.get(e.kind, "info")) for e in facts]
+    if story and any(getattr(e, "verdict", None) == "changes_requested" for e in facts):
+        story = [StoryEvent(e.kind, e.at, e.text, "bad") if e.kind == "stage_finished" and
+                 getattr(f, "verdict", None) == "changes_requested" else e
+                 for e, f in zip(story, facts, strict=True)]
     waiting = [r for r in show.approvals if r.get("status") == "waiting"]
     held = [held_view(r, stage_output(str(r.get("summary") or ""))
                       if r.get("action") is None else None) for r in waiting]
@@ -181,7 +260,8 @@ def item_page(details: ItemDetails | TeamItemDetails, *, here: str,
         status=status, detail=said,
         agent=row.agent or "-", where="-" if row.status == Status.FREE else here,
         since=since_text(row.since), runs_elsewhere=None,
-        story=story, held=held, verbs=offered(status, runs_here=True, held=bool(held)),
+        story=story, steps=progress(stages or [], row.stage, status, list(facts)),
+        held=held, verbs=offered(status, runs_here=True, held=bool(held)),
         pieces=_tree(list(show.pieces)),
         logs=[LogLink(i, Path(p).name) for i, p in enumerate(show.logs)],
         models=list(show.models), run_folder=row.run_folder)

@@ -12,6 +12,7 @@ from starlette.responses import PlainTextResponse, Response
 from bees_cli.app.item_page import item_page
 from bees_cli.app.render import error_page, live_part, page, part_response, state_of
 from bees_cli.errors import BeesError
+from bees_cli.usecases.models import TeamItemDetails
 
 LOG_BYTES = 1024 * 1024
 """A log page shows at most the last this many bytes of its file."""
@@ -33,9 +34,15 @@ def item_id_of(request: Request) -> str:
 
 
 async def _item_context(request: Request) -> dict[str, Any]:
+    import asyncio
+
+    from bees_cli.record.listing import process_stages
+
     app = state_of(request)
     details = await app.bees.item_details(item_id_of(request))
-    return {"item": item_page(details, here=app.bees.computer.computer)}
+    item_id = details.id if isinstance(details, TeamItemDetails) else details.item.item_id
+    stages = await asyncio.to_thread(process_stages, app.bees.record.path, item_id)
+    return {"item": item_page(details, here=app.bees.computer.computer, stages=stages)}
 
 
 async def item(request: Request) -> Response:
@@ -100,3 +107,31 @@ async def doctor(request: Request) -> Response:
     except BeesError as error:
         return error_page(request, error)
     return page(request, "doctor.html", {"report": report})
+
+
+async def team(request: Request) -> Response:
+    """``GET /team``: every computer of the team: this one (its items under way from its
+    record, whether ``bees run`` runs), then the others from the shared record (what each
+    runs, when it was last heard from)."""
+    import asyncio
+
+    from bees_cli.app.views import ComputerView, item_list, team_view
+    from bees_cli.record.listing import team_computers
+    from bees_cli.record.states import Status
+
+    app = state_of(request)
+    under_way = sorted(s for s in Status if s not in (Status.DONE, Status.CANCELLED,
+                                                      Status.FREE))
+    try:
+        view = await app.bees.status(mine=True, limit=50, statuses=under_way)
+        others = await asyncio.to_thread(team_computers, app.bees.record.path,
+                                         skip=app.bees.computer.machine_id)
+    except BeesError as error:
+        return error_page(request, error)
+    here = app.bees.computer.computer
+    mine = item_list(view, "mine", here=here)
+    me = ComputerView(computer=here, person=app.bees.computer.person or "-", here=True,
+                      heard="bees run is running" if view.bees_run
+                      else "bees run is not running", under_way=len(mine.rows) + mine.more,
+                      running=mine.rows)
+    return page(request, "team.html", {"computers": team_view(me, others)})

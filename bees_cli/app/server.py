@@ -23,13 +23,15 @@ from bees_cli.app.render import (
     AppState,
     error_page,
     live_part,
+    no_news,
     page,
     part_response,
     state_of,
     templates,
+    unchanged,
 )
 from bees_cli.app.security import Guard, GuardMiddleware
-from bees_cli.app.views import SHOWS, Show, item_list
+from bees_cli.app.views import MOST, PAGE, SHOWS, STATUSES, Show, item_list
 from bees_cli.errors import BeesError
 from bees_cli.usecases.bees import Bees
 
@@ -43,15 +45,35 @@ def _show(request: Request) -> Show:
     return cast(Show, show)
 
 
+def _shown(request: Request) -> int:
+    """Return how many rows the list shows (``?n=``, :data:`PAGE` by default)."""
+    text = request.query_params.get("n", str(PAGE))
+    if not text.isdigit() or not 1 <= int(text) <= MOST:
+        raise HTTPException(400, f"n={text}: a number of rows from 1 to {MOST}")
+    return int(text)
+
+
 async def _items_context(request: Request, *, rows: bool = True) -> dict[str, Any]:
-    """Return the list under the request's filter (``bees status``, which reads whether
-    ``bees run`` is alive once, with its warnings); ``rows=False``: only its notes (no row
-    read: the notes' poll)."""
+    """Return the list under the request's filter, one page of it (``bees status`` with the
+    filter's statuses and ``?n=`` rows, which reads whether ``bees run`` is alive once, with
+    its warnings; whether more rows are left is read, not how many); ``rows=False``: only
+    its notes (no row read: the notes' poll)."""
     app = state_of(request)
     show = _show(request)
+    shown = _shown(request)
     view = await app.bees.status(mine=show == "mine" or not rows,
-                                 limit=None if rows else 0)
-    return {"list": item_list(view, show, here=app.bees.computer.computer)}
+                                 limit=shown if rows else 0,
+                                 statuses=sorted(STATUSES[show]) if show in STATUSES
+                                 else None, exact=False)
+    return {"list": item_list(view, show, here=app.bees.computer.computer, shown=shown)}
+
+
+def _rows_url(request: Request) -> str:
+    return f"/items/rows?show={_show(request)}&n={_shown(request)}"
+
+
+def _rows_version(request: Request) -> str:
+    return state_of(request).list_version(_show(request), _shown(request))
 
 
 NOTES_URL = "/items/notes"
@@ -64,32 +86,43 @@ async def home(request: Request) -> Response:
 
 
 async def items(request: Request) -> Response:
-    """``GET /items?show=all|mine|waiting|failed``: this computer's and the team's items."""
+    """``GET /items?show=all|mine|waiting|failed&n=50``: this computer's and the team's
+    items, ``n`` at most (a "more" link asks for 50 more)."""
+    # read before the rows: a change after it shows at the next poll
+    seen, noted = _rows_version(request), state_of(request).notes_version()
     try:
         context = await _items_context(request)
     except BeesError as error:
         return error_page(request, error)
-    show = context["list"].show
-    rows = live_part(request, "_rows.html", context, url=f"/items/rows?show={show}",
-                     element="tbody", element_id="rows")
-    notes = live_part(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
+    rows = live_part(request, "_rows.html", context, url=_rows_url(request),
+                     element="tbody", element_id="rows", version=seen)
+    notes = live_part(request, "_notes.html", context, url=NOTES_URL, element_id="notes",
+                      version=noted)
     return page(request, "items.html", {**context, "rows": rows, "notes": notes,
                                         "shows": SHOWS})
 
 
 async def item_rows(request: Request) -> Response:
-    """``GET /items/rows``: the item list's rows (polled)."""
+    """``GET /items/rows?show=…&n=…``: the item list's rows (polled): 204 before any row is
+    read while the record's version is the page's (issue 29, point 1)."""
+    seen = _rows_version(request)
+    if unchanged(request, seen):
+        return no_news()
     context = await _items_context(request)
-    show = context["list"].show
-    return part_response(request, "_rows.html", context, url=f"/items/rows?show={show}",
-                         element="tbody", element_id="rows")
+    return part_response(request, "_rows.html", context, url=_rows_url(request),
+                         element="tbody", element_id="rows", version=seen)
 
 
 async def item_notes(request: Request) -> Response:
     """``GET /items/notes``: the item list's notes (polled like its rows, so starting or
-    stopping ``bees run`` shows or hides its note without a reload)."""
+    stopping ``bees run`` shows or hides its note without a reload): 204 before anything is
+    read while the versions are the page's (issue 29, point 1)."""
+    noted = state_of(request).notes_version()
+    if unchanged(request, noted):
+        return no_news()
     context = await _items_context(request, rows=False)
-    return part_response(request, "_notes.html", context, url=NOTES_URL, element_id="notes")
+    return part_response(request, "_notes.html", context, url=NOTES_URL, element_id="notes",
+                         version=noted)
 
 
 def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> Starlette:
@@ -111,6 +144,7 @@ def create_app(bees: Bees, guard: Guard, *, workspace: Path | None = None) -> St
         Route("/items/{item_id}/logs/{index:int}", pages.log),
         Route("/items/{item_id}/{verb}", actions.act, methods=["POST"]),
         Route("/items/{item_id}/{verb}", actions.confirm, methods=["GET"]),
+        Route("/team", pages.team),
         Route("/schedules", pages.schedules),
         Route("/doctor", pages.doctor),
         Mount("/static", StaticFiles(packages=[("bees_cli.app", "static")]), name="static"),

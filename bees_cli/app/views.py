@@ -16,7 +16,7 @@ from typing import Any, Literal
 from bees_cli.record.states import Status
 from bees_cli.record.views import QueuedDecision, decisions_words
 from bees_cli.usecases.models import StatusView
-from bees_cli.utc import display_utc, parse_utc, utc_now
+from bees_cli.utc import display_utc, format_utc, parse_utc, utc_now
 
 Show = Literal["all", "mine", "waiting", "failed"]
 """The item list's filters: every item, this computer's, waiting for a person, failed."""
@@ -34,6 +34,16 @@ WAITING_FOR_ME = frozenset({Status.WAITING_FOR_APPROVAL, Status.WAITING_FOR_PERS
 
 FAILED = frozenset({Status.FAILED, Status.LOST})
 """Statuses of an item that stopped on an error (the ``failed`` filter)."""
+
+STATUSES: dict[str, frozenset[Status]] = {"waiting": WAITING_FOR_ME, "failed": FAILED}
+"""The statuses each filter lists (read so from the record, before the page is cut)."""
+
+PAGE = 50
+"""Rows the item list shows at first, and how many more its "more" link adds (as ``bees
+status`` lists 50)."""
+
+MOST = 10_000
+"""The most rows one list page shows (``?n=``)."""
 
 OFFERED: dict[str, tuple[Verb, ...]] = {
     Status.PENDING: ("cancel",),
@@ -77,6 +87,15 @@ class ItemList:
     rows: list[ItemRowView]
     warnings: list[str]
     more: int
+    """Rows under the filter not shown (past ``shown``), or only whether there are any
+    (``bees status`` asked not to count them: 1 or 2 for some)."""
+    shown: int = PAGE
+    """How many rows at most this page shows (``?n=``)."""
+
+    @property
+    def next(self) -> int:
+        """The ``?n=`` of the "more" link: :data:`PAGE` more, at most :data:`MOST`."""
+        return min(self.shown + PAGE, MOST)
 
 
 def since_text(text: str, now: datetime | None = None) -> str:
@@ -119,7 +138,7 @@ BEES_RUN_DOWN = ("bees run is not running on this computer: its items do not mov
 """The list's note when this computer's ``bees run`` is not running."""
 
 
-def item_list(view: StatusView, show: Show, *, here: str,
+def item_list(view: StatusView, show: Show, *, here: str, shown: int = PAGE,
               now: datetime | None = None) -> ItemList:
     """Return ``/items`` of ``bees status``'s result under filter ``show``.
 
@@ -128,7 +147,7 @@ def item_list(view: StatusView, show: Show, *, here: str,
             applied by the caller for ``show="mine"``).
         show: the filter.
         here: this computer's name (the ``where`` of its own items).
-
+        shown: how many rows at most the page shows (the limit ``view`` was read with).
         now: the clock ages are counted from (default: now).
 
     The warnings are ``bees status``'s, after :data:`BEES_RUN_DOWN` when ``bees run`` is not
@@ -165,7 +184,7 @@ def item_list(view: StatusView, show: Show, *, here: str,
     warnings = view.warning.splitlines() if view.warning else []
     if not view.bees_run and not any(w.code == "bees_run_gone" for w in view.warnings):
         warnings.insert(0, BEES_RUN_DOWN)
-    return ItemList(show=show, rows=rows, warnings=warnings, more=view.more)
+    return ItemList(show=show, rows=rows, warnings=warnings, more=view.more, shown=shown)
 
 
 @dataclass(frozen=True)
@@ -211,6 +230,9 @@ def _text(value: Any) -> str:
 
 MAIL_KEYS = ("to", "subject", "body")
 
+RECIPIENT_KEYS = ("to", "cc", "bcc", "recipients", "recipient", "channel", "reply_to")
+"""Input keys that name who receives an action's effect: shown first on its card."""
+
 
 def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> HeldView:
     """Return the view of one waiting approval request (the engine's ``ApprovalRequest`` as
@@ -232,6 +254,9 @@ def held_view(request: dict[str, Any], output: list[Field_] | None = None) -> He
             mail = {key: _text(data.get(key, "")) for key in MAIL_KEYS}
         fields = [Field_(str(k), _text(v)) for k, v in data.items()
                   if mail is None or k not in MAIL_KEYS]
+        # who receives it first (issue 28, point 5), then the rest as given
+        fields.sort(key=lambda f: RECIPIENT_KEYS.index(f.key) if f.key in RECIPIENT_KEYS
+                    else len(RECIPIENT_KEYS))
     elif data is not None:
         shown = _text(data)
     edit = None
@@ -258,3 +283,41 @@ def offered(status: str, *, runs_here: bool, held: bool) -> tuple[Verb, ...]:
     if not held:
         verbs = tuple(v for v in verbs if v not in ("approve", "deny"))
     return verbs
+
+
+@dataclass(frozen=True)
+class ComputerView:
+    """One computer on ``/team``: ``<section data-computer>`` with what it runs."""
+
+    computer: str
+    person: str
+    here: bool
+    """This computer (its items from its own record)."""
+    heard: str
+    """When it was last heard from (``2026-12-01 10:00 UTC (3m ago)``), or for this computer
+    whether ``bees run`` runs."""
+    under_way: int
+    """Its items under way (not ended nor free), listed or not."""
+    running: list[ItemRowView]
+    """Its items under way (not ended nor free), latest changed first."""
+
+
+def team_view(here: ComputerView, others: list[Any], *,
+              now: datetime | None = None) -> list[ComputerView]:
+    """Return ``/team``: this computer first, then every other computer of the team from
+    the shared record (:func:`~bees_cli.record.listing.team_computers`), the latest heard
+    from first."""
+    clock = now or utc_now()
+    shown = [here]
+    for other in others:
+        rows = [ItemRowView(
+            item_id=str(r["id"]), title=str(r.get("title") or "-"),
+            process=str(r.get("process") or "-"), stage=str(r.get("stage") or "-"),
+            status=str(r.get("status") or "-"), detail="", agent=str(r.get("agent") or "-"),
+            where=other.computer, since=since_text(str(r.get("since") or "-"), clock),
+            team=True) for r in other.active]
+        shown.append(ComputerView(
+            computer=other.computer, person=other.person, here=False,
+            heard=since_text(format_utc(other.last_heard), clock),
+            under_way=other.under_way, running=rows))
+    return shown

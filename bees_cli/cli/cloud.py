@@ -174,6 +174,39 @@ def person_revoke(
         f" on {target.shown}")
 
 
+def runner_add(
+    name: Annotated[str, typer.Argument(
+        help="The runner's name (letters, digits, . _ : @ + = -).")],
+    pool: Annotated[str, typer.Option("--pool", help="The pool it takes work from.")],
+    team: TeamOpt,
+    server: ServerOpt = None,
+    admin_token_file: TokenFileOpt = None,
+    db: DbOpt = None,
+    insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a runner (a headless computer) to a pool and print its token (shown this once only).
+
+    The runner signs in with it (BEES_CLOUD_URL and BEES_TOKEN) and runs 'bees run --runner
+    POOL'; it takes only work a person hands to the pool (docs/runners.md).
+
+    Example: bees cloud admin runner add runner-1 --pool build --team acme --server URL
+    """
+    from bees_cli.cloud.admin import add_runner
+
+    target = _target(server, db, admin_token_file, insecure)
+    token = add_runner(target, name, pool, team)
+    if as_json:
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.RunnerAddOut(name=name, pool=pool, team=team, token=token,
+                                  server=target.server, database=target.database))
+        return
+    typer.echo(token)
+    say(f"token for runner {name} of pool {pool} in team {team} on {target.shown} (shown once;"
+        " give it to the runner as BEES_TOKEN)")
+
+
 def admin_token(
     db: Annotated[str, typer.Option("--db", help="The server's database URL (it must exist).")],
     file: Annotated[Path, typer.Option("--file", help="Where to write the new token (0600).")],
@@ -245,6 +278,16 @@ def register(app: typer.Typer) -> None:
         person_add)
     person.command("revoke", short_help="Revoke every token of a person.")(
         person_revoke)
+    admin = typer.Typer(help="Administer the team's runners (on a server, or its database"
+                        " offline).", short_help="Administer the team's runners.",
+                        no_args_is_help=True)
+    runner = typer.Typer(help="Runner identities: headless computers that take work handed"
+                         " to their pool.", short_help="Runner identities of a pool.",
+                         no_args_is_help=True)
+    runner.command("add", short_help="Add a runner identity to a pool; print its token.")(
+        runner_add)
+    admin.add_typer(runner, name="runner", context_settings=CONTEXT)
+    cloud.add_typer(admin, name="admin", context_settings=CONTEXT)
     cloud.add_typer(team, name="team", context_settings=CONTEXT)
     cloud.add_typer(person, name="person", context_settings=CONTEXT)
     app.add_typer(cloud, name="cloud", context_settings=CONTEXT)

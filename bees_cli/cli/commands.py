@@ -53,6 +53,8 @@ COMMANDS: dict[str, Entry] = {
     "doctor": Entry(("doctor",), "Check this computer: engine, Bees Cloud, links, add-ons."),
     "relinquish": Entry(("handover",), "Stop an item this computer owns and hand it over."),
     "continue": Entry(("handover",), "Continue a relinquished item on this computer."),
+    "offers": Entry(("handover",), "List the items handed to pools of runners, and who took "
+                    "them."),
     "completion": Entry(("completion",), "Print the completion script of a shell."),
     "app": Entry(("app",), "Serve the Bees app: the team's items live in a browser."),
     "help": Entry(("helpcmd",), "Show a command's help, or a topic: json, exit-codes."),
@@ -69,7 +71,7 @@ COMMANDS: dict[str, Entry] = {
 PANELS: dict[str, list[str]] = {
     "Work items": ["status", "item", "run", "retry", "app", "action", "delegate"],
     "Approvals": ["approvals", "approve", "deny"],
-    "Handover": ["relinquish", "continue", "checkpoint"],
+    "Handover": ["relinquish", "continue", "offers", "checkpoint"],
     "Schedules": ["schedules"],
     "Workspace": ["init", "validate", "schemas"],
     "This computer": ["doctor", "whoami", "link", "unlink", "links", "addons", "model",

@@ -38,6 +38,19 @@ def run(
                      help="Return once no item of this computer is running or about to run "
                      "(an item waiting for approval or for a person does not keep it up)."),
     ] = False,
+    runner: Annotated[
+        str | None,
+        typer.Option("--runner", metavar="POOL",
+                     help="Run as a runner of POOL (a headless computer signed in with a "
+                     "runner's token): beside its work, ask Bees Cloud for the pool's offers "
+                     "and take those this computer can run (docs/runners.md)."),
+    ] = None,
+    runner_every: Annotated[
+        float | None,
+        typer.Option("--runner-every", metavar="SECONDS", min=0.1,
+                     help="With --runner: seconds between looks at the pool's offers "
+                     "(default 15)."),
+    ] = None,
 ) -> None:
     """Run this computer's engine and worker until Ctrl-C.
 
@@ -54,7 +67,8 @@ def run(
     engine_logs_in_one_line()
     bees = bees_here(run_lines())
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
-                                exit_when_idle=exit_when_idle))
+                                exit_when_idle=exit_when_idle, runner_pool=runner,
+                                runner_every=runner_every))
     exit_hard(code)
 
 

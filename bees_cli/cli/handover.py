@@ -1,4 +1,5 @@
-"""Handover commands: ``bees relinquish ITEM`` and ``bees continue ITEM``."""
+"""Handover commands: ``bees relinquish ITEM [--to POOL]``, ``bees continue ITEM`` and
+``bees offers`` (the items handed to pools of runners)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ def relinquish(
         "(exit 1): while Bees Cloud cannot be reached before anything stops, nothing "
         "changed; once the run stopped, the handover goes on in the run. Default: wait "
         "until Bees Cloud answers or Ctrl-C.")] = None,
+    to: Annotated[str | None, typer.Option(
+        "--to", metavar="POOL", help="Hand it to a pool of runners: an offer naming the "
+        "secrets its work needs (never their values); one runner of the pool that can run "
+        "it claims it (docs/runners.md).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
@@ -59,7 +64,9 @@ def relinquish(
                 f"({change}; {where})")
             typer.echo(fixed.checkpoint_sha256)
         exit_hard(0)
-    done = asyncio.run(bees_here().relinquish(item, timeout=timeout))
+    bees = bees_here()
+    done = asyncio.run(bees.relinquish(item, timeout=timeout))
+    offered = None if to is None else bees.offer_to_pool(done, to)
     if as_json:
         out.emit(out.item_out(out.RelinquishOut, done.to_json()))
     else:
@@ -67,6 +74,9 @@ def relinquish(
         say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "
             f"{done.restart} ({where})")
         say(f"checkpoint {done.checkpoint}: {done.files:,} files, {done.total_bytes:,} bytes")
+        if offered is not None:
+            secrets = ", ".join(offered.secrets) or "none"
+            say(f"{done.item}: offered to pool {offered.pool} (secrets by name: {secrets})")
         typer.echo(done.checkpoint_sha256)
     exit_hard(0)
 
@@ -116,7 +126,43 @@ def continue_(
     exit_hard(0)
 
 
+def offers(
+    pool: Annotated[str | None, typer.Option("--pool", help="Only the offers to this pool.")
+                    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Also the offers already claimed.")
+                     ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the items handed to pools of runners (bees relinquish ITEM --to POOL): open ones
+    first by age, the secrets each names (names only), who claimed it, and why each runner
+    that could not run it left it ("runner-2: ... not linked on this computer").
+
+    Example: bees offers --pool build
+    """
+    import asyncio
+
+    from bees_cli.cli import json_models as out
+    from bees_cli.utc import format_utc
+
+    found = asyncio.run(bees_here().offers(pool, only_open=not every))
+    if as_json:
+        out.emit(out.OffersOut.model_validate(
+            {"offers": [offer.model_dump(mode="json") for offer in found]}))
+        return
+    if not found:
+        say("no open offers" if not every else "no offers")
+        return
+    for offer in found:
+        state = "open" if offer.open else f"claimed by {offer.claimed_by or 'a person'}"
+        secrets = ", ".join(offer.secrets) or "none"
+        typer.echo(f"{offer.item_id}  pool {offer.pool}  {state}  offered by "
+                   f"{offer.offered_by} at {format_utc(offer.offered_at)}  secrets: {secrets}")
+        for note in offer.notes:
+            typer.echo(f"  {note.runner}: {note.reason}")
+
+
 def register(app: typer.Typer) -> None:
-    """Attach ``relinquish`` and ``continue`` to the root app."""
+    """Attach ``relinquish``, ``continue`` and ``offers`` to the root app."""
     app.command("relinquish")(relinquish)
     app.command("continue")(continue_)
+    app.command("offers")(offers)

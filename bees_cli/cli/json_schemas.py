@@ -49,6 +49,8 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "cloud-team-add.json": m.TeamAddOut,
     "cloud-person-revoke.json": m.PersonRevokeOut,
     "app.json": m.AppOut,
+    "cloud-admin-runner-add.json": m.RunnerAddOut,
+    "offers.json": m.OffersOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -84,6 +86,8 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "cloud team add": ("cloud-team-add.json",),
     "cloud person revoke": ("cloud-person-revoke.json",),
     "app": ("app.json",),
+    "cloud admin runner add": ("cloud-admin-runner-add.json",),
+    "offers": ("offers.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``, or the command's own error file when its every

@@ -314,6 +314,28 @@ def add_person(target: Target, email: str, team: str) -> str:
     return str(answer.token)
 
 
+def add_runner(target: Target, name: str, pool: str, team: str) -> str:
+    """Add runner ``name`` of ``pool`` to ``team`` on ``target``; return its token (only its
+    hash is kept; DESIGN.md, Runners).
+
+    Raises:
+        NotFound: no such team (on a database).
+        UserError: bad name or pool, a runner of that name exists, or database trouble.
+        BeesError: no database at ``target.db``.
+        CloudError: the server could not be reached or refused (404: no such team).
+    """
+    if target.server is None:
+        return _on_database(target, lambda storage: storage.add_runner(name, pool, team))
+    from bees_cli.cloud.calls import Call
+    from bees_cli.cloud.wire_admin import AdminRunner, AdminRunnerAnswer
+
+    # no retry: a lost answer would leave the name taken by a token shown nowhere
+    answer = _call(target, Call("POST", "/v1/admin/runners", AdminRunnerAnswer,
+                                _body(AdminRunner, name=name, pool=pool, team=team)),
+                   retries=0)
+    return str(answer.token)
+
+
 def revoke_person(target: Target, email: str, team: str) -> int:
     """Revoke every token of ``email`` in ``team`` on ``target``; return how many were live.
 

@@ -15,6 +15,9 @@ from bees_cli.cloud.calls import (
     key_claim,
     key_disagreements,
     key_item,
+    offer_leave,
+    offer_list,
+    offer_make,
     owner_claim,
     owner_get,
     owner_release,
@@ -149,6 +152,19 @@ class AsyncCloudClient(BaseCloudClient):
     async def repair_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
         """Re-send a free item's release; see :meth:`CloudClient.repair_owner`."""
         return await self._run(self._must(owner_repair(item_id, release)))
+
+    async def make_offer(self, item_id: str, body: wire.OfferMake) -> wire.Offer:
+        """Hand a released item to a pool; see :meth:`CloudClient.make_offer`."""
+        return await self._run(self._must(offer_make(item_id, body)))
+
+    async def offers(self, pool: str | None = None, *,
+                     only_open: bool = True) -> list[wire.Offer]:
+        """Return the team's offers; see :meth:`CloudClient.offers`."""
+        return (await self._run(self._must(offer_list(pool, only_open=only_open)))).offers
+
+    async def leave_offer(self, item_id: str, body: wire.OfferLeave) -> wire.Offer:
+        """Leave an offer with why; see :meth:`CloudClient.leave_offer`."""
+        return await self._run(self._must(offer_leave(item_id, body)))
 
     async def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches; see :meth:`CloudClient.push`."""

@@ -112,6 +112,24 @@ def owner_repair(item_id: str, release: wire.OwnerRelease) -> Call[wire.Owner]:
     return Call("POST", f"/v1/owners/{_item(item_id)}/repair", wire.Owner, release)
 
 
+def offer_make(item_id: str, body: wire.OfferMake) -> Call[wire.Offer]:
+    """Build the call that hands a released item to a pool of runners."""
+    return Call("POST", f"/v1/offers/{_item(item_id)}", wire.Offer, body)
+
+
+def offer_list(pool: str | None, *, only_open: bool = True) -> Call[wire.OfferList]:
+    """Build the call that lists the team's offers (a runner's token: its pool's)."""
+    params: dict[str, Any] = {"open": "true" if only_open else "false"}
+    if pool is not None:
+        params["pool"] = _item(pool)
+    return Call("GET", "/v1/offers", wire.OfferList, params=params)
+
+
+def offer_leave(item_id: str, body: wire.OfferLeave) -> Call[wire.Offer]:
+    """Build the call by which a runner leaves an offer with why."""
+    return Call("POST", f"/v1/offers/{_item(item_id)}/leave", wire.Offer, body)
+
+
 GENERATIONS = {"generations": "true"}
 """The query of record pushes and pulls: this Bees orders the record by owner generation
 (:class:`~bees_cli.cloud.wire.RecordKey`), so it reads each entry's ``generation`` and the

@@ -21,6 +21,9 @@ from bees_cli.cloud.calls import (
     key_claim,
     key_disagreements,
     key_item,
+    offer_leave,
+    offer_list,
+    offer_make,
     owner_claim,
     owner_get,
     owner_release,
@@ -198,6 +201,23 @@ class CloudClient(BaseCloudClient):
                 (409).
         """
         return self._run(self._must(owner_repair(item_id, release)))
+
+    def make_offer(self, item_id: str, body: wire.OfferMake) -> wire.Offer:
+        """Hand released item ``item_id`` to a pool (the machine that released it only).
+
+        Raises:
+            CloudRefused: another machine released it last or holds it (403), or it is
+                held (409).
+        """
+        return self._run(self._must(offer_make(item_id, body)))
+
+    def offers(self, pool: str | None = None, *, only_open: bool = True) -> list[wire.Offer]:
+        """Return the team's offers, oldest first (a runner's token: its pool's)."""
+        return self._run(self._must(offer_list(pool, only_open=only_open))).offers
+
+    def leave_offer(self, item_id: str, body: wire.OfferLeave) -> wire.Offer:
+        """Leave the open offer of ``item_id`` with why (a runner's token only)."""
+        return self._run(self._must(offer_leave(item_id, body)))
 
     def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches of :data:`wire.MAX_BATCH`; return the totals.

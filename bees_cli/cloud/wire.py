@@ -126,6 +126,21 @@ from bees_cli.cloud.wire_keys import (
 from bees_cli.cloud.wire_keys import (
     KeyList as KeyList,
 )
+from bees_cli.cloud.wire_offers import (
+    Offer as Offer,
+)
+from bees_cli.cloud.wire_offers import (
+    OfferLeave as OfferLeave,
+)
+from bees_cli.cloud.wire_offers import (
+    OfferList as OfferList,
+)
+from bees_cli.cloud.wire_offers import (
+    OfferMake as OfferMake,
+)
+from bees_cli.cloud.wire_offers import (
+    OfferNote as OfferNote,
+)
 from bees_cli.utc import to_us
 
 API_PREFIX = "/v1"
@@ -223,6 +238,10 @@ class Me(Wire):
     person: str
     team: str
     server_time: UtcTime
+    runner: str | None = None
+    """The runner's name when the token is a runner's (sent only then)."""
+    pool: str | None = None
+    """The runner's pool when the token is a runner's (sent only then)."""
 
 
 class ServerTime(Wire):

@@ -6,6 +6,7 @@ wrote at its first start (``bees cloud serve`` prints where), never a person's t
     POST /v1/admin/teams          AdminTeam   -> AdminTeamAnswer    create a team (or find it)
     POST /v1/admin/people         AdminPerson -> AdminPersonAnswer  add a person, new token
     POST /v1/admin/people/revoke  AdminPerson -> AdminRevokeAnswer  revoke a person's tokens
+    POST /v1/admin/runners        AdminRunner -> AdminRunnerAnswer  add a runner, new token
 
 Errors are the API's usual ``{"error": {"code", "message", "hint"}}``: 401 for a missing or
 wrong admin token, 404 for no such team or person, 422 for a bad name or email.
@@ -60,3 +61,20 @@ class AdminRevokeAnswer(Wire):
     email: str
     team: str
     revoked: int
+
+
+class AdminRunner(Wire):
+    """Add runner ``name`` of ``pool`` to ``team`` (each an id)."""
+
+    name: Id
+    pool: Id
+    team: Id
+
+
+class AdminRunnerAnswer(Wire):
+    """The runner added and its token (shown this once; only its hash is kept)."""
+
+    name: str
+    pool: str
+    team: str
+    token: str

@@ -83,6 +83,11 @@ class Continued:
                 "run": self.run, "started": self.started}
 
 
+class ClaimTaken(Refused):
+    """Another computer claimed the item first (exit 3, as any refusal): a runner then
+    just moves on."""
+
+
 class DigestDisagrees(Refused):
     """The run folder's ``checkpoint.json`` is not the one released to Bees Cloud (or kept on
     this computer at relinquish): the message gives both digests and the file (exit 3)."""
@@ -409,6 +414,6 @@ def claim_here(here: Computer, item_id: str) -> int | None:
     if answer is None:
         return None
     if not answer.granted:
-        raise Refused(f"item {item_id} is owned by {answer.owner.computer_name} "
+        raise ClaimTaken(f"item {item_id} is owned by {answer.owner.computer_name} "
                       f"({answer.owner.person}): it continued there first")
     return answer.owner.epoch

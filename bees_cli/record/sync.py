@@ -26,13 +26,14 @@ the truth.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bees_cli import rules
-from bees_cli.errors import BeesError, CloudError, CloudRefused
+from bees_cli.errors import BeesError, CloudError, CloudRefused, CloudUnreachable
 from bees_cli.record.shared import Refusal as Refusal
 from bees_cli.record.shared import RefusalCode as RefusalCode
 from bees_cli.record.shared import SharedRecord as SharedRecord
@@ -58,6 +59,52 @@ SKEW_WARN = 5.0
 """Seconds of clock skew against Bees Cloud above which status and doctor warn."""
 
 
+PUSH_TARGET_SECONDS = 1.0
+"""Seconds one push batch should take: a fifth of the client's 5 s timeout."""
+FIRST_BATCH = 100
+"""Changes in the first push batch, before any batch was timed."""
+
+
+class BatchSizer:
+    """Sizes record push batches by time (issue 29, point 2): each batch aims at
+    :data:`PUSH_TARGET_SECONDS`, so a slow server or link gets smaller batches and never
+    meets the client's timeout, a fast one bigger ones (fewer round trips).
+
+    After each answered batch the next size is the rate just measured times the target,
+    at most twice the last size (one fast answer does not jump to the cap), between
+    ``least`` and ``most``; a batch that failed to be answered (a timeout, a dropped
+    connection) halves it.
+
+    Args:
+        target: seconds a batch should take.
+        first: changes in the first batch.
+        least: fewest changes in a batch (≥ 1).
+        most: most changes in a batch (at most :data:`bees_cli.cloud.wire.MAX_BATCH`,
+            which Bees Cloud refuses past).
+    """
+
+    def __init__(self, *, target: float = PUSH_TARGET_SECONDS, first: int = FIRST_BATCH,
+                 least: int = 1, most: int | None = None) -> None:
+        from bees_cli.cloud import wire
+
+        self.target = target
+        self.least = max(1, least)
+        self.most = min(wire.MAX_BATCH, most or wire.MAX_BATCH)
+        self.size = self._bound(first)
+
+    def _bound(self, size: float) -> int:
+        return max(self.least, min(self.most, int(size)))
+
+    def took(self, count: int, seconds: float) -> None:
+        """Note that a batch of ``count`` changes was answered in ``seconds``."""
+        rate = count / max(seconds, 1e-6)
+        self.size = self._bound(min(rate * self.target, 2 * max(count, self.size)))
+
+    def failed(self) -> None:
+        """Note that a batch was not answered: the next one is half as big."""
+        self.size = self._bound(self.size // 2)
+
+
 @dataclass(frozen=True)
 class SyncResult:
     """One sync round: changes pushed (sent, refused ones included), entries pulled, skew
@@ -75,29 +122,41 @@ class SyncResult:
 class Syncer:
     """Runs sync rounds for one computer against its Bees Cloud.
 
+    The outbox is pushed in batches sized by time (:class:`BatchSizer`), each marked sent
+    (or refused) as soon as Bees Cloud answers it, so a round cut by a timeout or a dropped
+    connection leaves only the unanswered batches for the next round (issue 29, point 2).
+    A batch sent again whose first answer was lost changes nothing on Bees Cloud: an exact
+    repeat of the change an item holds is neither written nor refused.
+
     Args:
         computer: this computer (needs a sign-in).
         client: an async cloud client to use (kept open by the caller); None makes one
             per round with two retries.
         clock: this computer's clock (UTC), for the skew.
         interval: seconds between rounds in :meth:`run`.
+        batches: sizes the push batches (kept across rounds); default :class:`BatchSizer`.
+        timer: monotonic seconds, to time each batch.
     """
 
     def __init__(self, computer: Computer, *, client: AsyncCloudClient | None = None,
                  clock: Callable[[], datetime] | None = None,
-                 interval: float = SYNC_EVERY) -> None:
+                 interval: float = SYNC_EVERY, batches: BatchSizer | None = None,
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self.computer = computer
         self.client = client
         self.clock = clock
         self.interval = interval
+        self.batches = batches or BatchSizer()
+        self.timer = timer
         self.shared = SharedRecord(computer.record_path)
 
     async def sync_once(self) -> SyncResult:
-        """Measure the skew, push the outbox, pull the team's changes since the cursor.
+        """Measure the skew, push the outbox batch by batch, pull the team's changes since
+        the cursor.
 
         Raises:
-            CloudError: the cloud could not be reached or refused (the round changes
-                nothing but what was already sent).
+            CloudError: the cloud could not be reached or refused (the batches answered
+                before it are marked sent; the rest stay in the outbox).
         """
         import asyncio  # here: bees status reads this module without an event loop
 
@@ -109,21 +168,32 @@ class Syncer:
         try:
             skew = await client.skew()
             changes = await asyncio.to_thread(self.shared.outbox, self.computer)
-            refusals: list[Refusal] = []
-            if changes:
+            refused = 0
+            start = 0
+            while start < len(changes):
+                part = changes[start:start + self.batches.size]
                 records = [wire.RecordChange(item_id=item_id, fields=fields,
                                              origin_time=parse_utc(origin),
                                              machine_id=self.computer.machine_id)
-                           for item_id, origin, fields in changes]
-                refusals = await self._push(client, records, {i: o for i, o, _ in changes})
-                await asyncio.to_thread(self._keep, changes, refusals)
+                           for item_id, origin, fields in part]
+                began = self.timer()
+                try:
+                    refusals = await self._push(client, records, {i: o for i, o, _ in part})
+                except CloudUnreachable:
+                    self.batches.failed()
+                    raise
+                self.batches.took(len(part), self.timer() - began)
+                # marked as answered: a cut round resumes after the last answered batch
+                await asyncio.to_thread(self._keep, part, refusals)
+                refused += len(refusals)
+                start += len(part)
             cursor = await asyncio.to_thread(lambda: self.shared.cursor)
             pulled = await client.pull_all(cursor)
             await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
             await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
                                     last_sync=format_utc(self._now()), error=None, error_code=None)
             return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
-                              pulled.cursor, len(refusals))
+                              pulled.cursor, refused)
         finally:
             if self.client is None:
                 await client.aclose()

@@ -10,16 +10,14 @@ record's journal, without a workflow update: refused (not in the agent's tools),
 from the journal (it already ran in this stage), or run (not gated). Only a gated action on
 an ``approval: required`` stage, or one interrupted before its result was written, asks the
 run (``bees.action``, which returns at once); the person's decision is then awaited
-(:func:`wait_in_engine` for a tool call in the worker, :func:`wait_in_record` for ``bees
-action``'s own process) and decided on by the gate again. An *intent* is written durably
-before the add-on runs and the result after it (:mod:`bees_cli.usecases.action_run`), so a
-power cut in between never repeats the action without a person (DESIGN.md, Rules:
-approvals; the journal).
+on the run (:func:`wait_in_engine`, from either door) and decided on by the gate again. An
+*intent* is written durably before the add-on runs and the result after it
+(:mod:`bees_cli.usecases.action_run`), so a power cut in between never repeats the action
+without a person (DESIGN.md, Rules: approvals; the journal).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -58,16 +56,12 @@ if TYPE_CHECKING:
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.mcp_actions import McpAction
 
-__all__ = ["INPUT_KEPT", "POLL_SECONDS", "SUMMARY_CHARS", "action_key", "canonical",
+__all__ = ["INPUT_KEPT", "SUMMARY_CHARS", "action_key", "canonical",
            "declared_env", "digest_of", "kept_input", "parse_input", "summary_of",
-           "wait_in_engine", "wait_in_record"]
+           "wait_in_engine"]
 
 SUMMARY_CHARS = 100
 """Longest summary of an action's input shown in ``bees status`` and ``bees approvals``."""
-
-POLL_SECONDS = 0.25
-"""How often ``bees action``'s own process reads the local record for a person's decision
-(:func:`wait_in_record`; a tool call in the worker waits on the engine instead)."""
 
 INPUT_KEPT = 64_000
 """Most characters of an action's input kept with an approval request (what the person
@@ -135,8 +129,8 @@ async def _run_action(bees: Bees, name: str, input_text: str | None, *,
                      env: Mapping[str, str], cwd: str | None = None) -> ActionOutcome:
     """``bees action NAME --input TEXT`` from a command agent's program: read the stage's
     environment into a typed call (:func:`~bees_cli.agents.action_call.from_environment`)
-    and act on it as :func:`_call_action` does; a held action's decision is read from the
-    local record (:func:`wait_in_record`: this is a process of its own, outside the worker).
+    and act on it as :func:`_call_action` does; a held action waits on the run
+    (:func:`wait_in_engine`, at ``BEES_TEMPORAL_ADDRESS``) as a model agent's tool call does.
 
     Args:
         bees: the computer the stage runs on.
@@ -148,7 +142,7 @@ async def _run_action(bees: Bees, name: str, input_text: str | None, *,
     Raises:
         UserError: not inside a stage, a bad name or input; see :func:`_call_action`.
     """
-    return await _act(bees, from_environment(name, input_text, env, cwd=cwd), wait_in_record)
+    return await _act(bees, from_environment(name, input_text, env, cwd=cwd), wait_in_engine)
 
 
 async def _call_action(bees: Bees, call: ActionCallInput) -> ActionOutcome:
@@ -352,7 +346,9 @@ async def _ask_run(bees: Bees, call: ActionCallInput, gate: ActionCall, facts: F
 async def wait_in_engine(bees: Bees, call: ActionCallInput, request_id: int) -> dict[str, Any]:
     """Wait on the run for a person's decision on held request ``request_id``: the run's
     ``bees.await_decision`` update returns once the decision is made and written to the
-    local record (no polling; issue 24, point 1). Used by a tool call inside the worker.
+    local record (no polling; issue 24, point 1). Used by both doors: a tool call inside the
+    worker, and ``bees action``'s own process (the engine's address from its stage's
+    ``BEES_TEMPORAL_ADDRESS``).
 
     Raises:
         Refused: the run is over or unknown.
@@ -366,25 +362,6 @@ async def wait_in_engine(bees: Bees, call: ActionCallInput, request_id: int) -> 
                                   timeout=None)
     assert isinstance(request, ApprovalRequest)
     return request.model_dump(mode="json")
-
-
-async def wait_in_record(bees: Bees, call: ActionCallInput, request_id: int) -> dict[str, Any]:
-    """Wait for a person's decision on held request ``request_id`` by reading the local
-    record every :data:`POLL_SECONDS` s (the run's ``bees.decide`` writes it there).
-
-    Why a poll remains here, and only here: ``bees action`` is a command agent's own
-    process, outside the worker, with no share in the worker's engine connection; the local
-    record is the store it already shares with the run and with ``bees approve``, so it reads
-    the decision there. A model agent's tool call, inside the worker, waits on the run
-    instead (:func:`wait_in_engine`). This process could wait on the run too, over a client
-    of its own held open for as long as a person takes; that is left for a measured change
-    of the command agents' path.
-    """
-    while True:
-        request = await bees.async_record.approval(call.item_id, request_id)
-        if request is not None and request["status"] != "waiting":
-            return dict(request)
-        await asyncio.sleep(POLL_SECONDS)
 
 
 def _local_rules(record: LocalRecord, call: ActionCallInput,
@@ -431,10 +408,10 @@ def _local_rules(record: LocalRecord, call: ActionCallInput,
         from bees_cli.usecases.mcp_actions import McpAction, mcp_rules
 
         mcp = McpAction(addon=snapshot.addons[addon], tool=action_name,
-                        root=snapshot.workspace_root, sessions=sessions, cwd=call.cwd,
-                        addon_name=addon, key=SessionKey(
+                        root=snapshot.workspace_root, cwd=call.cwd, stage_server=None
+                        if sessions is None else (sessions, SessionKey(
                             item_id=call.item_id, stage=call.stage, round=call.round,
-                            attempt=call.attempt, piece=call.piece, addon=addon))
+                            attempt=call.attempt, piece=call.piece, addon=addon)))
         kind, schema = mcp_rules(call.action, mcp, call.environ)
         check_input(call.action, schema, call.data)
         return _Rules(ActionCall(action=call.action, agent=call.agent, tools=tuple(agent.tools),

@@ -10,7 +10,7 @@ the :mod:`bees_cli.errors` tree.
 from __future__ import annotations
 
 import getpass
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from bees_cli.record.local import LocalRecord
 if TYPE_CHECKING:
     from bees_cli.agents.action_call import ActionCallInput
     from bees_cli.agents.mcp_sessions import McpSessions
+    from bees_cli.cloud import wire
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.client import EngineGateway
     from bees_cli.handover.checkpoint import Progress
@@ -145,13 +146,16 @@ class Bees:
     # -- use cases ----------------------------------------------------------------------
 
     async def run(self, *, workspace_path: Path | None, address: str | None,
-                  exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
-        """``bees run``: see :func:`bees_cli.usecases.run._run_bees`."""
+                  exit_when_idle: bool, heartbeat_every: float = 2.0,
+                  runner_pool: str | None = None, runner_every: float | None = None) -> int:
+        """``bees run`` (``--runner POOL``: a runner of the pool, :mod:`.runners`): see
+        :func:`bees_cli.usecases.run._run_bees`."""
         from bees_cli.usecases.run import _run_bees
 
         return await _run_bees(self, workspace_path=workspace_path, address=address,
                                 exit_when_idle=exit_when_idle,
-                                heartbeat_every=heartbeat_every)
+                                heartbeat_every=heartbeat_every, runner_pool=runner_pool,
+                                runner_every=runner_every)
 
     async def create_item(self, workspace_path: Path | None, process: str, *,
                           title: str | None = None, agents: list[str] | None = None,
@@ -177,11 +181,13 @@ class Bees:
 
         return _watch_item(self.async_record, item_id, until_waiting=until_waiting, poll=poll)
 
-    async def status(self, *, mine: bool = False, limit: int | None = None) -> StatusView:
+    async def status(self, *, mine: bool = False, limit: int | None = None,
+                     statuses: Sequence[str] | None = None,
+                     exact: bool = True) -> StatusView:
         """``bees status``: see :func:`bees_cli.usecases.items._status`."""
         from bees_cli.usecases.items import _status
 
-        return await _status(self, mine=mine, limit=limit)
+        return await _status(self, mine=mine, limit=limit, statuses=statuses, exact=exact)
 
     async def item_details(self, item_id: str) -> ItemDetails | TeamItemDetails:
         """``bees item show``: see :func:`bees_cli.usecases.items._item_details`."""
@@ -255,6 +261,20 @@ class Bees:
         from bees_cli.usecases.handover import _relinquish
 
         return await _relinquish(self, item_id, timeout=timeout)
+
+    def offer_to_pool(self, done: Relinquished, pool: str) -> wire.Offer:
+        """``bees relinquish --to POOL``: see :func:`bees_cli.usecases.runners.offer_to_pool`."""
+        from bees_cli.usecases.runners import offer_to_pool
+
+        return offer_to_pool(self, done, pool)
+
+    async def offers(self, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
+        """``bees offers``: see :func:`bees_cli.usecases.runners.list_offers`."""
+        import asyncio
+
+        from bees_cli.usecases.runners import list_offers
+
+        return await asyncio.to_thread(list_offers, self, pool, only_open=only_open)
 
     async def repair_release(self, item_id: str) -> Repaired:
         """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover._repair_release`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,7 +163,8 @@ def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:
 
 
 def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
-                 team: bool) -> StatusView:
+                 team: bool, statuses: Sequence[str] | None = None,
+                 exact: bool = True) -> StatusView:
     """Return this computer's rows for ``bees status`` (the record row plus ``since_human``,
     ``"2m ago"``, and ``pieces``, how many of its run's pieces wait or run), then
     (``team``) the team's, ``limit`` rows in all (None: every row).
@@ -178,6 +179,10 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
         limit: how many rows at most: this computer's most relevant first, then the team's
             latest changed; ``more`` counts the others. None: every row.
         team: list the team's rows after this computer's.
+        statuses: list only items in one of these statuses (the app's filters, applied
+            before ``limit``); None: any status.
+        exact: count the rows not shown; False: ``more`` only says whether any is left
+            (0 or 1; :func:`~bees_cli.record.listing.local_page`).
     """
     from bees_cli.handover.store import taken_over
     from bees_cli.record.listing import free_rows, local_page, team_page
@@ -186,7 +191,7 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
 
     free = free_rows(record.path)
     moved = sorted(taken_over(record.path, free, machine_id)) if free else []
-    page = local_page(record.path, limit=limit, hide=moved)
+    page = local_page(record.path, limit=limit, hide=moved, statuses=statuses, exact=exact)
     now = utc_now()
     live = record.live_pieces()  # issue 14: each run's pieces waiting or running
     rows = [dict(row.to_json(), since_human=human_since(row.since, now),
@@ -195,7 +200,7 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
     more = page.more
     if team:
         others = team_page(record.path, limit=None if limit is None else max(
-            0, limit - len(rows)), show=moved)
+            0, limit - len(rows)), show=moved, statuses=statuses, exact=exact)
         rows += [dict(r, since_human=r["since"]) for r in others.rows]
         more += others.more
     return StatusView(rows=rows, more=more, held=held)
@@ -227,21 +232,30 @@ def _queued_shown(record: LocalRecord, rows: list[dict[str, Any]],
 
 
 async def _status(bees: Bees, *, mine: bool = False, limit: int | None = None,
-                 now: datetime | None = None) -> StatusView:
+                 now: datetime | None = None,
+                 statuses: Sequence[str] | None = None,
+                 exact: bool = True) -> StatusView:
     """``bees status``: :func:`status_now` in a worker thread (it reads files and SQLite).
 
     Args:
         limit: how many rows at most, this computer's most relevant first, then the team's
             latest changed (``more`` counts the others); None: every row.
         now: this computer's clock (UTC), for the age of the team rows; default: now.
+        statuses: list only items in one of these statuses (applied before ``limit``);
+            None: any status.
+        exact: count the rows not shown; False: ``more`` is 0 or 1 (see
+            :func:`local_status`).
     """
     import asyncio
 
-    return await asyncio.to_thread(status_now, bees, mine=mine, limit=limit, now=now)
+    return await asyncio.to_thread(status_now, bees, mine=mine, limit=limit, now=now,
+                                   statuses=statuses, exact=exact)
 
 
 def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
-               now: datetime | None = None) -> StatusView:
+               now: datetime | None = None,
+               statuses: Sequence[str] | None = None,
+               exact: bool = True) -> StatusView:
     """``bees status``, blocking: this computer's items, then (unless ``mine``) the team's
     from the shared record ("Draft, running on maya-laptop"), and the warnings: ``bees run
     is not running (last seen pid N, stopped without cleanup)`` when it was killed, then
@@ -252,10 +266,15 @@ def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
         limit: how many rows at most, this computer's most relevant first, then the team's
             latest changed (``more`` counts the others); None: every row.
         now: this computer's clock (UTC), for the age of the team rows; default: now.
+        statuses: list only items in one of these statuses (applied before ``limit``);
+            None: any status.
+        exact: count the rows not shown; False: ``more`` is 0 or 1 (see
+            :func:`local_status`).
     """
     from bees_cli.usecases.liveness import bees_run_state
 
-    view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine)
+    view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine,
+                        statuses=statuses, exact=exact)
     # issue 12, point 8: a bees run killed with kill -9 is said to be gone
     worker = bees_run_state(bees.computer.data_dir)
     moment = now or datetime.now(UTC)

@@ -23,28 +23,21 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class McpAction:
     """An MCP tool as ``bees action`` runs it: its add-on's model, the tool's name and the
-    workspace folder (``${BEES_WORKSPACE}``); ``sessions``, the run's held servers (None: a
-    server per list and call) and ``cwd``, the folder a server is started in (None: the
-    current one); ``addon_name``, the add-on's name."""
+    workspace folder (``${BEES_WORKSPACE}``); ``stage_server``, the run's held servers and
+    the key of this stage's server, taken from the typed action call (None: a server per
+    list and call); ``cwd``, the folder a server is started in (None: the current one)."""
 
     addon: Addon
     tool: str
     root: str
-    sessions: McpSessions | None = None
+    stage_server: tuple[McpSessions, SessionKey] | None = None
     cwd: str | None = None
-    addon_name: str = ""
-    key: SessionKey | None = None
-    """The stage's server's key, from the typed call (None: read from ``environ``)."""
 
-    def held(self, environ: Mapping[str, str]) -> tuple[McpSessions, SessionKey] | None:
+    def held(self) -> tuple[McpSessions, SessionKey] | None:
         """Return the run's sessions and the key of this stage's server of the add-on, or
-        None when the server is not held (no sessions, or a remote server)."""
-        from bees_cli.agents.mcp_sessions import SessionKey
-
+        None when the server is not held (outside ``bees run``, or a remote server)."""
         assert self.addon.mcp is not None
-        if self.sessions is None or self.addon.mcp.command is None:
-            return None
-        return self.sessions, self.key or SessionKey.of(environ, self.addon_name)
+        return None if self.addon.mcp.command is None else self.stage_server
 
 
 def mcp_rules(name: str, action: McpAction,
@@ -68,7 +61,7 @@ def mcp_rules(name: str, action: McpAction,
 
     server = action.addon.mcp
     assert server is not None
-    held = action.held(environ)
+    held = action.held()
     if held is None:
         tools = run_blocking(lambda: list_tools(server, root=action.root, environ=environ))
     else:
@@ -107,7 +100,7 @@ async def run_mcp(action: McpAction, data: Any, *, environ: Mapping[str, str],
     assert server is not None
     if not isinstance(data, dict):
         raise UserError(f"the input of an MCP tool is a JSON object, got {type(data).__name__}")
-    held = action.held(environ)
+    held = action.held()
     if held is None:
         result = await call_tool(server, action.tool, data, root=action.root, environ=environ,
                                  cwd=cwd or os.getcwd())

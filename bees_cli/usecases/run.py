@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from bees_cli.machine.computer import Computer
     from bees_cli.record.aio import AsyncRecord
     from bees_cli.usecases.bees import Bees
+    from bees_cli.usecases.runners import RunnerMode
 
 IDLE_POLL = 0.25
 """Seconds between looks at the local record while ``bees run`` waits (idle, pending items)."""
@@ -133,21 +134,35 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
 
 
 async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
-                     exit_when_idle: bool, heartbeat_every: float = 2.0) -> int:
+                     exit_when_idle: bool, heartbeat_every: float = 2.0,
+                     runner_pool: str | None = None, runner_every: float | None = None) -> int:
     """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
 
     Starts (or reuses) the embedded dev server, or uses the server at ``address``; runs the
     worker on ``bees-<machine_id>``; starts pending items, now and whenever new ones appear;
     stops the server it started on the way out.
 
+    With ``runner_pool`` this computer is a runner of that pool (DESIGN.md, Runners): its
+    token must be a runner's of the pool, and beside its work it asks Bees Cloud for the
+    pool's offers every ``runner_every`` seconds (default
+    :data:`~bees_cli.usecases.runners.RUNNER_POLL_EVERY`) and takes those it can run
+    (:func:`~bees_cli.usecases.runners.runner_loop`).
+
     Returns:
         The exit code: 0.
 
     Raises:
+        UserError: ``runner_pool`` is given and the token is not a runner's of that pool.
         Refused: another ``bees run`` runs on this computer (:func:`hold_worker_lock`).
         WorkspaceInvalid: ``workspace_path`` is given and does not load.
         EngineError: the engine cannot be started or reached, or went away while it ran.
     """
+    runner = None
+    if runner_pool is not None:
+        from bees_cli.usecases.runners import RUNNER_POLL_EVERY, RunnerMode, check_runner
+
+        name = await asyncio.to_thread(check_runner, bees, runner_pool)
+        runner = RunnerMode(runner_pool, name, runner_every or RUNNER_POLL_EVERY)
     lock = await asyncio.to_thread(hold_worker_lock, bees.computer.data_dir)
     try:
         if workspace_path is not None:
@@ -155,7 +170,7 @@ async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | N
 
             await asyncio.to_thread(load_workspace, workspace_path)
         return await _run_engine(bees, address, exit_when_idle, heartbeat_every,
-                                 workspace_path=workspace_path)
+                                 workspace_path=workspace_path, runner=runner)
     finally:
         lock.release()
 
@@ -203,13 +218,15 @@ async def take_token_person_at_start(bees: Bees) -> None:
 
 
 async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
-                      heartbeat_every: float, *, workspace_path: Path | None = None) -> int:
+                      heartbeat_every: float, *, workspace_path: Path | None = None,
+                      runner: RunnerMode | None = None) -> int:
     from bees_cli.engine.server import stop_engine
 
     server = await _start_engine(bees, address)
     data = bees.computer.data_dir
     try:
-        await _serve(bees, server, address, exit_when_idle, heartbeat_every, workspace_path)
+        await _serve(bees, server, address, exit_when_idle, heartbeat_every, workspace_path,
+                     runner)
     finally:
         forget_worker(data)
         await asyncio.to_thread(stop_engine, data, server)
@@ -240,7 +257,8 @@ async def _start_engine(bees: Bees, address: str | None) -> EngineServer:
 
 
 async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_when_idle: bool,
-                 heartbeat_every: float, workspace_path: Path | None) -> None:
+                 heartbeat_every: float, workspace_path: Path | None,
+                 runner: RunnerMode | None = None) -> None:
     """Connect to ``server``, run the worker and the side tasks until stopped (or idle),
     then shut them down (:func:`_shut_down`)."""
     from bees_cli.engine.background import prepare_schedules, start_background
@@ -283,8 +301,18 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     say(f"worker on task queue {queue}")
     background = await start_background(say, computer=computer, schedules=schedules,
                                         news=early)
+    offers = None
+    if runner is not None:  # a runner asks for its pool's offers beside its work
+        from bees_cli.usecases.runners import runner_loop
+
+        offers = asyncio.create_task(runner_loop(
+            bees, runner.pool, runner.name, workspace_path=workspace_path, stop=stop,
+            every=runner.every))
     gone = await _watch(bees, engine, server, queue, worker_task, released, stop,
                         exit_when_idle)
+    if offers is not None:
+        offers.cancel()
+        await asyncio.gather(offers, return_exceptions=True)
     await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop)
 
 

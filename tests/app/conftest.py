@@ -51,8 +51,10 @@ def bees(computer: Computer) -> Bees:
 
 @pytest.fixture
 def anonymous(bees: Bees, guard: Guard, tmp_path: Path) -> Iterator[TestClient]:
-    """A client that has not shown the secret (no cookie)."""
+    """A client that has not shown the secret (no cookie). The app's clock stands still
+    (the live parts' versions count minutes: a test never crosses one)."""
     app = create_app(bees, guard, workspace=tmp_path / "ws")
+    app.state.bees_app.clock = lambda: 1_800_000_000.0
     with TestClient(app, base_url=ORIGIN, follow_redirects=False) as client:
         yield client
 

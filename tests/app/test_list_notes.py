@@ -57,3 +57,26 @@ def test_a_list_request_reads_worker_json_once(
     monkeypatch.setattr(liveness, "read_json", counted)
     assert client.get(path).status_code == 200
     assert read == ["worker.json"]
+
+
+def test_an_unchanged_notes_poll_reads_nothing_but_the_versions(
+        client: TestClient, computer: Computer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 29, point 1: the notes' poll, every second too, answers "unchanged" from the
+    # record's version and worker.json's, before bees status is asked
+    page = client.get("/items").text
+    seen = version(page.split('<div id="notes"')[1])
+    bees = client.app.state.bees_app.bees  # type: ignore[attr-defined]
+    asked: list[dict[str, Any]] = []
+    real = bees.status
+
+    async def counted(**kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(bees, "status", counted)
+    unchanged = client.get(f"/items/notes?v={seen}")
+    assert (unchanged.status_code, unchanged.content, asked) == (204, b"", [])
+    note_worker(computer.data_dir, "127.0.0.1:7233", "bees")  # bees run starts
+    started = client.get(f"/items/notes?v={seen}")
+    assert (started.status_code, len(asked)) == (200, 1)
+    assert "bees run is not running" not in started.text

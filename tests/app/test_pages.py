@@ -8,6 +8,9 @@ import json
 import re
 from html import unescape as html_unescape
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bees_cli.app.security import Guard
 from bees_cli.app.server import create_app
@@ -70,7 +73,7 @@ def test_the_rows_poll_every_second_and_answer_204_while_unchanged(
     record = LocalRecord(computer.record_path)
     add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
     page = client.get("/items?show=all").text
-    assert ('<tbody id="rows" hx-get="/items/rows?show=all" hx-trigger="every 1s" '
+    assert ('<tbody id="rows" hx-get="/items/rows?show=all&amp;n=50" hx-trigger="every 1s" '
             'hx-swap="outerHTML"') in page
     seen = version(page.split('<tbody id="rows"')[1])  # the rows' (the notes' comes first)
     assert client.get(f"/items/rows?show=all&v={seen}").status_code == 204
@@ -101,10 +104,10 @@ def test_the_item_page_shows_status_stage_where_story_and_the_held_mail(
            'approval</span>' in html
     assert '<dd data-testid="item-stage">Send</dd>' in html
     assert f'<dd data-testid="item-where">{computer.computer}</dd>' in html
-    assert re.findall(r'<li data-event="(\w+)">', html) == ["created", "pick",
+    assert re.findall(r'<li data-event="(\w+)"', html) == ["created", "pick",
                                                                  "approval_asked"]
     assert "Send round 1: picked sender: first eligible" in html
-    assert '<dd data-field="to">sam@example.com</dd>' in html
+    assert '<dd data-field="to" class="recipient">sam@example.com</dd>' in html
     assert '<dd data-field="subject">Weekly report</dd>' in html
     assert '<pre data-field="body">Hi Sam,\n\nAll &lt;green&gt;.</pre>' in html
     assert buttons(html) == ["edit", "approve", "deny", "relinquish", "cancel"]
@@ -281,3 +284,59 @@ def test_a_model_call_that_waits_shows_why_in_the_list_and_on_the_item_page(
     assert ('<span data-testid="item-status-detail" class="detail"> — retrying model call, '
             'try 2 of 5</span>') in page
     assert buttons(page) == ["relinquish", "cancel"]
+
+
+def test_an_unchanged_poll_answers_from_the_version_and_reads_no_row(
+        client: TestClient, computer: Computer, bees: Bees, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 29, point 1: "unchanged" is answered from the record's version, before any row
+    # is read or rendered
+    record = LocalRecord(computer.record_path)
+    add(record, ITEM, tmp_path, status=Status.RUNNING, agent="writer")
+    page = client.get("/items?show=all").text
+    seen = version(page.split('<tbody id="rows"')[1])
+    reads: list[dict[str, object]] = []
+    real = bees.status
+
+    async def counted(**kwargs: Any) -> Any:
+        reads.append(kwargs)
+        return await real(**kwargs)
+
+    monkeypatch.setattr(bees, "status", counted)
+    unchanged = client.get(f"/items/rows?show=all&v={seen}")
+    assert (unchanged.status_code, unchanged.content, reads) == (204, b"", [])
+    record.set_state(ITEM, status=Status.WAITING_FOR_APPROVAL, stage="Send",
+                     reason="mail.send")
+    news = client.get(f"/items/rows?show=all&v={seen}")
+    assert (news.status_code, len(reads)) == (200, 1)
+    assert cells(news.text, ITEM)["stage"] == "Send"
+    again = client.get(f"/items/rows?show=all&v={version(news.text)}")
+    assert (again.status_code, len(reads)) == (204, 1)
+
+
+def _many(record: LocalRecord, tmp_path: Path, count: int, status: Status) -> list[str]:
+    from ulid import ULID
+
+    made = [str(ULID()) for _ in range(count)]
+    for item_id in made:
+        add(record, item_id, tmp_path, status=status)
+    return made
+
+
+def test_the_list_shows_50_rows_and_50_more_on_asking(
+        client: TestClient, computer: Computer, tmp_path: Path) -> None:
+    record = LocalRecord(computer.record_path)
+    failed = _many(record, tmp_path, 1, Status.FAILED)
+    running = _many(record, tmp_path, 59, Status.RUNNING)
+    first = client.get("/items").text
+    assert len(re.findall(r'<tr data-item-id="', first)) == 50
+    assert ('<p class="more"><a id="more" data-testid="more" href="/items?show=all&amp;n=100">'
+            'Show 50 more</a></p>') in first
+    assert 'hx-get="/items/rows?show=all&amp;n=50"' in first
+    both = client.get("/items?show=all&n=100").text
+    assert set(re.findall(r'<tr data-item-id="(\w+)"', both)) == {*failed, *running}
+    assert 'id="more"' not in both
+    # a filter is applied before the page is cut: the failed item is the oldest of 60
+    only = client.get("/items?show=failed").text
+    assert re.findall(r'<tr data-item-id="(\w+)"', only) == failed
+    assert client.get("/items?n=0").status_code == 400

@@ -61,9 +61,30 @@ LIVE = 30_000
 and an action to find its element."""
 
 
+PHONE = {"width": 390, "height": 844}
+"""A phone's window (issue 28, point 5: the layout works at 390 px wide)."""
+
+
 def write_screenshots() -> bool:
     """True when this run writes the docs' screenshots (``BEES_WRITE_SCREENSHOTS=1``)."""
     return os.environ.get("BEES_WRITE_SCREENSHOTS") == "1"
+
+
+async def save_screenshot(page: Page, name: str) -> bytes:
+    """Take a screenshot of the whole page at its window's width; into docs/screenshots/NAME
+    when this run writes them (:func:`write_screenshots`). Returns the PNG."""
+    shot = await page.screenshot(full_page=True)
+    assert shot.startswith(b"\x89PNG")
+    if write_screenshots():
+        SCREENSHOTS.mkdir(exist_ok=True)
+        (SCREENSHOTS / name).write_bytes(shot)
+    return shot
+
+
+async def fits(page: Page) -> list[int]:
+    """Return the page's scroll width and the window's width (equal: nothing sideways)."""
+    return list(await page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"))
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -22,7 +22,15 @@ from playwright.async_api import Browser, expect
 from temporalio.testing import WorkflowEnvironment
 
 from bees_cli.record.local import LocalRecord
-from tests.app_browser.conftest import App, Machine, open_page, weekly_report
+from tests.app_browser.conftest import (
+    PHONE,
+    App,
+    Machine,
+    fits,
+    open_page,
+    save_screenshot,
+    weekly_report,
+)
 from tests.e2e.conftest import Cloud
 from tests.support.wait import until
 
@@ -157,3 +165,40 @@ async def test_relinquish_in_the_laptops_app_and_continue_in_the_desktops(
         await expect(state).to_have_text("waiting for approval")
         await expect(page.locator('button[data-testid="approve"]')).to_be_visible()
     assert status(pair.desktop, item) == "waiting for approval"
+
+
+async def test_the_team_view_shows_each_computer_what_it_runs_and_when_it_was_heard_from(
+        browser: Browser, pair: Pair) -> None:
+    # issue 28, point 5: every computer of the team from the shared record
+    item = pair.desktop.create(pair.desktop_ws, "Week 52 report")
+    await until(lambda: status(pair.desktop, item) == "waiting for approval",
+                "the desktop's report never reached Send's approval")
+    await pair.desktop.sync()
+    await pair.laptop.sync()
+    async with open_page(browser, pair.laptop_app.url) as page:
+        await page.locator('header a[href="/team"]').click()
+        await expect(page).to_have_url(f"{pair.laptop_app.base}/team")
+        team = page.locator('[data-testid="team"]')
+        computers = team.locator("section[data-computer]")
+        await expect(computers).to_have_count(2)
+        assert [await c.get_attribute("data-computer") for c in await computers.all()] == [
+            "maya-laptop", "maya-desktop"]
+        laptop = team.locator('section[data-computer="maya-laptop"]')
+        await expect(laptop.locator(".badge")).to_have_text("this computer")
+        await expect(laptop.locator('[data-field="heard"]')).to_have_text(
+            "bees run is running")
+        desktop = team.locator('section[data-computer="maya-desktop"]')
+        await expect(desktop.locator('[data-field="person"]')).to_have_text(
+            pair.desktop.computer.person or "")
+        await expect(desktop.locator('[data-field="heard"]')).to_contain_text(
+            "last heard from ")
+        await expect(desktop.locator('[data-field="heard"]')).to_contain_text("(just now)")
+        run = desktop.locator(f'li[data-item-id="{item}"]')
+        await expect(run.locator("a")).to_have_text("Week 52 report")
+        await expect(run.locator(".pill")).to_have_text("Send · waiting for approval")
+        await expect(page.locator('[data-testid="team-alone"]')).to_have_count(0)
+        await save_screenshot(page, "app-team.png")
+        await page.set_viewport_size(PHONE)
+        await expect(run).to_be_visible()
+        assert await fits(page) == [PHONE["width"], PHONE["width"]]
+        await save_screenshot(page, "app-phone-team.png")

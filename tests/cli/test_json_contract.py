@@ -218,13 +218,17 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     assert (added["email"], added["team"]) == ("maya@example.com", "acme")
     revoked = check("cloud person revoke", "maya@example.com", "--team", "acme", "--db", db)
     assert (revoked["email"], revoked["revoked"]) == ("maya@example.com", 1)
+    runner = check("cloud admin runner add", "runner-1", "--pool", "build", "--team", "acme",
+                   "--db", db)
+    assert (runner["name"], runner["pool"], runner["team"]) == ("runner-1", "build", "acme")
     # their successes need a run or a server: test_a_use_case_result_prints_as_its_schema_says
     # and tests/cloud/test_cli.py check them against the same schemas; bees app serves until
-    # a signal: tests/app/test_command.py checks its line; bees item watch prints a document
-    # per line: tests/engine/test_watch.py checks each against its schema
+    # a signal: tests/app/test_command.py checks its line; bees offers needs a cloud:
+    # tests/engine/test_runners_e2e.py checks it; bees item watch prints a document per line:
+    # tests/engine/test_watch.py checks each against its schema
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
-                      "delegate", "app", "item watch"}
+                      "delegate", "app", "offers", "item watch"}
     # every time-valued field checked by `matches` (a time with microseconds fails it)
     assert times == {
         "status: items[].since", "status: items[].created", "item show: item.since",

@@ -245,7 +245,8 @@ def test_both_clients_offer_the_same_calls_with_the_same_parameters() -> None:
     assert sync == async_
     assert sorted(sync) == [
         "call", "claim_key", "claim_owner", "get_owner", "held_keys", "key_disagreements",
-        "list_owners", "me", "owner_history", "pull", "pull_all", "push", "release_owner",
+        "leave_offer", "list_owners", "make_offer", "me", "offers", "owner_history", "pull",
+        "pull_all", "push", "release_owner",
         "repair_owner", "report_key_item", "server_time", "skew",
     ]  # fmt: skip
     assert all(inspect.iscoroutinefunction(getattr(AsyncCloudClient, name)) for name in async_)

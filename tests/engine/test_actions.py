@@ -89,8 +89,9 @@ async def test_each_gated_kind_is_held_on_an_approval_stage_and_read_write_are_n
                                 "end Send 1"]
     assert [(j["action"], j["request_id"]) for j in item_journal(item_id)] == [
         ("ops.read", None), ("ops.write", None), (f"ops.{kind}", 1)]
-    # the held action asked the run once (returning at once), the person decided once
-    assert await updates_accepted(dev_env, item_id) == 2
+    # the held action asked the run once (returning at once) and waited on it once (no
+    # polling of the local record), the person decided once
+    assert await updates_accepted(dev_env, item_id) == 3
 
 
 async def test_ungated_and_journal_answered_actions_spend_no_workflow_update(
@@ -182,8 +183,8 @@ async def test_an_action_cut_before_its_result_is_held_until_a_person_answers(
     assert record.open_intent(item_id, "Send", "mail.send", digest_of({"to": "all"})) is None
     assert [(e.data["answer"], e.data["interrupted_at"]) for e in record.events(item_id)
             if e.kind == "approved"] == [(answer, intent["at"])]
-    # the retry, the held question (returning at once) and the answer
-    assert await updates_accepted(dev_env, item_id) == 3
+    # the retry, the held question (returning at once), the wait on it and the answer
+    assert await updates_accepted(dev_env, item_id) == 4
 
 
 async def test_ungated_actions_need_no_engine_and_a_stage_not_running_is_refused(

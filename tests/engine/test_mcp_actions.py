@@ -112,8 +112,9 @@ async def test_a_read_tool_runs_and_send_and_undeclared_tools_wait_for_a_person(
         "notes.send_email 0 sent to team@example.com | notes.send_email: answered from the "
         f"journal (it ran at {journal[1]['at']}); not run again",
         "end Send 1"]
-    # two held actions asked the run once each, and a person decided each once
-    assert await updates_accepted(dev_env, item_id) == 4
+    # two held actions asked the run once each and waited on it once each, and a person
+    # decided each once
+    assert await updates_accepted(dev_env, item_id) == 6
 
 
 async def test_tools_run_without_asking_on_a_stage_without_approval(

@@ -16,18 +16,12 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bees_cli.engine.model_activities import ModelActivities
-from bees_cli.engine.models import task_queue
 from bees_cli.engine.transcript import transcript_lines, transcript_path
-from bees_cli.engine.worker import make_worker
-from bees_cli.machine.computer import Computer
-from bees_cli.machine.identity import load_identity, set_identity
-from bees_cli.machine.paths import data_dir
 from bees_cli.record.local import LocalRecord
-from bees_cli.usecases.liveness import note_worker
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.conftest import BeesRunner
 from tests.engine.conftest import Space, until
-from tests.engine.test_model_loop import model_agent, result
+from tests.engine.test_model_loop import loop_worker, model_agent, note_this_worker, result
 from tests.engine.test_model_waits import app_status
 from tests.engine.test_rules import SEND, start
 
@@ -41,15 +35,11 @@ def model_server() -> Iterator[ScriptedServer]:
 
 
 @pytest_asyncio.fixture
-async def worker(dev_env: WorkflowEnvironment, space: Space,
-                 record: LocalRecord) -> AsyncIterator[Worker]:
+async def worker(dev_env: WorkflowEnvironment, record: LocalRecord) -> AsyncIterator[Worker]:
     """This computer's worker, showing a streamed call's progress at every chunk."""
-    set_identity(person="maya@example.com")
-    queue = task_queue(load_identity().machine_id)
-    note_worker(data_dir(), dev_env.client.service_client.config.target_host, queue)
-    models = ModelActivities(record, heartbeat_every=0.5, progress_every=0)
-    async with make_worker(dev_env.client, queue, record, computer=Computer.load(),
-                           heartbeat_every=0.5, models=models) as running:
+    note_this_worker(dev_env)
+    async with loop_worker(dev_env, record, models=lambda act: ModelActivities(
+            record, act=act, heartbeat_every=0.5, progress_every=0)) as running:
         yield running
 
 

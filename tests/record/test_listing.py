@@ -159,3 +159,19 @@ def test_watch_has_no_json(bees: BeesRunner) -> None:
     done = bees("status", "--watch", "--json")
     assert (done.returncode, json.loads(done.stdout)["error"]["message"]) == (
         2, "--watch redraws the table; it has no --json")
+
+
+def test_a_page_not_exact_says_whether_more_are_left_without_counting(tmp_path: Path) -> None:
+    # issue 29, point 1: the app's list reads one row past its page instead of a count
+    path = tmp_path / "record.db"
+    fill(path, ["running"] * 5)
+    assert local_page(path, limit=3, exact=False).more == 1
+    assert len(local_page(path, limit=3, exact=False).rows) == 3
+    assert local_page(path, limit=5, exact=False).more == 0
+    assert local_page(path, limit=3).more == 2
+    for n in range(10, 14):
+        team_item(path, item_id(n), origin_us=1_000_000 * n)
+    assert (team_page(path, limit=2, exact=False).more,
+            len(team_page(path, limit=2, exact=False).rows)) == (1, 2)
+    assert team_page(path, limit=0, exact=False).more == 1
+    assert team_page(path, limit=4, exact=False).more == 0

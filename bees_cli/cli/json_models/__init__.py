@@ -34,6 +34,7 @@ from bees_cli.cli.json_models.cloud import (
     CloudStatusOut,
     PersonAddOut,
     PersonRevokeOut,
+    RunnerAddOut,
     TeamAddOut,
 )
 from bees_cli.cli.json_models.doctor import (
@@ -49,6 +50,9 @@ from bees_cli.cli.json_models.doctor import (
 from bees_cli.cli.json_models.handover import (
     CheckpointProblem,
     ContinueOut,
+    OfferNoteOut,
+    OfferOut,
+    OffersOut,
     RelinquishOut,
     RepairOut,
     VerifyOut,
@@ -161,4 +165,8 @@ __all__ = [
     "CloudStatusOut",
     "AppOut",
     "PersonAddOut",
+    "RunnerAddOut",
+    "OfferNoteOut",
+    "OfferOut",
+    "OffersOut",
 ]

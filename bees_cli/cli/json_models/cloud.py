@@ -49,6 +49,18 @@ class AppOut(Out):
     port: int
 
 
+class RunnerAddOut(Out):
+    """``bees cloud admin runner add``: the runner's token (shown this once only), its pool
+    and team, and the server URL or the database URL it was added on (the other is None)."""
+
+    name: str
+    pool: str
+    team: str
+    token: str
+    server: str | None = None
+    database: str | None = None
+
+
 class PersonAddOut(Out):
     """``bees cloud person add``: the new bearer token (shown this once only), and the server
     URL or the database URL it was added on (the other is None)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from bees_cli.cli.json_models.base import Out, Part
+from bees_cli.record.views import UtcTime
 
 
 class RelinquishOut(Out):
@@ -61,3 +62,34 @@ class VerifyOut(Out):
     sha256: str
     files: int
     total_bytes: int
+
+
+class OfferNoteOut(Part):
+    """Why one runner left an offer, as it said last."""
+
+    runner: str
+    machine_id: str
+    reason: str
+    noted_at: UtcTime
+
+
+class OfferOut(Part):
+    """One item handed to a pool (``bees relinquish ITEM --to POOL``): the secrets it names
+    (names only), whether it is still open, who claimed it, and why runners left it."""
+
+    item_id: str
+    epoch: int
+    pool: str
+    secrets: list[str]
+    offered_at: UtcTime
+    offered_by: str
+    open: bool
+    claimed_at: UtcTime | None = None
+    claimed_by: str | None = None
+    notes: list[OfferNoteOut]
+
+
+class OffersOut(Out):
+    """``bees offers``: the team's offers, oldest first."""
+
+    offers: list[OfferOut]

@@ -21,6 +21,8 @@ from bees_cli.cloud.wire_admin import (
     AdminPerson,
     AdminPersonAnswer,
     AdminRevokeAnswer,
+    AdminRunner,
+    AdminRunnerAnswer,
     AdminTeam,
     AdminTeamAnswer,
 )
@@ -85,6 +87,15 @@ def register(app: FastAPI, storage: Storage, responses: dict[int | str, dict[str
         email = body.email.strip().lower()
         count = run(lambda: storage.revoke_person(email, body.team))
         return answer(AdminRevokeAnswer(email=email, team=body.team, revoked=count))
+
+    @app.post("/v1/admin/runners", response_model=AdminRunnerAnswer, responses=responses,
+              dependencies=guard)
+    def add_runner(body: AdminRunner) -> Response:
+        """Add a runner to a pool of a team and return its token (shown once). Admin token
+        only."""
+        token = run(lambda: storage.add_runner(body.name, body.pool, body.team))
+        return answer(AdminRunnerAnswer(name=body.name, pool=body.pool, team=body.team,
+                                        token=token))
 
 
 def _email(value: str) -> str:

@@ -153,6 +153,7 @@ def create_app(storage: Storage, *, threads: int = 8) -> FastAPI:
         routes.key_routes(storage),
         routes.owner_routes(storage),
         routes.record_routes(storage),
+        routes.offer_routes(storage),
     ):
         app.include_router(router)
 

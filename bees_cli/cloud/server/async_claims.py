@@ -84,7 +84,8 @@ class AsyncClaims:
                 connection broke.
         """
         who = self.owners.people.kept(token)
-        if who is None or self.owners.machines.kept(who, claim.machine_id) is not True:
+        if (who is None or who.runner is not None  # a runner's claim checks its offer
+                or self.owners.machines.kept(who, claim.machine_id) is not True):
             return None
         values = {
             **self._claim_fixed,

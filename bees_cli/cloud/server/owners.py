@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
+from bees_cli.cloud.server.offer_rows import mark_claimed, open_offer, was_offered
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import owners, people
@@ -149,13 +150,22 @@ class Owners:
 
         Raises:
             Unauthorized: unknown or revoked token.
-            Forbidden: ``machine_not_yours`` when another person first used the machine id.
+            Forbidden: ``machine_not_yours`` when another person first used the machine id;
+                ``not_offered`` when a runner claims an item not offered to its pool (DESIGN.md,
+                Runners: a runner's claim of an offered item marks the offer claimed in the
+                same transaction; the owner row's insert decides the one winner).
             Conflict: ``busy`` when the item changed hands :data:`CLAIM_LOOKS` times
                 during the claim.
         """
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
             self.machines.check(conn, who, claim.machine_id)
+            offer = None
+            if who.runner is not None:  # a runner takes only work handed to its pool
+                offer = self._offered(conn, who, claim)
+                if offer is None:
+                    latest = self._latest(conn, who.team_id, claim.item_id)
+                    return claim_answer(who, claim, None, latest)  # its own claim, again
             values = {
                 "team_id": who.team_id,
                 "item_id": claim.item_id,
@@ -167,6 +177,9 @@ class Owners:
             for _look in range(CLAIM_LOOKS):
                 won = conn.execute(self._claim, {**values, "since_us": self.db.now_us()}).first()
                 if won is not None:
+                    if offer is not None:
+                        mark_claimed(self.db, conn, offer.id, claim.machine_id,
+                                     who.runner or who.email)
                     break
                 latest = self._latest(conn, who.team_id, claim.item_id)
                 if latest is not None and latest.released_us is None:
@@ -174,6 +187,30 @@ class Owners:
                 latest = None  # held and released again meanwhile: look once more
         # The answer is built after the commit (the write lock is free again).
         return claim_answer(who, claim, won, latest)
+
+    def _offered(self, conn: Connection, who: Principal, claim: wire.OwnerClaim) -> Any:
+        """Return the open offer of the claimed item to runner ``who``'s pool; None when the
+        runner's claim is answered from the item's latest owner row: it holds the item
+        already (a repeated claim), or another runner won the offer (``taken``).
+
+        Raises:
+            Forbidden: ``not_offered`` when the item is not offered to the runner's pool.
+        """
+        assert who.pool is not None
+        offer = open_offer(conn, who, claim.item_id, who.pool)
+        if offer is not None:
+            return offer
+        latest = self._latest(conn, who.team_id, claim.item_id)
+        if latest is not None and latest.released_us is None and (
+            (latest.machine_id == claim.machine_id and latest.person_id == who.person_id)
+            or was_offered(conn, who, claim.item_id, who.pool, latest.epoch - 1)
+        ):
+            return None
+        raise Forbidden(
+            "not_offered",
+            f"item {claim.item_id} is not offered to pool {who.pool}: a runner takes only "
+            "work a person handed to its pool",
+            hint=f"a person hands it over with bees relinquish {claim.item_id} --to {who.pool}")
 
     def get(self, who: Who, item_id: str) -> wire.Owner:
         """Return the latest owner row of ``item_id`` in the asker's team.

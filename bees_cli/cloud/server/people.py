@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.refusals import Unauthorized
-from bees_cli.cloud.server.tables import people, teams, tokens
+from bees_cli.cloud.server.tables import people, runners, teams, tokens
 from bees_cli.errors import NotFound, UserError
 
 TOKEN_PREFIX = "bees"
@@ -40,10 +40,20 @@ class Principal:
     email: str
     team_id: int
     team: str
+    runner: str | None = None
+    """The runner's name when the token is a runner's (DESIGN.md, Runners), else None."""
+    pool: str | None = None
+    """The runner's pool when the token is a runner's, else None."""
 
 
 Who = Principal | str
 """A request's asker: a bearer token, or the person it was already found to be."""
+
+
+def pool_identity(pool: str) -> str:
+    """Return the email of ``pool``'s runner identity, the person its runners sign in as:
+    ``pool-POOL@runners.invalid`` (``.invalid`` is reserved: no one receives mail there)."""
+    return f"pool-{pool}@runners.invalid"
 
 
 def _hash_secret(secret: str) -> str:
@@ -199,6 +209,54 @@ class People:
         self._kept.clear()
         return int(result.rowcount)
 
+    def add_runner(self, name: str, pool: str, team: str) -> str:
+        """Add runner ``name`` of ``pool`` to ``team`` and return its token, shown once.
+
+        The runner signs in as its pool's runner identity (a person of the team named
+        :func:`pool_identity`), made with the first runner of the pool; its token is an
+        ordinary token of that identity (only the SHA-256 of the secret is stored), tied to
+        the runner's name and pool by a row of ``runners``.
+
+        Raises:
+            UserError: bad name or pool; a runner of that name exists in the team already.
+            NotFound: no such team.
+        """
+        name = _valid(wire.check_id, name, "runner name")
+        pool = _valid(wire.check_id, pool, "pool name")
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        now = self.db.now_us()
+        with self.db.transaction() as conn:
+            team_id = self._team_id(conn, team)
+            email = pool_identity(pool)
+            conn.execute(
+                self.db.insert(people)
+                .values(team_id=team_id, email=email, created_us=now)
+                .on_conflict_do_nothing()
+            )
+            person_id = conn.execute(
+                sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
+            ).scalar_one()
+            added = conn.execute(
+                self.db.insert(runners)
+                .values(team_id=team_id, name=name, pool=pool, token_id=token_id,
+                        created_us=now)
+                .on_conflict_do_nothing()
+                .returning(runners.c.id)
+            ).all()
+            if not added:
+                raise UserError(f"team {team} has a runner named {name!r} already",
+                                hint="pick another name (each runner has its own)")
+            conn.execute(
+                tokens.insert().values(
+                    token_id=token_id,
+                    person_id=person_id,
+                    secret_sha256=_hash_secret(secret),
+                    created_us=now,
+                )
+            )
+        return f"{TOKEN_PREFIX}.{token_id}.{secret}"
+
     @staticmethod
     def _team_id(conn: Connection, team: str) -> int:
         team_id = conn.execute(sa.select(teams.c.id).where(teams.c.name == team)).scalar()
@@ -261,6 +319,9 @@ class People:
             Unauthorized: ``unauthorized``.
         """
         found = self.authenticate_or_refuse(who)
+        if found.runner is not None:
+            return wire.Me(person=found.email, team=found.team, server_time=self.db.clock(),
+                           runner=found.runner, pool=found.pool)
         return wire.Me(person=found.email, team=found.team, server_time=self.db.clock())
 
     @staticmethod
@@ -276,13 +337,17 @@ class People:
                 people.c.email,
                 teams.c.id.label("team_id"),
                 teams.c.name,
+                runners.c.name.label("runner"),
+                runners.c.pool,
             )
             .join(people, people.c.id == tokens.c.person_id)
             .join(teams, teams.c.id == people.c.team_id)
+            .outerjoin(runners, runners.c.token_id == tokens.c.token_id)
             .where(tokens.c.token_id == parts[1])
         ).first()
         expected = row.secret_sha256 if row is not None else _DUMMY_HASH
         matches = hmac.compare_digest(expected, _hash_secret(parts[2]))
         if row is None or not matches or row.revoked_us is not None:
             return None
-        return Principal(person_id=row.id, email=row.email, team_id=row.team_id, team=row.name)
+        return Principal(person_id=row.id, email=row.email, team_id=row.team_id, team=row.name,
+                         runner=row.runner, pool=row.pool)

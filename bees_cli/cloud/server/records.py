@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -14,7 +16,7 @@ from bees_cli.cloud.server.machines import Machines
 from bees_cli.cloud.server.owners import owner_of, owner_select
 from bees_cli.cloud.server.people import People, Who
 from bees_cli.cloud.server.tables import owners, people, record, teams
-from bees_cli.utc import format_utc, from_us
+from bees_cli.utc import format_utc, from_us, to_us
 
 
 class Records:
@@ -200,7 +202,15 @@ class Records:
         accepted: list[tuple[wire.RecordChange, str, int]],
     ) -> list[tuple[wire.RecordChange, wire.RecordKey]]:
         """Write the accepted changes (each with its generation) where their key is greater;
-        return those that did not win, each with its key."""
+        return those that did not win, each with its key, in the order of ``accepted``.
+
+        Each change takes the next sequence number in order. The changes go in one
+        prepared upsert executed for all of them (``executemany``; SQLAlchemy sends them as
+        multi-row ``INSERT … ON CONFLICT DO UPDATE … WHERE`` statements): the n-th change of
+        an item in the batch goes in the n-th such execution, so one statement never
+        touches a row twice (PostgreSQL refuses that) and an item's changes apply in their
+        order, as if written one by one.
+        """
         if not accepted:
             return []
         last = conn.execute(
@@ -210,32 +220,58 @@ class Records:
             .returning(teams.c.record_seq)
         ).scalar_one()
         seq = int(last) - len(accepted)
-        lost: list[tuple[wire.RecordChange, wire.RecordKey]] = []
+        keys: list[wire.RecordKey] = []
+        rounds: list[list[dict[str, Any]]] = []
+        nth: dict[str, int] = {}
         for change, text, generation in accepted:
             seq += 1
-            key = wire.RecordKey.of(change, generation)
-            values = {
-                "team_id": team_id,
-                "item_id": change.item_id,
-                "fields": text,
-                "digest": key.digest,
-                "origin_us": key.origin_us,
-                "machine_id": key.machine_id,
-                "person_id": person_id,
-                "seq": seq,
-                "generation": key.generation,
-            }
-            stmt = self.db.insert(record).values(**values)
-            result = conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["team_id", "item_id"],
-                    set_={k: stmt.excluded[k] for k in values if k != "team_id"},
-                    where=self._key(stmt.excluded) > self._key(record.c),
-                ).returning(record.c.id)
+            key = wire.RecordKey(
+                generation,
+                to_us(change.origin_time),
+                change.machine_id,
+                hashlib.sha256(text.encode("utf-8")).hexdigest(),  # fields_digest, once
             )
-            if not result.all():  # a row comes back only when written
-                lost.append((change, key))
-        return lost
+            keys.append(key)
+            n = nth[change.item_id] = nth.get(change.item_id, -1) + 1
+            if n == len(rounds):
+                rounds.append([])
+            rounds[n].append(
+                {
+                    "team_id": team_id,
+                    "item_id": change.item_id,
+                    "fields": text,
+                    "digest": key.digest,
+                    "origin_us": key.origin_us,
+                    "machine_id": key.machine_id,
+                    "person_id": person_id,
+                    "seq": seq,
+                    "generation": generation,
+                }
+            )
+        # a row comes back only when written; (item, seq) names the change that wrote it
+        written = {
+            (row.item_id, row.seq)
+            for values in rounds
+            for row in conn.execute(self._upsert, values)
+        }
+        first = int(last) - len(accepted) + 1
+        return [
+            (change, key)
+            for n, ((change, _, _), key) in enumerate(zip(accepted, keys, strict=True))
+            if (change.item_id, first + n) not in written
+        ]
+
+    @functools.cached_property
+    def _upsert(self) -> Any:
+        """The one prepared statement that writes record changes (see :meth:`_write`)."""
+        stmt = self.db.insert(record)
+        columns = ("item_id", "fields", "digest", "origin_us", "machine_id", "person_id",
+                   "seq", "generation")
+        return stmt.on_conflict_do_update(
+            index_elements=["team_id", "item_id"],
+            set_={k: stmt.excluded[k] for k in columns},
+            where=self._key(stmt.excluded) > self._key(record.c),
+        ).returning(record.c.item_id, record.c.seq)
 
     def _superseded(
         self, conn: Any, team_id: int, lost: list[tuple[wire.RecordChange, wire.RecordKey]]

@@ -72,8 +72,9 @@ def clock_routes(storage: Storage) -> APIRouter:
 
     @router.get("/v1/me", response_model=wire.Me, responses=RESPONSES)
     def me(who: Token) -> Response:
-        """Who the token belongs to, the team, and the server clock (UTC)."""
-        return _json(storage.me(who))
+        """Who the token belongs to, the team, and the server clock (UTC); for a runner's
+        token also its name and pool."""
+        return _json(storage.me(who), only_set=True)
 
     @router.get("/v1/time", response_model=wire.ServerTime, responses=RESPONSES)
     def server_time(who: Token) -> Response:
@@ -183,5 +184,33 @@ def record_routes(storage: Storage) -> APIRouter:
         """The team's items changed after cursor ``since`` (at most ``limit``, and 1 MiB);
         with ``generations=true`` each carries its owner generation."""
         return _json(storage.pull(who, since, limit, generations=generations), only_set=True)
+
+    return router
+
+
+def offer_routes(storage: Storage) -> APIRouter:
+    """Return the offer routes (DESIGN.md, Runners) over ``storage``."""
+    router = APIRouter()
+
+    @router.post("/v1/offers/{item_id}", response_model=wire.Offer, responses=RESPONSES)
+    def make_offer(item_id: ItemId, body: wire.OfferMake, who: Token) -> Response:
+        """Hand a released item to a pool of runners (only the machine that released it)."""
+        return _json(storage.make_offer(who, item_path(item_id), body))
+
+    @router.get("/v1/offers", response_model=wire.OfferList, responses=RESPONSES)
+    def list_offers(
+        who: Token,
+        pool: Annotated[str | None, Query(pattern=wire.ID_PATTERN, max_length=200)] = None,
+        open_only: Annotated[bool, Query(alias="open")] = True,
+    ) -> Response:
+        """The team's offers (open ones unless ``open=false``), oldest first; a runner's
+        token sees its own pool's."""
+        found = storage.list_offers(who, pool, only_open=open_only)
+        return _json(wire.OfferList(offers=found))
+
+    @router.post("/v1/offers/{item_id}/leave", response_model=wire.Offer, responses=RESPONSES)
+    def leave_offer(item_id: ItemId, body: wire.OfferLeave, who: Token) -> Response:
+        """A runner leaves an open offer of its pool and says why (seen by the whole team)."""
+        return _json(storage.leave_offer(who, item_path(item_id), body))
 
     return router

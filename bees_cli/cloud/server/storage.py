@@ -31,6 +31,7 @@ from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Clock, Database, default_sqlite_url
 from bees_cli.cloud.server.keys import Keys
 from bees_cli.cloud.server.machines import Machines
+from bees_cli.cloud.server.offers import Offers
 from bees_cli.cloud.server.owners import Owners
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.records import Records
@@ -86,6 +87,7 @@ class Storage:
         self.keys = Keys(self.db, self.people, self.machines)
         self.owners = Owners(self.db, self.people, self.machines)
         self.records = Records(self.db, self.people, self.machines)
+        self.offers = Offers(self.db, self.people, self.machines)
         self.async_claims: AsyncClaims | None = None
         """Owner claims on the event loop (PostgreSQL only; :mod:`.async_claims`)."""
         if self.dialect == "postgresql":
@@ -110,6 +112,11 @@ class Storage:
     def revoke_person(self, email: str, team: str) -> int:
         """Revoke every live token of ``email`` in ``team`` (:meth:`People.revoke_person`)."""
         return self.people.revoke_person(email, team)
+
+    def add_runner(self, name: str, pool: str, team: str) -> str:
+        """Add runner ``name`` of ``pool`` to ``team``; return its token
+        (:meth:`People.add_runner`)."""
+        return self.people.add_runner(name, pool, team)
 
     def authenticate(self, token: str) -> Principal | None:
         """Return the person of ``token``, or None (:meth:`People.authenticate`)."""
@@ -166,6 +173,20 @@ class Storage:
     def repair_owner(self, who: Who, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
         """Re-send the release of a free item by its last releaser (:meth:`Owners.repair`)."""
         return self.owners.repair(who, item_id, release)
+
+    # -- offers (see offers.Offers) ---------------------------------------------------------
+
+    def make_offer(self, who: Who, item_id: str, body: wire.OfferMake) -> wire.Offer:
+        """Hand a released item to a pool (:meth:`Offers.offer`)."""
+        return self.offers.offer(who, item_id, body)
+
+    def list_offers(self, who: Who, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
+        """Return the team's offers (:meth:`Offers.listed`)."""
+        return self.offers.listed(who, pool, only_open=only_open)
+
+    def leave_offer(self, who: Who, item_id: str, body: wire.OfferLeave) -> wire.Offer:
+        """Note why a runner leaves an offer (:meth:`Offers.leave`)."""
+        return self.offers.leave(who, item_id, body)
 
     # -- shared record (see records.Records) --------------------------------------------
 

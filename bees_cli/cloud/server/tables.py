@@ -141,3 +141,53 @@ admin_token = sa.Table(
     sa.Column("secret_sha256", sa.String(64), nullable=False),
     sa.Column("created_us", sa.BigInteger, nullable=False),
 )
+
+runners = sa.Table(
+    "runners",
+    metadata,
+    # A runner: a headless computer of the team that takes only work handed to its pool
+    # (DESIGN.md, Runners). Its token is an ordinary row of ``tokens`` (only the secret's
+    # SHA-256 is kept) whose person is the pool's runner identity (``people``).
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("pool", sa.String(200), nullable=False),
+    sa.Column("token_id", sa.String(32), nullable=False, unique=True),
+    sa.Column("created_us", sa.BigInteger, nullable=False),
+    sa.Column("retired_us", sa.BigInteger, nullable=True),
+    sa.UniqueConstraint("team_id", "name", name="uq_runners_team_name"),
+)
+
+offers = sa.Table(
+    "offers",
+    metadata,
+    # An item handed to a pool: the release of owner generation ``epoch`` (0: never
+    # claimed) offered to ``pool``. ``secrets`` holds names of environment variables only
+    # (canonical JSON list), never values. Claimed with the owner claim that took the item.
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("item_id", sa.String(200), nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("pool", sa.String(200), nullable=False),
+    sa.Column("secrets", sa.Text, nullable=False),
+    sa.Column("offered_us", sa.BigInteger, nullable=False),
+    sa.Column("offered_by", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
+    sa.Column("claimed_us", sa.BigInteger, nullable=True),
+    sa.Column("claimed_machine", sa.String(200), nullable=True),
+    sa.Column("claimed_by", sa.String(200), nullable=True),
+    sa.UniqueConstraint("team_id", "item_id", "epoch", name="uq_offers_item_epoch"),
+    sa.Index("ix_offers_team_pool", "team_id", "pool"),
+)
+
+offer_notes = sa.Table(
+    "offer_notes",
+    metadata,
+    # Why a runner left an offer (one row per offer and runner, the latest reason).
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("offer_id", sa.Integer, sa.ForeignKey("offers.id"), nullable=False),
+    sa.Column("runner", sa.String(200), nullable=False),
+    sa.Column("machine_id", sa.String(200), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("noted_us", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("offer_id", "runner", name="uq_offer_notes_runner"),
+)
