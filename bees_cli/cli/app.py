@@ -32,7 +32,7 @@ def app(
     Prints its URL first (http://bees-RANDOM.localhost:PORT/?secret=…: a name of its own,
     which browsers resolve to this computer, so its session reaches no other program on
     another port; the secret lets a browser in; with --json as one line {"version", "url",
-    "port"}) and opens it unless --no-open. Works beside `bees run`, starting nothing
+    "port"}) and opens it unless --no-open. Works beside 'bees run', starting nothing
     itself. One app serves a computer: when one serves already, prints (and
     opens) its URL instead and exits 0; refused (exit 3) when it serves another workspace.
 

@@ -120,5 +120,6 @@ def register(app: typer.Typer) -> None:
     """Attach the ``checkpoint`` group to the root app (its ``verify`` once, however many
     apps it is attached to: a second copy would miss the error boundary)."""
     if not checkpoint_app.registered_commands:
-        checkpoint_app.command()(verify)
+        checkpoint_app.command(
+            short_help="Verify a run folder's checkpoint and every file it lists.")(verify)
     app.add_typer(checkpoint_app, name="checkpoint")

@@ -85,7 +85,7 @@ def serve(
     """Run the Bees Cloud server until interrupted (migrates the database first).
 
     The first start makes the admin token and says where it wrote it; the admin commands
-    (`bees cloud team add --server URL`...) need it.
+    ('bees cloud team add --server URL'...) need it.
 
     Example: bees cloud serve --db postgresql+psycopg://bees@db/bees --host 0.0.0.0
     """
@@ -187,8 +187,8 @@ def runner_add(
 ) -> None:
     """Add a runner (a headless computer) to a pool and print its token (shown this once only).
 
-    The runner signs in with it (BEES_CLOUD_URL and BEES_TOKEN) and runs `bees run --runner
-    POOL`; it takes only work a person hands to the pool (docs/runners.md).
+    The runner signs in with it (BEES_CLOUD_URL and BEES_TOKEN) and runs 'bees run --runner
+    POOL'; it takes only work a person hands to the pool (docs/runners.md).
 
     Example: bees cloud admin runner add runner-1 --pool build --team acme --server URL
     """
@@ -268,18 +268,24 @@ def register(app: typer.Typer) -> None:
     team = typer.Typer(help="Manage teams (on a server, or its database offline).",
                        no_args_is_help=True)
     person = typer.Typer(help="Manage people and tokens (on a server, or its database offline).",
-                         no_args_is_help=True)
-    cloud.command("serve")(serve)
-    cloud.command("status")(status)
-    cloud.command("admin-token")(admin_token)
-    team.command("add")(team_add)
-    person.command("add")(person_add)
-    person.command("revoke")(person_revoke)
+                         short_help="Manage people and tokens.", no_args_is_help=True)
+    cloud.command("serve", short_help="Run the Bees Cloud server until interrupted.")(serve)
+    cloud.command("status", short_help="Show whether Bees Cloud answers, and as whom.")(status)
+    cloud.command("admin-token", short_help="Replace the server's admin token.")(
+        admin_token)
+    team.command("add", short_help="Create a team.")(team_add)
+    person.command("add", short_help="Add a person to a team; print a new token.")(
+        person_add)
+    person.command("revoke", short_help="Revoke every token of a person.")(
+        person_revoke)
     admin = typer.Typer(help="Administer the team's runners (on a server, or its database"
-                        " offline).", no_args_is_help=True)
+                        " offline).", short_help="Administer the team's runners.",
+                        no_args_is_help=True)
     runner = typer.Typer(help="Runner identities: headless computers that take work handed"
-                         " to their pool.", no_args_is_help=True)
-    runner.command("add")(runner_add)
+                         " to their pool.", short_help="Runner identities of a pool.",
+                         no_args_is_help=True)
+    runner.command("add", short_help="Add a runner identity to a pool; print its token.")(
+        runner_add)
     admin.add_typer(runner, name="runner", context_settings=CONTEXT)
     cloud.add_typer(admin, name="admin", context_settings=CONTEXT)
     cloud.add_typer(team, name="team", context_settings=CONTEXT)

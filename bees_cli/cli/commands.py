@@ -13,8 +13,9 @@ HELP = "Run multi-stage agent work on your own computers, with no central dispat
 
 class Entry:
     """A root command: the command modules whose ``register(app)`` defines it (registered
-    together, in this order), and the first paragraph of its help, which the root's help and
-    shell completion list without importing those modules. (A plain class: ``typing`` is
+    together, in this order), and its one-line summary, which the root's help and shell
+    completion list without importing those modules (and the command's short help once
+    loaded). (A plain class: ``typing`` is
     not imported on the path of ``bees --help``.)"""
 
     __slots__ = ("help", "modules")
@@ -26,73 +27,60 @@ class Entry:
 
 _ENGINE = ("engine", "control")  # control adds `item accept|cancel` to engine's `item` group
 
-# Root commands in the order `bees --help` lists them (typer's: commands, then groups).
-# tests/cli/test_startup.py checks this table against the modules' own commands and help.
+# Root commands in typer's registration order (commands, then groups), each with its one-line
+# summary: at most 62 characters, so that `bees --help` shows it whole at 80 columns.
+# tests/cli/test_startup.py checks this table against the modules' own commands.
 COMMANDS: dict[str, Entry] = {
-    "whoami": Entry(("machine",), "Show this computer's machine id, name and signed-in person."),
+    "whoami": Entry(("machine",), "Show this computer's machine id, name and person."),
     "link": Entry(("machine",), "Link a declared folder to a directory on this computer."),
     "unlink": Entry(("machine",), "Remove this computer's link of a folder."),
-    "links": Entry(("machine",), "List each declared folder, where it resolves here, and whether "
-                   "it is linked."),
-    "addons": Entry(("machine",), "List each add-on and whether it is connected on this "
-                    "computer, with what is missing."),
+    "links": Entry(("machine",), "List the declared folders and where each resolves here."),
+    "addons": Entry(("machine",), "List the add-ons and whether each is connected here."),
     "run": Entry(_ENGINE, "Run this computer's engine and worker until Ctrl-C."),
-    "status": Entry(_ENGINE, "List work items with stage, status, agent and since when: this "
-                    "computer's, then the team's from the shared record (\"Draft, running on "
-                    "maya-laptop\")."),
-    "init": Entry(("workspace",), "Create a starter workspace: a draft → review → done process, "
-                  "two agents, schemas."),
-    "validate": Entry(("workspace",), "Check every file of the workspace; print each problem as "
-                      "FILE:LINE:COL  field  message."),
-    "login": Entry(("login",), "Sign this computer in to Bees Cloud (the token is stored with "
-                   "mode 0600)."),
-    "logout": Entry(("login",), "Forget this computer's Bees Cloud token (this computer's person "
-                    "stays as it is)."),
-    "retry": Entry(_ENGINE, "Start a failed stage again from the top, as a new attempt (or, for "
-                   "an item stopped at the review limit, one more round from the work stage)."),
-    "approve": Entry(_ENGINE, "Approve what waits on an item (a held action, or its stage's "
-                     "finish)."),
-    "deny": Entry(_ENGINE, "Deny what waits on an item: the agent's action is refused with the "
-                  "reason."),
-    "action": Entry(_ENGINE, "Run an add-on action from inside a stage, once the item's run "
-                    "allows it."),
-    "delegate": Entry(("delegate",), "Hand a piece of this stage to another agent and wait for "
-                      "its answer (inside a stage)."),
-    "schedules": Entry(("schedules",), "List the workspace's schedules: whether they fire here, "
-                       "their next three times in their own time zone, and this computer's last "
-                       "fires with their outcome (ran here, taken by another computer, skipped, "
-                       "missed, gave up, not eligible, failed)."),
-    "doctor": Entry(("doctor",), "Check this computer: the engine and its version, Bees Cloud "
-                    "(reachable, authorized, clock skew), folder links, add-on connections, and "
-                    "for each process whether it could run here now, and if not, why."),
-    "relinquish": Entry(("handover",), "Stop an item this computer owns and hand it over: its "
-                        "stage stops, the checkpoint is written into the run folder, and Bees "
-                        "Cloud learns that the item is free."),
-    "continue": Entry(("handover",), "Continue a relinquished item on this computer: verify its "
-                      "checkpoint and files, check eligibility, then claim it and start its "
-                      "unfinished stage from the top."),
-    "offers": Entry(("handover",), "List the items handed to pools of runners (bees "
-                    "relinquish ITEM --to POOL): open ones first by age, the secrets each "
-                    "names (names only), who claimed it, and why each runner that could not "
-                    "run it left it (\"runner-2: ... not linked on this computer\")."),
-    "demo": Entry(("demo",), "Run the weekly report with model agents from a fresh copy to "
-                  "Done, on this computer."),
-    "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
-                        "nothing is installed or edited."),
-    "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "
-                 "live, approvals to read and answer, retry, relinquish and continue, "
-                 "schedules and doctor."),
-    "item": Entry(_ENGINE, "Work items: create one, show one."),
+    "status": Entry(_ENGINE, "List work items here and the team's, with stage and status."),
+    "init": Entry(("workspace",), "Create a starter workspace (draft → review → done)."),
+    "validate": Entry(("workspace",), "Check every file of the workspace (FILE:LINE:COL)."),
+    "login": Entry(("login",), "Sign this computer in to Bees Cloud."),
+    "logout": Entry(("login",), "Forget this computer's Bees Cloud token."),
+    "retry": Entry(_ENGINE, "Start a failed or stopped stage again from the top."),
+    "approve": Entry(_ENGINE, "Approve what waits on an item (an action or a finish)."),
+    "deny": Entry(_ENGINE, "Deny what waits on an item, with the reason."),
+    "action": Entry(_ENGINE, "Run an add-on action from inside a stage."),
+    "delegate": Entry(("delegate",), "Hand a piece of a stage to another agent (inside a "
+                      "stage)."),
+    "schedules": Entry(("schedules",), "List the schedules, their next times and last fires "
+                       "here."),
+    "doctor": Entry(("doctor",), "Check this computer: engine, Bees Cloud, links, add-ons."),
+    "relinquish": Entry(("handover",), "Stop an item this computer owns and hand it over."),
+    "continue": Entry(("handover",), "Continue a relinquished item on this computer."),
+    "offers": Entry(("handover",), "List the items handed to pools of runners, and who took "
+                    "them."),
+    "demo": Entry(("demo",), "Run the model example from a fresh copy to Done, here."),
+    "completion": Entry(("completion",), "Print the completion script of a shell."),
+    "app": Entry(("app",), "Serve the Bees app: the team's items live in a browser."),
+    "help": Entry(("helpcmd",), "Show a command's help, or a topic: json, exit-codes."),
+    "item": Entry(_ENGINE, "Work items: create, show, watch, accept, cancel."),
     "schemas": Entry(("workspace",), "JSON Schemas of the workspace files, for editors."),
-    "cloud": Entry(("cloud",), "Bees Cloud: run the server, manage teams and people, check the "
+    "cloud": Entry(("cloud",), "Run Bees Cloud, manage teams and people, check the "
                    "connection."),
     "checkpoint": Entry(("checkpoint",), "Check the checkpoint a run folder carries on a "
                         "handover."),
-    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer: the "
-                       "action and its input, recipients first (each field on its own line: "
-                       "bees approvals show ITEM)."),
-    "model": Entry(("model",), "The embedded demo model: a tiny local model for trying model "
-                   "agents."),
+    "approvals": Entry(_ENGINE, "List what waits for a person's approval on this computer."),
+    "model": Entry(("model",), "The embedded demo model, for trying model agents."),
 }
 
-__all__ = ["COMMANDS", "COMPLETE_VAR", "HELP", "Entry"]
+PANELS: dict[str, list[str]] = {
+    "Work items": ["status", "item", "run", "retry", "app", "action", "delegate"],
+    "Approvals": ["approvals", "approve", "deny"],
+    "Handover": ["relinquish", "continue", "offers", "checkpoint"],
+    "Schedules": ["schedules"],
+    "Workspace": ["init", "validate", "schemas"],
+    "This computer": ["doctor", "whoami", "link", "unlink", "links", "addons", "model",
+                      "completion"],
+    "Bees Cloud": ["login", "logout", "cloud"],
+    "Help": ["demo", "help"],
+}
+"""The panels of ``bees --help``, in order, each with its commands in the order shown; every
+command of :data:`COMMANDS` is in exactly one (tests/cli/test_help.py)."""
+
+__all__ = ["COMMANDS", "COMPLETE_VAR", "HELP", "PANELS", "Entry"]

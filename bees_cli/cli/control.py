@@ -19,7 +19,7 @@ from bees_cli.errors import UserError
 @touches_engine
 def retry(item: ItemArg, as_json: JsonOpt = False) -> None:
     """Start a failed stage again from the top, as a new attempt (or, for an item stopped at
-    the review limit, one more round from the work stage). Needs `bees run` up. A lost item
+    the review limit, one more round from the work stage). Needs 'bees run' up. A lost item
     (the engine's database was replaced) starts its stage again in a new run.
 
     Example: bees retry 01JH3
@@ -91,7 +91,7 @@ def approvals(ctx: typer.Context, as_json: JsonOpt = False, wide: Annotated[bool
     """List what waits for a person's approval on this computer: the action and its input,
     recipients first (each field on its own line: bees approvals show ITEM).
 
-    With --json, each request's ``input`` is the JSON object the agent gave.
+    With --json, each request's "input" is the JSON object the agent gave.
 
     Example: bees approvals --json
     """
@@ -115,7 +115,7 @@ def approvals(ctx: typer.Context, as_json: JsonOpt = False, wide: Annotated[bool
     sys.stdout.write("".join(f"{line}\n" for line in lines))
 
 
-@approvals_app.command("show")
+@approvals_app.command("show", short_help="Show what waits on an item, each field whole.")
 def approvals_show(
     item: ItemArg,
     action: Annotated[int | None, typer.Option(
@@ -225,7 +225,7 @@ def action(
 
     Prints the add-on's output and exits with its exit code; a refusal or denial exits 3
     with the reason on stderr. Gated actions (send, post, delete, pay) on a stage with
-    `approval: required` wait for a person's `bees approve`.
+    approval: required wait for a person's 'bees approve'.
 
     Example: bees action mail.send --input @mail.json
     """
@@ -259,5 +259,8 @@ def register(app: typer.Typer) -> None:
     app.command("action")(action)
     if "accept" not in {command.name for command in item_app.registered_commands}:
         # once, however many apps are built: a second copy would miss the error boundary
-        item_app.command("accept")(item_accept)
-        item_app.command("cancel")(item_cancel)
+        item_app.command(
+            "accept", short_help="Take the work of an item stopped at the review limit.")(
+            item_accept)
+        item_app.command("cancel", short_help="Cancel an item and stop its running stage.")(
+            item_cancel)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from bees_cli.usecases.models import TeamItemDetails
 
 item_app = typer.Typer(
-    name="item", help="Work items: create one, show one.", no_args_is_help=True,
+    name="item", help="Work items: create one, show one, watch one live.", no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None,
 )
 
@@ -96,14 +96,14 @@ def item_create(
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
 
-    With --json, stdout is ``{"version", "item_id", "process", "title", "run_folder",
-    "started"}`` instead; with --wait --json, printed once the wait ended, with ``final``:
+    With --json, stdout is {"version", "item_id", "process", "title", "run_folder",
+    "started"} instead; with --wait --json, printed once the wait ended, with "final":
     the item's row then.
 
     With --wait, follows the item until it is done or stops for a person; --timeout SECONDS
     bounds the wait (exit 1: timed out, the error names the item and, with --json, carries
-    its ``item_status`` and ``stage``; without --wait it is a usage error, exit 2). With
-    --json, every answer has ``item_id`` at the top, an error too (null: no item was made).
+    its "item_status" and "stage"; without --wait it is a usage error, exit 2). With
+    --json, every answer has "item_id" at the top, an error too (null: no item was made).
 
     Example: bees item create weekly-report --title "Week 2" -w examples/weekly-report
     """
@@ -142,7 +142,7 @@ def item_create(
     exit_hard(asyncio.run(create_then_wait()))
 
 
-@item_app.command("show")
+@item_app.command("show", short_help="Show an item: status, run folder, logs, its story.")
 def item_show(
     item: ItemArg,
     as_json: JsonOpt = False,
@@ -199,6 +199,56 @@ def echo_item(found: ItemDetails) -> None:
     typer.echo("history")
     for event in details.events():
         typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
+
+
+@item_app.command("watch", short_help="Follow an item live until it is done or fails.")
+def item_watch(
+    item: ItemArg,
+    until_waiting: Annotated[bool, typer.Option(
+        "--until-waiting", help="Also stop when the item waits for a person (an approval, "
+        "the review limit): exit 3.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Follow an item live: print each new fact as it happens, then end with its outcome.
+
+    Facts are those of bees item show: each stage started and finished, each pick and its
+    reason, a model stage's turns, approvals waiting and answered, a handover. The facts
+    already recorded come first. An item another computer runs is followed in the shared
+    record (its stage and status). Exit 0 when the item is done, 1 when it failed (or was
+    cancelled or lost), 3 when it waits for a person and --until-waiting was given;
+    without it, the watch goes on while a person answers from another terminal. With
+    --json, each line of stdout is one JSON object, the last one of kind "end".
+
+    Example: bees item watch 01JH3 --until-waiting
+    """
+    import asyncio
+
+    from bees_cli.cli import json_models as out
+    from bees_cli.cli.pipes import write_stdout
+
+    async def watch() -> int:
+        code = 1
+        async for seen in bees_here().watch_item(item, until_waiting=until_waiting):
+            write_stdout(out.watch_line(seen) if as_json else _watch_text(seen) + "\n")
+            sys.stdout.flush()
+            if seen.kind == "end":
+                code = seen.exit_code
+        return code
+
+    raise typer.Exit(asyncio.run(watch()))
+
+
+def _watch_text(seen: Any) -> str:
+    """One line of ``bees item watch`` for people (see :mod:`bees_cli.usecases.watch`)."""
+    if seen.kind == "fact":
+        return f"{display_utc(parse_utc(seen.fact.at))}  {seen.text}"
+    if seen.kind == "status":
+        return f"{'now':>20}  {seen.text}"
+    if seen.kind == "model":
+        used = seen.usage
+        return (f"{'model':>20}  {used.stage}: {used.model}, {used.turns} turns, "
+                f"{used.tokens_in} tokens in, {used.tokens_out} out")
+    return f"{seen.outcome:>20}  {seen.text} (exit {seen.exit_code})"
 
 
 def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:

@@ -8,7 +8,8 @@ import sys
 
 
 def run() -> None:
-    """Run ``bees`` with ``sys.argv``: ``bees --help``/``-h`` prints the root's help and
+    """Run ``bees`` with ``sys.argv``: ``bees --help``/``-h`` (or ``bees help``) prints the
+    root's help, ``bees help TOPIC`` a topic (:mod:`bees_cli.cli.topics`),
     ``bees --version`` the version at the cost of a bare interpreter (issue 16, point 4:
     ``--help`` within 3× ``python -c pass``), ``status`` and ``validate`` go through
     :func:`bees_cli.cli.quick.run` when it takes their line; every other command line
@@ -29,6 +30,15 @@ def _run(args: list[str]) -> None:
 
         sys.stdout.write(render() + "\n")
         return
+    if args[:1] == ["help"] and len(args) <= 2:
+        from bees_cli.cli.topics import TOPICS
+
+        if args[1:] == [] or args[1] in TOPICS:
+            from bees_cli.cli.roothelp import render, width
+            from bees_cli.cli.topics import render as render_topic
+
+            sys.stdout.write((render_topic(args[1], width()) if args[1:] else render()) + "\n")
+            return
     if args == ["--version"]:
         from bees_cli import __version__
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from bees_cli.cli.boundary import (
     JSON_PARAM,
@@ -32,6 +32,7 @@ from bees_cli.cli.boundary import (
     as_bees_error,
     debugging,
 )
+from bees_cli.cli.helptext import HelpCommand, HelpGroup
 from bees_cli.cli.pipes import closed_pipe_ends_quietly
 from bees_cli.errors import (
     Ambiguous,
@@ -202,7 +203,7 @@ def error_boundary(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class JsonUsageCommand(TyperCommand):
+class JsonUsageCommand(HelpCommand):
     """A command whose own usage errors (a missing option, a bad value) are JSON on stdout
     when its arguments hold ``--json``, like every other error in JSON mode (exit 2).
 
@@ -228,7 +229,8 @@ class JsonUsageCommand(TyperCommand):
 
 def guard_all(app: typer.Typer) -> None:
     """Put :func:`error_boundary` around every command of ``app`` and of its groups, once,
-    and make each a :class:`JsonUsageCommand`."""
+    and make each a :class:`JsonUsageCommand` (each group a
+    :class:`~bees_cli.cli.helptext.HelpGroup`)."""
     for command in app.registered_commands:
         if command.cls in (None, TyperCommand):
             command.cls = JsonUsageCommand
@@ -236,6 +238,9 @@ def guard_all(app: typer.Typer) -> None:
             command.callback = error_boundary(command.callback)
     for group in app.registered_groups:
         if group.typer_instance is not None:
+            if group.typer_instance.info.cls in (None, TyperGroup) or not isinstance(
+                    group.typer_instance.info.cls, type):
+                group.typer_instance.info.cls = HelpGroup
             guard_all(group.typer_instance)
             info = group.typer_instance.registered_callback  # a group that lists by itself
             if (info is not None and info.callback is not None

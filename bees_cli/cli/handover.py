@@ -27,8 +27,8 @@ def relinquish(
     item: ItemArg,
     repair: Annotated[bool, typer.Option(
         "--repair", help="On the computer that relinquished the item: verify its run folder "
-        "and re-send the release with that folder's checkpoint digest (when `bees continue` "
-        "says the checkpoint and the release disagree). Needs no `bees run`.")] = False,
+        "and re-send the release with that folder's checkpoint digest (when 'bees continue' "
+        "says the checkpoint and the release disagree). Needs no 'bees run'.")] = False,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", metavar="SECONDS", min=0, help="End the command after at most SECONDS "
         "(exit 1): while Bees Cloud cannot be reached before anything stops, nothing "
@@ -42,7 +42,7 @@ def relinquish(
 ) -> None:
     """Stop an item this computer owns and hand it over: its stage stops, the checkpoint is
     written into the run folder, and Bees Cloud learns that the item is free. Needs
-    `bees run` up. While Bees Cloud is unreachable it waits, saying so, and changes nothing
+    'bees run' up. While Bees Cloud is unreachable it waits, saying so, and changes nothing
     until the cloud answers. Exit 3 when refused (another computer owns it, or the run
     folder breaks a limit: the item then goes on running, untouched).
 

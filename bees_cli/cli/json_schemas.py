@@ -30,6 +30,7 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "item-create-error.json": m.ItemCreateErrorOut,
     "item-show.json": m.ItemShowOut,
     "item-show-team.json": m.TeamItemShow,
+    "item-watch.json": m.ItemWatchOut,
     "retry.json": m.PersonDoneOut,
     "item-accept.json": m.PersonDoneOut,
     "item-cancel.json": m.CancelOut,
@@ -67,6 +68,7 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "status": ("status.json",),
     "item create": ("item-create.json", "item-create-error.json"),
     "item show": ("item-show.json", "item-show-team.json"),
+    "item watch": ("item-watch.json",),
     "retry": ("retry.json",),
     "item accept": ("item-accept.json",),
     "item cancel": ("item-cancel.json",),
@@ -102,6 +104,7 @@ NO_JSON: dict[str, str] = {
     "logout": "forgets the token; in CI, unset BEES_TOKEN instead",
     "cloud admin-token": "writes a secret to the file named; it prints only where, once",
     "completion": "prints a shell's completion script (issue 15, point 1)",
+    "help": "prints help text for people; bees help json says how --json works",
 }
 """Each leaf command without ``--json`` → why (a test checks every leaf is in one table)."""
 
@@ -112,8 +115,13 @@ def generate() -> dict[str, str]:
     for name, model in SCHEMA_FILES.items():
         schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
                   **model.model_json_schema(by_alias=True, mode="serialization")}
-        # every document carries its version, though the model gives it a default
-        schema["required"] = ["version", *(n for n in schema["required"] if n != "version")]
+        # every document carries its version, though the model gives it a default; a
+        # document of several kinds (item-watch.json) is one of its $defs
+        documents = [schema] if "required" in schema else [
+            schema["$defs"][one["$ref"].rsplit("/", 1)[1]] for one in schema["oneOf"]]
+        for document in documents:
+            document["required"] = ["version",
+                                    *(n for n in document["required"] if n != "version")]
         out[name] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     return out
 

@@ -16,14 +16,14 @@ def login(
         str | None,
         typer.Argument(
             envvar="BEES_CLOUD_URL",
-            help="Bees Cloud URL (default: the workspace's `cloud:` URL).", show_default=False
+            help="Bees Cloud URL (default: the workspace's cloud: URL).", show_default=False
         ),
     ] = None,
     token: Annotated[
         str | None,
         typer.Option(
             "--token",
-            help="Bearer token from `bees cloud person add` (asked for when omitted).",
+            help="Bearer token from 'bees cloud person add' (asked for when omitted).",
             show_default=False,
         ),
     ] = None,
@@ -43,7 +43,7 @@ def login(
     """Sign this computer in to Bees Cloud (the token is stored with mode 0600).
 
     A checked sign-in also makes the token's person this computer's person
-    (`bees whoami`). The URL is resolved, and shown, before the token is asked for;
+    ('bees whoami'). The URL is resolved, and shown, before the token is asked for;
     plain http:// is refused for any host but this computer unless --insecure.
 
     Example: echo "$TOKEN" | bees login https://cloud.example.com --with-token

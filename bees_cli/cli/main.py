@@ -36,6 +36,7 @@ COMMAND_MODULES: list[str] = [
     "demo",
     "completion",
     "app",
+    "helpcmd",
 ]
 
 
@@ -55,6 +56,8 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        for name, command in self.commands.items():
+            self._summarize(name, command)
         self.listing = False
         self.loaded: set[tuple[str, ...]] = set()
 
@@ -76,7 +79,7 @@ class LazyGroup(TyperGroup):
             importlib.import_module(f"bees_cli.cli.{module}").register(holder)
         guard_all(holder)
         for name, command in typer.main.get_group(holder).commands.items():
-            self.commands.setdefault(name, command)
+            self.commands.setdefault(name, self._summarize(name, command))
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: Any = None, **extra: Any) -> Any:
@@ -110,15 +113,26 @@ class LazyGroup(TyperGroup):
         if command is not None or entry is None:
             return command
         if self.listing:
-            return TyperCommand(cmd_name, help=entry.help, rich_markup_mode=None)
+            return TyperCommand(cmd_name, help=entry.help, short_help=entry.help,
+                                rich_markup_mode=None)
         if entry.modules not in self.loaded:
             self._load(entry.modules)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """List the commands from :data:`COMMANDS` (no command module is imported)."""
-        with self._listing():
-            super().format_commands(ctx, formatter)
+        """List the commands in their panels from :data:`COMMANDS` (no command module is
+        imported), as ``bees --help`` does (:func:`bees_cli.cli.roothelp.panels`)."""
+        from bees_cli.cli.roothelp import panels
+
+        for line in panels(formatter.width):
+            formatter.write(line + "\n")
+
+    def _summarize(self, name: str, command: Any) -> Any:
+        """``command`` with its short help from :data:`COMMANDS` (one source for listings)."""
+        entry = COMMANDS.get(name)
+        if entry is not None and command is not None:
+            command.short_help = entry.help
+        return command
 
     def shell_complete(self, ctx: Any, incomplete: str) -> Any:
         """Complete root command names from :data:`COMMANDS` (no command module is imported)."""

@@ -80,5 +80,5 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
         context_settings=CONTEXT,
     )
-    model.command("serve")(serve)
+    model.command("serve", short_help="Serve the embedded demo model (or a GGUF file).")(serve)
     app.add_typer(model, name="model", context_settings=CONTEXT)

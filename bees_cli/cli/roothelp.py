@@ -1,5 +1,10 @@
-"""``bees --help`` without importing typer: the root's help from the command table, laid out as
-typer lays it out (tests/cli/test_startup.py compares the two at every terminal width)."""
+"""``bees --help`` without importing typer: the root's help from the command table, its commands
+in panels (:data:`~bees_cli.cli.commands.PANELS`), laid out as click lays out a definition list
+(the typer app's root help writes the same panels, tests/cli/test_startup.py compares the two
+at every terminal width).
+
+Why not typer's ``rich_help_panel=``: typer draws panels only through rich, and importing rich
+would make ``bees --help`` several times slower (issue 16, point 4; issue 28, point 3)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import os
 import sys
 import textwrap
 
-from bees_cli.cli.commands import COMMANDS, HELP
+from bees_cli.cli.commands import COMMANDS, HELP, PANELS
 
 USAGE = "Usage: bees [OPTIONS] COMMAND [ARGS]..."
 OPTIONS = [
@@ -62,9 +67,10 @@ def short_help(text: str, limit: int) -> str:
     return " ".join(words[:i]) + "..."
 
 
-def _definitions(rows: list[tuple[str, str]], columns: int) -> list[str]:
-    """Two columns, the second wrapped and aligned (click's definition list, indent 2)."""
-    first_col = min(max(len(name) for name, _ in rows), 30) + 2
+def _definitions(rows: list[tuple[str, str]], columns: int, names: int = 0) -> list[str]:
+    """Two columns, the second wrapped and aligned (click's definition list, indent 2); the
+    first at least ``names`` wide (so that several lists align)."""
+    first_col = min(max(names, *(len(name) for name, _ in rows)), 30) + 2
     lines = []
     for name, text in rows:
         head = " " * INDENT + name
@@ -79,6 +85,22 @@ def _definitions(rows: list[tuple[str, str]], columns: int) -> list[str]:
     return lines
 
 
+def panels(columns: int) -> list[str]:
+    """The commands of :data:`~bees_cli.cli.commands.PANELS`, a titled list per panel, their
+    summaries shortened to ``columns`` as click shortens a command's help, all aligned.
+
+    Args:
+        columns: the width to lay them out in.
+    """
+    names = max(len(name) for name in COMMANDS)
+    limit = columns - 6 - names
+    lines: list[str] = []
+    for title, members in PANELS.items():
+        rows = [(name, short_help(COMMANDS[name].help, limit)) for name in members]
+        lines += ["", f"{title}:", *_definitions(rows, columns, names)]
+    return lines
+
+
 def render(columns: int | None = None) -> str:
     """The root's help text, without the final newline.
 
@@ -86,11 +108,8 @@ def render(columns: int | None = None) -> str:
         columns: the width to lay it out in (default: :func:`width`).
     """
     columns = width() if columns is None else columns
-    limit = columns - 6 - max(len(name) for name in COMMANDS)
     lines = [USAGE, ""]
     lines += textwrap.wrap(HELP, columns, initial_indent=" " * INDENT,
                            subsequent_indent=" " * INDENT, replace_whitespace=False)
-    lines += ["", "Options:", *_definitions(OPTIONS, columns)]
-    commands = [(name, short_help(entry.help, limit)) for name, entry in COMMANDS.items()]
-    lines += ["", "Commands:", *_definitions(commands, columns)]
+    lines += ["", "Options:", *_definitions(OPTIONS, columns), *panels(columns)]
     return "\n".join(lines)

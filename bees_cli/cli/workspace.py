@@ -66,7 +66,7 @@ schemas_app = typer.Typer(
 )
 
 
-@schemas_app.command("write")
+@schemas_app.command("write", short_help="Write the JSON Schema of each YAML kind into DIR.")
 def schemas_write(
     directory: Annotated[
         Path, typer.Argument(help="Folder to write the *.json files into.")

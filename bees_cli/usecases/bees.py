@@ -10,7 +10,7 @@ the :mod:`bees_cli.errors` tree.
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         StatusView,
         TeamItemDetails,
     )
+    from bees_cli.usecases.watch import Seen
 
 Say = Callable[[str], None]
 
@@ -173,6 +174,13 @@ class Bees:
         from bees_cli.usecases.items import _wait_for_item
 
         return await _wait_for_item(self, item_id, timeout=timeout, poll=poll)
+
+    def watch_item(self, item_id: str, *, until_waiting: bool = False,
+                   poll: float = 0.5) -> AsyncIterator[Seen]:
+        """``bees item watch``: see :func:`bees_cli.usecases.watch._watch_item`."""
+        from bees_cli.usecases.watch import _watch_item
+
+        return _watch_item(self.async_record, item_id, until_waiting=until_waiting, poll=poll)
 
     async def status(self, *, mine: bool = False, limit: int | None = None,
                      statuses: Sequence[str] | None = None,

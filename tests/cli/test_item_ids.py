@@ -26,6 +26,7 @@ HINT = "hint: `bees status` lists the items and their ids"
 # (argv before the id, argv after it, whether a prefix is enough)
 COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], bool]] = [
     (("item", "show"), (), True),
+    (("item", "watch"), ("--until-waiting",), True),
     (("item", "accept"), (), True),
     (("item", "cancel"), (), True),
     (("retry",), (), True),

@@ -225,10 +225,11 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     # and tests/cloud/test_cli.py check them against the same schemas; bees app serves until
     # a signal: tests/app/test_command.py checks its line; bees offers needs a cloud:
     # tests/engine/test_runners_e2e.py checks it; bees demo runs an item through an engine:
-    # tests/engine/test_demo.py checks its summary
+    # tests/engine/test_demo.py checks its summary; bees item watch prints a document per
+    # line: tests/engine/test_watch.py checks each against its schema
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
-                      "delegate", "app", "offers", "demo"}
+                      "delegate", "app", "offers", "demo", "item watch"}
     # every time-valued field checked by `matches` (a time with microseconds fails it)
     assert times == {
         "status: items[].since", "status: items[].created", "item show: item.since",

@@ -91,10 +91,24 @@ from bees_cli.cli.json_models.schedules import (
     SchedulesOut,
     ZoneWarning,
 )
+from bees_cli.cli.json_models.watch import (
+    ItemWatchOut,
+    WatchEndOut,
+    WatchFactOut,
+    WatchModelOut,
+    WatchStatusOut,
+    watch_line,
+)
 from bees_cli.record.views import ItemView  # ``item create --wait``'s ``final``
 
 __all__ = [
     "ItemView",
+    "ItemWatchOut",
+    "WatchEndOut",
+    "WatchFactOut",
+    "WatchModelOut",
+    "WatchStatusOut",
+    "watch_line",
     "VERSION",
     "DISPLAY_KEYS",
     "Out",
