@@ -270,12 +270,12 @@ class Bees:
         return offer_to_pool(self, done, pool)
 
     async def offers(self, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
-        """``bees offers``: see :func:`bees_cli.usecases.runners.list_offers`."""
+        """``bees offers``: see :func:`bees_cli.usecases.runners._list_offers`."""
         import asyncio
 
-        from bees_cli.usecases.runners import list_offers
+        from bees_cli.usecases.runners import _list_offers
 
-        return await asyncio.to_thread(list_offers, self, pool, only_open=only_open)
+        return await asyncio.to_thread(_list_offers, self, pool, only_open=only_open)
 
     async def repair_release(self, item_id: str) -> Repaired:
         """``bees relinquish --repair``: see :func:`bees_cli.usecases.handover._repair_release`."""

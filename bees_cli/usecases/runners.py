@@ -82,7 +82,7 @@ def offer_to_pool(bees: Bees, done: Relinquished, pool: str) -> wire.Offer:
             machine_id=bees.computer.machine_id, pool=pool, secrets=offer_secrets(done)))
 
 
-def list_offers(bees: Bees, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
+def _list_offers(bees: Bees, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
     """Return the team's offers (to ``pool``, else every pool; open ones only unless
     ``only_open`` is False), oldest first, each with why runners left it.
 

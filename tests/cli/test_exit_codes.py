@@ -103,6 +103,9 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("app", ("app", "--port", "70000", "--no-open"), ExitCode.USAGE),
     ("cloud admin-token", ("cloud", "admin-token", "--db", "x.db", "--file", "{tmp}/t"),
      ExitCode.USAGE),
+    ("offers", ("offers",), ExitCode.USAGE),  # no Bees Cloud configured here
+    ("cloud admin runner add", ("cloud", "admin", "runner", "add", "runner-1", "--pool", "b",
+                                "--team", "t"), ExitCode.USAGE),  # no server named
 ]
 
 
