@@ -92,3 +92,10 @@ def read_json_object(path: Path, *, hint: str | None = None) -> dict[str, Any]:
 
 def _aside(path: Path) -> str:
     return f"move it aside (mv {path} {path}.bad) and try again"
+
+
+def logs_dir(run_folder: str | Path) -> Path:
+    """Return the run's log folder: ``RUN/logs`` (not created). Here, not in
+    :mod:`bees_cli.agents.runner` (which re-exports it): ``bees item show`` lists the logs
+    without importing the runner and asyncio (issue 29, point 3)."""
+    return Path(run_folder) / "logs"

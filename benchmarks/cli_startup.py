@@ -1,16 +1,21 @@
-"""Start-up time of `bees --help` and `bees validate examples/weekly-report` beside the floor.
+"""Start-up time of `bees --help`, `validate`, `status`, `item show` and `checkpoint verify`.
 
-Run: ``.venv/bin/python benchmarks/cli_startup.py [--rounds N] [--venv PATH]``. The floor is
+Run: ``.venv/bin/python benchmarks/cli_startup.py [--rounds N] [--venv PATH]`` (``--quick``:
+one round in this interpreter's environment, editable or not, a smoke run). The floor is
 ``python -c pass`` in a virtual environment where Bees is installed as users get it (``pip
 install .``, not editable: an editable install puts a path finder in ``site`` that every
 interpreter imports, which inflates the floor). The script builds that environment in a
 temporary folder (about a minute; ``--venv PATH`` reuses one built with ``python -m venv PATH
 && PATH/bin/pip install .``) and runs each command there as a fresh process, one warm-up
 each, then N rounds (default 15, at least 5) interleaved so machine noise hits all alike.
-Prints each command's median and spread (min–max) and its ratio to the floor, in wall time
-and in CPU time (user + system, which other load moves less; issue 16's
-goals: ``--help`` ≤ 3×, ``validate`` ≤ 5×). ``--base-venv PATH`` (another non-editable
-environment, e.g. main's) adds its two commands to the same rounds, as ``base: …``, for
+The commands that read run against a computer (a temporary ``BEES_HOME``) with one item
+of ``examples/weekly-report`` (``bees item create``, by the measured environment's
+``bees``): ``bees status``, ``bees item show ID``, and ``bees checkpoint verify`` of a
+small run folder (10 files of 10 kB: start-up, not hashing; benchmarks/checkpoint.py
+times the hashing). Prints each command's median and spread (min–max) and its ratio to
+the floor, in wall time and in CPU time (user + system, which other load moves less;
+issue 29's goal: each ≤ 3×), and the load. ``--base-venv PATH`` (another non-editable
+environment, e.g. main's) adds its commands to the same rounds, as ``base: …``, for
 before/after figures from one run. It measures; it asserts nothing.
 """
 
@@ -28,7 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "weekly-report"
 FLOOR = "python -c pass"
-GOALS = {"bees --help": 3.0, "bees validate examples/weekly-report": 5.0}
+GOALS = {"bees --help": 3.0, "bees validate examples/weekly-report": 3.0,
+         "bees status": 3.0, "bees item show ID": 3.0, "bees checkpoint verify DIR": 3.0}
 
 
 def build_venv(where: Path) -> Path:
@@ -56,18 +62,55 @@ def check_not_editable(bin_dir: Path) -> None:
                          "install; build one with `pip install .` or leave out --venv")
 
 
-def commands(bin_dir: Path, base: Path | None = None) -> dict[str, list[str]]:
+def prepare(home: Path, bin_dir: Path) -> tuple[str, Path, str]:
+    """Make the computer at ``home`` hold one item of the example (created by the ``bees``
+    in ``bin_dir``) and write a run folder with a checkpoint; return the item's id, the
+    folder and its checkpoint's SHA-256."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(REPO))
+    from bees_cli.handover.checkpoint import write_checkpoint
+
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BEES_HOME": str(home)}
+    env.pop("PYTHONPATH", None)
+    subprocess.run([str(bin_dir / "bees"), "item", "create", "weekly-report", "-w",
+                    str(EXAMPLE)], env=env, check=True, capture_output=True, cwd=home)
+    db = sqlite3.connect(home / "data" / "record.db")
+    (item,) = db.execute("SELECT id FROM items").fetchone()
+    db.close()
+    folder = home / "run"
+    for n in range(10):
+        (folder / f"stage{n % 2}").mkdir(parents=True, exist_ok=True)
+        (folder / f"stage{n % 2}" / f"file{n}.bin").write_bytes(os.urandom(10_000))
+    info = write_checkpoint(
+        folder, item_id="bench", workspace="bench", process_digest="bench",
+        restart_stages={"main": "Draft"}, computer="bench", machine_id="0" * 32,
+        journal=[], now=datetime.now(UTC))
+    return item, folder, info.sha256
+
+
+def commands(bin_dir: Path, home: Path, base: Path | None = None) -> dict[str, list[str]]:
     """Label -> argv of each measured command in the environment at ``bin_dir`` (and, as
-    ``base: …``, the two ``bees`` commands of the one at ``base``)."""
-    found = {
-        FLOOR: [str(bin_dir / "python"), "-c", "pass"],
-        "bees --help": [str(bin_dir / "bees"), "--help"],
-        "bees validate examples/weekly-report": [str(bin_dir / "bees"), "validate", str(EXAMPLE)],
-    }
+    ``base: …``, the ``bees`` commands of the one at ``base``), the reading ones against
+    the computer at ``home`` (:func:`prepare` makes it)."""
+    item, folder, digest = prepare(home, bin_dir)
+
+    def bees(where: Path) -> dict[str, list[str]]:
+        return {
+            "bees --help": [str(where / "bees"), "--help"],
+            "bees validate examples/weekly-report": [str(where / "bees"), "validate",
+                                                     str(EXAMPLE)],
+            "bees status": [str(where / "bees"), "status"],
+            "bees item show ID": [str(where / "bees"), "item", "show", item],
+            "bees checkpoint verify DIR": [str(where / "bees"), "checkpoint", "verify",
+                                           str(folder), "--digest", digest],
+        }
+
+    found = {FLOOR: [str(bin_dir / "python"), "-c", "pass"], **bees(bin_dir)}
     if base is not None:
-        found["base: bees --help"] = [str(base / "bees"), "--help"]
-        found["base: bees validate examples/weekly-report"] = [
-            str(base / "bees"), "validate", str(EXAMPLE)]
+        found.update({f"base: {label}": argv for label, argv in bees(base).items()})
     return found
 
 
@@ -85,30 +128,30 @@ def _time_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def measure(argvs: dict[str, list[str]],
-            rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def measure(argvs: dict[str, list[str]], rounds: int,
+            home: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Return label -> seconds of wall time, and label -> seconds of CPU time, of each of
-    ``rounds`` interleaved rounds (after one warm-up)."""
-    with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "BEES_HOME": home}
-        env.pop("PYTHONPATH", None)
-        samples: dict[str, list[float]] = {label: [] for label in argvs}
-        cpu: dict[str, list[float]] = {label: [] for label in argvs}
-        for argv in argvs.values():
-            _time_once(argv, env)
-        for _ in range(rounds):
-            for label, argv in argvs.items():
-                wall, used = _time_once(argv, env)
-                samples[label].append(wall)
-                cpu[label].append(used)
+    ``rounds`` interleaved rounds (after one warm-up), on the computer at ``home``."""
+    env = {**os.environ, "BEES_HOME": str(home), "COLUMNS": "80"}
+    env.pop("PYTHONPATH", None)
+    samples: dict[str, list[float]] = {label: [] for label in argvs}
+    cpu: dict[str, list[float]] = {label: [] for label in argvs}
+    for argv in argvs.values():
+        _time_once(argv, env)
+    for _ in range(rounds):
+        for label, argv in argvs.items():
+            wall, used = _time_once(argv, env)
+            samples[label].append(wall)
+            cpu[label].append(used)
     return samples, cpu
 
 
-def report(samples: dict[str, list[float]], rounds: int, what: str = "wall") -> None:
+def report(samples: dict[str, list[float]], rounds: int, what: str = "wall",
+           install: str = "non-editable install") -> None:
     """Print median (min–max) per command and its ratio to the floor (per-round spread)."""
     floor = samples[FLOOR]
     width = max(len(label) for label in samples)
-    print(f"{what}: {rounds} interleaved rounds, non-editable install; median (min–max)")
+    print(f"{what}: {rounds} interleaved rounds, {install}; median (min–max)")
     for label, times in samples.items():
         line = (f"{label:<{width}}  {statistics.median(times) * 1e3:6.1f} ms "
                 f"({min(times) * 1e3:.1f}–{max(times) * 1e3:.1f})")
@@ -127,22 +170,34 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, help="a non-editable environment to reuse")
     parser.add_argument("--base-venv", type=Path,
                         help="another non-editable environment measured in the same rounds")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round in this interpreter's environment, editable or not "
+                        "(a smoke run: the figures mean little)")
     args = parser.parse_args()
-    if args.rounds < 5:
+    if args.quick:
+        args.rounds = 1
+    elif args.rounds < 5:
         parser.error("--rounds must be at least 5")
     with tempfile.TemporaryDirectory(prefix="bees-startup-") as tmp:
-        if args.venv is not None:
+        if args.quick:
+            bin_dir = Path(sys.executable).parent
+        elif args.venv is not None:
             bin_dir = args.venv / "bin"
         else:
             print("building a non-editable environment (pip install .) ...", file=sys.stderr)
             bin_dir = build_venv(Path(tmp) / "venv")
-        check_not_editable(bin_dir)
+        if not args.quick:
+            check_not_editable(bin_dir)
         base = None if args.base_venv is None else args.base_venv / "bin"
         if base is not None:
             check_not_editable(base)
-        samples, cpu = measure(commands(bin_dir, base), args.rounds)
-    report(samples, args.rounds)
-    report(cpu, args.rounds, "CPU time (user + system; steadier on a loaded machine)")
+        home = Path(tmp) / "home"
+        load = os.getloadavg()[0]
+        samples, cpu = measure(commands(bin_dir, home, base), args.rounds, home)
+    print(f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores")
+    install = "this environment (--quick)" if args.quick else "non-editable install"
+    report(samples, args.rounds, install=install)
+    report(cpu, args.rounds, "CPU time (user + system; steadier on a loaded machine)", install)
     return 0
 
 

@@ -8,8 +8,9 @@ throwaway cluster started with ``.ci/postgres.sh`` when server binaries are inst
   ``wrk`` (a C load generator, so the client does not eat the server's CPU) with
   ``--clients`` connections and a Lua script that makes unique item ids: claims/s, and the
   server's CPU ms per claim (utime + stime of its process);
-* floor (a): a bare ASGI app on uvicorn, no framework, doing the same
-  ``INSERT … ON CONFLICT`` (SQLite: with the same pragmas, in a worker thread; PostgreSQL:
+* floor (a): a minimal bare ASGI app on uvicorn, no framework, doing the same
+  ``INSERT … ON CONFLICT`` (SQLite: with the same pragmas, committed in groups by one
+  writer thread as the server's group commit does; PostgreSQL:
   on an async psycopg connection, autocommit) (benchmarks/cloud_floors.py), same load;
 * SQLite floor (b) / PostgreSQL floor (c): bare inserts of the same shape by ``--clients``
   threads through the same driver, into a separate file or table (not the server's);
@@ -20,7 +21,8 @@ throwaway cluster started with ``.ci/postgres.sh`` when server binaries are inst
 ``git archive``) in the same rounds, so before and after share each round's load.
 
 Usage: ``.venv/bin/python benchmarks/cloud.py [--rounds 5] [--seconds 4] [--json]``
-(needs ``wrk``: ``apt-get install wrk``). Numbers are printed, never asserted.
+(``--quick``: one round of 1 s, a smoke run; needs ``wrk``: ``apt-get install wrk``).
+Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -303,8 +305,17 @@ def main() -> None:
         help="also load a second server from this PYTHONPATH (e.g. an older checkout's"
         " `git archive`) in the same rounds, before the first: before and after in one run",
     )
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="one round of 1 s on SQLite (and on PostgreSQL only when BEES_TEST_POSTGRES_URL"
+        " is set), no idle pulls: a smoke run, the figures mean little",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.skip_pull = 1, 1, True
+        args.skip_postgres = args.skip_postgres or not os.environ.get("BEES_TEST_POSTGRES_URL")
     results = []
+    load_before = os.getloadavg()[0]
     if not args.skip_sqlite:
         with tempfile.TemporaryDirectory() as tmp:
             results.append(measure("sqlite", f"sqlite:///{tmp}/bench.db", args))
@@ -326,7 +337,8 @@ def main() -> None:
         return
     print(
         f"{args.clients} connections, {args.rounds} interleaved rounds of {args.seconds} s;"
-        f" median (min–max); cores: {os.cpu_count()}"
+        f" median (min–max); load {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+        f" on {os.cpu_count()} cores"
     )
     names = {
         "base": "API, base",

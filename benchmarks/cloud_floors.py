@@ -7,9 +7,10 @@ the server's table:
 * :func:`thread_inserts`: one-row ``INSERT … ON CONFLICT DO NOTHING`` transactions by
   ``threads`` threads through the bare driver (``sqlite3`` with the server's pragmas and one
   writer at a time, as the server's write lock; ``psycopg``, one connection per thread);
-* :func:`asgi_app`: a bare ASGI app (no framework) doing the same insert per request on the
-  server's pragmas, its database call in a worker thread as the server does; run with
-  ``python benchmarks/cloud_floors.py serve FILE`` (uvicorn, default protocol and loop);
+* :func:`asgi_app`: a minimal bare ASGI app (no framework) doing the same insert per request
+  with the server's pragmas, committed in groups by one writer thread as the server's group
+  commit does; run with ``python benchmarks/cloud_floors.py serve FILE`` (uvicorn with
+  httptools and uvloop, as ``bees cloud serve``);
 * :func:`asgi_postgres_app`: the same on PostgreSQL (``serve postgresql://…``), its insert
   on an async psycopg connection on the event loop, as the server's claims on PostgreSQL.
 """
@@ -122,12 +123,47 @@ def thread_inserts(
 
 
 def asgi_app(path: str) -> Any:
-    """Return the bare ASGI floor app over SQLite file ``path`` (POST body: an owner claim)."""
-    import anyio.to_thread
+    """Return the bare ASGI floor app over SQLite file ``path`` (POST body: an owner claim).
 
-    insert = sqlite_inserter(path)
+    Minimal, with what the server must do too: each claim answered only after the commit
+    that holds it, claims that arrive while a commit runs share the next one (the server's
+    group commit, ``bees_cli/cloud/server/group_commit.py``), the database call in one writer
+    thread (a hop per group, not per claim), no framework, no thread pool library.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    conn = sqlite_connect(path)
+    sql = INSERT.format(p="?")
+    writer = ThreadPoolExecutor(1)
+    pending: list[tuple[tuple[Any, ...], asyncio.Future[None]]] = []
+    writing = [False]
     answer = json.dumps({"status": "owner"}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+
+    def write(rows: list[tuple[Any, ...]]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(sql, rows)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    async def flush() -> None:
+        loop = asyncio.get_running_loop()
+        while pending:
+            group = pending[:]
+            del pending[:]
+            try:
+                await loop.run_in_executor(writer, write, [row for row, _ in group])
+            except Exception as error:  # noqa: BLE001 - every claim of the group gets it
+                for _, done in group:
+                    done.set_exception(error)
+            else:
+                for _, done in group:
+                    done.set_result(None)
+        writing[0] = False
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -143,7 +179,13 @@ def asgi_app(path: str) -> Any:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         claim = json.loads(body)
-        await anyio.to_thread.run_sync(insert, claim["item_id"], claim["machine_id"])
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending.append(((7, claim["item_id"], claim["machine_id"], "c",
+                         time.time_ns() // 1000), done))
+        if not writing[0]:
+            writing[0] = True
+            asyncio.get_running_loop().create_task(flush())
+        await done
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer})
 
@@ -207,4 +249,6 @@ if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
     target = sys.argv[2]
     floor = asgi_postgres_app(target) if target.startswith("postgresql") else asgi_app(target)
-    uvicorn.Server(uvicorn.Config(floor, log_level="warning", access_log=False)).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(floor, log_level="warning", access_log=False,
+                                  http="httptools", loop="uvloop",
+                                  lifespan="on")).run(sockets=[sock])

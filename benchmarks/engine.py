@@ -1,7 +1,8 @@
 """Measure the engine: items per second through a three-stage process of no-op command agents,
 and Bees' per-stage overhead beside a bare Temporal activity round trip, in the same run.
 
-Run: ``.venv/bin/python benchmarks/engine.py [--items 30] [--sequential 3] [--rounds 5]``. Uses
+Run: ``.venv/bin/python benchmarks/engine.py [--items 30] [--sequential 3] [--rounds 5]``
+(``--quick``: one round of one item, a smoke run). Uses
 a temporary ``BEES_HOME`` and a dev server of its own (the ``temporal`` binary of this
 environment). The per-stage overhead and the bare activity are measured in interleaved rounds
 (Bees then bare, ``--rounds`` times) and reported as median (min–max) over the rounds, in
@@ -49,7 +50,8 @@ async def noop(_: str) -> str:
 
 @workflow.defn(name="bench.three")
 class ThreeActivities:
-    """A bare workflow: three no-op activities in a row, like three stages."""
+    """A bare workflow: three no-op activities in a row, like three stages; started eagerly
+    (``request_eager_start``) as Bees starts items."""
 
     @workflow.run
     async def run(self, name: str) -> str:
@@ -109,17 +111,20 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
     from bees_cli.engine.models import task_queue
     from bees_cli.engine.worker import make_worker
     from bees_cli.machine.computer import Computer
+    from bees_cli.record.aio import AsyncRecord
     from bees_cli.record.local import LocalRecord
     from bees_cli.usecases.items import create_item
     from bees_cli.usecases.run import start_pending
 
     temporal = Path(sys.executable).parent / "temporal"
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal), data_converter=pydantic_data_converter)
+        dev_server_existing_path=str(temporal), data_converter=pydantic_data_converter,
+        dev_server_log_level="error")
     workspace = Path(os.environ["BEES_HOME"]) / "ws"
     make_workspace(workspace)
     here = Computer.load()
     record = LocalRecord(here.record_path)
+    aio = AsyncRecord(record)
     queue = task_queue(here.machine_id)
     engine = EngineGateway(env.client)
 
@@ -129,18 +134,23 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
         start, cpu = time.perf_counter(), time.process_time()
         if one_by_one:
             for item_id in ids:
-                await start_pending(engine, record, here, only=item_id)
+                await start_pending(engine, aio, here, only=item_id)
                 await env.client.get_workflow_handle(item_id).result()
         else:
-            await start_pending(engine, record, here)
+            await start_pending(engine, aio, here)
             await asyncio.gather(*(env.client.get_workflow_handle(i).result() for i in ids))
         return time.perf_counter() - start, time.process_time() - cpu
 
+    runs = [0]
+
     async def bare(count: int) -> tuple[float, float]:
         start, cpu = time.perf_counter(), time.process_time()
-        for n in range(count):
-            await env.client.execute_workflow(ThreeActivities.run, f"b{n}", id=f"bare-{n}",
-                                              task_queue="bench-bare")
+        for _ in range(count):
+            runs[0] += 1  # eager start, as Bees starts items (EngineGateway.start)
+            handle = await env.client.start_workflow(
+                ThreeActivities.run, "b", id=f"bare-{runs[0]}", task_queue="bench-bare",
+                request_eager_start=True)
+            await handle.result()
         return time.perf_counter() - start, time.process_time() - cpu
 
     try:
@@ -155,6 +165,7 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
             bares: list[float] = []
             stage_cpu: dict[str, list[float]] = {way: [] for way in ways}
             bare_cpu: list[float] = []
+            loads: list[float] = []
             for index in range(rounds):  # interleaved: both sides see the same load
                 for way in ways if index % 2 == 0 else ways[::-1]:
                     use_spawn(way)
@@ -164,6 +175,7 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
                 wall, cpu = await bare(sequential)
                 bares.append(wall / (sequential * 3))
                 bare_cpu.append(cpu / (sequential * 3))
+                loads.append(os.getloadavg()[0])
     finally:
         await env.shutdown()
     def tag(way: str) -> str:
@@ -172,7 +184,8 @@ async def main(items: int, sequential: int, rounds: int, ways: list[str]) -> Non
     width = max(len(f"ratio Bees stage / bare activity{tag(way)}: ") for way in ways)
     if items:
         print(f"items/s (3 stages, {items} items at once): {items / many:.2f}")
-    print(f"median (min-max) over {rounds} interleaved rounds of {sequential} items each:")
+    print(f"median (min-max) over {rounds} interleaved rounds of {sequential} items each, "
+          f"load {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores:")
     for title, bees, base in (("wall time", stages, bares),
                               ("CPU of this process (worker and client; not the dev server)",
                                stage_cpu, bare_cpu)):
@@ -196,10 +209,14 @@ if __name__ == "__main__":
     parser.add_argument("--sequential", type=int, default=3,
                         help="items run one after another in each round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round of one item, none at once (a smoke run)")
     parser.add_argument("--spawn", choices=["default", "setpriv", "preexec_fn", "both"],
                         default="default", help="how stages start their programs (both: "
                         "setpriv and preexec_fn in each round)")
     options = parser.parse_args()
+    if options.quick:
+        options.items, options.sequential, options.rounds = 0, 1, 1
     byte_compile()
     with tempfile.TemporaryDirectory() as home:
         os.environ["BEES_HOME"] = home

@@ -141,5 +141,9 @@ if __name__ == "__main__":
         parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
         parser.add_argument("--fresh", type=int, default=3, help="fresh-server calls per "
                             "round (0: none)")
+        parser.add_argument("--quick", action="store_true",
+                            help="one round of 3 calls and one fresh call (a smoke run)")
         args = parser.parse_args()
+        if args.quick:
+            args.calls, args.rounds, args.fresh = 3, 1, 1
         asyncio.run(main(args.calls, args.rounds, args.fresh))

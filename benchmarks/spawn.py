@@ -1,6 +1,7 @@
 """Measure starting a stage's program from a big worker: ``preexec_fn`` (fork) against setpriv.
 
-Run: ``.venv/bin/python benchmarks/spawn.py [--spawns 50] [--rounds 5] [--ballast-mb 170]``.
+Run: ``.venv/bin/python benchmarks/spawn.py [--spawns 50] [--rounds 5] [--ballast-mb 170]``
+(``--quick``: one round of 5 starts, a smoke run).
 The process first fills ``--ballast-mb`` MB (a worker's resident size), then starts ``true``
 ``--spawns`` times in a row each way, in interleaved rounds, as the runner does
 (:func:`~bees_cli.agents.runner.run_command_stage`): with
@@ -85,6 +86,10 @@ if __name__ == "__main__":
     parser.add_argument("--spawns", type=int, default=50, help="starts per way and round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--ballast-mb", type=int, default=170, help="resident MB to hold")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round of 5 starts from 20 MB (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.spawns, args.rounds, args.ballast_mb = 5, 1, 20
     ballast = [bytearray(os.urandom(1 << 20)) for _ in range(args.ballast_mb)]
     asyncio.run(main(args.spawns, args.rounds))

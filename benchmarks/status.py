@@ -1,10 +1,12 @@
 """`bees status` with many items against a floor: Python's sqlite3 reading and printing the rows.
 
-Run: ``.venv/bin/python benchmarks/status.py [--items 10000] [--rounds 7] [--python PY]``.
+Run: ``.venv/bin/python benchmarks/status.py [--items 10000] [--rounds 7] [--python PY]``
+(``--quick``: one round over 200 items, a smoke run).
 
 It makes a computer (``BEES_HOME`` in a temporary folder) with one real item of
 ``examples/weekly-report`` (``bees item create``, so the row and its workflow input are what
-Bees writes) and copies that row into ``--items`` items of mixed statuses (most done, some
+Bees writes) and copies that row, and its events (what ``bees item show`` reads), into
+``--items`` items of mixed statuses (most done, some
 failed, running, waiting for approval with a held action's input as reason and its
 request in ``approvals``). Then it runs,
 interleaved over ``--rounds`` rounds after one warm-up each, in fresh interpreters with
@@ -13,7 +15,8 @@ stdout to /dev/null and ``COLUMNS=80``:
 * ``bees status``: the default list (the most relevant rows, a limit and a footer);
 * ``bees status --all``: every row (skipped when this Bees has no ``--all``);
 * floor (shown rows): ``python -c`` that opens ``record.db`` with ``sqlite3``, reads the
-  printed columns of as many rows as ``bees status`` prints, and prints them;
+  printed columns of as many rows as ``bees status`` prints, in the order its index serves
+  (not done nor cancelled first, then the latest changed), and prints them;
 * floor (all rows): the same for every row.
 
 It prints the median and min–max of each, and the ratios of ``bees status`` to the floor of
@@ -44,12 +47,18 @@ EXAMPLE = REPO / "examples" / "weekly-report"
 SHOWN = 50
 """How many rows ``bees status`` prints by default (its limit; the floor reads as many)."""
 
-FLOOR = """
+ENDED_FIRST = "status IN ('done', 'cancelled')"
+"""The first key of the order ``bees status`` lists in (``bees_cli.record.schema.ENDED_FIRST``),
+then ``since DESC, id DESC``: the order its index ``items_listing`` serves, so the floor reads
+the same rows the same way (a sort the index does not serve would cost the floor a full
+scan Bees does not pay)."""
+
+FLOOR = f"""
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 limit = int(sys.argv[2])
 rows = db.execute("SELECT id, process, title, stage, status, reason, agent, since FROM items"
-                  " ORDER BY since DESC LIMIT ?", (limit,)).fetchall()
+                  " ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?", (limit,)).fetchall()
 out = sys.stdout
 for r in rows:
     out.write("  ".join("-" if v is None else str(v) for v in r) + "\\n")
@@ -69,8 +78,12 @@ def fill(home: Path, count: int, python: str) -> Path:
     db = sqlite3.connect(path)
     template = db.execute("SELECT * FROM items").fetchone()
     names = [d[0] for d in db.execute("SELECT * FROM items LIMIT 0").description]
+    event_names = [d[0] for d in db.execute("SELECT * FROM events LIMIT 0").description]
+    events = [dict(zip(event_names, e, strict=True)) for e in db.execute(
+        "SELECT * FROM events WHERE item_id = ? ORDER BY seq",
+        (template[names.index("id")],)).fetchall()]
+    db.execute("DELETE FROM events")  # given again to each copy below
     db.execute("DELETE FROM items")
-    db.execute("DELETE FROM events")
     rows = []
     for n in range(count):
         row = dict(zip(names, template, strict=True))
@@ -89,7 +102,12 @@ def fill(home: Path, count: int, python: str) -> Path:
         "id": 1, "item_id": f"01BENCH{n:019d}", "stage": "Send", "round": 1,
         "action": "mail.send", "kind": "send", "summary": REASON.removeprefix("mail.send "),
         "status": "waiting", "asked_at": "2026-02-02T08:00:00Z"})) for n in range(1, count, 100)]
+    copies = [tuple(n if k == "item_id" else e[k] for k in event_names if k != "seq")
+              for n in (r[names.index("id")] for r in rows) for e in events]
+    event_marks = ", ".join("?" for k in event_names if k != "seq")
     with db:
+        db.executemany(f"INSERT INTO events ({', '.join(k for k in event_names if k != 'seq')})"
+                       f" VALUES ({event_marks})", copies)
         db.executemany(f"INSERT INTO items ({', '.join(names)}) VALUES ({marks})", rows)
         db.executemany("INSERT INTO approvals (item_id, id, stage, status, data) VALUES"
                        " (?, 1, 'Send', 'waiting', ?)", held)
@@ -159,10 +177,16 @@ def main() -> int:
                         help="interpreter for bees and the floors (default: this one)")
     parser.add_argument("--base", help="interpreter of another installation (e.g. main's) "
                         "whose bees status runs in the same rounds, as base: ...")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round over 200 items (a smoke run: the figures mean little)")
     args = parser.parse_args()
+    if args.quick:
+        args.items, args.rounds = 200, 1
+    before = os.getloadavg()[0]
     samples = measure(args.items, args.rounds, args.python, args.base)
     width = max(len(label) for label in samples)
-    print(f"{args.items} items, {args.rounds} interleaved rounds, {args.python}")
+    print(f"{args.items} items, {args.rounds} interleaved rounds, {args.python}, load "
+          f"{before:.1f} before, {os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores")
     print(f"{'command':<{width}}  median ms  (min–max)   CPU ms (min–max)")
     medians = {}
     for label, times in samples.items():

@@ -24,7 +24,8 @@ throwaway cluster started with ``.ci/postgres.sh`` when server binaries are inst
 
 Figures are the median (min–max) over the rounds, with the load average. Usage:
 ``.venv/bin/python benchmarks/sync.py [--rounds 5] [--changes 10000] [--first 100000]
-[--base-path DIR] [--skip-postgres] [--json]``; ``--quick`` is one short round (a smoke run).
+[--base-path DIR] [--skip-postgres] [--json]``; ``--quick`` is one short round (a smoke
+run; PostgreSQL only when ``BEES_TEST_POSTGRES_URL`` is set).
 Numbers are printed, never asserted.
 """
 
@@ -314,6 +315,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.changes, args.first = 1, 2 * wire.MAX_BATCH, 2 * wire.MAX_BATCH
+        args.skip_postgres = args.skip_postgres or not os.environ.get("BEES_TEST_POSTGRES_URL")
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

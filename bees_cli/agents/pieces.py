@@ -14,12 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.agents.selection import REASON_CALLER, Pick, Skipped, choose_agent
-from bees_cli.why import Reason, SkippedAgent
-
 if TYPE_CHECKING:
     from bees_cli.agents.chat_wire import ToolDef
     from bees_cli.agents.eligibility import Eligibility
+    from bees_cli.agents.selection import Pick
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.machine.connections import AddonConnection
 
@@ -114,7 +112,11 @@ def choose_piece_agent(*, snapshot: ItemSnapshot, stage_name: str, named: str,
     Returns:
         The :class:`Pick` (``agent`` None when none is usable, with the reasons).
     """
+    # here: the names and folders above are read without the workspace's models (bees
+    # checkpoint verify, issue 29 point 3)
     from bees_cli.agents.eligibility import find_stage
+    from bees_cli.agents.selection import REASON_CALLER, Pick, Skipped, choose_agent
+    from bees_cli.why import Reason, SkippedAgent
 
     stage = find_stage(snapshot, stage_name).model_copy(update={"kind": "work"})
     usable = {name: agent for name, agent in snapshot.agents.items() if name not in chain}

@@ -35,6 +35,7 @@ from bees_cli.agents.groups import (
     record_group,
 )
 from bees_cli.agents.program import start_program, wait_program
+from bees_cli.files import logs_dir as logs_dir
 from bees_cli.files import write_atomic
 from bees_cli.why import Reason
 
@@ -145,11 +146,6 @@ class StageResult:
 def stage_dir(run_folder: str | Path, stage: str) -> Path:
     """Return the stage's own folder inside the run folder: ``RUN/STAGE`` (not created)."""
     return Path(run_folder) / stage
-
-
-def logs_dir(run_folder: str | Path) -> Path:
-    """Return the run's log folder: ``RUN/logs`` (not created)."""
-    return Path(run_folder) / "logs"
 
 
 def env_key(name: str) -> str:

@@ -94,7 +94,6 @@ def verify(
 
     Example: bees checkpoint verify ~/Dropbox/bees/runs/01JH2… --digest 9d82cd…
     """
-    from bees_cli.cli import json_models as out
     from bees_cli.handover.checkpoint import verify_checkpoint
 
     for stream in (sys.stdout, sys.stderr):
@@ -108,7 +107,9 @@ def verify(
         if progress is not None:
             progress.close()
     result.raise_if_invalid()
-    if as_json:
+    if as_json:  # the JSON models only for --json (issue 29, point 3)
+        from bees_cli.cli import json_models as out
+
         out.emit(out.VerifyOut.model_validate(
             {k: v for k, v in result.to_json().items() if k != "problems"}))
         return

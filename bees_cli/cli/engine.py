@@ -151,18 +151,17 @@ def item_show(
 
     Example: bees item show 01JH3
     """
-    import asyncio
-
-    from bees_cli.cli import json_models as out
     from bees_cli.usecases.models import TeamItemDetails
 
-    found = asyncio.run(bees_here().item_details(item))
+    # blocking, no event loop; the JSON models only for --json (issue 29, point 3)
+    found = bees_here().item_details_now(item)
     if isinstance(found, TeamItemDetails):
         _team_item_show(found, as_json)
         return
-    details = out.ItemShowOut.of(found.to_json())
     if as_json:
-        out.emit(details)
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.ItemShowOut.of(found.to_json()))
         return
     echo_item(found)
 
@@ -170,10 +169,10 @@ def item_show(
 def echo_item(found: ItemDetails) -> None:
     """Print ``bees item show``'s text of an item of this computer on stdout: its row, run
     folder and logs, each model stage's use, its pieces, then its history (the story)."""
-    from bees_cli.cli import json_models as out
+    from bees_cli.record.views import ItemShow
     from bees_cli.utc import utc_now
 
-    details = out.ItemShowOut.of(found.to_json())
+    details = ItemShow.of(found.to_json())
     row = details.item
     typer.echo(f"item        {row.item_id}  {row.title}")
     typer.echo(f"process     {row.process}")
@@ -253,9 +252,9 @@ def _watch_text(seen: Any) -> str:
 
 def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
     """Render a team item another computer runs: its team row and where it runs."""
-
-    from bees_cli.cli import json_models as out
     if as_json:
+        from bees_cli.cli import json_models as out
+
         data = team.to_json()
         out.emit(out.TeamItemShow.model_validate({"item_id": data["id"], **{
             key: value for key, value in data.items() if key not in out.DISPLAY_KEYS}}))

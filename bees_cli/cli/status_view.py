@@ -13,7 +13,6 @@ from typing import Any, TextIO
 
 from bees_cli.cli.table import Cell, Column, Emphasis, render
 from bees_cli.record.states import Status
-from bees_cli.record.views import QueuedDecision, decisions_words
 from bees_cli.utc import display_utc, parse_utc
 
 EMPHASIS: dict[str, Emphasis] = {
@@ -67,11 +66,14 @@ def status_cell(row: Mapping[str, Any], held: Mapping[str, str], now: datetime) 
     with live pieces adds their count (``running (2 pieces)``)."""
     status = str(row.get("status") or "")
     text = str(row.get("status_text") or status or "?")
-    queued = [QueuedDecision.model_validate(d) for d in row.get("queued_decisions") or []]
+    queued = row.get("queued_decisions") or []
     if not row.get("team") and status == Status.WAITING_FOR_APPROVAL and row["id"] in held:
         text = f"{status}: {held[row['id']]}"
     elif queued and status == Status.WAITING_FOR_APPROVAL:
-        text = decisions_words(queued, now)
+        # imported here: its models (pydantic, the workspace's) only when a row shows one
+        from bees_cli.record.views import QueuedDecision, decisions_words
+
+        text = decisions_words([QueuedDecision.model_validate(d) for d in queued], now)
     live = int(row.get("pieces") or 0)  # issue 14: the run's pieces waiting or running
     if live:
         text += f" ({live} piece{'' if live == 1 else 's'})"

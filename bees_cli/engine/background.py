@@ -50,7 +50,20 @@ class Background:
         Returns:
             True when the round finished (or there is no cloud), False when it failed or
             timed out (the changes stay in the outbox for the next ``bees run``).
+
+        The sync's Bees Cloud client is closed after it (:meth:`close`).
         """
+        try:
+            return await self._final_sync(say, timeout)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Close the client the sync kept for ``bees run``'s life (issue 29, point 4)."""
+        if self.syncer is not None:
+            await self.syncer.aclose()
+
+    async def _final_sync(self, say: Say, timeout: float) -> bool:
         from bees_cli.errors import BeesError
 
         if self.syncer is None:

@@ -24,6 +24,7 @@ from bees_cli.engine.gate_models import JournalQuery as JournalQuery
 from bees_cli.engine.snapshot import EngineSnapshot
 from bees_cli.record.event_base import EventBase
 from bees_cli.record.reasons import Reason
+from bees_cli.record.states import DECIDE_UPDATE as DECIDE_UPDATE
 
 WORKFLOW_NAME = "bees.item"
 """Temporal workflow type of a work item's run."""
@@ -49,8 +50,6 @@ ACTION_UPDATE = "bees.action"
 """Update sent by ``bees action`` before an add-on action runs: may it run? (held, journal…)."""
 ACTION_DONE_UPDATE = "bees.action_done"
 """Update sent by ``bees action`` after the add-on ran: journal its result."""
-DECIDE_UPDATE = "bees.decide"
-"""Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision)."""
 AWAIT_DECISION_UPDATE = "bees.await_decision"
 """Update sent by a model agent's held tool call (in the worker): it returns once a person
 decided the held request and the decision is in the local record (:class:`DecisionWait`)."""

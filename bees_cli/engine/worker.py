@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -26,12 +26,29 @@ if TYPE_CHECKING:
 Starter = Callable[[str], Awaitable[int]]
 
 
+class BeesWorker(Worker):
+    """Temporal's worker, closing what the model activities keep for its life (one HTTP
+    client per model server, issue 29 point 4) when it stops, however it is stopped
+    (``async with``, or :meth:`shutdown` of a task running :meth:`run`)."""
+
+    def __init__(self, *args: Any, models: ModelActivities, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.models = models
+
+    async def run(self) -> None:
+        """Run until shut down, then close the model activities' clients."""
+        try:
+            await super().run()
+        finally:
+            await self.models.aclose()
+
+
 def make_worker(client: Client, task_queue: str, record: LocalRecord, *, computer: Computer,
                 start: Starter | None = None, heartbeat_every: float = 2.0,
                 fires: FireActivities | None = None, act: ActionRunner | None = None,
                 models: ModelActivities | None = None,
                 delegate: DelegateRunner | None = None,
-                mcp_sessions: McpSessions | None = None) -> Worker:
+                mcp_sessions: McpSessions | None = None) -> BeesWorker:
     """Return a worker running :class:`ItemWorkflow` and :class:`BeesActivities` on ``task_queue``,
     and the schedule fire workflow with its activity.
 
@@ -67,8 +84,9 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
     models = models or ModelActivities(record, act=act, engine_env=engine_env,
                                        heartbeat_every=heartbeat_every, delegate=delegate)
     pieces = PieceActivities(record, engine_env=engine_env, heartbeat_every=heartbeat_every)
-    return Worker(
+    return BeesWorker(
         client,
+        models=models,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
         activities=(activities.all() + fires.all()

@@ -8,7 +8,6 @@ the synchronous record themselves (``tests/usecases/test_no_blocking_record.py``
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -26,6 +25,8 @@ def _in_thread(method: Callable[Concatenate[LocalRecord, P], T]
     :class:`AsyncRecord`: same arguments, same result, run by ``asyncio.to_thread``."""
 
     async def call(self: AsyncRecord, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio  # here: building Bees (bees status) imports no event loop
+
         return await asyncio.to_thread(method, self.sync, *args, **kwargs)
 
     return functools.wraps(method)(call)
@@ -62,6 +63,8 @@ class AsyncRecord:
                   *args: P.args, **kwargs: P.kwargs) -> T:
         """Return ``function(record, *args, **kwargs)`` run in a worker thread: a synchronous
         helper that reads or writes the record several times (in one step, say)."""
+        import asyncio
+
         return await asyncio.to_thread(function, self.sync, *args, **kwargs)
 
     # -- items and history (LocalRecord) --------------------------------------------------

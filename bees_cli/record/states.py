@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+DECIDE_UPDATE = "bees.decide"
+"""Update sent by ``bees approve`` / ``bees deny`` (or by ``bees run`` for a queued decision);
+queued here under this name while ``bees run`` is down. Defined here, not only in
+:mod:`bees_cli.engine.models` (which re-exports it), so ``bees status`` can look for queued
+decisions without importing the engine (issue 29, point 3)."""
+
 
 class Status(StrEnum):
     """An item's status in the local record (``items.status``) and in the shared record."""

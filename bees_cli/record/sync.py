@@ -131,7 +131,9 @@ class Syncer:
     Args:
         computer: this computer (needs a sign-in).
         client: an async cloud client to use (kept open by the caller); None makes one
-            per round with two retries.
+            with two retries at the first round and keeps it for the syncer's life (each
+            new one loaded the certificate bundle, issue 29 point 4); :meth:`aclose`
+            closes it.
         clock: this computer's clock (UTC), for the skew.
         interval: seconds between rounds in :meth:`run`.
         batches: sizes the push batches (kept across rounds); default :class:`BatchSizer`.
@@ -149,6 +151,13 @@ class Syncer:
         self.batches = batches or BatchSizer()
         self.timer = timer
         self.shared = SharedRecord(computer.record_path)
+        self._kept: AsyncCloudClient | None = None
+
+    async def aclose(self) -> None:
+        """Close the client this syncer made and kept (not one given as ``client``)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            await kept.aclose()
 
     async def sync_once(self) -> SyncResult:
         """Measure the skew, push the outbox batch by batch, pull the team's changes since
@@ -163,40 +172,38 @@ class Syncer:
         from bees_cli.cloud import wire
         from bees_cli.cloud.client import cloud_for
 
-        client = self.client or cloud_for(self.computer, retries=2)
+        if self.client is None and self._kept is None:
+            self._kept = cloud_for(self.computer, retries=2)
+        client = self.client or self._kept
         assert client is not None, "sync needs a Bees Cloud sign-in"
-        try:
-            skew = await client.skew()
-            changes = await asyncio.to_thread(self.shared.outbox, self.computer)
-            refused = 0
-            start = 0
-            while start < len(changes):
-                part = changes[start:start + self.batches.size]
-                records = [wire.RecordChange(item_id=item_id, fields=fields,
-                                             origin_time=parse_utc(origin),
-                                             machine_id=self.computer.machine_id)
-                           for item_id, origin, fields in part]
-                began = self.timer()
-                try:
-                    refusals = await self._push(client, records, {i: o for i, o, _ in part})
-                except CloudUnreachable:
-                    self.batches.failed()
-                    raise
-                self.batches.took(len(part), self.timer() - began)
-                # marked as answered: a cut round resumes after the last answered batch
-                await asyncio.to_thread(self._keep, part, refusals)
-                refused += len(refusals)
-                start += len(part)
-            cursor = await asyncio.to_thread(lambda: self.shared.cursor)
-            pulled = await client.pull_all(cursor)
-            await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
-            await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
-                                    last_sync=format_utc(self._now()), error=None, error_code=None)
-            return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
-                              pulled.cursor, refused)
-        finally:
-            if self.client is None:
-                await client.aclose()
+        skew = await client.skew()
+        changes = await asyncio.to_thread(self.shared.outbox, self.computer)
+        refused = 0
+        start = 0
+        while start < len(changes):
+            part = changes[start:start + self.batches.size]
+            records = [wire.RecordChange(item_id=item_id, fields=fields,
+                                         origin_time=parse_utc(origin),
+                                         machine_id=self.computer.machine_id)
+                       for item_id, origin, fields in part]
+            began = self.timer()
+            try:
+                refusals = await self._push(client, records, {i: o for i, o, _ in part})
+            except CloudUnreachable:
+                self.batches.failed()
+                raise
+            self.batches.took(len(part), self.timer() - began)
+            # marked as answered: a cut round resumes after the last answered batch
+            await asyncio.to_thread(self._keep, part, refusals)
+            refused += len(refusals)
+            start += len(part)
+        cursor = await asyncio.to_thread(lambda: self.shared.cursor)
+        pulled = await client.pull_all(cursor)
+        await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
+        await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
+                                last_sync=format_utc(self._now()), error=None, error_code=None)
+        return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
+                          pulled.cursor, refused)
 
     def _now(self) -> datetime:
         return self.clock() if self.clock else datetime.now(UTC)

@@ -7,7 +7,6 @@ record otherwise: ``bees run`` delivers it when it starts (so a script can run `
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,7 +81,7 @@ def queued_decisions(record: LocalRecord,
     """Return the decisions queued while ``bees run`` was down (:func:`queued_answers`), of
     item ``item_id`` or of every item, by item id, oldest first (issue 23, point 2: what
     ``bees status``, ``bees item show`` and the app show until ``bees run`` delivers them)."""
-    from bees_cli.engine.models import DECIDE_UPDATE
+    from bees_cli.record.states import DECIDE_UPDATE
 
     found: dict[str, list[QueuedDecision]] = {}
     for payload in record.queued_payloads(DECIDE_UPDATE, item_id):
@@ -168,6 +167,8 @@ async def _item_approvals(bees: Bees, item_id: str, *,
         NotFound, Ambiguous: no such item here, or the prefix matches several.
         NotFound: nothing of the item waits, or ``request_id`` does not wait (exit 1).
     """
+    import asyncio  # here: bees item show reads this module without an event loop
+
     def lookup() -> list[ApprovalRow]:
         row = bees.record.item(item_id)
         waiting = [r for r in approvals_waiting(bees.record) if r.item_id == row.id]
@@ -268,6 +269,8 @@ async def _decide(bees: Bees, item_id: str, *, approve: bool, request_id: int | 
         NotFound, Ambiguous: no such item on this computer, or the prefix matches several.
         Refused: nothing of the item waits, or ``request_id`` does not wait.
     """
+    import asyncio
+
     from bees_cli.engine.models import DECIDE_UPDATE, DecideInput
 
     if not approve and not (reason or "").strip():

@@ -196,6 +196,13 @@ class Bees:
 
         return await _item_details(self, item_id)
 
+    def item_details_now(self, item_id: str) -> ItemDetails | TeamItemDetails:
+        """``bees item show`` without an event loop (the CLI: no asyncio on its path, issue
+        29 point 3): see :func:`bees_cli.usecases.items._item_details_now`."""
+        from bees_cli.usecases.items import _item_details_now
+
+        return _item_details_now(self, item_id)
+
     async def retry(self, item_id: str) -> PersonDone:
         """``bees retry``: see :func:`bees_cli.usecases.control._person_request`."""
         from bees_cli.usecases.control import _person_request

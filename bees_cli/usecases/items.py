@@ -213,6 +213,10 @@ def _queued_shown(record: LocalRecord, rows: list[dict[str, Any]],
     becomes ``engine_not_running`` and nothing is held for a person (issue 23, point 2).
     Returns ``held`` (item id → what its approval waits for) without what they answered."""
     from bees_cli.record.listing import held_what
+    from bees_cli.record.states import DECIDE_UPDATE
+
+    if not record.queued_payloads(DECIDE_UPDATE):  # none (the usual): no models imported
+        return held
     from bees_cli.usecases.approvals import queued_decisions, with_decisions
 
     queued = queued_decisions(record)
@@ -355,30 +359,36 @@ def warning_lines(values: list[StatusWarning], now: datetime) -> list[str]:
 
 
 async def _item_details(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
-    """``bees item show``: the row, its history (oldest first), each stage's stdout and
-    stderr files, the engine log, the journal of its add-on actions and every approval
-    request (any status); for a team item another computer runs, its team row and where
-    it runs (:class:`TeamItemDetails`).
+    """``bees item show``: :func:`_item_details_now` in a worker thread (it reads files and
+    SQLite)."""
+    import asyncio
+
+    return await asyncio.to_thread(_item_details_now, bees, item_id)
+
+
+def _item_details_now(bees: Bees, item_id: str) -> ItemDetails | TeamItemDetails:
+    """``bees item show``, blocking: the row, its history (oldest first), each stage's
+    stdout and stderr files, the engine log, the journal of its add-on actions and every
+    approval request (any status); for a team item another computer runs, its team row and
+    where it runs (:class:`TeamItemDetails`). The CLI calls it without an event loop (issue
+    29, point 3: ``asyncio`` is not imported on the path of ``bees item show``).
 
     Raises:
         NotFound, Ambiguous: no such item here nor in the team, or the prefix matches
             several.
     """
-    import asyncio
-
     from bees_cli.record.local import OwnedElsewhere
 
     try:
-        return await bees.async_record.run(_details, bees.computer, item_id)
+        return _details(bees.record, bees.computer, item_id)
     except OwnedElsewhere as elsewhere:
-        held = await asyncio.to_thread(_team_details, bees.async_record.path,
-                                       elsewhere.item_id)
+        held = _team_details(bees.record.path, elsewhere.item_id)
         if held is None:  # the row went between the two reads: the refusal stands
             raise
         return held
     except NotFound:
         # a team item no computer holds (relinquished: free) is still the team's to show
-        found = await asyncio.to_thread(_team_details, bees.async_record.path, item_id)
+        found = _team_details(bees.record.path, item_id)
         if found is None:
             raise
         return found
@@ -401,7 +411,7 @@ def _team_details(record_path: Path, wanted: str) -> TeamItemDetails | None:
 
 
 def _details(record: LocalRecord, computer: Computer, item_id: str) -> ItemDetails:
-    from bees_cli.agents.runner import logs_dir
+    from bees_cli.files import logs_dir
     from bees_cli.record.local import human_since
     from bees_cli.usecases.approvals import queued_decisions, with_decisions
     from bees_cli.usecases.item_details import ItemDetails  # record.views: off bees status

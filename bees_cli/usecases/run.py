@@ -419,6 +419,7 @@ async def _shut_down(bees: Bees, stop_worker: Callable[[], Awaitable[None]],
         # the server is gone: a graceful shutdown would wait on it forever
         worker_task.cancel()
         await _close_sessions(bees)
+        await background.close()
         raise EngineError(gone, hint=f"start it again with `bees run`; see "
                           f"{bees.computer.engine_log}")
     if not worker_task.done():

@@ -243,7 +243,11 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
     async def answer(self: Bees, *args: object, **kwargs: object) -> object:
         return result
 
-    monkeypatch.setattr(Bees, method, answer)
+    def blocking(self: Bees, *args: object, **kwargs: object) -> object:
+        return result
+
+    # a use case the CLI calls without an event loop has a blocking method (``…_now``)
+    monkeypatch.setattr(Bees, method, blocking if method.endswith("_now") else answer)
 
 
 @pytest.mark.parametrize(("argv", "method", "result", "want"), [
@@ -271,7 +275,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                journal=0, run=2, started=False),
      {"item_id": ITEM, "run_folder": "/r", "stage": "Draft", "checkpoint_sha256": "ab" * 32,
       "journal": 0, "run": 2, "started": False}),
-    (("item", "show", ITEM), "item_details",
+    (("item", "show", ITEM), "item_details_now",
      TeamItemDetails(id=ITEM, process="p", title="Week 2", stage="Draft", status="running",
                      status_text="Draft, running on maya-desktop", computer="maya-desktop",
                      person="maya@example.com", agent="writer", since="2026-12-01T08:00:00Z"),
