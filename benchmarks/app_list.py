@@ -1,6 +1,7 @@
 """The app's item list at many items: an unchanged poll, and the first page against a floor.
 
-Run: ``.venv/bin/python benchmarks/app_list.py [--items 100000] [--rounds 7]``.
+Run: ``.venv/bin/python benchmarks/app_list.py [--items 100000] [--rounds 7]``
+(``--quick``: one round over 200 items, a smoke run).
 
 It makes a computer (``BEES_HOME`` in a temporary folder) with ``--items`` items copied from
 one real item of ``examples/weekly-report`` (as ``benchmarks/status.py`` does: most done,
@@ -195,7 +196,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--polls", type=int, default=200, help="polls per round")
     parser.add_argument("--pages", type=int, default=10, help="pages per round")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round over 200 items (a smoke run: the figures mean little)")
     args = parser.parse_args()
+    if args.quick:
+        args.items, args.rounds, args.polls, args.pages = 200, 1, 5, 2
     asyncio.run(measure(args.items, args.rounds, args.polls, args.pages))
     return 0
 
