@@ -90,10 +90,18 @@ def item_create(
     timeout: Annotated[float | None, typer.Option(
         "--timeout", metavar="SECONDS", min=0, help="With --wait: give up after SECONDS "
         "(exit 1). Default: wait as long as it takes.")] = None,
+    on: Annotated[str | None, typer.Option(
+        "--on", metavar="POOL", help="Offer it to a pool of runners from the start: made "
+        "and claimed here, released at once with its checkpoint (nothing runs here), offered "
+        "naming the secrets its work needs (docs/runners.md). Needs Bees Cloud, not bees "
+        "run.")] = None,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
+
+    With --on POOL the item is offered to the pool instead of started here (``started``
+    false, ``offer`` in --json).
 
     With --json, stdout is ``{"version", "item_id", "process", "title", "run_folder",
     "started"}`` instead; with --wait --json, printed once the wait ended, with ``final``:
@@ -111,6 +119,9 @@ def item_create(
     from bees_cli.cli import json_models as out
 
     answer = error_answer(out.ItemCreateErrorOut, item_id=None)
+    if on is not None and wait:
+        raise UserError("--wait follows a run on this computer; an item made --on a pool "
+                        "runs on a runner", hint="bees offers shows who claimed it")
     if timeout is not None and not wait:
         raise UserError("--timeout needs --wait",
                         hint=f"bees item create {process} --wait --timeout {timeout:g}")
@@ -120,14 +131,23 @@ def item_create(
         answer["item_id"] = item_id
 
     async def create_then_wait() -> int:
-        created = await bees.create_item(workspace, process, title=title, agents=agent,
-                                         folders=folder, made=made)
+        offer = None
+        if on is not None:
+            created, _, offered = await bees.create_offered(
+                workspace, process, on, title=title, agents=agent, folders=folder, made=made)
+            offer = out.OfferOut.model_validate(offered.model_dump(mode="json"))
+        else:
+            created = await bees.create_item(workspace, process, title=title, agents=agent,
+                                             folders=folder, made=made)
         done = out.ItemCreateOut(item_id=created.id, process=created.process,
                                  title=created.title, run_folder=str(created.run_folder),
-                                 started=created.started)
+                                 started=created.started, offer=offer)
         if not as_json:
             typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
+        if offer is not None:
+            secrets = ", ".join(offer.secrets) or "none"
+            say(f"{created.id}: offered to pool {offer.pool} (secrets by name: {secrets})")
         code = await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
         if as_json and wait:
             row = await bees.async_record.item(created.id)

@@ -68,7 +68,10 @@ def relinquish(
     done = asyncio.run(bees.relinquish(item, timeout=timeout))
     offered = None if to is None else bees.offer_to_pool(done, to)
     if as_json:
-        out.emit(out.item_out(out.RelinquishOut, done.to_json()))
+        given = done.to_json()
+        if offered is not None:
+            given["offer"] = offered.model_dump(mode="json")
+        out.emit(out.item_out(out.RelinquishOut, given))
     else:
         where = "Bees Cloud told" if done.released else "no Bees Cloud: digest kept here"
         say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "

@@ -260,6 +260,18 @@ class Bees:
 
         return offer_to_pool(self, done, pool)
 
+    async def create_offered(self, workspace_path: Path | None, process: str, pool: str, *,
+                             title: str | None = None, agents: list[str] | None = None,
+                             folders: list[str] | None = None,
+                             made: Callable[[str], None] | None = None,
+                             ) -> tuple[CreatedItem, Relinquished, wire.Offer]:
+        """``bees item create --on POOL``: see
+        :func:`bees_cli.usecases.runners.create_offered`."""
+        from bees_cli.usecases.runners import create_offered
+
+        return await create_offered(self, workspace_path, process, pool, title=title,
+                                    agents=agents or [], folders=folders or [], made=made)
+
     async def offers(self, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
         """``bees offers``: see :func:`bees_cli.usecases.runners.list_offers`."""
         import asyncio

@@ -257,7 +257,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                   total_bytes=43, released=False),
      {"item_id": ITEM, "stage": "Draft", "restart_stages": {"main": "Draft"},
       "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32, "files": 3,
-      "total_bytes": 43, "released": False}),
+      "total_bytes": 43, "released": False, "offer": None}),
     (("relinquish", ITEM, "--repair"), "repair_release",
      Repaired(item=ITEM, checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32,
               before=None, restart_stages={"main": "Draft"}, released=True),
@@ -287,6 +287,28 @@ def test_a_use_case_result_prints_as_its_schema_says(
     assert done.json() == {"version": 1, **want}
     command = " ".join(a for a in argv[:2] if not a.startswith(("0", "-")))
     matches(command, done.json())
+
+
+def test_relinquish_to_a_pool_json_carries_the_offer(
+        run_bees: InProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.cloud import wire
+    from bees_cli.utc import parse_utc
+
+    done = Relinquished(item=ITEM, stage="Draft", restart_stages={"main": "Draft"},
+                        checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32, files=3,
+                        total_bytes=43, released=True)
+    _canned(monkeypatch, "relinquish", done)
+    offer = wire.Offer(item_id=ITEM, epoch=1, pool="build", secrets=["MAIL_TOKEN"],
+                       offered_at=parse_utc("2026-12-02T09:30:00Z"),
+                       offered_by="maya@example.com", open=True)
+    monkeypatch.setattr(Bees, "offer_to_pool", lambda self, given, pool: offer)
+    ran = run_bees("relinquish", ITEM, "--to", "build", "--json")
+    assert (ran.code, ran.raised) == (0, None), ran.stderr
+    assert ran.json()["offer"] == {
+        "item_id": ITEM, "epoch": 1, "pool": "build", "secrets": ["MAIL_TOKEN"],
+        "offered_at": "2026-12-02T09:30:00Z", "offered_by": "maya@example.com", "open": True,
+        "claimed_at": None, "claimed_by": None, "notes": []}
+    matches("relinquish", ran.json())
 
 
 def test_item_create_wait_json_prints_the_final_state_once(

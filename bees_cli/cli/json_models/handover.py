@@ -20,6 +20,8 @@ class RelinquishOut(Out):
     files: int
     total_bytes: int
     released: bool
+    offer: OfferOut | None = None
+    """With ``--to POOL``: the offer to that pool (secrets by name only)."""
 
 
 class RepairOut(Out):
@@ -93,3 +95,6 @@ class OffersOut(Out):
     """``bees offers``: the team's offers, oldest first."""
 
     offers: list[OfferOut]
+
+
+RelinquishOut.model_rebuild()  # its offer (OfferOut) is defined below it
