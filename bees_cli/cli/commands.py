@@ -75,6 +75,9 @@ COMMANDS: dict[str, Entry] = {
                     "relinquish ITEM --to POOL): open ones first by age, the secrets each "
                     "names (names only), who claimed it, and why each runner that could not "
                     "run it left it (\"runner-2: ... not linked on this computer\")."),
+    "runners": Entry(("handover",), "List the team's runners: each one's pool, what it runs "
+                     "and when Bees Cloud last heard it (\"runner-2: silent for 12 min\"); "
+                     "nothing moves on its own (an admin may retire one)."),
     "completion": Entry(("completion",), "Print the completion script of SHELL on stdout; "
                         "nothing is installed or edited."),
     "app": Entry(("app",), "Serve the Bees app on loopback until Ctrl-C: the team's items "

@@ -50,6 +50,8 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "app.json": m.AppOut,
     "cloud-admin-runner-add.json": m.RunnerAddOut,
     "offers.json": m.OffersOut,
+    "runners.json": m.RunnersOut,
+    "cloud-admin-runner-retire.json": m.RunnerRetireOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -85,7 +87,9 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "cloud person revoke": ("cloud-person-revoke.json",),
     "app": ("app.json",),
     "cloud admin runner add": ("cloud-admin-runner-add.json",),
+    "cloud admin runner retire": ("cloud-admin-runner-retire.json",),
     "offers": ("offers.json",),
+    "runners": ("runners.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``, or the command's own error file when its every

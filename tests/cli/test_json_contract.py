@@ -221,20 +221,22 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     runner = check("cloud admin runner add", "runner-1", "--pool", "build", "--team", "acme",
                    "--db", db)
     assert (runner["name"], runner["pool"], runner["team"]) == ("runner-1", "build", "acme")
+    retired = check("cloud admin runner retire", "runner-1", "--team", "acme", "--db", db)
+    assert (retired["name"], retired["revoked"], retired["offered"]) == ("runner-1", 1, [])
     # their successes need a run or a server: test_a_use_case_result_prints_as_its_schema_says
     # and tests/cloud/test_cli.py check them against the same schemas; bees app serves until
     # a signal: tests/app/test_command.py checks its line; bees offers needs a cloud:
-    # tests/engine/test_runners_e2e.py checks it
+    # tests/engine/test_runners_e2e.py checks it; bees runners too: tests/runners/test_vouch.py
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
-                      "delegate", "app", "offers"}
+                      "delegate", "app", "offers", "runners"}
     # every time-valued field checked by `matches` (a time with microseconds fails it)
     assert times == {
         "status: items[].since", "status: items[].created", "item show: item.since",
         "item show: item.created", "item show: history[].at", "approvals: approvals[].asked_at",
         "approvals show: approvals[].asked_at",
         "item show: approvals[].asked_at", "approve: at", "deny: at",
-        "schedules: schedules[].next[]"}
+        "schedules: schedules[].next[]", "cloud admin runner retire: retired_at"}
 
 
 def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:

@@ -94,8 +94,8 @@ def test_root_help_lists_the_table_and_a_typo_gets_close_names(bees: BeesRunner)
     listed = shown.stdout.split("Commands:\n")[1].splitlines()
     assert [line.split()[0] for line in listed] == list(main.COMMANDS)
     assert listed[16] == "  schedules   List the workspace's schedules: whether they fire here,..."
-    assert listed[22] == "  app         Serve the Bees app on loopback until Ctrl-C: the team's..."
-    assert listed[23] == "  item        Work items: create one, show one."
+    assert listed[23] == "  app         Serve the Bees app on loopback until Ctrl-C: the team's..."
+    assert listed[24] == "  item        Work items: create one, show one."
     typo = bees("statu")
     assert typo.returncode == 2
     assert typo.stderr.splitlines()[-1] == "Error: No such command 'statu'. Did you mean 'status'?"
