@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,7 +16,11 @@ from bees_cli.errors import UserError
 from bees_cli.utc import display_utc, parse_utc
 
 if TYPE_CHECKING:
-    from bees_cli.usecases.models import TeamItemDetails
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from bees_cli.usecases.bees import Bees
+    from bees_cli.usecases.models import CreatedItem, TeamItemDetails
 
 item_app = typer.Typer(
     name="item", help="Work items: create one, show one.", no_args_is_help=True,
@@ -131,23 +135,14 @@ def item_create(
         answer["item_id"] = item_id
 
     async def create_then_wait() -> int:
-        offer = None
-        if on is not None:
-            created, _, offered = await bees.create_offered(
-                workspace, process, on, title=title, agents=agent, folders=folder, made=made)
-            offer = out.OfferOut.model_validate(offered.model_dump(mode="json"))
-        else:
-            created = await bees.create_item(workspace, process, title=title, agents=agent,
-                                             folders=folder, made=made)
+        created, offer = await _created(bees, workspace, process, on, title=title,
+                                        agents=agent, folders=folder, made=made)
         done = out.ItemCreateOut(item_id=created.id, process=created.process,
                                  title=created.title, run_folder=str(created.run_folder),
                                  started=created.started, offer=offer)
         if not as_json:
             typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
-        if offer is not None:
-            secrets = ", ".join(offer.secrets) or "none"
-            say(f"{created.id}: offered to pool {offer.pool} (secrets by name: {secrets})")
         code = await bees.wait_for_item(created.id, timeout=timeout) if wait else 0
         if as_json and wait:
             row = await bees.async_record.item(created.id)
@@ -159,6 +154,23 @@ def item_create(
         return code
 
     exit_hard(asyncio.run(create_then_wait()))
+
+
+async def _created(bees: Bees, workspace: Path | None, process: str, pool: str | None, *,
+                   title: str | None, agents: list[str] | None, folders: list[str] | None,
+                   made: Callable[[str], None]) -> tuple[CreatedItem, Any]:
+    """Make the item of ``bees item create``: started here, or with ``--on POOL`` offered to
+    the pool from the start (said, and returned as its ``--json`` part)."""
+    from bees_cli.cli import json_models as out
+
+    if pool is None:
+        return await bees.create_item(workspace, process, title=title, agents=agents,
+                                      folders=folders, made=made), None
+    created, _, offered = await bees.create_offered(workspace, process, pool, title=title,
+                                                    agents=agents, folders=folders, made=made)
+    say(f"{created.id}: offered to pool {offered.pool} (secrets by name: "
+        f"{', '.join(offered.secrets) or 'none'})")
+    return created, out.OfferOut.model_validate(offered.model_dump(mode="json"))
 
 
 @item_app.command("show")
