@@ -34,6 +34,18 @@ SYNC_EVERY = timedelta(seconds=15)
 """How often a computer sends its items' changes to the shared record and fetches the
 team's (Rules: shared record)."""
 
+RUNNER_SILENT_AFTER = 3 * SYNC_EVERY
+"""A runner not heard for longer than this (three missed syncs' heartbeats) is shown as
+``silent for N min``; nothing moves on its own (DESIGN.md, Runners): a person decides,
+and may retire it."""
+
+
+def runner_silent(heard: datetime | None, now: datetime) -> bool:
+    """Return True when a runner last heard at ``heard`` (None: never) is silent at ``now``:
+    more than :data:`RUNNER_SILENT_AFTER` ago. Exactly 45 s is still heard."""
+    return heard is None or now - heard > RUNNER_SILENT_AFTER
+
+
 UNDECLARED_KIND = "gated"
 """The kind of an MCP tool the workspace gives no kind and the server does not mark
 read-only: held like ``send`` on an ``approval: required`` stage, never silently ungated

@@ -207,6 +207,46 @@ def runner_add(
         " give it to the runner as BEES_TOKEN)")
 
 
+def runner_retire(
+    name: Annotated[str, typer.Argument(help="The runner's name.")],
+    team: TeamOpt,
+    server: ServerOpt = None,
+    admin_token_file: TokenFileOpt = None,
+    db: DbOpt = None,
+    insecure: InsecureOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retire a runner that is gone for good: its token and machine id are revoked first, so
+    anything it sends later is refused (fenced); then each item it held is offered back to
+    its pool, to restart its unfinished stage from the checkpoint it was handed over with
+    (an action whose intent is open in the run folder's journal is held for a person as
+    "may already have run"). Nothing else ever moves a runner's items.
+
+    Example: bees cloud admin runner retire runner-2 --team acme --server URL
+    """
+    from bees_cli.cloud.admin import retire_runner
+
+    target = _target(server, db, admin_token_file, insecure)
+    done = retire_runner(target, name, team)
+    if as_json:
+        from bees_cli.cli import json_models as out
+
+        out.emit(out.RunnerRetireOut.model_validate(done.model_dump(mode="json")))
+        return
+    if done.revoked == 0 and not done.offered:
+        say(f"runner {name} of pool {done.pool} was retired already")
+        return
+    say(f"runner {name} of pool {done.pool} retired: token revoked, machine id "
+        f"{done.machine_id or '(never heard)'} fenced")
+    for item in done.offered:
+        typer.echo(item)
+    if done.offered:
+        say(f"offered back to pool {done.pool}: {', '.join(done.offered)}")
+    if done.not_offered:
+        say(f"released but not offered (no checkpoint to restart from; a person continues "
+            f"them): {', '.join(done.not_offered)}")
+
+
 def admin_token(
     db: Annotated[str, typer.Option("--db", help="The server's database URL (it must exist).")],
     file: Annotated[Path, typer.Option("--file", help="Where to write the new token (0600).")],
@@ -286,6 +326,8 @@ def register(app: typer.Typer) -> None:
                          no_args_is_help=True)
     runner.command("add", short_help="Add a runner identity to a pool; print its token.")(
         runner_add)
+    runner.command("retire", short_help="Retire a runner: fence it, offer its items back.")(
+        runner_retire)
     admin.add_typer(runner, name="runner", context_settings=CONTEXT)
     cloud.add_typer(admin, name="admin", context_settings=CONTEXT)
     cloud.add_typer(team, name="team", context_settings=CONTEXT)

@@ -55,6 +55,7 @@ COMMANDS: dict[str, Entry] = {
     "continue": Entry(("handover",), "Continue a relinquished item on this computer."),
     "offers": Entry(("handover",), "List the items handed to pools of runners, and who took "
                     "them."),
+    "runners": Entry(("handover",), "List the team's runners: pool, work, last heard."),
     "demo": Entry(("demo",), "Run the model example from a fresh copy to Done, here."),
     "completion": Entry(("completion",), "Print the completion script of a shell."),
     "app": Entry(("app",), "Serve the Bees app: the team's items live in a browser."),
@@ -72,7 +73,7 @@ COMMANDS: dict[str, Entry] = {
 PANELS: dict[str, list[str]] = {
     "Work items": ["status", "item", "run", "retry", "app", "action", "delegate"],
     "Approvals": ["approvals", "approve", "deny"],
-    "Handover": ["relinquish", "continue", "offers", "checkpoint"],
+    "Handover": ["relinquish", "continue", "offers", "runners", "checkpoint"],
     "Schedules": ["schedules"],
     "Workspace": ["init", "validate", "schemas"],
     "This computer": ["doctor", "whoami", "link", "unlink", "links", "addons", "model",

@@ -16,8 +16,12 @@ from bees_cli.errors import UserError
 from bees_cli.utc import display_utc, parse_utc
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.item_details import ItemDetails
-    from bees_cli.usecases.models import TeamItemDetails
+    from bees_cli.usecases.models import CreatedItem, TeamItemDetails
 
 item_app = typer.Typer(
     name="item", help="Work items: create one, show one, watch one live.", no_args_is_help=True,
@@ -91,10 +95,18 @@ def item_create(
     timeout: Annotated[float | None, typer.Option(
         "--timeout", metavar="SECONDS", min=0, help="With --wait: give up after SECONDS "
         "(exit 1). Default: wait as long as it takes.")] = None,
+    on: Annotated[str | None, typer.Option(
+        "--on", metavar="POOL", help="Offer it to a pool of runners from the start: made "
+        "and claimed here, released at once with its checkpoint (nothing runs here), offered "
+        "naming the secrets its work needs (docs/runners.md). Needs Bees Cloud, not bees "
+        "run.")] = None,
     workspace: WorkspaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a work item and start its run; print its id on stdout.
+
+    With --on POOL the item is offered to the pool instead of started here ("started"
+    false, "offer" in --json).
 
     With --json, stdout is {"version", "item_id", "process", "title", "run_folder",
     "started"} instead; with --wait --json, printed once the wait ended, with "final":
@@ -112,6 +124,9 @@ def item_create(
     from bees_cli.cli import json_models as out
 
     answer = error_answer(out.ItemCreateErrorOut, item_id=None)
+    if on is not None and wait:
+        raise UserError("--wait follows a run on this computer; an item made --on a pool "
+                        "runs on a runner", hint="bees offers shows who claimed it")
     if timeout is not None and not wait:
         raise UserError("--timeout needs --wait",
                         hint=f"bees item create {process} --wait --timeout {timeout:g}")
@@ -121,11 +136,11 @@ def item_create(
         answer["item_id"] = item_id
 
     async def create_then_wait() -> int:
-        created = await bees.create_item(workspace, process, title=title, agents=agent,
-                                         folders=folder, made=made)
+        created, offer = await _created(bees, workspace, process, on, title=title,
+                                        agents=agent, folders=folder, made=made)
         done = out.ItemCreateOut(item_id=created.id, process=created.process,
                                  title=created.title, run_folder=str(created.run_folder),
-                                 started=created.started)
+                                 started=created.started, offer=offer)
         if not as_json:
             typer.echo(created.id)
         say(f"created {created.id} ({created.process}); run folder {created.run_folder}")
@@ -140,6 +155,23 @@ def item_create(
         return code
 
     exit_hard(asyncio.run(create_then_wait()))
+
+
+async def _created(bees: Bees, workspace: Path | None, process: str, pool: str | None, *,
+                   title: str | None, agents: list[str] | None, folders: list[str] | None,
+                   made: Callable[[str], None]) -> tuple[CreatedItem, Any]:
+    """Make the item of ``bees item create``: started here, or with ``--on POOL`` offered to
+    the pool from the start (said, and returned as its ``--json`` part)."""
+    from bees_cli.cli import json_models as out
+
+    if pool is None:
+        return await bees.create_item(workspace, process, title=title, agents=agents,
+                                      folders=folders, made=made), None
+    created, _, offered = await bees.create_offered(workspace, process, pool, title=title,
+                                                    agents=agents, folders=folders, made=made)
+    say(f"{created.id}: offered to pool {offered.pool} (secrets by name: "
+        f"{', '.join(offered.secrets) or 'none'})")
+    return created, out.OfferOut.model_validate(offered.model_dump(mode="json"))
 
 
 @item_app.command("show", short_help="Show an item: status, run folder, logs, its story.")

@@ -68,7 +68,10 @@ def relinquish(
     done = asyncio.run(bees.relinquish(item, timeout=timeout))
     offered = None if to is None else bees.offer_to_pool(done, to)
     if as_json:
-        out.emit(out.item_out(out.RelinquishOut, done.to_json()))
+        given = done.to_json()
+        if offered is not None:
+            given["offer"] = offered.model_dump(mode="json")
+        out.emit(out.item_out(out.RelinquishOut, given))
     else:
         where = "Bees Cloud told" if done.released else "no Bees Cloud: digest kept here"
         say(f"{done.item}: relinquished at {done.stage or '-'}; free, restarts at "
@@ -161,8 +164,42 @@ def offers(
             typer.echo(f"  {note.runner}: {note.reason}")
 
 
+def runners(as_json: JsonOpt = False) -> None:
+    """List the team's runners: each one's pool, what it runs and when Bees Cloud last heard
+    it ("runner-2: silent for 12 min"); nothing moves on its own (an admin may retire one).
+
+    Each runner's sync vouches for it every 15 s; one not heard for more than 45 s is
+    silent. A person decides; a team admin may retire a runner that is gone for good
+    (bees cloud admin runner retire NAME).
+
+    Example: bees runners
+    """
+    import asyncio
+
+    from bees_cli.cli import json_models as out
+    from bees_cli.rules import runner_silent
+    from bees_cli.usecases.runner_words import runner_line
+
+    found = asyncio.run(bees_here().runners())
+    now = found.server_time
+    if as_json:
+        out.emit(out.RunnersOut.model_validate({
+            "server_time": found.model_dump(mode="json")["server_time"],
+            "runners": [{**view.model_dump(mode="json"),
+                         "silent": runner_silent(view.heard_at, now)}
+                        for view in found.runners]}))
+        return
+    if not found.runners:
+        say("no runners in this team (bees cloud admin runner add NAME --pool POOL)")
+        return
+    for view in found.runners:
+        typer.echo(runner_line(view.name, view.pool, heard=view.heard_at,
+                               retired=view.retired_at, running=view.running, now=now))
+
+
 def register(app: typer.Typer) -> None:
-    """Attach ``relinquish``, ``continue`` and ``offers`` to the root app."""
+    """Attach ``relinquish``, ``continue``, ``offers`` and ``runners`` to the root app."""
     app.command("relinquish")(relinquish)
     app.command("continue")(continue_)
     app.command("offers")(offers)
+    app.command("runners")(runners)

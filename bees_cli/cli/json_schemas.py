@@ -52,6 +52,8 @@ SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "cloud-admin-runner-add.json": m.RunnerAddOut,
     "offers.json": m.OffersOut,
     "demo.json": m.DemoOut,
+    "runners.json": m.RunnersOut,
+    "cloud-admin-runner-retire.json": m.RunnerRetireOut,
 }
 """File name → the model of the document it describes (``error.json``: any command's error;
 a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
@@ -88,8 +90,10 @@ COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "cloud person revoke": ("cloud-person-revoke.json",),
     "app": ("app.json",),
     "cloud admin runner add": ("cloud-admin-runner-add.json",),
+    "cloud admin runner retire": ("cloud-admin-runner-retire.json",),
     "offers": ("offers.json",),
     "demo": ("demo.json",),
+    "runners": ("runners.json",),
 }
 """Each leaf command with ``--json`` → the schema files its success output matches (any of
 them); its errors match ``error.json``, or the command's own error file when its every

@@ -144,7 +144,8 @@ def status(*, as_json: bool, mine: bool, show_all: bool, wide: bool) -> None:
 
     limit = None if show_all else STATUS_LIMIT
     # the use case's blocking part, without an event loop: asyncio stays off this path
-    view = status_now(bees_here(), mine=mine, limit=limit)
+    here = bees_here()
+    view = status_now(here, mine=mine, limit=limit)
     if view.warning:
         warm = colour_on(sys.stderr)
         say("\n".join(paint(line, Emphasis.WAITING, colour=warm)
@@ -163,3 +164,10 @@ def status(*, as_json: bool, mine: bool, show_all: bool, wide: bool) -> None:
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     if footer:
         say(footer)
+    if not as_json:
+        from bees_cli.usecases.runner_words import kept_runner_lines
+
+        # the team's runners as the last sync here heard them (issue 27, point 4)
+        runners = kept_runner_lines(here.computer.record_path)
+        if runners:
+            sys.stdout.write("".join(f"runner {line}\n" for line in runners))

@@ -19,6 +19,7 @@ from bees_cli.errors import BeesError, CloudRefused, CloudUnauthorized, UserErro
 
 if TYPE_CHECKING:
     from bees_cli.cloud.server.storage import Storage
+    from bees_cli.cloud.wire_runners import RunnerRetired
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -334,6 +335,26 @@ def add_runner(target: Target, name: str, pool: str, team: str) -> str:
                                 _body(AdminRunner, name=name, pool=pool, team=team)),
                    retries=0)
     return str(answer.token)
+
+
+def retire_runner(target: Target, name: str, team: str) -> RunnerRetired:
+    """Retire runner ``name`` of ``team`` on ``target``: fenced first (token and machine id
+    revoked), then its items offered back to its pool (:meth:`Runners.retire`).
+
+    Raises:
+        NotFound: no such team or runner (on a database).
+        UserError: database trouble.
+        BeesError: no database at ``target.db``.
+        CloudError: the server could not be reached or refused (404: no such runner).
+    """
+    if target.server is None:
+        return _on_database(target, lambda storage: storage.retire_runner(name, team))
+    from bees_cli.cloud.calls import Call
+    from bees_cli.cloud.wire_runners import AdminRunnerRetire
+    from bees_cli.cloud.wire_runners import RunnerRetired as Retired
+
+    return _call(target, Call("POST", "/v1/admin/runners/retire", Retired,
+                              _body(AdminRunnerRetire, name=name, team=team)))
 
 
 def revoke_person(target: Target, email: str, team: str) -> int:

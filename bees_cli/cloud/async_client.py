@@ -107,6 +107,16 @@ class AsyncCloudClient(BaseCloudClient):
         """Measure the server clock against the local one (see :class:`Skew`)."""
         return await self._run(self._skew())
 
+    async def runner_heard(self, machine_id: str) -> wire.RunnerView:
+        """Vouch for this runner (its token) running as ``machine_id``: the heartbeat its
+        sync carries (see :meth:`CloudClient.runner_heard`)."""
+        return await self._run(self._must(Call("POST", "/v1/runners/heard", wire.RunnerView,
+                                               wire.RunnerHeard(machine_id=machine_id))))
+
+    async def runners(self) -> wire.RunnerList:
+        """Return the team's runners (see :meth:`CloudClient.runners`)."""
+        return await self._run(self._must(Call("GET", "/v1/runners", wire.RunnerList)))
+
     async def server_time(self) -> datetime:
         """Return the server's clock (UTC)."""
         return await self._run(self._server_time())

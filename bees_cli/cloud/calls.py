@@ -170,10 +170,13 @@ def read_answer(call: Call[M], response: httpx.Response) -> M | None:
         return None
     message, hint, code = _error_text(response)
     if status == 401:
-        raise CloudUnauthorized(
+        rejected = CloudUnauthorized(
             message or "Bees Cloud rejected the token",
             hint=hint or "sign in again with `bees login URL --with-token`",
         )
+        if code == "runner_retired":  # a retired runner is told so by name (issue 27, 4)
+            rejected.code = code
+        raise rejected
     if status in (403, 409):
         raise CloudRefused(message or f"Bees Cloud refused ({status})", hint=hint, code=code,
                            status=status)

@@ -219,6 +219,21 @@ class CloudClient(BaseCloudClient):
         """Leave the open offer of ``item_id`` with why (a runner's token only)."""
         return self._run(self._must(offer_leave(item_id, body)))
 
+    def runners(self) -> wire.RunnerList:
+        """Return the team's runners: pool, last heard, what each holds (DESIGN.md,
+        Runners)."""
+        return self._run(self._must(Call("GET", "/v1/runners", wire.RunnerList)))
+
+    def runner_heard(self, machine_id: str) -> wire.RunnerView:
+        """Vouch for this runner (its token) running as ``machine_id``.
+
+        Raises:
+            CloudUnauthorized: ``runner_retired`` once an admin retired it.
+            CloudRefused: ``not_a_runner``, ``machine_retired``.
+        """
+        return self._run(self._must(Call("POST", "/v1/runners/heard", wire.RunnerView,
+                                         wire.RunnerHeard(machine_id=machine_id))))
+
     def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
         """Push record changes in batches of :data:`wire.MAX_BATCH`; return the totals.
 

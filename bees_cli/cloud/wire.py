@@ -141,6 +141,18 @@ from bees_cli.cloud.wire_offers import (
 from bees_cli.cloud.wire_offers import (
     OfferNote as OfferNote,
 )
+from bees_cli.cloud.wire_runners import (
+    RunnerHeard as RunnerHeard,
+)
+from bees_cli.cloud.wire_runners import (
+    RunnerList as RunnerList,
+)
+from bees_cli.cloud.wire_runners import (
+    RunnerRetired as RunnerRetired,
+)
+from bees_cli.cloud.wire_runners import (
+    RunnerView as RunnerView,
+)
 from bees_cli.utc import to_us
 
 API_PREFIX = "/v1"

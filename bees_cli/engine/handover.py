@@ -178,6 +178,16 @@ class HandoverActivities:
             text = error.message if isinstance(error, BeesError) else f"{error!r}"
             return _refused(handover, f"relinquish failed: {text}")
 
+    async def hand_over_unstarted(self, handover: HandoverInput) -> HandoverOutput:
+        """Hand over an item that never started here (``bees item create --on POOL``):
+        the same checkpoint, release and ``free`` mark as :meth:`hand_over`, with no run to
+        stop and no activity around it.
+
+        Raises:
+            CloudError: Bees Cloud is down or refused (the item stays claimed here).
+        """
+        return await self._hand_over(handover)
+
     def _wait_for_cloud(self, handover: HandoverInput) -> None:
         """Mark the item waiting for Bees Cloud to release it (once: the same state again
         writes nothing)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from bees_cli.engine.models import ItemInput
 from bees_cli.engine.snapshot_store import engine_view, keep_snapshot
 from bees_cli.record.local import LocalRecord
+from bees_cli.record.states import Status
 
 if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
@@ -41,7 +42,7 @@ def item_input(record: LocalRecord, snapshot: ItemSnapshot, *, item_id: str, tit
 def make_item(record: LocalRecord, snapshot: ItemSnapshot, *, item_id: str, title: str,
               run_folder: Path, workspace: str, stage: str | None = None,
               created: str | None = None, created_on: str | None = None,
-              **run: Any) -> ItemInput:
+              status: Status = Status.PENDING, **run: Any) -> ItemInput:
     """Make item ``item_id``: its workflow input (:func:`item_input`) and its ``pending``
     row in ``record`` at ``stage`` (None: the process's first stage). The run folder is the
     caller's to make.
@@ -50,6 +51,7 @@ def make_item(record: LocalRecord, snapshot: ItemSnapshot, *, item_id: str, titl
         workspace: the workspace's root folder, as text.
         created, created_on: a handed-over item's creation time and computer (it keeps
             them; its ``created`` fact comes with its history); None: created now, here.
+        status: the row's status (``free``: handed over before it starts, never started).
         record, snapshot, item_id, title, run_folder, run: as :func:`item_input`.
 
     Returns:
@@ -61,5 +63,5 @@ def make_item(record: LocalRecord, snapshot: ItemSnapshot, *, item_id: str, titl
                     workspace=workspace, run_folder=str(run_folder),
                     input=item.model_dump_json(),
                     stage=stage if stage is not None else snapshot.process.stages[0].name,
-                    created=created, created_on=created_on)
+                    created=created, created_on=created_on, status=status)
     return item

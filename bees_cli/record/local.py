@@ -160,8 +160,10 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
 
     def add_item(self, *, id: str, process: str, title: str, workspace: str, run_folder: str,
                  input: str, stage: str | None, created: str | None = None,
-                 created_on: str | None = None) -> None:
-        """Record a new item as ``pending`` at ``stage`` (its first stage).
+                 created_on: str | None = None, status: Status = Status.PENDING) -> None:
+        """Record a new item as ``pending`` at ``stage`` (its first stage); ``status``
+        ``free`` records one that is handed over before it ever starts here
+        (``bees item create --on POOL``), so ``bees run`` never starts it.
 
         ``created`` (UTC text) and ``created_on`` (a computer's name) are given for an item
         another computer created and handed over: the item keeps that time, and its history,
@@ -173,7 +175,7 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             db.execute(
                 "INSERT INTO items (id, process, title, workspace, run_folder, stage, status,"
                 " since, created, created_on, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (id, process, title, workspace, run_folder, stage, str(Status.PENDING), at,
+                (id, process, title, workspace, run_folder, stage, str(status), at,
                  created or at, created_on, input),
             )
             if created is None:

@@ -177,6 +177,8 @@ class Syncer:
         client = self.client or self._kept
         assert client is not None, "sync needs a Bees Cloud sign-in"
         skew = await client.skew()
+        if skew.me.runner is not None:  # a runner's sync vouches for it (issue 27, 4)
+            await client.runner_heard(self.computer.machine_id)
         changes = await asyncio.to_thread(self.shared.outbox, self.computer)
         refused = 0
         start = 0
@@ -200,10 +202,21 @@ class Syncer:
         cursor = await asyncio.to_thread(lambda: self.shared.cursor)
         pulled = await client.pull_all(cursor)
         await asyncio.to_thread(self.shared.apply, list(pulled.changes), pulled.cursor)
+        runners = await self._runners(client)
         await asyncio.to_thread(self.shared.set_meta, skew=f"{skew.skew_seconds:.3f}",
-                                last_sync=format_utc(self._now()), error=None, error_code=None)
+                                last_sync=format_utc(self._now()), error=None, error_code=None,
+                                **({} if runners is None else {"runners": runners}))
         return SyncResult(len(changes), len(pulled.changes), skew.skew_seconds,
                           pulled.cursor, refused)
+
+    @staticmethod
+    async def _runners(client: AsyncCloudClient) -> str | None:
+        """The team's runners as JSON (``RunnerList``) for ``bees status``, or None when
+        Bees Cloud does not answer them (an older server: the last list is kept)."""
+        try:
+            return (await client.runners()).model_dump_json()
+        except CloudError:
+            return None
 
     def _now(self) -> datetime:
         return self.clock() if self.clock else datetime.now(UTC)

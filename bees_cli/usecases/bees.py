@@ -276,6 +276,26 @@ class Bees:
 
         return offer_to_pool(self, done, pool)
 
+    async def create_offered(self, workspace_path: Path | None, process: str, pool: str, *,
+                             title: str | None = None, agents: list[str] | None = None,
+                             folders: list[str] | None = None,
+                             made: Callable[[str], None] | None = None,
+                             ) -> tuple[CreatedItem, Relinquished, wire.Offer]:
+        """``bees item create --on POOL``: see
+        :func:`bees_cli.usecases.offered.create_offered`."""
+        from bees_cli.usecases.offered import create_offered
+
+        return await create_offered(self, workspace_path, process, pool, title=title,
+                                    agents=agents or [], folders=folders or [], made=made)
+
+    async def runners(self) -> wire.RunnerList:
+        """``bees runners``: see :func:`bees_cli.usecases.runners.list_runners`."""
+        import asyncio
+
+        from bees_cli.usecases.runners import list_runners
+
+        return await asyncio.to_thread(list_runners, self)
+
     async def offers(self, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
         """``bees offers``: see :func:`bees_cli.usecases.runners._list_offers`."""
         import asyncio

@@ -34,9 +34,10 @@ def _quiet(_: str) -> None:
 
 def create_item(workspace_path: Path | None, process: str, *, title: str | None,
                 agents: list[str], folders: list[str], record: LocalRecord,
-                computer: Computer, say: Say = _quiet) -> CreatedItem:
+                computer: Computer, say: Say = _quiet, offered: bool = False) -> CreatedItem:
     """Make a work item of ``process`` on ``computer``: snapshot, run folder, local record
-    row and owner claim; its run is not started (``started`` False: pending).
+    row and owner claim; its run is not started (``started`` False: pending; ``offered``:
+    recorded ``free`` instead, to be handed to a pool at once, so it never starts here).
 
     Blocking (files, SQLite, the blocking cloud client); :func:`_create` runs it in a thread.
 
@@ -62,7 +63,8 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     folder.mkdir(parents=True, exist_ok=False)
     try:
         make_item(record, snapshot, item_id=item_id, title=item_title, run_folder=folder,
-                  workspace=str(workspace.root))
+                  workspace=str(workspace.root),
+                  status=Status.FREE if offered else Status.PENDING)
         claim = owners.claim_at_create(computer, record, item_id)
     except BaseException:
         # a half-made item is no item: no row, no run folder

@@ -100,6 +100,23 @@ def _list_offers(bees: Bees, pool: str | None, *, only_open: bool) -> list[wire.
         return api.offers(pool, only_open=only_open)
 
 
+def list_runners(bees: Bees) -> wire.RunnerList:
+    """Return the team's runners with Bees Cloud's clock (``bees runners``).
+
+    Raises:
+        UserError: no Bees Cloud is configured here.
+        CloudError: the cloud cannot be reached or refused.
+    """
+    from bees_cli.cloud.client import sync_cloud_for
+
+    api = sync_cloud_for(bees.computer, retries=2)
+    if api is None:
+        raise UserError("runners live in Bees Cloud, and none is configured here",
+                        hint="bees login URL --with-token")
+    with api:
+        return api.runners()
+
+
 def check_runner(bees: Bees, pool: str) -> str:
     """Return this computer's runner name once Bees Cloud confirms its token is a runner's
     of ``pool``.

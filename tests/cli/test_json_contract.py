@@ -221,22 +221,24 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     runner = check("cloud admin runner add", "runner-1", "--pool", "build", "--team", "acme",
                    "--db", db)
     assert (runner["name"], runner["pool"], runner["team"]) == ("runner-1", "build", "acme")
+    retired = check("cloud admin runner retire", "runner-1", "--team", "acme", "--db", db)
+    assert (retired["name"], retired["revoked"], retired["offered"]) == ("runner-1", 1, [])
     # their successes need a run or a server: test_a_use_case_result_prints_as_its_schema_says
     # and tests/cloud/test_cli.py check them against the same schemas; bees app serves until
     # a signal: tests/app/test_command.py checks its line; bees offers needs a cloud:
-    # tests/engine/test_runners_e2e.py checks it; bees demo runs an item through an engine:
-    # tests/engine/test_demo.py checks its summary; bees item watch prints a document per
-    # line: tests/engine/test_watch.py checks each against its schema
+    # tests/engine/test_runners_e2e.py checks it, bees runners too: tests/runners/test_vouch.py;
+    # bees demo runs an item through an engine: tests/engine/test_demo.py checks its summary;
+    # bees item watch prints a document per line: tests/engine/test_watch.py checks each
     unseen = {c for c in COMMAND_SCHEMAS if COMMAND_SCHEMAS[c][0] not in seen.get(c, ())}
     assert unseen == {"retry", "item accept", "relinquish", "continue", "cloud status",
-                      "delegate", "app", "offers", "demo", "item watch"}
+                      "delegate", "app", "offers", "runners", "demo", "item watch"}
     # every time-valued field checked by `matches` (a time with microseconds fails it)
     assert times == {
         "status: items[].since", "status: items[].created", "item show: item.since",
         "item show: item.created", "item show: history[].at", "approvals: approvals[].asked_at",
         "approvals show: approvals[].asked_at",
         "item show: approvals[].asked_at", "approve: at", "deny: at",
-        "schedules: schedules[].next[]"}
+        "schedules: schedules[].next[]", "cloud admin runner retire: retired_at"}
 
 
 def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> None:
@@ -263,7 +265,7 @@ def _canned(monkeypatch: pytest.MonkeyPatch, method: str, result: object) -> Non
                   total_bytes=43, released=False),
      {"item_id": ITEM, "stage": "Draft", "restart_stages": {"main": "Draft"},
       "checkpoint": "/r/checkpoint.json", "checkpoint_sha256": "ab" * 32, "files": 3,
-      "total_bytes": 43, "released": False}),
+      "total_bytes": 43, "released": False, "offer": None}),
     (("relinquish", ITEM, "--repair"), "repair_release",
      Repaired(item=ITEM, checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32,
               before=None, restart_stages={"main": "Draft"}, released=True),
@@ -293,6 +295,28 @@ def test_a_use_case_result_prints_as_its_schema_says(
     assert done.json() == {"version": 1, **want}
     command = " ".join(a for a in argv[:2] if not a.startswith(("0", "-")))
     matches(command, done.json())
+
+
+def test_relinquish_to_a_pool_json_carries_the_offer(
+        run_bees: InProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bees_cli.cloud import wire
+    from bees_cli.utc import parse_utc
+
+    done = Relinquished(item=ITEM, stage="Draft", restart_stages={"main": "Draft"},
+                        checkpoint="/r/checkpoint.json", checkpoint_sha256="ab" * 32, files=3,
+                        total_bytes=43, released=True)
+    _canned(monkeypatch, "relinquish", done)
+    offer = wire.Offer(item_id=ITEM, epoch=1, pool="build", secrets=["MAIL_TOKEN"],
+                       offered_at=parse_utc("2026-12-02T09:30:00Z"),
+                       offered_by="maya@example.com", open=True)
+    monkeypatch.setattr(Bees, "offer_to_pool", lambda self, given, pool: offer)
+    ran = run_bees("relinquish", ITEM, "--to", "build", "--json")
+    assert (ran.code, ran.raised) == (0, None), ran.stderr
+    assert ran.json()["offer"] == {
+        "item_id": ITEM, "epoch": 1, "pool": "build", "secrets": ["MAIL_TOKEN"],
+        "offered_at": "2026-12-02T09:30:00Z", "offered_by": "maya@example.com", "open": True,
+        "claimed_at": None, "claimed_by": None, "notes": []}
+    matches("relinquish", ran.json())
 
 
 def test_item_create_wait_json_prints_the_final_state_once(

@@ -111,7 +111,7 @@ async def test_sigkill_loses_nothing_that_was_answered(
 def test_migrations_build_exactly_the_tables_the_code_uses(admin: Storage) -> None:
     with admin.engine.connect() as conn:
         context = MigrationContext.configure(conn)
-        assert context.get_current_revision() == "0006"
+        assert context.get_current_revision() == "0007"
         assert compare_metadata(context, metadata) == []
 
 
@@ -119,4 +119,4 @@ def test_migrating_twice_is_a_no_op(db_url: str, admin: Storage) -> None:
     again = Storage(db_url)  # migrates again at start
     again.close()
     with admin.engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [("0006",)]
+        assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [("0007",)]

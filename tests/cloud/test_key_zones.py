@@ -200,6 +200,6 @@ def test_keys_granted_before_the_wall_clock_migration_are_kept(tmp_path: Path) -
                 "SELECT schedule_id, machine_id, local_time, zone FROM schedule_keys")).all()
             version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
         assert rows == [("weekly", "laptop", None, None)]
-        assert version == [("0006",)]
+        assert version == [("0007",)]
     finally:
         storage.close()

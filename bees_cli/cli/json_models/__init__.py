@@ -35,6 +35,7 @@ from bees_cli.cli.json_models.cloud import (
     PersonAddOut,
     PersonRevokeOut,
     RunnerAddOut,
+    RunnerRetireOut,
     TeamAddOut,
 )
 from bees_cli.cli.json_models.demo import DemoDecisionOut, DemoOut
@@ -56,6 +57,8 @@ from bees_cli.cli.json_models.handover import (
     OffersOut,
     RelinquishOut,
     RepairOut,
+    RunnerOut,
+    RunnersOut,
     VerifyOut,
 )
 from bees_cli.cli.json_models.items import (
@@ -169,7 +172,10 @@ __all__ = [
     "AppOut",
     "PersonAddOut",
     "RunnerAddOut",
+    "RunnerRetireOut",
     "OfferNoteOut",
     "OfferOut",
     "OffersOut",
+    "RunnerOut",
+    "RunnersOut",
 ]

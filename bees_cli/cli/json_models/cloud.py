@@ -61,6 +61,22 @@ class RunnerAddOut(Out):
     database: str | None = None
 
 
+class RunnerRetireOut(Out):
+    """``bees cloud admin runner retire``: the runner fenced (``revoked`` live tokens, its
+    ``machine_id`` retired; None: never heard), then the items offered back to its pool
+    (``offered``) and those released without a checkpoint to restart from
+    (``not_offered``)."""
+
+    name: str
+    pool: str
+    team: str
+    retired_at: UtcTime
+    revoked: int
+    machine_id: str | None
+    offered: list[str]
+    not_offered: list[str]
+
+
 class PersonAddOut(Out):
     """``bees cloud person add``: the new bearer token (shown this once only), and the server
     URL or the database URL it was added on (the other is None)."""

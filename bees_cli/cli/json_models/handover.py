@@ -20,6 +20,8 @@ class RelinquishOut(Out):
     files: int
     total_bytes: int
     released: bool
+    offer: OfferOut | None = None
+    """With ``--to POOL``: the offer to that pool (secrets by name only)."""
 
 
 class RepairOut(Out):
@@ -93,3 +95,27 @@ class OffersOut(Out):
     """``bees offers``: the team's offers, oldest first."""
 
     offers: list[OfferOut]
+
+
+
+class RunnerOut(Part):
+    """One runner of the team: its pool, what it holds (runs), when Bees Cloud last heard
+    it (None: never) and from which machine id, whether it is ``silent`` (not heard for
+    more than 45 s, on Bees Cloud's clock), and when it was retired (None: not)."""
+
+    name: str
+    pool: str
+    machine_id: str | None
+    heard_at: UtcTime | None
+    silent: bool
+    retired_at: UtcTime | None
+    running: list[str]
+
+
+class RunnersOut(Out):
+    """``bees runners``: the team's runners by pool then name, and Bees Cloud's clock."""
+
+    runners: list[RunnerOut]
+    server_time: UtcTime
+
+RelinquishOut.model_rebuild()  # its offer (OfferOut) is defined below it

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from bees_cli.agents.selection import PickTier, pick_tier
 from bees_cli.cli.json_models.base import DISPLAY_KEYS, VERSION, ErrorOut, Out, Part
+from bees_cli.cli.json_models.handover import OfferOut
 from bees_cli.record.views import ItemShow, ItemView, ModelRetry, QueuedDecision, UtcTime
 
 if TYPE_CHECKING:  # the use cases import httpx: kept off `bees --help` (test_imports)
@@ -96,6 +97,9 @@ class ItemCreateOut(Out):
     run_folder: str
     started: bool
     final: ItemView | None = None
+    offer: OfferOut | None = None
+    """With ``--on POOL``: the offer to that pool (the item was released at once, never
+    started here)."""
 
 
 class ItemCreateErrorOut(ErrorOut):

@@ -26,6 +26,7 @@ from bees_cli.cloud.wire_admin import (
     AdminTeam,
     AdminTeamAnswer,
 )
+from bees_cli.cloud.wire_runners import AdminRunnerRetire, RunnerRetired
 from bees_cli.errors import NotFound, UserError
 
 T = TypeVar("T")
@@ -96,6 +97,13 @@ def register(app: FastAPI, storage: Storage, responses: dict[int | str, dict[str
         token = run(lambda: storage.add_runner(body.name, body.pool, body.team))
         return answer(AdminRunnerAnswer(name=body.name, pool=body.pool, team=body.team,
                                         token=token))
+
+    @app.post("/v1/admin/runners/retire", response_model=RunnerRetired, responses=responses,
+              dependencies=guard)
+    def retire_runner(body: AdminRunnerRetire) -> Response:
+        """Retire a runner: its token and machine id revoked first (fenced), then its items
+        offered back to its pool. Admin token only."""
+        return answer(run(lambda: storage.retire_runner(body.name, body.team)))
 
 
 def _email(value: str) -> str:

@@ -13,7 +13,11 @@ from bees_cli.cloud.server.people import AUTH_CACHE_SECONDS, Kept, Principal
 from bees_cli.cloud.server.refusals import Forbidden
 from bees_cli.cloud.server.tables import machines
 
-MACHINE_PERSON = sa.select(machines.c.person_id).where(
+RETIRED = -1
+"""The person a retired machine id is bound to: no one (issue 27, point 4)."""
+MACHINE_PERSON = sa.select(
+    sa.case((machines.c.retired_us.is_not(None), RETIRED), else_=machines.c.person_id)
+).where(
     machines.c.team_id == sa.bindparam("team_id"),
     machines.c.machine_id == sa.bindparam("machine_id"),
 )
@@ -81,11 +85,24 @@ class Machines:
                 used ``machine_id``.
         """
         if not self.is_mine(conn, who, machine_id):
+            if self._kept.peek((who.team_id, machine_id)) == RETIRED or conn.execute(
+                    MACHINE_PERSON, {"team_id": who.team_id, "machine_id": machine_id}
+            ).scalar() == RETIRED:
+                raise Forbidden(
+                    "machine_retired",
+                    f"machine {machine_id} was retired with its runner: Bees Cloud refuses "
+                    "what it sends",
+                    hint="a retired runner stays fenced; an admin adds a new runner (bees "
+                         "cloud admin runner add NAME --pool POOL) with a fresh BEES_HOME")
             raise Forbidden(
                 "machine_not_yours",
                 f"machine {machine_id} belongs to another person of the team",
                 hint="each computer has its own machine id; sign in on your own computer",
             )
+
+    def forget(self) -> None:
+        """Forget the bindings this process kept (a machine id was just retired)."""
+        self._kept.clear()
 
     def owned_by(self, conn: Connection, who: Principal, machine_id: str) -> bool | None:
         """Return whether ``machine_id`` belongs to ``who`` without binding it (None: unknown).

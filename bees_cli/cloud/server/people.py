@@ -300,6 +300,13 @@ class People:
             return who
         found = self._kept.read(_hash_secret(who), lambda: self._authenticate(conn, who))
         if found is None:
+            retired = self._retired_runner(conn, who)
+            if retired is not None:
+                raise Unauthorized(
+                    "runner_retired",
+                    f"runner {retired} was retired: Bees Cloud refuses what it sends",
+                    hint="its items were offered back to its pool; an admin adds a new "
+                         "runner (bees cloud admin runner add NAME --pool POOL)")
             raise Unauthorized(
                 "unauthorized",
                 "the token is unknown or revoked",
@@ -323,6 +330,26 @@ class People:
             return wire.Me(person=found.email, team=found.team, server_time=self.db.clock(),
                            runner=found.runner, pool=found.pool)
         return wire.Me(person=found.email, team=found.team, server_time=self.db.clock())
+
+    def forget(self) -> None:
+        """Forget the tokens this process kept (one was just revoked)."""
+        self._kept.clear()
+
+    @staticmethod
+    def _retired_runner(conn: Connection, token: str) -> str | None:
+        """Return the name of the retired runner whose token ``token`` is (its secret
+        matching), else None: a retired runner's later requests are refused by name."""
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != TOKEN_PREFIX or len(parts[1]) != 16:
+            return None
+        row = conn.execute(
+            sa.select(tokens.c.secret_sha256, runners.c.name)
+            .join(runners, runners.c.token_id == tokens.c.token_id)
+            .where(tokens.c.token_id == parts[1], runners.c.retired_us.is_not(None))
+        ).first()
+        if row is None or not hmac.compare_digest(row.secret_sha256, _hash_secret(parts[2])):
+            return None
+        return str(row.name)
 
     @staticmethod
     def _authenticate(conn: Connection, token: str) -> Principal | None:

@@ -213,4 +213,15 @@ def offer_routes(storage: Storage) -> APIRouter:
         """A runner leaves an open offer of its pool and says why (seen by the whole team)."""
         return _json(storage.leave_offer(who, item_path(item_id), body))
 
+    @router.post("/v1/runners/heard", response_model=wire.RunnerView, responses=RESPONSES)
+    def runner_heard(body: wire.RunnerHeard, who: Token) -> Response:
+        """A runner's sync vouches for it (every 15 s): Bees Cloud notes when and from which
+        machine id (refused once the runner is retired)."""
+        return _json(storage.runner_heard(who, body))
+
+    @router.get("/v1/runners", response_model=wire.RunnerList, responses=RESPONSES)
+    def list_runners(who: Token) -> Response:
+        """The team's runners: pool, last heard, what each holds, retired or not."""
+        return _json(storage.list_runners(who))
+
     return router

@@ -35,6 +35,7 @@ from bees_cli.cloud.server.offers import Offers
 from bees_cli.cloud.server.owners import Owners
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.records import Records
+from bees_cli.cloud.server.runners import Runners
 from bees_cli.cloud.server.tables import metadata
 from bees_cli.utc import utc_now
 
@@ -88,6 +89,7 @@ class Storage:
         self.owners = Owners(self.db, self.people, self.machines)
         self.records = Records(self.db, self.people, self.machines)
         self.offers = Offers(self.db, self.people, self.machines)
+        self.runners = Runners(self.db, self.people, self.machines)
         self.async_claims: AsyncClaims | None = None
         """Owner claims on the event loop (PostgreSQL only; :mod:`.async_claims`)."""
         if self.dialect == "postgresql":
@@ -187,6 +189,20 @@ class Storage:
     def leave_offer(self, who: Who, item_id: str, body: wire.OfferLeave) -> wire.Offer:
         """Note why a runner leaves an offer (:meth:`Offers.leave`)."""
         return self.offers.leave(who, item_id, body)
+
+    # -- runners (see runners.Runners) ------------------------------------------------------
+
+    def runner_heard(self, who: Who, body: wire.RunnerHeard) -> wire.RunnerView:
+        """Note a runner's heartbeat (:meth:`Runners.heard`)."""
+        return self.runners.heard(who, body)
+
+    def list_runners(self, who: Who) -> wire.RunnerList:
+        """Return the team's runners (:meth:`Runners.listed`)."""
+        return self.runners.listed(who)
+
+    def retire_runner(self, name: str, team: str) -> wire.RunnerRetired:
+        """Retire a runner: fence it, offer its items back (:meth:`Runners.retire`)."""
+        return self.runners.retire(name, team)
 
     # -- shared record (see records.Records) --------------------------------------------
 

@@ -84,6 +84,8 @@ machines = sa.Table(
     sa.Column("machine_id", sa.String(200), nullable=False),
     sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id"), nullable=False),
     sa.Column("first_seen_us", sa.BigInteger, nullable=False),
+    # Set when the runner that used it was retired: anything it sends is refused since.
+    sa.Column("retired_us", sa.BigInteger, nullable=True),
     sa.UniqueConstraint("team_id", "machine_id", name="uq_machines_team_machine"),
 )
 
@@ -155,6 +157,9 @@ runners = sa.Table(
     sa.Column("token_id", sa.String(32), nullable=False, unique=True),
     sa.Column("created_us", sa.BigInteger, nullable=False),
     sa.Column("retired_us", sa.BigInteger, nullable=True),
+    # When its sync last vouched for it (a heartbeat every 15 s), from which machine id.
+    sa.Column("heard_us", sa.BigInteger, nullable=True),
+    sa.Column("machine_id", sa.String(200), nullable=True),
     sa.UniqueConstraint("team_id", "name", name="uq_runners_team_name"),
 )
 
