@@ -46,6 +46,21 @@ def runner_silent(heard: datetime | None, now: datetime) -> bool:
     return heard is None or now - heard > RUNNER_SILENT_AFTER
 
 
+UNDER_WAY = frozenset({"pending", "starting", "waiting", "running"})
+"""Statuses of an item that holds one of a runner's slots: started here and not parked for a
+person (waiting for approval, failed, at the review limit) or finished."""
+
+
+def runner_room(slots: int, statuses: list[str]) -> int:
+    """Return how many more offers a runner with ``slots`` may claim now, given the statuses
+    of the items of its local record: ``slots`` less those :data:`UNDER_WAY`, never below 0.
+
+    A runner claims only what it has room to run, so that a pool widens: one that claimed
+    every offer it could continue would hold them queued while its fellows sat idle
+    (DESIGN.md, Runners; issue 27)."""
+    return max(0, slots - sum(1 for status in statuses if status in UNDER_WAY))
+
+
 UNDECLARED_KIND = "gated"
 """The kind of an MCP tool the workspace gives no kind and the server does not mark
 read-only: held like ``send`` on an ``approval: required`` stage, never silently ungated

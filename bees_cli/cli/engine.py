@@ -56,6 +56,12 @@ def run(
                      help="With --runner: seconds between looks at the pool's offers "
                      "(default 15)."),
     ] = None,
+    runner_slots: Annotated[
+        int,
+        typer.Option("--runner-slots", metavar="N", min=1, max=1000,
+                     help="With --runner: the most items under way here at once; it claims "
+                     "offers only while it has room (default 1)."),
+    ] = 1,
 ) -> None:
     """Run this computer's engine and worker until Ctrl-C.
 
@@ -73,7 +79,7 @@ def run(
     bees = bees_here(run_lines())
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
                                 exit_when_idle=exit_when_idle, runner_pool=runner,
-                                runner_every=runner_every))
+                                runner_every=runner_every, runner_slots=runner_slots))
     exit_hard(code)
 
 

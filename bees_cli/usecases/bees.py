@@ -148,7 +148,8 @@ class Bees:
 
     async def run(self, *, workspace_path: Path | None, address: str | None,
                   exit_when_idle: bool, heartbeat_every: float = 2.0,
-                  runner_pool: str | None = None, runner_every: float | None = None) -> int:
+                  runner_pool: str | None = None, runner_every: float | None = None,
+                  runner_slots: int = 1) -> int:
         """``bees run`` (``--runner POOL``: a runner of the pool, :mod:`.runners`): see
         :func:`bees_cli.usecases.run._run_bees`."""
         from bees_cli.usecases.run import _run_bees
@@ -156,7 +157,7 @@ class Bees:
         return await _run_bees(self, workspace_path=workspace_path, address=address,
                                 exit_when_idle=exit_when_idle,
                                 heartbeat_every=heartbeat_every, runner_pool=runner_pool,
-                                runner_every=runner_every)
+                                runner_every=runner_every, runner_slots=runner_slots)
 
     async def create_item(self, workspace_path: Path | None, process: str, *,
                           title: str | None = None, agents: list[str] | None = None,

@@ -135,7 +135,8 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
 
 async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
                      exit_when_idle: bool, heartbeat_every: float = 2.0,
-                     runner_pool: str | None = None, runner_every: float | None = None) -> int:
+                     runner_pool: str | None = None, runner_every: float | None = None,
+                     runner_slots: int = 1) -> int:
     """Run this computer's engine until SIGINT/SIGTERM (or until idle): ``bees run``.
 
     Starts (or reuses) the embedded dev server, or uses the server at ``address``; runs the
@@ -146,7 +147,7 @@ async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | N
     token must be a runner's of the pool, and beside its work it asks Bees Cloud for the
     pool's offers every ``runner_every`` seconds (default
     :data:`~bees_cli.usecases.runners.RUNNER_POLL_EVERY`) and takes those it can run
-    (:func:`~bees_cli.usecases.runners.runner_loop`).
+    (:func:`~bees_cli.usecases.runners.runner_loop`), at most ``runner_slots`` under way.
 
     Returns:
         The exit code: 0.
@@ -162,7 +163,7 @@ async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | N
         from bees_cli.usecases.runners import RUNNER_POLL_EVERY, RunnerMode, check_runner
 
         name = await asyncio.to_thread(check_runner, bees, runner_pool)
-        runner = RunnerMode(runner_pool, name, runner_every or RUNNER_POLL_EVERY)
+        runner = RunnerMode(runner_pool, name, runner_every or RUNNER_POLL_EVERY, runner_slots)
     lock = await asyncio.to_thread(hold_worker_lock, bees.computer.data_dir)
     try:
         if workspace_path is not None:
@@ -307,7 +308,7 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
 
         offers = asyncio.create_task(runner_loop(
             bees, runner.pool, runner.name, workspace_path=workspace_path, stop=stop,
-            every=runner.every))
+            every=runner.every, slots=runner.slots))
     gone = await _watch(bees, engine, server, queue, worker_task, released, stop,
                         exit_when_idle)
     if offers is not None:

@@ -28,12 +28,14 @@ RUNNER_POLL_EVERY = 15.0
 
 @dataclass(frozen=True)
 class RunnerMode:
-    """``bees run --runner POOL``: the pool, this runner's name (Bees Cloud's), and the
-    seconds between its looks at the pool's offers."""
+    """``bees run --runner POOL``: the pool, this runner's name (Bees Cloud's), the seconds
+    between its looks at the pool's offers, and its slots."""
 
     pool: str
     name: str
     every: float
+    slots: int = 1
+    """The most items under way here at once (:func:`bees_cli.rules.runner_room`)."""
 
 
 Outcome = Literal["claimed", "left", "taken", "unreachable"]
@@ -142,8 +144,10 @@ def check_runner(bees: Bees, pool: str) -> str:
 
 
 async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
-                      said: dict[str, str]) -> list[OfferOutcome]:
-    """Look once at the pool's open offers and take what this runner can run.
+                      said: dict[str, str], slots: int = 1) -> list[OfferOutcome]:
+    """Look once at the pool's open offers and take what this runner can run, as many as it
+    has room for (:func:`bees_cli.rules.runner_room`: ``slots`` less the items under way
+    here); with no room it does not look.
 
     For each offer, oldest first: a secret it names that is unset here leaves it (naming
     the variable; nothing is claimed); else ``bees continue``'s own steps
@@ -155,7 +159,12 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
     from bees_cli.agents.secrets import missing_secrets
     from bees_cli.cloud.client import sync_cloud_for
     from bees_cli.handover.continue_ import ClaimTaken
+    from bees_cli.rules import runner_room
 
+    room = runner_room(slots, await bees.async_record.run(
+        lambda record: [row.status for row in record.items()]))
+    if room == 0:
+        return []
     api = sync_cloud_for(bees.computer, retries=1)
     assert api is not None  # check_runner saw a cloud
     outcomes: list[OfferOutcome] = []
@@ -166,6 +175,8 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
         return [OfferOutcome("-", "unreachable", error.message)]
     try:
         for offer in offers:
+            if room == 0:
+                break
             missing = missing_secrets(offer.secrets)
             if missing:
                 reason = (f"secret {', '.join(missing)} not set on this runner: it refuses "
@@ -174,6 +185,7 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
                 try:
                     await bees.continue_item(offer.item_id, workspace_path=workspace_path)
                     outcomes.append(OfferOutcome(offer.item_id, "claimed"))
+                    room -= 1
                     continue
                 except ClaimTaken:
                     outcomes.append(OfferOutcome(offer.item_id, "taken"))
@@ -226,14 +238,15 @@ def wire_max() -> int:
 
 
 async def runner_loop(bees: Bees, pool: str, runner: str, *, workspace_path: Path | None,
-                      stop: asyncio.Event, every: float = RUNNER_POLL_EVERY) -> None:
+                      stop: asyncio.Event, every: float = RUNNER_POLL_EVERY,
+                      slots: int = 1) -> None:
     """Until ``stop`` is set: a :func:`runner_pass` every ``every`` seconds."""
     said: dict[str, str] = {}
     bees.say(f"runner {runner} of pool {pool}: asking Bees Cloud for offers every {every:g} s")
     while not stop.is_set():
         try:
             outcomes = await runner_pass(bees, runner, workspace_path=workspace_path,
-                                         said=said)
+                                         said=said, slots=slots)
         except BeesError as error:
             outcomes = []
             bees.say(f"{runner}: could not look at the offers: {error.message}")
