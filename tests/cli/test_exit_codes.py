@@ -104,8 +104,11 @@ CASES: list[tuple[str, tuple[str, ...], ExitCode]] = [
     ("cloud admin-token", ("cloud", "admin-token", "--db", "x.db", "--file", "{tmp}/t"),
      ExitCode.USAGE),
     ("offers", ("offers",), ExitCode.USAGE),  # no Bees Cloud configured here
+    ("runners", ("runners",), ExitCode.USAGE),  # likewise
     ("cloud admin runner add", ("cloud", "admin", "runner", "add", "runner-1", "--pool", "b",
                                 "--team", "t"), ExitCode.USAGE),  # no server named
+    ("cloud admin runner retire", ("cloud", "admin", "runner", "retire", "runner-1", "--team",
+                                   "t"), ExitCode.USAGE),  # likewise
 ]
 
 

@@ -13,9 +13,10 @@ def test_item_create_json_prints_one_object(bees, bees_home: Path) -> None:
                    "--json")
     assert created.returncode == 0, created.stderr
     data = json.loads(created.stdout)
-    assert sorted(data) == ["final", "item_id", "process", "run_folder", "started", "title",
-                            "version"]
-    assert (data["version"], data["started"], data["final"]) == (1, False, None)
+    assert sorted(data) == ["final", "item_id", "offer", "process", "run_folder", "started",
+                            "title", "version"]
+    assert (data["version"], data["started"], data["final"], data["offer"]) == (
+        1, False, None, None)
     assert (data["process"], data["title"], len(data["item_id"])) == (
         "weekly-report", "Week 9", 26)
     assert data["run_folder"] == str(bees_home / "data" / "runs" / data["item_id"])

@@ -98,7 +98,7 @@ def test_root_help_lists_the_table_and_a_typo_gets_close_names(bees: BeesRunner)
               if line.startswith("  ")]
     assert sorted(line.split()[0] for line in listed) == sorted(main.COMMANDS)
     assert listed[1] == "  item        Work items: create, show, watch, accept, cancel."
-    assert listed[14] == "  schedules   List the schedules, their next times and last fires here."
+    assert listed[15] == "  schedules   List the schedules, their next times and last fires here."
     typo = bees("statu")
     assert typo.returncode == 2
     assert typo.stderr.splitlines()[-1] == "Error: No such command 'statu'. Did you mean 'status'?"
