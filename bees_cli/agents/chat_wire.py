@@ -208,10 +208,17 @@ class ChatResponse(Read):
         try:
             return json.loads(text)
         except json.JSONDecodeError as error:
+            # some of json's messages end with "at" ("Unterminated string starting at")
             raise ModelAnswerInvalid(
-                f"the model's answer is not JSON: {error.msg} at line {error.lineno} "
-                f"column {error.colno}"
+                f"the model's answer is not JSON: {error.msg.removesuffix(' at')} at line "
+                f"{error.lineno} column {error.colno}"
             ) from None
+
+    @property
+    def cut_for_length(self) -> bool:
+        """Whether the server stopped the reply at its token limit (``finish_reason``
+        ``length``: ``max_tokens``, else the server's own limit), not at its end."""
+        return self.choices[0].finish_reason == "length"
 
     def parsed_content(self, model: type[T]) -> T:
         """Return the message's JSON content validated as ``model``.

@@ -192,8 +192,27 @@ def _call(call_id: str, function: str, arguments: dict[str, Any], problem: str |
     return call_id, tool, arguments, problem
 
 
+def cut_reply_problem(max_reply_tokens: int | None, agent: str) -> str:
+    """Say that the model's reply stopped at its token limit before its JSON closed, and
+    which setting of which agent file to raise (``runner.max_reply_tokens``; unset, the
+    server's own limit cut it)."""
+    if max_reply_tokens is None:
+        return ("the model's reply was cut at the server's reply limit before its JSON "
+                f"closed: set max_reply_tokens in agents/{agent}.yaml")
+    return (f"the model's reply was cut at max_reply_tokens ({max_reply_tokens}) before its "
+            f"JSON closed: raise max_reply_tokens in agents/{agent}.yaml")
+
+
+def _unread(response: ChatResponse, error: ModelAnswerInvalid, cut: str | None) -> Read:
+    """An answer whose JSON did not parse: ``cut`` when the server cut it for length (the
+    cause, and its cure), else the parse error."""
+    if cut is not None and response.cut_for_length:
+        return Read(kind="invalid", problem=cut)
+    return Read(kind="invalid", problem=str(error))
+
+
 def read_step(response: ChatResponse, *, review: bool, json_mode: bool,
-              offered: set[str], turn: int) -> Read:
+              offered: set[str], turn: int, cut: str | None = None) -> Read:
     """Read the model's answer as its next step.
 
     Args:
@@ -202,13 +221,16 @@ def read_step(response: ChatResponse, *, review: bool, json_mode: bool,
         json_mode: the agent's ``tool_mode`` is ``json``.
         offered: the function names offered (an unknown name is a problem told back once).
         turn: the turn number (makes call ids for json mode).
+        cut: what to say when the server cut the reply for length (``finish_reason``
+            ``length``) and its JSON did not parse (:func:`cut_reply_problem`); None: the
+            parse error is said.
 
     Returns:
         The step; ``invalid`` with the problem when the answer is not what was asked.
     """
     message = response.message
     if json_mode:
-        return _json_step(response, review=review, offered=offered, turn=turn)
+        return _json_step(response, review=review, offered=offered, turn=turn, cut=cut)
     if message.tool_calls:
         calls = []
         for call in message.tool_calls:
@@ -222,16 +244,17 @@ def read_step(response: ChatResponse, *, review: bool, json_mode: bool,
         try:
             verdict = response.parsed_content(Verdict)
         except ModelAnswerInvalid as error:
-            return Read(kind="invalid", problem=str(error))
+            return _unread(response, error, cut)
         return Read(kind="verdict", verdict=verdict.verdict, comments=list(verdict.comments))
     return Read(kind="final", text=message.content or "")
 
 
-def _json_step(response: ChatResponse, *, review: bool, offered: set[str], turn: int) -> Read:
+def _json_step(response: ChatResponse, *, review: bool, offered: set[str], turn: int,
+               cut: str | None) -> Read:
     try:
         value = response.json_content()
     except ModelAnswerInvalid as error:
-        return Read(kind="invalid", problem=str(error))
+        return _unread(response, error, cut)
     if review and isinstance(value, dict) and "verdict" in value:
         try:
             verdict = Verdict.model_validate(value)

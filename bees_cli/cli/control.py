@@ -138,7 +138,11 @@ def approvals_show(
     if as_json:
         out.emit(out.ApprovalsOut(approvals=[out.approval_out(r.to_json()) for r in rows]))
         return
-    sys.stdout.write("\n\n".join("\n".join(request_lines(row)) for row in rows) + "\n")
+    from bees_cli.text import printable
+
+    # an agent's input or another computer's title may hold control characters: not raw
+    sys.stdout.write("\n\n".join("\n".join(printable(line) for line in request_lines(row))
+                                 for row in rows) + "\n")
 
 
 def _decide(item: str, *, approve: bool, action: int | None, reason: str | None,

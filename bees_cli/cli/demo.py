@@ -10,7 +10,7 @@ import typer
 
 from bees_cli.cli.context import bees_here
 from bees_cli.cli.errors import touches_engine
-from bees_cli.cli.options import JsonOpt
+from bees_cli.cli.options import MAX_THREADS, JsonOpt
 from bees_cli.cli.output import exit_hard, say
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def demo(
         help="Use this OpenAI-style server (e.g. Ollama's http://127.0.0.1:11434/v1, with a "
              "model named smollm2) instead of serving the embedded model.")] = None,
     threads: Annotated[int | None, typer.Option(
-        "--threads", min=1, show_default=False,
+        "--threads", min=1, max=MAX_THREADS, show_default=False,
         help="The embedded model's generating threads (default: half the cores).")] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -88,7 +88,10 @@ def run(
 def item_create(
     process: Annotated[str, typer.Argument(help="The process the item goes through.",
                                            autocompletion=complete_processes)],
-    title: Annotated[str | None, typer.Option("--title", help="The item's title.")] = None,
+    title: Annotated[str | None, typer.Option(
+        "--title", show_default=False,
+        help="The item's title: one line of plain text, at most 200 characters "
+             "(default: the process's title, else its name).")] = None,
     agent: Annotated[list[str] | None, typer.Option(
         "--agent", metavar="AGENT", autocompletion=complete_agents,
         help="An agent for the item's work stages (repeatable, in order).")] = None,
@@ -208,34 +211,41 @@ def echo_item(found: ItemDetails) -> None:
     """Print ``bees item show``'s text of an item of this computer on stdout: its row, run
     folder and logs, each model stage's use, its pieces, then its history (the story)."""
     from bees_cli.record.views import ItemShow
+    from bees_cli.text import printable
     from bees_cli.utc import utc_now
 
     details = ItemShow.of(found.to_json())
     row = details.item
-    typer.echo(f"item        {row.item_id}  {row.title}")
-    typer.echo(f"process     {row.process}")
-    typer.echo(f"stage       {row.stage}")
-    typer.echo(f"status      {details.status_words(utc_now())}")
-    typer.echo(f"agent       {row.agent or '-'}")
-    typer.echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
-    typer.echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
-    typer.echo(f"run folder  {row.run_folder}")
-    typer.echo(f"engine log  {details.engine_log}")
+
+    def echo(line: str) -> None:
+        # text from the record (a title, a reason, an agent's words) may hold control
+        # characters another computer let in: never sent to the terminal raw
+        typer.echo(printable(line))
+
+    echo(f"item        {row.item_id}  {row.title}")
+    echo(f"process     {row.process}")
+    echo(f"stage       {row.stage}")
+    echo(f"status      {details.status_words(utc_now())}")
+    echo(f"agent       {row.agent or '-'}")
+    echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
+    echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
+    echo(f"run folder  {row.run_folder}")
+    echo(f"engine log  {details.engine_log}")
     for log in details.logs:
-        typer.echo(f"log         {log}")
+        echo(f"log         {log}")
     for used in details.models:
         cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
-        typer.echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
-                   f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
+        echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
+             f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
     if details.pieces:
         from bees_cli.record.views import piece_tree
 
-        typer.echo("pieces")
+        echo("pieces")
         for line in piece_tree(details.pieces):
-            typer.echo(line)
-    typer.echo("history")
+            echo(line)
+    echo("history")
     for event in details.events():
-        typer.echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
+        echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
 
 
 @item_app.command("watch", short_help="Follow an item live until it is done or fails.")
@@ -262,11 +272,13 @@ def item_watch(
 
     from bees_cli.cli import json_models as out
     from bees_cli.cli.pipes import write_stdout
+    from bees_cli.text import printable
 
     async def watch() -> int:
         code = 1
         async for seen in bees_here().watch_item(item, until_waiting=until_waiting):
-            write_stdout(out.watch_line(seen) if as_json else _watch_text(seen) + "\n")
+            write_stdout(out.watch_line(seen) if as_json
+                         else printable(_watch_text(seen)) + "\n")
             sys.stdout.flush()
             if seen.kind == "end":
                 code = seen.exit_code
@@ -297,13 +309,14 @@ def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
         out.emit(out.TeamItemShow.model_validate({"item_id": data["id"], **{
             key: value for key, value in data.items() if key not in out.DISPLAY_KEYS}}))
         return
-    typer.echo(f"item        {team.id}  {team.title or '-'}")
-    typer.echo(f"process     {team.process or '-'}")
-    typer.echo(f"stage       {team.stage or '-'}")
-    typer.echo(f"status      {team.status_text}")
-    typer.echo(f"agent       {team.agent or '-'}")
-    typer.echo(f"since       {team.since}")
-    typer.echo(f"runs on     {team.computer} ({team.person}); not on this computer")
+    from bees_cli.text import printable
+
+    for line in (f"item        {team.id}  {team.title or '-'}",
+                 f"process     {team.process or '-'}", f"stage       {team.stage or '-'}",
+                 f"status      {team.status_text}", f"agent       {team.agent or '-'}",
+                 f"since       {team.since}",
+                 f"runs on     {team.computer} ({team.person}); not on this computer"):
+        typer.echo(printable(line))  # another computer's words: never sent raw
     typer.echo("(its team row in the shared record; history and logs are on that computer)")
 
 

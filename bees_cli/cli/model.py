@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bees_cli.cli.options import MAX_CONTEXT, MAX_THREADS
 from bees_cli.cli.output import say
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     threads: Annotated[
         int | None,
-        typer.Option("--threads", min=1, show_default=False,
+        typer.Option("--threads", min=1, max=MAX_THREADS, show_default=False,
                      help="Threads that generate (default: half the cores, at least 1)."),
     ] = None,
     gguf: Annotated[
@@ -35,7 +36,7 @@ def serve(
     ] = None,
     context: Annotated[
         int,
-        typer.Option("--context", metavar="TOKENS", min=256,
+        typer.Option("--context", metavar="TOKENS", min=256, max=MAX_CONTEXT,
                      help="Tokens of context the server holds for one call (prompt and "
                           "reply); more costs memory."),
     ] = 4096,

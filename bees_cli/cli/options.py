@@ -24,6 +24,18 @@ WorkspaceOpt = Annotated[
     ),
 ]
 
+MAX_THREADS = 256
+"""Most generating threads ``--threads`` takes (``bees model serve``, ``bees demo``).
+
+Why: llama.cpp holds the count in a C ``int32``; a larger number crashed the server's start
+with an ``OverflowError``. No computer Bees runs on has more cores than this."""
+
+MAX_CONTEXT = 1_048_576
+"""Most tokens of context ``bees model serve --context`` takes (1 Mi tokens).
+
+Why: llama.cpp holds it in a C ``int32`` (a larger number crashed with an ``OverflowError``)
+and sizes its KV cache for it up front; no open model is trained on a longer context."""
+
 JsonOpt = Annotated[
     bool,
     typer.Option("--json", help="Print machine-readable JSON on stdout."),

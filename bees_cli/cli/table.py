@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TextIO
 
+from bees_cli.text import printable
+
 GAP = "  "
 """Between two columns."""
 
@@ -180,7 +182,8 @@ def render(rows: Sequence[Sequence[str | Cell]], columns: Sequence[Column], *,
 
     Args:
         rows: the cells of each row (``str``, or :class:`Cell` with an emphasis); a cell's
-            line breaks become spaces. Columns :func:`fit` leaves out are not printed.
+            line breaks and tabs become spaces, its other control characters U+FFFD
+            (:func:`bees_cli.text.printable`). Columns :func:`fit` leaves out are not printed.
         columns: the columns, in order (as many as each row has cells).
         width: the width to fit (:func:`fit`), or None for no limit.
         colour: paint emphasised cells (:func:`colour_on`).
@@ -209,7 +212,7 @@ def _emphasis(cell: str | Cell) -> Emphasis | None:
 
 def _text(cell: str | Cell) -> str:
     text = cell.text if isinstance(cell, Cell) else cell
-    return text.replace("\r\n", " ").replace("\n", " ")
+    return printable(text.replace("\r\n", " "))
 
 
 def _line(cells: Sequence[str], widths: Sequence[int], columns: Sequence[Column],

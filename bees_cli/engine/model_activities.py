@@ -30,6 +30,7 @@ from bees_cli.agents.chat_wire import ChatResponse, Message, ToolDef
 from bees_cli.agents.model_steps import (
     BUILT_INS,
     addon_tool,
+    cut_reply_problem,
     file_tools,
     not_called,
     opening,
@@ -318,7 +319,8 @@ class ModelActivities:
         ``called`` (then they are the step's ``missing``, issue 26, point 3)."""
         context = call.context
         read = read_step(response, review=kind == "review",
-                         json_mode=runner.tool_mode == "json", offered=offered, turn=call.turn)
+                         json_mode=runner.tool_mode == "json", offered=offered, turn=call.turn,
+                         cut=cut_reply_problem(runner.max_reply_tokens, context.agent))
         if len(read.calls) > runner.max_tool_calls:
             return self._too_many_calls(response, len(read.calls), runner.max_tool_calls,
                                         seconds, from_transcript)

@@ -299,7 +299,8 @@ class ItemState(BaseModel):
     ``done_by``: stage → its agent; ``outputs``: stage → output folder; ``comments``: review
     comments for the next work stage; ``change_requests``: review stage → its requests since
     the last limit; ``requests`` and ``approved`` (``[stage, round]``): approvals;
-    ``journal``: action runs; ``facts``: the counter of history keys.
+    ``journal``: action runs; ``facts``: the counter of history keys; ``retried_denials``:
+    denied requests a person's retry of their round set aside.
     """
 
     stage: str
@@ -314,6 +315,7 @@ class ItemState(BaseModel):
     approved: list[tuple[str, int]] = Field(default_factory=list)
     journal: list[JournalEntry] = Field(default_factory=list)
     facts: int = 0
+    retried_denials: list[int] = Field(default_factory=list)
 
 
 class RunView(BaseModel):

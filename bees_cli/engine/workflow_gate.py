@@ -72,6 +72,12 @@ DENIAL_ANSWERS_RETRY = "denial-answers-a-retried-ask"
 answered with that denial and its reason, not held again as a new request (issue 23, point 1:
 a denial given while ``bees run`` was down reaches the stage's retried attempt)."""
 
+DENIAL_ENDS_AT_RETRY = "denial-ends-at-a-person-s-retry"
+"""Patch: a denial answers a retried ask only until a person retries the stage round; the
+attempt that retry starts holds the same action for a person afresh (a person's retry is the
+way out of a denial: docs/rules.md, approvals). Before it, a stored denial refused every
+later attempt of the round."""
+
 SHORT = timedelta(seconds=60)
 """Timeout of the short activities (record, journal look-up, slots)."""
 
@@ -269,16 +275,28 @@ class ApprovalGate(RunParts):
 
     def _denied(self, ask: ActionAsk) -> ApprovalRequest | None:
         """Return the request a person denied for this very ask (same stage round, action
-        and input), or None: asked again (the stage's next attempt, after ``bees run``
-        stopped and delivered a queued denial), it gets the denial and its reason, like an
-        approved ask gets its approval (DESIGN.md, Rules: approvals)."""
-        denied = next((r for r in self.live.requests if r.stage == ask.stage
-                       and r.round == self.live.round and r.action == ask.action
-                       and r.digest == ask.digest and r.status == "denied"
-                       and r.interrupted_at is None), None)
-        if denied is None or not workflow.patched(DENIAL_ANSWERS_RETRY):
+        and input), or None: asked again (the agent asking again in the same attempt, or the
+        stage's next attempt after ``bees run`` stopped and delivered a queued denial), it
+        gets the denial and its reason, like an approved ask gets its approval (DESIGN.md,
+        Rules: approvals). Since :data:`DENIAL_ENDS_AT_RETRY`, a denial given before a
+        person's retry of the round no longer answers: None, and the ask is held afresh."""
+        denials = [r for r in self.live.requests if r.stage == ask.stage
+                   and r.round == self.live.round and r.action == ask.action
+                   and r.digest == ask.digest and r.status == "denied"
+                   and r.interrupted_at is None]
+        if not denials or not workflow.patched(DENIAL_ANSWERS_RETRY):
             return None
-        return denied
+        standing = [r for r in denials if r.id not in self.live.retried_denials]
+        if len(standing) < len(denials) and not workflow.patched(DENIAL_ENDS_AT_RETRY):
+            return denials[0]  # a history made before the patch: the first denial answers
+        return standing[0] if standing else None
+
+    def _retried(self, stage: str, round_: int) -> None:
+        """Note that a person retried ``stage``'s ``round_``: its denials no longer answer an
+        ask of the attempts that follow (:data:`DENIAL_ENDS_AT_RETRY`; no command)."""
+        self.live.retried_denials = self.live.retried_denials | {
+            r.id for r in self.live.requests
+            if r.stage == stage and r.round == round_ and r.status == "denied"}
 
     async def _hold_interrupted(self, ask: ActionAsk, call: ActionCall,
                                 command: list[str]) -> ActionAnswer:

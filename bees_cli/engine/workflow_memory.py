@@ -77,13 +77,15 @@ class RunMemory(RunParts):
         self.live.requests = list(state.requests)
         self.live.approved = {(stage, round_) for stage, round_ in state.approved}
         self.live.facts = state.facts
+        self.live.retried_denials = frozenset(state.retried_denials)
         return state
 
     def _carry(self, item: ItemInput, memo: ItemState) -> ItemInput:
         """Return the input of the next run: this one's, with the plan's memory."""
         state = memo.model_copy(update={
             "requests": list(self.live.requests), "approved": sorted(self.live.approved),
-            "journal": list(self.live.journal), "facts": self.live.facts})
+            "journal": list(self.live.journal), "facts": self.live.facts,
+            "retried_denials": sorted(self.live.retried_denials)})
         return item.model_copy(update={"state": state})
 
     def _run_state(self, stages: list[StageView], memo: ItemState, stage: str, round_: int,

@@ -47,7 +47,9 @@ class LiveRun:
     (``(stage, round)`` whose finish a person approved), ``journal`` (action runs).
     ``facts``: the counter of history keys. Pieces (issue 14): ``pieces`` (each piece's
     view, in order), ``piece_handles`` (their child workflows) and ``ended_attempts``
-    (``(stage, round, attempt)`` whose agent ended: its asks are refused). ``patches``: the
+    (``(stage, round, attempt)`` whose agent ended: its asks are refused).
+    ``retried_denials``: denied requests whose stage round a person retried since (they no
+    longer answer an ask). ``patches``: the
     shape this run takes. The plan's memory (rounds, attempts, review counts, outputs) is an
     :class:`~bees_cli.engine.models.ItemState`, carried by a continue-as-new.
     """
@@ -70,6 +72,7 @@ class LiveRun:
     piece_handles: dict[str, workflow.ChildWorkflowHandle[object, PieceOutput]] = field(
         default_factory=dict)
     ended_attempts: set[tuple[str, int, int]] = field(default_factory=set)
+    retried_denials: frozenset[int] = frozenset()
     patches: Patches = field(default_factory=Patches)
 
 

@@ -368,6 +368,7 @@ class ItemWorkflow(Delegation, ReviewChecks, StageWaits):
         runs the same round again (``memo.again``; DESIGN.md, Rules: moving)."""
         await self._fail(stage, round_, agent, why, key, data)
         await self._wait_for_person()
+        self._retried(stage, round_)
         memo.again = self._answered(stages, memo, stage, round_, Retried(), Phase.FAILED).again
 
     async def _stop_for_person(self, stages: list[StageView], memo: ItemState, stage: str,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import NotFound, WaitTimedOut
+from bees_cli.errors import NotFound, UserError, WaitTimedOut
 from bees_cli.machine.computer import Computer
 from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
 from bees_cli.record.states import Status, WaitKind
@@ -42,11 +42,19 @@ def create_item(workspace_path: Path | None, process: str, *, title: str | None,
     Blocking (files, SQLite, the blocking cloud client); :func:`_create` runs it in a thread.
 
     Raises:
-        UserError: no workspace, or the run folder is not linked.
+        UserError: ``title`` is empty, holds control or bidi characters or is too long
+            (:func:`bees_cli.text.title_problem`); no workspace, or the run folder is not
+            linked.
         WorkspaceInvalid: the workspace does not load.
         NotFound: the process, an agent or a folder is not declared.
     """
     from ulid import ULID
+
+    from bees_cli.text import title_problem
+
+    problem = None if title is None else title_problem(title)
+    if problem is not None:
+        raise UserError(problem, hint="bees item create PROCESS --title 'Week 12 report'")
 
     from bees_cli.agents.snapshot import make_snapshot
     from bees_cli.engine.items import make_item

@@ -25,6 +25,7 @@ from bees_cli.rules import MCP_CALL_SECONDS, MCP_START_SECONDS
 # The shared field types, the runners and the schedule live in their own modules;
 # models re-exports them, so ``models.X`` stays the one import path.
 from bees_cli.workspace.fields import ENV_NAME_PATTERN as ENV_NAME_PATTERN
+from bees_cli.workspace.fields import MOST_COUNT, MOST_PIECE_DEPTH, MOST_WAIT_SECONDS
 from bees_cli.workspace.fields import NAME_PATTERN as NAME_PATTERN
 from bees_cli.workspace.fields import NAME_RE as NAME_RE
 from bees_cli.workspace.fields import TIME_PATTERN as TIME_PATTERN
@@ -75,7 +76,7 @@ class WorkspaceConfig(Strict):
         description="A declared folder whose directory holds run folders "
         "(default: this computer's data dir).",
     )
-    max_piece_depth: Annotated[int, Field(ge=0)] = Field(
+    max_piece_depth: Annotated[int, Field(ge=0, le=MOST_PIECE_DEPTH)] = Field(
         default=2, description="How deep pieces may nest: an agent hands work to another agent "
         "(depth 1), which may hand work on (depth 2)… 0 turns delegation off.")
 
@@ -141,7 +142,7 @@ class Agent(Strict):
         default="", description="What the agent is told to do (a model agent's system prompt)."
     )
     model: str | None = Field(default=None, description="A label for people; not used to run.")
-    max_concurrent_runs: Annotated[int, Field(ge=1)] | None = Field(
+    max_concurrent_runs: Annotated[int, Field(ge=1, le=MOST_COUNT)] | None = Field(
         default=None,
         description="At most this many runs at once on one computer (default: no cap).",
     )
@@ -251,12 +252,12 @@ class McpServer(Strict):
         description="Headers sent to the remote server: header name → the name of the "
         "environment variable holding its value (never the value).",
     )
-    start_seconds: Annotated[float, Field(gt=0)] = Field(
+    start_seconds: Annotated[float, Field(gt=0, le=MOST_WAIT_SECONDS)] = Field(
         default=MCP_START_SECONDS,
         description="Seconds allowed for starting or reaching the server and for each of its "
         "answers before a tool call (handshake, list of tools).",
     )
-    call_seconds: Annotated[float, Field(gt=0)] = Field(
+    call_seconds: Annotated[float, Field(gt=0, le=MOST_WAIT_SECONDS)] = Field(
         default=MCP_CALL_SECONDS, description="Seconds allowed for one tool call's answer."
     )
 

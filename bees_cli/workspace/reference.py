@@ -90,6 +90,8 @@ def _limits(prop: dict[str, Any]) -> list[str]:
         words.append(f"≥ {prop['minimum']}")
     if "exclusiveMinimum" in prop:
         words.append(f"> {prop['exclusiveMinimum']}")
+    if "maximum" in prop:
+        words.append(f"≤ {prop['maximum']:,}")
     if prop.get("minLength") == 1:
         words.append("not empty")
     if prop.get("minItems"):

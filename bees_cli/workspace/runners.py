@@ -16,7 +16,20 @@ from bees_cli.rules import (
     MODEL_REPLY_BYTES,
     MODEL_TOOL_CALLS,
 )
-from bees_cli.workspace.fields import EnvName, Name, Strict, Text, ToolRef, Url
+from bees_cli.workspace.fields import (
+    MOST_BUDGET_TOKENS,
+    MOST_CONTEXT_TOKENS,
+    MOST_COUNT,
+    MOST_REPLY_BYTES,
+    MOST_REPLY_TOKENS,
+    SEED_RANGE,
+    EnvName,
+    Name,
+    Strict,
+    Text,
+    ToolRef,
+    Url,
+)
 
 
 class CommandRunner(Strict):
@@ -37,10 +50,10 @@ class CommandRunner(Strict):
 class Prices(Strict):
     """What a model costs, per million tokens, in the agent's own currency (for estimates)."""
 
-    input_per_million: Annotated[float, Field(ge=0)] = Field(
+    input_per_million: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
         description="Price of one million prompt (input) tokens."
     )
-    output_per_million: Annotated[float, Field(ge=0)] = Field(
+    output_per_million: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
         description="Price of one million completion (output) tokens."
     )
 
@@ -70,7 +83,7 @@ class ModelSpec(Strict):
     prices: Prices | None = Field(
         default=None, description="Prices per million tokens, for cost estimates."
     )
-    timeout_seconds: Annotated[float, Field(gt=0)] = Field(
+    timeout_seconds: Annotated[float, Field(gt=0, le=MODEL_CALL_MOST_SECONDS)] = Field(
         default=MODEL_READ_SECONDS,
         description="Seconds allowed for connecting, and for each read and write of one call.",
     )
@@ -79,7 +92,7 @@ class ModelSpec(Strict):
         description="Seconds one call may take in all, from sending to the reply's last "
         "byte; a slower call is cut off and tried again.",
     )
-    max_reply_bytes: Annotated[int, Field(ge=1)] = Field(
+    max_reply_bytes: Annotated[int, Field(ge=1, le=MOST_REPLY_BYTES)] = Field(
         default=MODEL_REPLY_BYTES,
         description="A reply larger than this many bytes is cut off and fails the stage.",
     )
@@ -100,27 +113,27 @@ class ModelRunner(Strict):
         description="'native': the protocol's tool calls; 'json': each step is a JSON object "
         "asked for through response_format (for small local models).",
     )
-    max_turns: Annotated[int, Field(ge=1)] = Field(
+    max_turns: Annotated[int, Field(ge=1, le=MOST_COUNT)] = Field(
         default=20, description="At most this many model calls per stage; then the stage fails."
     )
-    token_budget: Annotated[int, Field(ge=1)] | None = Field(
+    token_budget: Annotated[int, Field(ge=1, le=MOST_BUDGET_TOKENS)] | None = Field(
         default=None,
         description="At most this many tokens (prompt plus completion, summed over the "
         "stage's calls); then the stage fails (default: no budget).",
     )
-    max_reply_tokens: Annotated[int, Field(ge=1)] | None = Field(
+    max_reply_tokens: Annotated[int, Field(ge=1, le=MOST_REPLY_TOKENS)] | None = Field(
         default=None,
         description="Sent as max_tokens: at most this many tokens in one reply "
         "(default: the server's). In json mode it also bounds the answer's strings, so a "
         "grammar-following server always closes the JSON within it.",
     )
-    max_tool_calls: Annotated[int, Field(ge=1)] = Field(
+    max_tool_calls: Annotated[int, Field(ge=1, le=MOST_COUNT)] = Field(
         default=MODEL_TOOL_CALLS,
         description="A reply asking for more tool calls than this runs none of them; the "
         "model is told once, then the stage fails.",
     )
     # left out of a dump when unset: an older snapshot keeps its digest
-    context_tokens: Annotated[int, Field(ge=256)] | None = Field(
+    context_tokens: Annotated[int, Field(ge=256, le=MOST_CONTEXT_TOKENS)] | None = Field(
         default=None, exclude_if=lambda v: v is None,
         description="The model's context in tokens (default: what the server says, as "
         "llama.cpp's /props does, else 4096: set it for a larger model behind Ollama or a "
@@ -133,7 +146,7 @@ class ModelRunner(Strict):
         description="Sampling temperature sent with each request, 0 to 2 (default: the "
         "server's); 0 with a seed makes runs repeatable on servers that honour them.",
     )
-    seed: int | None = Field(
+    seed: Annotated[int, Field(ge=SEED_RANGE[0], le=SEED_RANGE[1])] | None = Field(
         default=None, exclude_if=lambda v: v is None,
         description="Sampling seed sent with each request (default: the server's).",
     )

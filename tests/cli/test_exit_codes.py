@@ -354,3 +354,18 @@ def test_every_command_ends_quietly_when_its_reader_is_gone(
         return
     assert code == CLOSED_PIPE, stderr
     assert "error" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("model", "serve", "--port", "11502", "--context", "99999999999"),
+     "Invalid value for '--context': Input should be less than or equal to 1048576"),
+    (("model", "serve", "--port", "11502", "--threads", "99999999999"),
+     "Invalid value for '--threads': Input should be less than or equal to 256"),
+    (("demo", "--threads", "99999999999"),
+     "Invalid value for '--threads': Input should be less than or equal to 256"),
+])
+def test_a_huge_number_is_a_usage_error_before_the_model_starts(
+        run_bees: InProcess, argv: tuple[str, ...], said: str) -> None:
+    ran = run_bees(*argv)
+    assert (ran.code, ran.raised) == (ExitCode.USAGE, None)
+    assert said in " ".join(ran.stderr.replace("│", " ").split())

@@ -203,6 +203,34 @@ async def denial_answers_retry(client: Client, record: LocalRecord, space: Space
     return item_id
 
 
+async def denial_ends_at_retry(client: Client, record: LocalRecord, space: Space) -> str:
+    """A gated send is held and denied; the agent asks it again in the same attempt (denied
+    again, no second request) and fails; a person's retry runs attempt 2, whose same send is
+    held afresh (request 2) and approved → Done (the ``denial-ends-at-a-person-s-retry``
+    patch)."""
+    command = f'["{sys.executable}", "{HERE / "addon_script.py"}"]'
+    space.write("addons/mail.yaml", f"""\
+        actions:
+          send: {{kind: send, command: {command}}}
+        """)
+    send = ["mail.send", {"to": "board@example.com"}]
+    action_agent(space, "sender", tools=["mail.send"], actions=[send, send], FAIL_FIRST="1")
+    space.write("processes/p.yaml", SEND)
+    item_id = await _start(client, record, space)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    handle = client.get_workflow_handle(item_id)
+    denial = DecideInput(approve=False, request_id=None, who=MAYA.who, at=MAYA.at,
+                         reason="wrong address")
+    assert await handle.execute_update(DECIDE_UPDATE, denial, result_type=list[int]) == [1]
+    await until(record, item_id, lambda r: r.status == "failed")
+    await handle.execute_update(RETRY_UPDATE, MAYA)
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    approval = DecideInput(approve=True, request_id=None, who=MAYA.who, at=MAYA.at)
+    assert await handle.execute_update(DECIDE_UPDATE, approval, result_type=list[int]) == [2]
+    assert await handle.result() == "done"
+    return item_id
+
+
 READS = """\
 stages:
   - name: Work
@@ -635,6 +663,7 @@ SCENARIOS: dict[str, Scenario] = {
     "relinquish_stops_pieces_top_down": relinquish_pieces_top_down,
     "eligible_locally_work_review_done": plain,
     "denial_answers_a_retried_ask": denial_answers_retry,
+    "denial_ends_at_a_person_s_retry": denial_ends_at_retry,
     "stage_end_stops_pieces": stage_end_stops_pieces,
     "model_tool_waits_on_run": model_tool_waits_on_run,
     "required_tool_told_then_called": required_tool_told_then_called,

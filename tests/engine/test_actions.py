@@ -29,6 +29,7 @@ from tests.engine.test_rules import (
     decide,
     here,
     log_lines,
+    mail_addon,
     send_update,
     start,
     waiting_approvals,
@@ -213,3 +214,38 @@ async def test_ungated_actions_need_no_engine_and_a_stage_not_running_is_refused
                        "tools"):
         await here().action("ops.run", None, env=env)
     assert addon_lines(space) == ['ops.write {"n": 1}', "ops.read {}"]
+
+
+async def test_a_person_s_retry_after_a_denial_asks_again_and_the_attempt_stays_denied(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord,
+        worker: Worker) -> None:  # noqa: F811
+    """A denial refuses the action for the rest of the attempt it was given in (the agent
+    asking the same input again is refused with the reason), and a person's ``bees retry``
+    runs a new attempt whose action is held for a person afresh (docs/rules.md)."""
+    mail_addon(space)
+    send = ["mail.send", {"to": "team@example.com"}]
+    action_agent(space, "sender", tools=["mail.send"], actions=[send, send], FAIL_FIRST="1")
+    space.write("processes/p.yaml", SEND.format(approval="required"))
+    item_id = await start(dev_env, record, space, "p")
+    await until(record, item_id, lambda r: r.status == "waiting for approval")
+    await asyncio.to_thread(decide, item_id, approve=False, request_id=1, reason="oops")
+    await until(record, item_id, lambda r: r.status == "failed")
+    denied = f"error: mail.send was denied by {MAYA.who}: oops"
+    assert log_lines(space) == ["run Send sender 1 1", f"mail.send 3  | {denied}",
+                                f"mail.send 3  | {denied}"]
+    address = worker.client.service_client.config.target_host
+    await send_update(address, item_id, RETRY_UPDATE, MAYA, str)
+    row = await until(record, item_id, lambda r: r.status == "waiting for approval")
+    assert row.status_text == 'waiting for approval: mail.send {"to": "team@example.com"}'
+    assert [(w["id"], w["action"]) for w in waiting_approvals()] == [(2, "mail.send")]
+    await asyncio.to_thread(decide, item_id, approve=True, request_id=2, reason=None)
+    assert await dev_env.client.get_workflow_handle(item_id).result() == "done"
+    assert addon_lines(space) == ['mail.send {"to": "team@example.com"}']
+    journal = item_journal(item_id)
+    assert log_lines(space)[3:] == [
+        "run Send sender 1 2", "mail.send 0 done 1 | ",
+        "mail.send 0 done 1 | mail.send: answered from the journal (it ran at "
+        f"{journal[0]['at']}); not run again", "end Send 2"]
+    decided = [(e.kind, e.data["request"], e.data["reason"]) for e in record.events(item_id)
+               if e.kind in ("approved", "denied")]
+    assert decided == [("denied", 1, "oops"), ("approved", 2, None)]

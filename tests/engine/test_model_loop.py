@@ -488,6 +488,38 @@ async def test_json_tool_mode_asks_each_step_as_a_json_object(
     assert shown.models[0].cost == pytest.approx(2 * (10 * 1000 + 5 * 2000) / 1_000_000)
 
 
+async def test_a_json_reply_cut_at_max_reply_tokens_says_so_and_names_the_setting(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, tool_mode="json", max_reply_tokens=400)
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    cut = '{"tool": "write_file",\n "arguments": {\n  "path": "a.md",\n  "content":\n' \
+          '    "a long body that'
+    model_server.model.push(Answer.reply(cut, completion_tokens=400, finish_reason="length"),
+                            Answer.reply(cut, completion_tokens=400, finish_reason="length"))
+    item_id = await start(dev_env, record, space, "p")
+    row = await until(record, item_id, lambda r: r.status == "failed")
+    said = ("the model's reply was cut at max_reply_tokens (400) before its JSON closed: "
+            "raise max_reply_tokens in agents/sender.yaml")
+    assert row.reason == f"agent sender: {said}"
+    assert sent(model_server, 1)[1] == {"role": "user",
+                                        "content": f"{said}. Answer again, as asked."}
+
+
+async def test_a_reply_that_is_not_json_says_where_without_a_doubled_at(
+        dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
+        model_server: ScriptedServer) -> None:
+    model_agent(space, "sender", model_server, tool_mode="json")
+    space.write("processes/p.yaml", SEND.format(approval="none"))
+    model_server.model.push(Answer.reply('{"final": "unclosed'),
+                            Answer.reply('{"final": "done"}'))
+    item_id = await start(dev_env, record, space, "p")
+    assert await result(dev_env, item_id) == "done"
+    assert sent(model_server, 1)[1] == {
+        "role": "user", "content": "the model's answer is not JSON: Unterminated string "
+                                   "starting at line 1 column 11. Answer again, as asked."}
+
+
 def probe_addon(space: Space, program: str) -> None:
     """Add-on ``probe.out``, a read action running ``program`` with Python."""
     space.write("addons/probe.yaml", "actions:\n  out:\n    kind: read\n"

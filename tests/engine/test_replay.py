@@ -31,7 +31,11 @@ piece and waits for it before the checkpoint; ``piece_stopped_with_relinquish`` 
 piece's own history (stopped, its slot given back, ``stopped`` recorded).
 ``denial_answers_a_retried_ask`` is on the ``denial-answers-a-retried-ask`` patch: a held
 send is denied, the attempt fails, and the retried attempt's same send is answered with the
-denial (no second request); the stage's finish is then approved.
+denial (no second request); the stage's finish is then approved. The history was made
+before the ``denial-ends-at-a-person-s-retry`` patch, so it replays that way.
+``denial_ends_at_a_person_s_retry`` is on that patch: the denied send, asked again in the same
+attempt, is refused again; after a person's retry the next attempt's send is held afresh
+(request 2) and approved → Done.
 ``stage_end_stops_pieces`` is on the ``stage-end-stops-pieces`` patch: Draft's writer ends
 without waiting for its piece; after the grace the run stops the piece, then goes to Done.
 ``model_tool_waits_on_run``: a model agent's gated tool call is held; its activity waits on
@@ -75,13 +79,14 @@ EXPECTED = {"plain_work_review_done", "review_send_back", "failed_then_retry",
             "piece_command_agent_finished", "relinquish_stops_pieces",
             "piece_stopped_with_relinquish", "eligible_locally_work_review_done",
             "eligible_locally_wait_then_eligible", "relinquish_stops_pieces_top_down",
-            "denial_answers_a_retried_ask", "stage_end_stops_pieces",
+            "denial_answers_a_retried_ask", "denial_ends_at_a_person_s_retry",
+            "stage_end_stops_pieces",
             "model_tool_waits_on_run", "required_tool_told_then_called",
             "model_reads_run_together", "review_checks_send_back", "output_told_then_written"}
 
 
 def test_every_saved_history_is_there() -> None:
-    assert len(HISTORIES) == 36
+    assert len(HISTORIES) == 37
     assert {path.stem for path in HISTORIES} == EXPECTED
 
 

@@ -230,3 +230,35 @@ def test_bees_yaml_that_is_a_folder(bees: BeesRunner, tmp_path: Path) -> None:
         f"error: {tmp_path / 'bees.yaml'} is a folder, not a file\n"
         "hint: bees.yaml is a file holding the workspace's name; `bees init DIR` writes one\n",
     )
+
+
+def test_huge_numbers_are_refused_at_their_line(bees: BeesRunner, tmp_path: Path) -> None:
+    """Counts, limits and timeouts have upper bounds: a number no server takes is a problem
+    at its place, not an obscure HTTP 400 when the run calls the model."""
+    root = tmp_path / "w"
+    shutil.copytree(BASE, root)
+    (root / "agents" / "reviewer.yaml").write_text(
+        "max_concurrent_runs: 99999999999999999999999999\n"
+        "runner:\n"
+        "  model:\n"
+        "    base_url: http://127.0.0.1:11434/v1\n"
+        "    name: small-model\n"
+        "    timeout_seconds: .inf\n"
+        "  max_reply_tokens: 99999999999999999999\n"
+        "  max_turns: 100000000\n"
+        "  context_tokens: 99999999999\n"
+    )
+    result = bees("validate", str(root))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[:-2] == [
+        "agents/reviewer.yaml:1:22  max_concurrent_runs  Input should be less than or equal "
+        "to 1000",
+        "agents/reviewer.yaml:6:22  runner.model.timeout_seconds  Input should be less than "
+        "or equal to 1800",
+        "agents/reviewer.yaml:7:21  runner.max_reply_tokens  Input should be less than or "
+        "equal to 1048576",
+        "agents/reviewer.yaml:8:14  runner.max_turns  Input should be less than or equal to "
+        "1000",
+        "agents/reviewer.yaml:9:19  runner.context_tokens  Input should be less than or equal "
+        "to 2097152",
+    ]

@@ -30,7 +30,7 @@ def test_every_field_of_every_kind_has_a_row() -> None:
 def test_row_shows_type_default_and_limits() -> None:
     text = reference.generate()
     assert ("| `max_turns` | integer | no | `20` | At most this many model calls per stage; "
-            "then the stage fails. (≥ 1) |") in text
+            "then the stage fails. (≥ 1; ≤ 1,000) |") in text
     assert ("| `tools` | list of string | no |  | Add-on actions as ADDON.ACTION. "
             "(each ADDON.ACTION, two names) |") in text
     assert ("| `kind` | `\"work\"` \\| `\"review\"` \\| `\"done\"` | yes |  |") in text
