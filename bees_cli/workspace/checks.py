@@ -161,8 +161,8 @@ def _grounded_unread(loaded: Loaded, tool: str, ref: Any, source: Source,
         if ref.folder in {stage.name for stage in process.stages}:
             continue
         for stage in process.stages:
-            if ref.folder in (*stage.reads, *stage.writes):
-                continue
+            if stage.kind == "done" or ref.folder in (*stage.reads, *stage.writes):
+                continue  # a done stage runs no agent
             named = list(stage.agents) or ([default] if default else [])
             user = next((a for a in named if a in agents and tool in agents[a].tools), None)
             if user is None:

@@ -75,3 +75,20 @@ def test_a_good_reference_read_by_its_stages_passes(tmp_path: Path, bees: BeesRu
         "{name: Triage, kind: work, agents: [filer], reads: [bug-reports]}"))
     done = bees("validate", str(root))
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_done_stage_runs_no_agent_so_it_gets_no_warning(tmp_path: Path,
+                                                         bees: BeesRunner) -> None:
+    """A ``done`` stage runs nobody, not even the default agent: the reads warning is for the
+    stages an agent holding the action works in (examples/bug-triage-model's Done)."""
+    root = tracker_workspace(tmp_path / "w", ", reads: [bug-reports]")
+    (root / "bees.yaml").write_text("name: bugs\ndefault_agent: filer\n")
+    text = (root / "addons/tracker.yaml").read_text()
+    text = text.replace('"reports/*.md", field: "id!"', '"*.md", field: id')
+    (root / "addons/tracker.yaml").write_text(text.replace(
+        "        third: {type: string, enum_from: [bug-reports]}\n", ""))
+    (root / "processes/p.yaml").write_text((root / "processes/p.yaml").read_text().replace(
+        "{name: Triage, kind: work, agents: [filer]}",
+        "{name: Triage, kind: work, agents: [filer], reads: [bug-reports]}"))
+    done = bees("validate", str(root))
+    assert (done.returncode, done.stderr) == (0, "")
