@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +66,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 EXAMPLE = REPO / "examples" / "weekly-report"
 
 
+@pytest.fixture(autouse=True)
+def _lazy_root_app() -> Iterator[None]:
+    """After each test, take back the commands a test attached to the root app at once
+    (``bees_cli.cli.main._register``, to walk them all): ``bees`` resolves each command lazily
+    (:class:`bees_cli.cli.main.LazyGroup`), and a registered app converts every command on
+    each call in this process (about 17 ms, against 3 ms)."""
+    yield
+    main = sys.modules.get("bees_cli.cli.main")
+    if main is not None and main.app.registered_commands:
+        main.app.registered_commands.clear()
+        main.app.registered_groups.clear()
+
+
 @pytest.fixture
 def bees_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh ``BEES_HOME`` for this test (one isolated computer), set in ``os.environ``."""
@@ -80,23 +93,38 @@ BeesRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def bees(bees_home: Path) -> BeesRunner:
-    """Run ``python -m bees_cli ARGS`` in a subprocess on the isolated computer.
+    """Run ``python -m bees_cli ARGS`` on the isolated computer, in this process
+    (:func:`tests.support.inprocess.run_entry`: the same exit code, stdout and stderr as the
+    subprocess, without a new interpreter's imports each time).
 
     Call as ``bees("validate", str(path), cwd=..., env={...})``; returns the completed
-    process with text ``stdout`` and ``stderr`` (never raises on a non-zero exit).
+    process with text ``stdout`` and ``stderr`` (never raises on a non-zero exit). A test
+    about what only a real process shows (a signal, a closed pipe, a child that outlives the
+    command) uses :func:`bees_process`.
     """
+    from tests.support.inprocess import run_entry
 
     def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 120, input: str | None = None  # noqa: A002 - stdin's text
             ) -> subprocess.CompletedProcess[str]:
-        full_env = dict(os.environ)
-        full_env["BEES_HOME"] = str(bees_home)
-        if env:
-            full_env.update(env)
+        del timeout  # the call ends with the command; pytest-timeout bounds the test
+        return run_entry(list(args), env=_bees_env(bees_home, env), cwd=cwd, input=input)
+
+    return run
+
+
+@pytest.fixture
+def bees_process(bees_home: Path) -> BeesRunner:
+    """Run ``python -m bees_cli ARGS`` in a subprocess on the isolated computer (as
+    :func:`bees`, for what only a real process shows)."""
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120, input: str | None = None  # noqa: A002 - stdin's text
+            ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "bees_cli", *args],
             cwd=cwd,
-            env=full_env,
+            env=_bees_env(bees_home, env),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -104,6 +132,15 @@ def bees(bees_home: Path) -> BeesRunner:
         )
 
     return run
+
+
+def _bees_env(bees_home: Path, env: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment with ``BEES_HOME`` and ``env`` over it."""
+    full_env = dict(os.environ)
+    full_env["BEES_HOME"] = str(bees_home)
+    if env:
+        full_env.update(env)
+    return full_env
 
 
 RUN_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (?:INFO|WARNING|ERROR) ")

@@ -40,8 +40,6 @@ def run_bees(bees_home: Path, monkeypatch: pytest.MonkeyPatch) -> InProcess:
     A command that would leave by ``os._exit`` (it touched the engine) raises
     ``SystemExit`` instead, so the runner records its code.
     """
-    if not main.app.registered_commands:
-        main._register()
 
     def exit_soft(code: int) -> NoReturn:
         sys.exit(code)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bees_cli.cli.quick import parse
 from tests.conftest import EXAMPLE
+from tests.support.inprocess import run_entry
 
-TYPER = "import sys; sys.argv = ['bees', *sys.argv[1:]]; from bees_cli.cli.main import run; run()"
 WS = str(EXAMPLE)
 
 
@@ -27,19 +27,18 @@ def _places(tmp_path: Path) -> dict[str, str]:
     bad.mkdir()
     (bad / "bees.yaml").write_text("name: [unclosed\n")
     warned = tmp_path / "warned"
-    subprocess.run(["cp", "-r", WS, str(warned)], check=True)
+    shutil.copytree(WS, warned)
     (warned / "agents" / "notes.txt").write_text("not an agent\n")
     return {"tmp": str(empty), "bad": str(bad), "warned": str(warned)}
 
 
 def _both(args: list[str], env: dict[str, str],
           cwd: Path) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """Run ``bees ARGS`` through the entry point (the quick path) and through the typer app."""
+    """Run ``bees ARGS`` through the entry point (the quick path) and through the typer app, each
+    as its own process would (:func:`tests.support.inprocess.run_entry`)."""
     full = {**os.environ, "COLUMNS": "80", **env}
-    quick = subprocess.run([sys.executable, "-m", "bees_cli", *args], env=full, cwd=cwd,
-                           capture_output=True, text=True, timeout=120, check=False)
-    typer = subprocess.run([sys.executable, "-c", TYPER, *args], env=full, cwd=cwd,
-                           capture_output=True, text=True, timeout=120, check=False)
+    quick = run_entry(args, env=full, cwd=cwd)
+    typer = run_entry(args, env=full, cwd=cwd, typer_only=True)
     return quick, typer
 
 
@@ -83,9 +82,7 @@ def test_the_quick_path_answers_as_typer_does(args: list[str], env: dict[str, st
 
 def test_the_quick_path_answers_with_items_and_a_broken_home(tmp_path: Path,
                                                              bees_home: Path) -> None:
-    created = subprocess.run([sys.executable, "-m", "bees_cli", "item", "create",
-                              "weekly-report", "-w", WS, "--title", "Week 49"],
-                             capture_output=True, text=True, timeout=120, check=False)
+    created = run_entry(["item", "create", "weekly-report", "-w", WS, "--title", "Week 49"])
     assert created.returncode == 0, created.stderr
     for args in (["status", "--wide"], ["status", "--all", "--json"]):  # --wide cuts no cell
         quick, typer = _both(args, {}, tmp_path)

@@ -1,4 +1,4 @@
-"""``bees checkpoint verify`` through a real subprocess: exit codes 0/1/2/3, text and JSON."""
+"""``bees checkpoint verify`` through the CLI (``bees`` fixture): exit codes 0/1/2/3, text, JSON."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``bees continue`` usage errors through a real subprocess (exit 2, nothing asked)."""
+"""``bees continue`` usage errors through the CLI (``bees`` fixture; exit 2, nothing asked)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""One ``bees continue`` of an item per computer, and requests to a free item, through a real
-subprocess: a continue under way, an item continued here already or running here, and
+"""One ``bees continue`` of an item per computer, and requests to a free item, through the CLI
+(the ``bees`` fixture): a continue under way, an item continued here already or running here, and
 cancel, retry or accept of a relinquished item are refused with exit 3, nothing changed."""
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -88,15 +89,23 @@ RELAYS = {"engine/activities.py", "engine/piece_activities.py"}
 """The two activities that store a fact a workflow already serialized (``relay_fact``)."""
 
 
+@functools.cache
+def _package_nodes() -> list[tuple[str, list[ast.AST]]]:
+    """Each module of the package (its path under it) with every node of its tree, parsed once
+    for this file's tests."""
+    return [(path.relative_to(PACKAGE).as_posix(),
+             list(ast.walk(ast.parse(path.read_text("utf-8")))))
+            for path in sorted(PACKAGE.rglob("*.py"))]
+
+
 def _calls(name: str) -> list[str]:
     """Every ``….NAME(`` call (or ``NAME`` passed on, as to ``asyncio.to_thread``) in the
     package outside ``record/``: ``path:line``."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        where = path.relative_to(PACKAGE).as_posix()
+    for where, nodes in _package_nodes():
         if where.startswith("record/"):
             continue
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        for node in nodes:
             if isinstance(node, ast.Attribute) and node.attr == name:
                 found.append(f"{where}:{node.lineno}")
     return found
@@ -117,8 +126,8 @@ def _record_inputs_given_a_kind() -> list[str]:
     """Every ``RecordInput(…)`` or ``PieceRecordInput(…)`` built in the package with a
     ``kind=`` other than its fact's (``fact.kind``, in their ``of``): ``path:line``."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    for where, nodes in _package_nodes():
+        for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
             name = node.func.id if isinstance(node.func, ast.Name) else getattr(
@@ -127,7 +136,7 @@ def _record_inputs_given_a_kind() -> list[str]:
                 continue
             for given in node.keywords:
                 if given.arg == "kind" and ast.unparse(given.value) != "fact.kind":
-                    found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno}")
+                    found.append(f"{where}:{node.lineno}")
     return found
 
 

@@ -15,7 +15,7 @@ from tests.workspace.corpus_cases import BASE, build, case_names, expected
 
 CASES = case_names()
 CLI_CASES = CASES[::3]
-"""A third of the cases (every third by name) also run through the real CLI in a subprocess."""
+"""A third of the cases (every third by name) also run through the CLI (``bees`` fixture)."""
 
 HINT = "hint: fix each problem listed, then run `bees validate`"
 
