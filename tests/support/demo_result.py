@@ -108,7 +108,7 @@ def judge_demo(workspace: Path, run_folder: Path) -> Judged:
             problems.append(f"{name}: {done} items, the notes list {len(people[name])}")
         missing = [note for note in people[name] if note not in found["items"]]
         if missing:
-            problems.append(f"{name}'s line lacks {missing}")
+            problems.append(f"{name}'s line lacks: {' '.join(missing)}")
     if sorted(names) != sorted(people):
         problems.append(f"the report names {sorted(names)}, the team {sorted(people)}")
     if len(highlights) != 1:
