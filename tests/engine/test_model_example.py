@@ -85,9 +85,9 @@ async def test_the_model_example_runs_on_the_embedded_model(
         dev_env: WorkflowEnvironment, example: Space, record: LocalRecord,
         worker: Worker) -> None:
     """The example's agents answer in steps the server's grammar holds to our schemas (the
-    writer and reviewer in one step, each string bounded to fit the reply; the sender's
-    first step can only be mail.send): the run reaches Send's approval, and the approval
-    sends exactly one mail."""
+    writer's first step can only be report.write, the reviewer answers in one step, each
+    string bounded to fit the reply; the sender's first step can only be mail.send): the
+    run reaches Send's approval, and the approval sends exactly one mail."""
     import asyncio
 
     item_id = await start(dev_env, record, example, "weekly-report")

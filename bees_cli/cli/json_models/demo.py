@@ -32,7 +32,7 @@ class DemoOut(Out):
     workspace: str = Field(description="The workspace the demo made (a copy of the example).")
     run_folder: str
     results: list[str] = Field(description="The files the item made: each mail in the "
-                               "workspace's outbox, then the report (Draft/answer.md).")
+                               "workspace's outbox, then the report (Draft/report.md).")
     model_url: str = Field(description="The base URL of the model the agents used.")
     model_embedded: bool = Field(description="True: the embedded model, served for the demo "
                                  "and stopped at its end.")
