@@ -4,7 +4,7 @@ and the report, against the notes of the demo's workspace.
 Written apart from the example's own scripts (``scripts/notes.py``), so a mistake in one
 is not hidden by the same mistake in the other: this reads the mail and the rendered report
 (what a person reads), not the choice the model gave. Used by the slow demo test and by
-``benchmarks/demo_runs.py``.
+``scripts/demo_trials.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run ``bees demo --yes --json`` N times, each on a fresh computer (its own ``BEES_HOME``),
 and judge each result as a person would (issue 28, point 2).
 
-    .venv/bin/python benchmarks/demo_runs.py [N] [--out FILE.jsonl]
+    .venv/bin/python scripts/demo_trials.py [N] [--out FILE.jsonl]
 
 One at a time (the machine is shared): a line per run (outcome, seconds, the recipient, the
 report's counts, review rounds, and the judge's problems), then how many passed. The judge
