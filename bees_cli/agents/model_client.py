@@ -56,6 +56,7 @@ from bees_cli.agents.chat_wire import (
 )
 from bees_cli.agents.model_http import (
     CONTEXT_MARKERS,
+    RetryPolicy,
     chat_url,
     display_url,
     refused,
@@ -81,29 +82,6 @@ HIDDEN = "[hidden]"
 DETAIL_CHARS = 300
 """At most this many characters of a server's error text are quoted in an error."""
 Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long one model call is repeated.
-
-    Attributes:
-        attempts: tries in all, the first included (1: never repeat).
-        first_backoff: seconds before the second try after a 5xx or a connection error;
-            doubled before each next one, capped at ``max_backoff``.
-        max_backoff: the longest backoff, seconds.
-        max_retry_after: the longest ``Retry-After`` (seconds) waited here; a longer one
-            raises :class:`ModelRateLimited` at once, carrying it, for a scheduler to honour.
-    """
-
-    attempts: int = 4
-    first_backoff: float = 0.5
-    max_backoff: float = 8.0
-    max_retry_after: float = 60.0
-
-    def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed try number ``attempt`` (1 first)."""
-        return float(min(self.first_backoff * 2 ** (attempt - 1), self.max_backoff))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The HTTP pieces of a model call that need no client: the chat completions URL, the URL as
-errors show it, the server a waiting item names, and a ``Retry-After`` header read.
+errors show it, the server a waiting item names, a ``Retry-After`` header read, and how
+often a call is repeated (:class:`RetryPolicy`).
 
 :class:`~bees_cli.agents.model_client.ModelClient` uses them; ``model_client`` re-exports
 :func:`server_name`.
@@ -7,6 +8,7 @@ errors show it, the server a waiting item names, and a ``Retry-After`` header re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 
@@ -84,3 +86,26 @@ def refused(key_env: str | None, model: str, shown_url: str, status: int,
         f"the API key in {key_env} was refused by {shown_url} (HTTP {status}){said}",
         hint=f"check the key in {key_env}, and that it may use model {model!r}",
     )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long one model call is repeated.
+
+    Attributes:
+        attempts: tries in all, the first included (1: never repeat).
+        first_backoff: seconds before the second try after a 5xx or a connection error;
+            doubled before each next one, capped at ``max_backoff``.
+        max_backoff: the longest backoff, seconds.
+        max_retry_after: the longest ``Retry-After`` (seconds) waited here; a longer one
+            raises :class:`ModelRateLimited` at once, carrying it, for a scheduler to honour.
+    """
+
+    attempts: int = 4
+    first_backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_retry_after: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed try number ``attempt`` (1 first)."""
+        return float(min(self.first_backoff * 2 ** (attempt - 1), self.max_backoff))

@@ -16,7 +16,6 @@ A call past ``runner.model.deadline_seconds`` is retried like a timeout; a reply
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -54,6 +53,7 @@ from bees_cli.engine.model_models import (
     TurnContext,
 )
 from bees_cli.engine.model_progress import PROGRESS_EVERY, CallProgress, heartbeating
+from bees_cli.engine.model_results import too_many_calls, transcript_entry, write_result
 from bees_cli.engine.model_shown import CallShown, as_application_error, next_try
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import (
@@ -66,7 +66,7 @@ from bees_cli.engine.transcript import (
 from bees_cli.errors import BeesError, ModelError, Refused, UserError
 from bees_cli.record.local import LocalRecord
 from bees_cli.rules import binary_refusal, cap_tool_result
-from bees_cli.utc import format_utc, utc_now
+from bees_cli.utc import utc_now
 
 if TYPE_CHECKING:
     import httpx
@@ -75,7 +75,6 @@ if TYPE_CHECKING:
     from bees_cli.agents.snapshot import ItemSnapshot
     from bees_cli.workspace.models import ModelRunner, ModelSpec
 
-ANSWER_FILE = "answer.md"
 """A work stage's final answer, written in its folder."""
 MCP_LISTS_KEPT = 256
 """At most this many MCP tool lists (one per stage attempt and add-on) are kept in memory."""
@@ -266,7 +265,8 @@ class ModelActivities:
         Raises:
             ModelError: the call failed (the activity turns it into Temporal's retry).
         """
-        from bees_cli.agents.model_client import ModelClient, RetryPolicy
+        from bees_cli.agents.model_client import ModelClient
+        from bees_cli.agents.model_http import RetryPolicy
 
         context = call.context
         review, json_mode = kind == "review", runner.tool_mode == "json"
@@ -300,10 +300,10 @@ class ModelActivities:
                     self.plain_servers.add(url)
         response, seconds = done.response, time.monotonic() - started
         if call.turn == 1:
-            await asyncio.to_thread(append_entry, path, self._entry(
+            await asyncio.to_thread(append_entry, path, transcript_entry(
                 context, call.turn, "opening", messages=[m.wire() for m in first]))
         usage = response.usage
-        await asyncio.to_thread(append_entry, path, self._entry(
+        await asyncio.to_thread(append_entry, path, transcript_entry(
             context, call.turn, "reply", response=response.model_dump(mode="json"),
             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
             seconds=round(seconds, 3), model=runner.model.name,
@@ -322,13 +322,13 @@ class ModelActivities:
                          json_mode=runner.tool_mode == "json", offered=offered, turn=call.turn,
                          cut=cut_reply_problem(runner.max_reply_tokens, context.agent))
         if len(read.calls) > runner.max_tool_calls:
-            return self._too_many_calls(response, len(read.calls), runner.max_tool_calls,
+            return too_many_calls(response, len(read.calls), runner.max_tool_calls,
                                         seconds, from_transcript)
         folder = work_folder(context.run_folder, context.stage, context.piece)
         missing = (not_called(runner.required_tools, called)
                    if read.kind in ("final", "verdict") else [])
         if read.kind in ("final", "verdict") and not missing:
-            await asyncio.to_thread(self._write_result, folder, read.kind, read.text,
+            await asyncio.to_thread(write_result, folder, read.kind, read.text,
                                     read.verdict, read.comments)
         return ModelStep(
             kind=read.kind, message=response.message.wire(),
@@ -337,37 +337,6 @@ class ModelActivities:
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens, seconds=seconds,
             output_dir=str(folder), from_transcript=from_transcript, missing=missing)
-
-    @staticmethod
-    def _too_many_calls(response: ChatResponse, asked: int, most: int, seconds: float,
-                        from_transcript: bool) -> ModelStep:
-        """Return a reply asking for more than ``most`` tool calls as an invalid step: none
-        of its calls runs; the loop tells the model why once, then fails the stage with it
-        (issue 26, point 1). The assistant message keeps its text, not its calls, so the
-        conversation sent next stays one the protocol accepts (no call without a result)."""
-        return ModelStep(
-            kind="invalid", message={"role": "assistant", "content": response.message.content
-                                     or ""},
-            problem=f"the reply asked for {asked} tool calls, more than the {most} one "
-            "reply may ask (runner.max_tool_calls); none of them ran",
-            prompt_tokens=response.usage.prompt_tokens,
-            completion_tokens=response.usage.completion_tokens, seconds=seconds,
-            from_transcript=from_transcript)
-
-    @staticmethod
-    def _entry(context: TurnContext, turn: int, kind: str, **data: Any) -> dict[str, Any]:
-        return {"kind": kind, "round": context.round, "attempt": context.attempt, "turn": turn,
-                "at": format_utc(utc_now()), **data}
-
-    @staticmethod
-    def _write_result(folder: Path, kind: str, text: str | None, verdict: str | None,
-                      comments: list[str]) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        if kind == "final":
-            (folder / ANSWER_FILE).write_text(text or "", encoding="utf-8")
-        else:
-            (folder / "verdict.json").write_text(
-                json.dumps({"verdict": verdict, "comments": comments}), encoding="utf-8")
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, call: ToolCallInput) -> ToolResult:
@@ -386,7 +355,7 @@ class ModelActivities:
             result = await self._heartbeating(self._delegate(context, call.call))
         else:
             result = await self._heartbeating(self._action(context, call.call))
-        await asyncio.to_thread(append_entry, path, self._entry(
+        await asyncio.to_thread(append_entry, path, transcript_entry(
             context, call.turn, "tool", call_id=call.call.call_id, tool=call.call.tool,
             arguments=call.call.arguments, content=result.content, outcome=result.outcome))
         return result

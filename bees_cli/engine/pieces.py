@@ -19,12 +19,13 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 from bees_cli.engine.model_loop import run_model_stage
-from bees_cli.engine.workflow_gate import SHORT, refuse
+from bees_cli.engine.workflow_gate import refuse
 from bees_cli.engine.workflow_policies import (
     PIECES,
     RECHECK,
     RELINQUISH_STOPS_PIECES,
     RELINQUISH_STOPS_TOP_DOWN,
+    SHORT,
     STAGE_END_GRACE,
     STAGE_END_STOPS_PIECES,
     STAGE_HEARTBEAT_TIMEOUT,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from bees_cli.engine.workflow_gate import SHORT
-from bees_cli.engine.workflow_policies import RECHECK
+from bees_cli.engine.workflow_policies import RECHECK, SHORT
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (

@@ -7,12 +7,10 @@ it: imports only ``datetime``, ``temporalio``, the engine's models and the pure 
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from bees_cli.engine.workflow_state import RunParts
+from bees_cli.engine.workflow_state import APPROVAL, RUNNING, RunParts
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.gate_models import decided_facts, edit_refusal
@@ -38,6 +36,12 @@ with workflow.unsafe.imports_passed_through():
         StageOutput,
     )
     from bees_cli.engine.snapshot import EngineSnapshot, StageView
+    from bees_cli.engine.workflow_policies import (
+        ACTION_AT_ONCE,
+        DENIAL_ANSWERS_RETRY,
+        DENIAL_ENDS_AT_RETRY,
+        SHORT,
+    )
     from bees_cli.gate import (
         ActionCall,
         Facts,
@@ -62,29 +66,6 @@ with workflow.unsafe.imports_passed_through():
     from bees_cli.rules import review_limit_reason
     from bees_cli.utc import format_utc
     from bees_cli.why import Reason
-
-ACTION_AT_ONCE = "action-returns-at-once"
-"""Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
-(intent without a result) is held for a person; the caller waits on the local record."""
-
-DENIAL_ANSWERS_RETRY = "denial-answers-a-retried-ask"
-"""Patch: an ask that a person already denied (same stage round, action and input) is
-answered with that denial and its reason, not held again as a new request (issue 23, point 1:
-a denial given while ``bees run`` was down reaches the stage's retried attempt)."""
-
-DENIAL_ENDS_AT_RETRY = "denial-ends-at-a-person-s-retry"
-"""Patch: a denial answers a retried ask only until a person retries the stage round; the
-attempt that retry starts holds the same action for a person afresh (a person's retry is the
-way out of a denial: docs/rules.md, approvals). Before it, a stored denial refused every
-later attempt of the round."""
-
-SHORT = timedelta(seconds=60)
-"""Timeout of the short activities (record, journal look-up, slots)."""
-
-# what the run is doing, for the validators of a person's requests (bees_cli.moves.Phase)
-RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
-    Phase.RUNNING.value, Phase.WAITING.value, Phase.FAILED.value, Phase.STOPPED.value,
-    Phase.APPROVAL.value)
 
 
 def refuse(message: str) -> ApplicationError:

@@ -11,6 +11,24 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from bees_cli.rules import RECHECK_EVERY
 
+SHORT = timedelta(seconds=60)
+"""Timeout of the short activities (record, journal look-up, slots)."""
+
+ACTION_AT_ONCE = "action-returns-at-once"
+"""Patch: a held action's ``bees.action`` returns at once (``held``) and an interrupted one
+(intent without a result) is held for a person; the caller waits on the local record."""
+
+DENIAL_ANSWERS_RETRY = "denial-answers-a-retried-ask"
+"""Patch: an ask that a person already denied (same stage round, action and input) is
+answered with that denial and its reason, not held again as a new request (issue 23, point 1:
+a denial given while ``bees run`` was down reaches the stage's retried attempt)."""
+
+DENIAL_ENDS_AT_RETRY = "denial-ends-at-a-person-s-retry"
+"""Patch: a denial answers a retried ask only until a person retries the stage round; the
+attempt that retry starts holds the same action for a person afresh (a person's retry is the
+way out of a denial: docs/rules.md, approvals). Before it, a stored denial refused every
+later attempt of the round."""
+
 WAITS_BY_RETRY = "waits-by-retry"
 """Patch: eligibility and busy-agent waits are retried activities (no timer, no check per
 pass in history), and activities get the snapshot digest, not the snapshot."""

@@ -76,6 +76,12 @@ class LiveRun:
     patches: Patches = field(default_factory=Patches)
 
 
+# what the run is doing, for the validators of a person's requests (bees_cli.moves.Phase)
+RUNNING, WAITING, FAILED, STOPPED, APPROVAL = (
+    Phase.RUNNING.value, Phase.WAITING.value, Phase.FAILED.value, Phase.STOPPED.value,
+    Phase.APPROVAL.value)
+
+
 class RunParts:
     """Base of the item workflow's parts: the one declaration of the run's state."""
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from temporalio import workflow
 
 from bees_cli.engine.stage_check import eligible_locally
-from bees_cli.engine.workflow_gate import FAILED, SHORT, WAITING, ApprovalGate
-from bees_cli.engine.workflow_policies import RECHECK
+from bees_cli.engine.workflow_gate import ApprovalGate
+from bees_cli.engine.workflow_policies import RECHECK, SHORT
+from bees_cli.engine.workflow_state import FAILED, WAITING
 
 with workflow.unsafe.imports_passed_through():
     from bees_cli.engine.models import (

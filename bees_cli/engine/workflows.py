@@ -23,7 +23,7 @@ from temporalio.workflow import ActivityCancellationType
 from bees_cli.engine.model_loop import MODEL_LOOP, run_model_stage, usage
 from bees_cli.engine.pieces import Delegation
 from bees_cli.engine.workflow_checks import ReviewChecks
-from bees_cli.engine.workflow_gate import SHORT, STOPPED, refuse
+from bees_cli.engine.workflow_gate import refuse
 from bees_cli.engine.workflow_memory import stage_event, stage_failure
 from bees_cli.engine.workflow_policies import (
     CONTINUES_AS_NEW,
@@ -33,12 +33,13 @@ from bees_cli.engine.workflow_policies import (
     RELINQUISH_BETWEEN_STEPS,
     RELINQUISH_KEEPS_STATE,
     REVIEW_CHECKS,
+    SHORT,
     STAGE_HEARTBEAT_TIMEOUT,
     STAGE_RETRY,
     STAGE_TIMEOUT,
     WAITS_BY_RETRY,
 )
-from bees_cli.engine.workflow_state import LiveRun
+from bees_cli.engine.workflow_state import STOPPED, LiveRun
 from bees_cli.engine.workflow_waits import StageWaits
 
 with workflow.unsafe.imports_passed_through():

@@ -283,19 +283,19 @@ class Bees:
                              made: Callable[[str], None] | None = None,
                              ) -> tuple[CreatedItem, Relinquished, wire.Offer]:
         """``bees item create --on POOL``: see
-        :func:`bees_cli.usecases.offered.create_offered`."""
-        from bees_cli.usecases.offered import create_offered
+        :func:`bees_cli.usecases.offered._create_offered`."""
+        from bees_cli.usecases.offered import _create_offered
 
-        return await create_offered(self, workspace_path, process, pool, title=title,
+        return await _create_offered(self, workspace_path, process, pool, title=title,
                                     agents=agents or [], folders=folders or [], made=made)
 
     async def runners(self) -> wire.RunnerList:
-        """``bees runners``: see :func:`bees_cli.usecases.runners.list_runners`."""
+        """``bees runners``: see :func:`bees_cli.usecases.runners._list_runners`."""
         import asyncio
 
-        from bees_cli.usecases.runners import list_runners
+        from bees_cli.usecases.runners import _list_runners
 
-        return await asyncio.to_thread(list_runners, self)
+        return await asyncio.to_thread(_list_runners, self)
 
     async def offers(self, pool: str | None, *, only_open: bool) -> list[wire.Offer]:
         """``bees offers``: see :func:`bees_cli.usecases.runners._list_offers`."""

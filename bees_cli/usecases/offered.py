@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from bees_cli.usecases.models import CreatedItem
 
 
-async def create_offered(bees: Bees, workspace_path: Path | None, process: str, pool: str, *,
+async def _create_offered(bees: Bees, workspace_path: Path | None, process: str, pool: str, *,
                          title: str | None, agents: list[str], folders: list[str],
                          made: Callable[[str], None] | None = None,
                          ) -> tuple[CreatedItem, Relinquished, wire.Offer]:

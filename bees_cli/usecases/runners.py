@@ -102,7 +102,7 @@ def _list_offers(bees: Bees, pool: str | None, *, only_open: bool) -> list[wire.
         return api.offers(pool, only_open=only_open)
 
 
-def list_runners(bees: Bees) -> wire.RunnerList:
+def _list_runners(bees: Bees) -> wire.RunnerList:
     """Return the team's runners with Bees Cloud's clock (``bees runners``).
 
     Raises:

@@ -18,7 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from bees_cli.agents.chat_wire import Message, ResponseFormat
-from bees_cli.agents.model_client import ModelClient, RetryPolicy
+from bees_cli.agents.model_client import ModelClient
+from bees_cli.agents.model_http import RetryPolicy
 from bees_cli.errors import ModelContextExceeded, ModelError
 from bees_cli.usecases import embedded_model
 from bees_cli.usecases.embedded_model import (

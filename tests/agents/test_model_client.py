@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from bees_cli.agents.chat_wire import FunctionDef, Message, ResponseFormat, ToolDef
-from bees_cli.agents.model_client import Completion, ModelClient, RetryPolicy, server_name
+from bees_cli.agents.model_client import Completion, ModelClient, server_name
+from bees_cli.agents.model_http import RetryPolicy
 from bees_cli.errors import (
     ModelAnswerInvalid,
     ModelContextExceeded,

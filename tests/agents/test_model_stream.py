@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from bees_cli.agents.chat_wire import ChatResponse, Message
-from bees_cli.agents.model_client import ModelClient, RetryPolicy
+from bees_cli.agents.model_client import ModelClient
+from bees_cli.agents.model_http import RetryPolicy
 from bees_cli.errors import ModelAnswerInvalid, ModelUnavailable
 from bees_cli.workspace.models import ModelSpec
 from tests.agents.model_server import Answer, ScriptedServer

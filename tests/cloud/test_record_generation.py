@@ -24,7 +24,8 @@ from bees_cli.record.sync_notes import refusal_lines
 from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
-from bees_cli.usecases.items import status_now, status_warning_values, status_warnings
+from bees_cli.usecases.items import status_now
+from bees_cli.usecases.status_warnings import status_warning_values, status_warnings
 from bees_cli.utc import format_utc
 from tests.conftest import BeesRunner
 from tests.e2e.conftest import make_computer, record_of

@@ -23,8 +23,9 @@ from bees_cli.record.sync_notes import refusal_lines, stale_line
 from bees_cli.schedules.owners import claim_owner
 from bees_cli.usecases.bees import Bees
 from bees_cli.usecases.doctor import _record_checks
-from bees_cli.usecases.items import status_now, status_warnings
+from bees_cli.usecases.items import status_now
 from bees_cli.usecases.models import TeamItemDetails
+from bees_cli.usecases.status_warnings import status_warnings
 from bees_cli.utc import format_utc
 from tests.cloud.conftest import ThreadServer, clocked_server  # noqa: F401 - a fixture
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of
