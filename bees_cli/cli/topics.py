@@ -13,7 +13,8 @@ EXIT_CODES: list[tuple[int, str]] = [
     (2, "bad usage or an invalid workspace (`bees validate` and `bees doctor` agree)"),
     (3, "refused: not the owner, key taken, checkpoint invalid, wrong state; "
         "`item watch --until-waiting`: the item waits for a person"),
-    (130, "interrupted (Ctrl-C)"),
+    (130, "interrupted (Ctrl-C); but a Ctrl-C (or SIGTERM) is how `bees run` and `bees app` "
+          "are stopped: one that stops cleanly exits 0"),
     (141, "the reader of the output went away (`bees item show \"$ITEM\" | head -1`): the "
           "command stops there quietly, as a program SIGPIPE stopped does; `set -o pipefail` "
           "sees it"),
