@@ -114,9 +114,12 @@ def engine_logs_in_one_line(log: Path | None = None) -> None:
     """
     if os.environ.get(DEBUG_ENV) == "1":
         return
+    sdk = logging.getLogger("temporalio")
+    for old in [h for h in sdk.handlers if getattr(h, "bees_run", False)]:
+        sdk.removeHandler(old)  # a second call in one process (a test, demo then run)
+        old.close()
     handler = _handler()
     handler.setLevel(logging.WARNING)
-    sdk = logging.getLogger("temporalio")
     if log is not None:
         handler.addFilter(ActivityFailures(log))
         whole = logging.FileHandler(log, encoding="utf-8", delay=True)
@@ -125,7 +128,9 @@ def engine_logs_in_one_line(log: Path | None = None) -> None:
         formatter.converter = time.gmtime
         whole.setFormatter(formatter)
         whole.setLevel(logging.WARNING)
+        whole.bees_run = True  # type: ignore[attr-defined]
         sdk.addHandler(whole)  # first: it writes each record whole before the filter
+    handler.bees_run = True  # type: ignore[attr-defined]
     sdk.addHandler(handler)
     sdk.propagate = False
 
