@@ -5,7 +5,8 @@ starts. The group is stopped (SIGTERM, then SIGKILL after :data:`KILL_GRACE` s) 
 stage is cancelled, relinquished or ends (see :mod:`bees_cli.agents.runner`). When the
 worker itself dies (``kill -9`` of ``bees run``), two things stop the group instead:
 
-1. on Linux the leader is started with ``PR_SET_PDEATHSIG`` (:func:`die_with_parent`), so
+1. on Linux the leader is started with ``PR_SET_PDEATHSIG``
+   (:func:`~bees_cli.machine.processes.die_with_parent`), so
    the kernel kills it the moment ``bees run`` dies;
 2. each running stage has a file in the data dir, and the next ``bees run`` (or the next
    attempt of the stage, or a handover) stops the groups those files name
@@ -22,25 +23,25 @@ that started it, and a run folder travels to another computer on a handover.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import signal
-import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bees_cli.files import write_atomic
-from bees_cli.machine.processes import ProcessMark, group_alive, is_alive, mark_of
+from bees_cli.machine.processes import (
+    ProcessMark,
+    die_with_parent,
+    group_alive,
+    is_alive,
+    mark_of,
+)
 
 KILL_GRACE = 3.0
 """Seconds between SIGTERM and SIGKILL when a stage's process group is stopped."""
-
-PR_SET_PDEATHSIG = 1
-"""Linux ``prctl`` option: the signal the kernel sends a process when its parent dies."""
-
 
 class StageGroup(BaseModel):
     """A running stage's process group, as recorded in ``stages/ITEM.STAGE.json``.
@@ -73,43 +74,6 @@ def group_file(groups: Path, item_id: str, stage: str) -> Path:
         return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in text)
 
     return groups / f"{safe(item_id)}.{safe(stage)}.json"
-
-
-@functools.cache
-def _prctl() -> Callable[..., int] | None:
-    """Return libc's ``prctl`` (Linux), or None where there is none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-def die_with_parent() -> Callable[[], None] | None:
-    """Return a ``preexec_fn`` that makes the started program die with this process.
-
-    On Linux it calls ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` in the child between fork and
-    exec, and kills the child at once if this process already died in between. The
-    function is resolved here, in the parent, so the child only makes the call.
-
-    Returns:
-        The function, or None where ``prctl`` is not available (not Linux): there the
-        next ``bees run`` stops what was left (:func:`stop_leftovers`).
-    """
-    prctl = _prctl()
-    if prctl is None:
-        return None
-    parent, kill = os.getpid(), int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the call
-            os.kill(os.getpid(), kill)
-
-    return preexec
 
 
 def record_group(groups: Path, group: StageGroup) -> Path:

@@ -33,6 +33,42 @@ def chat_url(base_url: str) -> str:
     return str(base.copy_with(path=base.path.rstrip("/") + "/chat/completions"))
 
 
+PROBE_SECONDS = 2.0
+"""Seconds ``bees doctor`` gives a model server to answer ``GET {base_url}/models``."""
+
+
+def models_url(base_url: str) -> str:
+    """Return ``{base_url}/models`` (the OpenAI-style model list), keeping any query."""
+    base = httpx.URL(base_url)
+    return str(base.copy_with(path=base.path.rstrip("/") + "/models"))
+
+
+def server_unreachable(base_url: str, *, timeout: float = PROBE_SECONDS,
+                       transport: httpx.BaseTransport | None = None) -> str | None:
+    """Tell whether a model server answers at all: one ``GET {base_url}/models``.
+
+    Any HTTP answer counts (a 401 or 404 is a server that is up); only a connection that
+    fails or stays silent for ``timeout`` seconds does not. Used by ``bees doctor`` as a
+    warning: eligibility never asks the network (DESIGN.md, Rules: eligibility).
+
+    Returns:
+        None when the server answered; else why not, as the error's type
+        (``ConnectError``, ``ConnectTimeout``, ``ReadTimeout``…).
+    """
+    try:
+        with httpx.Client(transport=transport, timeout=timeout) as client:
+            client.get(models_url(base_url))
+    except httpx.HTTPError as error:
+        return type(error).__name__
+    return None
+
+
+def is_loopback(base_url: str) -> bool:
+    """True when ``base_url``'s host is this computer (``127.0.0.1``, ``::1``, ``localhost``)."""
+    host = httpx.URL(base_url).host
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
 def display_url(url: str) -> str:
     """Return ``url`` as errors show it: scheme, host, port and path (no user, no query)."""
     parsed = httpx.URL(url)

@@ -60,15 +60,15 @@ def demo(
     import asyncio
 
     from bees_cli.cli import json_models as out
-    from bees_cli.cli.logs import engine_logs_in_one_line, run_lines
+    from bees_cli.cli.logs import RUN_LOG, engine_logs_in_one_line, run_lines
     from bees_cli.errors import UserError
 
     if not yes and not sys.stdin.isatty():  # a script that forgot --yes must not pass
         raise UserError("bees demo asks you at the terminal, and its input is not one",
                         hint="pass --yes to approve the held action without asking")
 
-    engine_logs_in_one_line()
     bees = bees_here(run_lines())
+    engine_logs_in_one_line(bees.computer.data_dir / RUN_LOG)
     ask = _approve_all if yes else _ask_terminal
 
     async def demo_then_story() -> tuple[DemoOutcome, ItemDetails | TeamItemDetails]:

@@ -33,7 +33,7 @@ def doctor(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     else:
         typer.echo(f"computer  {report.computer} ({report.person or 'no person set'})")
         for check in report.checks:
-            mark = "ok  " if check.ok else "FAIL"
+            mark = "ok  " if check.ok else "warn" if check.warning else "FAIL"
             typer.echo(f"{mark}  {check.check}: {check.detail}")
         for process in report.processes:
             if process.can_run:

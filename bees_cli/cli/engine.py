@@ -73,10 +73,10 @@ def run(
     """
     import asyncio
 
-    from bees_cli.cli.logs import engine_logs_in_one_line, run_lines
+    from bees_cli.cli.logs import RUN_LOG, engine_logs_in_one_line, run_lines
 
-    engine_logs_in_one_line()
     bees = bees_here(run_lines())
+    engine_logs_in_one_line(bees.computer.data_dir / RUN_LOG)
     code = asyncio.run(bees.run(workspace_path=workspace, address=temporal_address,
                                 exit_when_idle=exit_when_idle, runner_pool=runner,
                                 runner_every=runner_every, runner_slots=runner_slots))

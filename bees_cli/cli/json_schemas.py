@@ -18,6 +18,8 @@ from bees_cli.cli import json_models as m
 SCHEMA_FILES: dict[str, type[BaseModel]] = {
     "error.json": m.ErrorOut,
     "whoami.json": m.WhoamiOut,
+    "login.json": m.LoginOut,
+    "logout.json": m.LogoutOut,
     "link.json": m.LinkOut,
     "unlink.json": m.UnlinkOut,
     "links.json": m.LinksOut,
@@ -60,6 +62,8 @@ a command with two shapes has two files, e.g. ``relinquish-repair.json``)."""
 
 COMMAND_SCHEMAS: dict[str, tuple[str, ...]] = {
     "whoami": ("whoami.json",),
+    "login": ("login.json",),
+    "logout": ("logout.json",),
     "link": ("link.json",),
     "unlink": ("unlink.json",),
     "links": ("links.json",),
@@ -104,8 +108,6 @@ NO_JSON: dict[str, str] = {
     "cloud serve": "a long-running server: it prints log lines, not a document",
     "model serve": "a long-running server: it prints its base URL, then log lines",
     "action": "prints the add-on's own output for the agent, and exits with its code",
-    "login": "signs this computer in; in CI, BEES_CLOUD_URL and BEES_TOKEN replace it",
-    "logout": "forgets the token; in CI, unset BEES_TOKEN instead",
     "cloud admin-token": "writes a secret to the file named; it prints only where, once",
     "completion": "prints a shell's completion script (issue 15, point 1)",
     "help": "prints help text for people; bees help json says how --json works",

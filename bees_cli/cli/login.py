@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from bees_cli.cli.options import WorkspaceOpt
+from bees_cli.cli.options import JsonOpt, WorkspaceOpt
 from bees_cli.cli.output import say
 
 
@@ -39,6 +39,7 @@ def login(
         typer.Option("--insecure",
                      help="Allow sending the token over plain http:// to another computer."),
     ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Sign this computer in to Bees Cloud (the token is stored with mode 0600).
 
@@ -46,8 +47,12 @@ def login(
     ('bees whoami'). The URL is resolved, and shown, before the token is asked for;
     plain http:// is refused for any host but this computer unless --insecure.
 
+    With --json, stdout is {"version", "url", "checked", "person", "team",
+    "person_before", "person_changed"}; the talk stays on stderr.
+
     Example: echo "$TOKEN" | bees login https://cloud.example.com --with-token
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.login import check_transport, resolve_url
     from bees_cli.cloud.login import login as sign_in
     from bees_cli.errors import UserError
@@ -60,9 +65,14 @@ def login(
     if with_token:
         token = sys.stdin.readline()
     elif token is None:
-        token = typer.prompt("Token", hide_input=True)
+        token = typer.prompt("Token", hide_input=True, err=True)
     done = sign_in(resolved, token, check=check)
     me = done.me
+    if as_json:
+        out.emit(out.LoginOut(
+            url=done.login.url, checked=me is not None,
+            person=None if me is None else me.person, team=None if me is None else me.team,
+            person_before=done.person_before, person_changed=done.person_changed))
     if me is None:
         say(f"stored the token for {done.login.url} (not checked)")
         return
@@ -73,14 +83,20 @@ def login(
         say(f"this computer's person is now {me.person}")
 
 
-def logout() -> None:
+def logout(as_json: JsonOpt = False) -> None:
     """Forget this computer's Bees Cloud token (this computer's person stays as it is).
+
+    With --json, stdout is {"version", "signed_out"} (false: no token was stored).
 
     Example: bees logout
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.login import clear_login
 
-    say("signed out" if clear_login() else "not signed in")
+    cleared = clear_login()
+    if as_json:
+        out.emit(out.LogoutOut(signed_out=cleared))
+    say("signed out" if cleared else "not signed in")
 
 
 def register(app: typer.Typer) -> None:

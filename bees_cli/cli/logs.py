@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from bees_cli.cli.boundary import DEBUG_ENV
 
@@ -50,14 +51,86 @@ def _handler() -> logging.Handler:
     return handler
 
 
-def engine_logs_in_one_line() -> None:
+RUN_LOG = "run.log"
+"""The file in the data dir that keeps the engine SDK's warnings whole (with tracebacks)."""
+
+
+def _said_by_the_stage() -> frozenset[str]:
+    """The application errors a stage says itself on ``bees run``'s terminal, by type: the
+    model errors (``Draft of ITEM: cannot reach …, retrying``, engine/model_activities)."""
+    from bees_cli.errors import ModelError
+
+    names, todo = set(), [ModelError]
+    while todo:
+        kind = todo.pop()
+        names.add(kind.__name__)
+        todo.extend(kind.__subclasses__())
+    return frozenset(names)
+
+
+class ActivityFailures(logging.Filter):
+    """On the terminal, the SDK's ``Completing activity as failed ({'activity_id': …})`` of
+    an application error (an error Bees raised on purpose, recorded on the item) becomes
+    ``ACTIVITY of ITEM failed on try N: MESSAGE (details in LOG)``, or nothing when the
+    stage said it itself (:func:`_said_by_the_stage`). Other records pass as they are.
+
+    Why it rewrites the record in place: Python 3.11's filters cannot hand a copy on; the
+    handler of the log file comes first (:func:`engine_logs_in_one_line`), so it has written
+    the record whole before this filter runs."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.log = log
+        self.said = _said_by_the_stage()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Return False (not shown), or True after making an application error's record
+        read as one plain line."""
+        error = record.exc_info[1] if record.exc_info else None
+        if (getattr(record, "__temporal_error_identifier", None) != "ActivityFailure"
+                or type(error).__name__ != "ApplicationError"):
+            return True
+        if getattr(error, "type", None) in self.said:
+            return False
+        info = getattr(record, "temporal_activity", None) or {}
+        first = (str(getattr(error, "message", error)).splitlines() or [""])[0]
+        record.msg = (f"{info.get('activity_type', 'an activity')} of "
+                      f"{info.get('workflow_id', 'an item')} failed on try "
+                      f"{info.get('attempt', '?')}: {first} (details in {self.log})")
+        record.args, record.exc_info, record.exc_text, record.name = (
+            None, None, None, PACKAGE_LOGGER)
+        return True
+
+
+def engine_logs_in_one_line(log: Path | None = None) -> None:
     """Send the ``temporalio`` loggers' warnings and errors to stderr, one line each (times
-    in UTC), unless ``BEES_DEBUG=1`` asks for Python's default with tracebacks."""
+    in UTC), unless ``BEES_DEBUG=1`` asks for Python's default with tracebacks.
+
+    Args:
+        log: the run's log file (``<data>/run.log``), or None. Given, every SDK warning is
+            appended there whole (traceback included), and the terminal reads like bees
+            run's own lines: a failed activity's application error is one plain line, or
+            none when its stage said it (:class:`ActivityFailures`).
+    """
     if os.environ.get(DEBUG_ENV) == "1":
         return
+    sdk = logging.getLogger("temporalio")
+    for old in [h for h in sdk.handlers if getattr(h, "bees_run", False)]:
+        sdk.removeHandler(old)  # a second call in one process (a test, demo then run)
+        old.close()
     handler = _handler()
     handler.setLevel(logging.WARNING)
-    sdk = logging.getLogger("temporalio")
+    if log is not None:
+        handler.addFilter(ActivityFailures(log))
+        whole = logging.FileHandler(log, encoding="utf-8", delay=True)
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                      "%Y-%m-%dT%H:%M:%SZ")
+        formatter.converter = time.gmtime
+        whole.setFormatter(formatter)
+        whole.setLevel(logging.WARNING)
+        whole.bees_run = True  # type: ignore[attr-defined]
+        sdk.addHandler(whole)  # first: it writes each record whole before the filter
+    handler.bees_run = True  # type: ignore[attr-defined]
     sdk.addHandler(handler)
     sdk.propagate = False
 

@@ -106,6 +106,9 @@ def links(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """List each add-on and whether it is connected on this computer, with what is missing.
 
+    A listing: it exits 0 whatever it finds, as bees links does; bees doctor is the check
+    that exits 1 when an add-on is not connected.
+
     Example: bees addons
     """
     from bees_cli.agents.mcp_addon import addon_connections

@@ -13,7 +13,8 @@ EXIT_CODES: list[tuple[int, str]] = [
     (2, "bad usage or an invalid workspace (`bees validate` and `bees doctor` agree)"),
     (3, "refused: not the owner, key taken, checkpoint invalid, wrong state; "
         "`item watch --until-waiting`: the item waits for a person"),
-    (130, "interrupted (Ctrl-C)"),
+    (130, "interrupted (Ctrl-C); but a Ctrl-C (or SIGTERM) is how `bees run` and `bees app` "
+          "are stopped: one that stops cleanly exits 0"),
     (141, "the reader of the output went away (`bees item show \"$ITEM\" | head -1`): the "
           "command stops there quietly, as a program SIGPIPE stopped does; `set -o pipefail` "
           "sees it"),
@@ -22,7 +23,10 @@ EXIT_CODES: list[tuple[int, str]] = [
 :class:`bees_cli.cli.boundary.ExitCode`), code written as in markdown."""
 
 JSON: list[str] = [
-    "Every command that prints data or changes state takes --json. stdout then holds one "
+    "Every command that prints data or changes state takes --json, but bees action (an "
+    "agent's call: it prints the add-on's own output and exits with its code) and the "
+    "long-running bees run, bees cloud serve and bees model serve (log lines). stdout then "
+    "holds one "
     "JSON object with \"version\": 1 (bees item watch --json: one object per line); lists "
     "sit under a named key (items, approvals...), an item's id is always item_id, and times "
     "are RFC 3339 UTC ending in Z. Talk and progress go to stderr. Data holds machine "

@@ -207,11 +207,18 @@ def backoff_delay(backoff: float, attempt: int) -> float:
     return float(min(backoff * (2**attempt), 4.0))
 
 
-def unreachable(base_url: str, error: Exception) -> CloudUnreachable:
-    """Return the error for a server that could not be reached, naming ``base_url``."""
+def unreachable(base_url: str, error: Exception, *, timeout: float | None = None,
+                tries: int = 1) -> CloudUnreachable:
+    """Return the error for a server that could not be reached, naming ``base_url``: one
+    that timed out says so with ``timeout`` (seconds per try) and the ``tries`` made."""
+    hint = "is the server up? check the URL with `bees login URL --with-token`"
+    if isinstance(error, httpx.TimeoutException) and timeout is not None:
+        made = f" ({tries} tries)" if tries > 1 else ""
+        return CloudUnreachable(
+            f"Bees Cloud at {base_url} did not answer within {timeout:g} s{made}", hint=hint)
     return CloudUnreachable(
         f"cannot reach Bees Cloud at {base_url}: {type(error).__name__}: {error}".rstrip(": "),
-        hint="is the server up? check the URL with `bees login URL --with-token`",
+        hint=hint,
     )
 
 

@@ -114,6 +114,8 @@ class BaseCloudClient:
     """
 
     _http: httpx.Client | httpx.AsyncClient
+    timeout: float | None = None
+    """Seconds for connecting, and for each read and write (set with the ``httpx`` client)."""
 
     def __init__(
         self, base_url: str, *, retries: int, backoff: float, clock: Callable[[], datetime]
@@ -126,6 +128,7 @@ class BaseCloudClient:
 
     def _http_options(self, token: str, timeout: float) -> dict[str, Any]:
         """Return the keyword arguments shared by the ``httpx`` client of each subclass."""
+        self.timeout = timeout
         return {
             "base_url": "" if self._bad_url else self.base_url,
             "headers": auth_headers(token),
@@ -147,7 +150,8 @@ class BaseCloudClient:
             outcome = yield call.request(self._http)
             if isinstance(outcome, httpx.TransportError):
                 if last:
-                    raise unreachable(self.base_url, outcome) from None
+                    raise unreachable(self.base_url, outcome, timeout=self.timeout,
+                                      tries=self.retries + 1) from None
             elif isinstance(outcome, httpx.Response) and (last or not retryable(outcome)):
                 return read_answer(call, outcome)
             yield Pause(backoff_delay(self.backoff, attempt))

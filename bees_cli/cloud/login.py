@@ -148,6 +148,10 @@ class SignIn:
         return before != str(self.me.person).lower()
 
 
+LOGIN_TIMEOUT = 5.0
+"""Seconds the sign-in's check gives Bees Cloud per try (two tries): a person waits on it."""
+
+
 def login(
     url: str | None,
     token: str,
@@ -175,7 +179,8 @@ def login(
     Raises:
         UserError: no URL given and the workspace names none; a URL that is not
             valid; empty token.
-        CloudUnreachable, CloudUnauthorized: the check failed; nothing is stored.
+        CloudUnreachable, CloudUnauthorized: the check failed (no answer within
+            :data:`LOGIN_TIMEOUT` s, twice); nothing is stored.
     """
     from bees_cli.machine.identity import load_identity, set_identity
 
@@ -187,9 +192,15 @@ def login(
     me = None
     if check:
         from bees_cli.cloud.client import CloudClient
+        from bees_cli.errors import CloudUnreachable
 
-        with CloudClient(stored.url, stored.token, transport=transport, retries=1) as client:
-            me = client.me()
+        try:
+            with CloudClient(stored.url, stored.token, transport=transport, retries=1,
+                             timeout=LOGIN_TIMEOUT) as client:
+                me = client.me()
+        except CloudUnreachable as error:  # not the usual hint: it is the command just run
+            raise CloudUnreachable(error.message, hint=f"is Bees Cloud running at "
+                                   f"{stored.url}? nothing was stored") from None
     before = load_identity().person
     save_login(stored)
     done = SignIn(login=stored, me=me, person_before=before)

@@ -38,6 +38,9 @@ class JournalEntry(BaseModel):
     """Who corrected the input (None: it ran as the agent gave it)."""
     input: str | None = None
     """The corrected input that ran (JSON text), kept with ``edited_by``."""
+    person_said: bool = False
+    """A person said it ran (``bees approve --ran``): no result was recorded, and
+    ``exit_code`` 0 and the empty ``stdout`` are what the agent is answered with."""
 
 
 STDOUT_KEPT = 65536

@@ -16,6 +16,7 @@ A call past ``runner.model.deadline_seconds`` is retried like a timeout; a reply
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -54,7 +55,7 @@ from bees_cli.engine.model_models import (
 )
 from bees_cli.engine.model_progress import PROGRESS_EVERY, CallProgress, heartbeating
 from bees_cli.engine.model_results import too_many_calls, transcript_entry, write_result
-from bees_cli.engine.model_shown import CallShown, as_application_error, next_try
+from bees_cli.engine.model_shown import CallShown, as_application_error, next_try, retry_line
 from bees_cli.engine.snapshot_store import load_snapshot
 from bees_cli.engine.transcript import (
     append_entry,
@@ -83,6 +84,9 @@ DelegateRunner = Callable[[dict[str, Any], dict[str, str]], Awaitable[str]]
 """Runs a model agent's ``delegate`` tool call (its arguments) in a stage's environment, as
 ``bees delegate`` does (issue 14; the use case, injected); returns the text given back to
 the model, or raises ``Refused``/``UserError``."""
+
+log = logging.getLogger(__name__)
+"""Where a model call's failed try is said (``bees run`` prints it as its own line)."""
 
 
 T = TypeVar("T")
@@ -237,6 +241,8 @@ class ModelActivities:
             except ModelError as error:
                 wait = next_try(error, attempt=info.attempt, policy=policy, server=server,
                                 now=utc_now())
+                log.warning("%s", retry_line(context.stage, context.item_id, context.piece,
+                                             error, attempt=info.attempt, wait=wait))
                 if wait is not None:
                     await asyncio.to_thread(self.shown.show, self.shown.waits, context, wait)
                 raise as_application_error(error) from None

@@ -39,6 +39,23 @@ def as_application_error(error: ModelError) -> ApplicationError:
                             else ApplicationErrorCategory.UNSPECIFIED)
 
 
+def retry_line(stage: str, item_id: str, piece: str | None, error: ModelError, *,
+               attempt: int, wait: ModelRetry | None) -> str:
+    """Return what ``bees run`` says of a model call whose try ``attempt`` failed:
+    ``Draft of ITEM: cannot reach URL: ConnectError (try 4 of 5); trying again at TIME``,
+    or ``…; no try left`` when ``wait`` is None (the stage fails with the error).
+
+    Why: the engine SDK's own line for it is a dict of activity details and a traceback;
+    that goes to the run's log file (``bees_cli.cli.logs``), this to the terminal.
+    """
+    who = f"{stage} of {item_id}" + (f" (piece {piece})" if piece else "")
+    first = (str(error).splitlines() or [""])[0]
+    if wait is None:
+        return f"{who}: {first} (try {attempt}); no try left"
+    of = f" of {wait.tries}" if wait.tries is not None else ""
+    return f"{who}: {first} (try {attempt}{of}); trying again at {wait.until}"
+
+
 def tries_of(policy: TemporalRetry | None) -> int | None:
     """Return the tries in all a retry policy allows (None: no limit)."""
     return policy.maximum_attempts if policy is not None and policy.maximum_attempts > 0 \

@@ -6,16 +6,26 @@ Files in the data dir::
     temporal.db.version          the ``temporal --version`` line that last opened it
     temporal.db.<VERSION>.bak    a copy made when another engine version met the database
     temporal.log                 the server's stdout and stderr
-    engine.json                  {"address", "pid", "started", "version"} of the server running now
+    engine.json                  {"address", "pid", "started", "version", "parent"} of the
+                                 server running now (``parent``: {"pid", "started"} of the
+                                 ``bees run`` it dies with, or null)
 
 Why the pin: the dev server promises no compatibility of its database between versions, so
 a database is copied aside before a different version opens it.
 
-Why adoption: the server runs in its own session, so a ``bees run`` killed with ``kill -9``
-leaves it running. The next ``bees run`` (the only caller of :func:`ensure_engine`, under
-the worker lock) takes it over and stops it when it stops; a server on this database that
-does not answer, or that ``engine.json`` does not name, is stopped first, so two servers
-never share one database.
+Why it dies with ``bees run``: the server runs in its own session (a Ctrl-C in the terminal
+reaches ``bees run`` only, which stops it in order), so a ``bees run`` killed with ``kill -9``
+would leave it serving with parent pid 1. On Linux it is started with ``PR_SET_PDEATHSIG``
+(SIGTERM, :func:`~bees_cli.machine.processes.die_with_parent`), so it stops with the
+``bees run`` that started it; ``engine.json`` then names that ``bees run`` as its
+``parent``.
+
+Why adoption remains: where there is no parent-death signal (not Linux, or a server an older
+Bees started) a killed ``bees run`` still leaves its server running. The next ``bees run``
+(the only caller of :func:`ensure_engine`, under the worker lock) takes it over and stops it
+when it stops. A server whose recorded parent is gone is stopping already and is never
+adopted: it is waited for (stopped) like a server on this database that does not answer or
+that ``engine.json`` does not name, so two servers never share one database.
 """
 
 from __future__ import annotations
@@ -37,7 +47,13 @@ import psutil
 
 from bees_cli.errors import EngineError
 from bees_cli.files import read_json, write_json_atomic
-from bees_cli.machine.processes import ProcessMark, is_alive, mark_of
+from bees_cli.machine.processes import (
+    ProcessMark,
+    die_with_parent,
+    is_alive,
+    mark_of,
+    this_process,
+)
 
 START_TIMEOUT = 30.0
 """Seconds to wait for a started server to accept connections."""
@@ -168,6 +184,18 @@ def _recorded_alive(info: dict[str, object]) -> bool:
     return pid_alive(pid)
 
 
+def _orphaned(info: dict[str, object]) -> bool:
+    """True when ``engine.json`` names the ``bees run`` the server dies with and that process
+    is gone: the server got its parent-death signal and is stopping."""
+    parent = info.get("parent")
+    if not isinstance(parent, dict):
+        return False
+    try:
+        return not is_alive(ProcessMark.model_validate(parent))
+    except ValueError:
+        return False
+
+
 def running_engine(data: Path) -> EngineServer | None:
     """Return the engine this computer runs now, per ``engine.json``: its process is alive
     (when it has one; a reused pid does not count) and its address answers; else None."""
@@ -204,7 +232,8 @@ def _take_over(data: Path, say: object) -> EngineServer | None:
     info = read_json(_engine_file(data), None)
     pids = engines_on(db)
     keep: EngineServer | None = None
-    if isinstance(info, dict) and info.get("address") and _recorded_alive(info):
+    if (isinstance(info, dict) and info.get("address") and _recorded_alive(info)
+            and not _orphaned(info)):
         pid, address = info["pid"], str(info["address"])
         assert isinstance(pid, int)  # _recorded_alive checked it
         deadline = time.monotonic() + ADOPT_WAIT
@@ -238,12 +267,14 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
     """Adopt the dev server an earlier ``bees run`` left running, or start one on free
     loopback ports. Call it holding the worker lock (``bees run`` does).
 
-    A left server is adopted when ``engine.json`` names it (same pid and start time) and it
-    answers (a server still starting gets 30 s); any other server on this database is
-    stopped first (SIGTERM, SIGKILL after 10 s), so one database never has two servers.
-    The started server keeps its database in ``<data>/temporal.db`` (pinned, see
-    :func:`pin_database`), logs to ``<data>/temporal.log``, runs in its own session (so a
-    killed ``bees run`` leaves it serving the next one) and is recorded in ``engine.json``.
+    A left server is adopted when ``engine.json`` names it (same pid and start time), the
+    ``bees run`` it dies with (if any) is still alive, and it answers (a server still
+    starting gets 30 s); any other server on this database is stopped first (SIGTERM,
+    SIGKILL after 10 s), so one database never has two servers. The started server keeps
+    its database in ``<data>/temporal.db`` (pinned, see :func:`pin_database`), logs to
+    ``<data>/temporal.log``, runs in its own session, dies with this process on Linux
+    (SIGTERM, ``PR_SET_PDEATHSIG``: call this from a thread that lasts as long as the run,
+    such as the event loop's default executor) and is recorded in ``engine.json``.
 
     Args:
         data: the data dir.
@@ -265,7 +296,7 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
                 f"{backup}")
         for tries_left in reversed(range(START_TRIES)):
             since = _size(data / "temporal.log")
-            process, address = _start(binary, data)
+            process, address, dies_with_us = _start(binary, data)
             deadline = time.monotonic() + START_TIMEOUT
             while not answers(address, timeout=0.2):
                 if process.poll() is not None or time.monotonic() > deadline:
@@ -279,16 +310,18 @@ def ensure_engine(data: Path, *, say: object = None) -> EngineServer:
             else:
                 break
         mark = mark_of(process.pid)
+        parent = this_process().model_dump() if dies_with_us else None
         write_json_atomic(_engine_file(data),
                           {"address": address, "pid": process.pid,
                            "started": None if mark is None else mark.started,
-                           "version": version})
+                           "version": version, "parent": parent})
         return EngineServer(address, process.pid, started=True)
 
 
-def _start(binary: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the dev server on free loopback ports, in its own session, logging to
-    ``<data>/temporal.log``; return the process and its address (not yet answering)."""
+def _start(binary: Path, data: Path) -> tuple[subprocess.Popen[bytes], str, bool]:
+    """Start the dev server on free loopback ports, in its own session, set to get SIGTERM
+    when this process dies (Linux), logging to ``<data>/temporal.log``; return the process,
+    its address (not yet answering) and whether the parent-death signal is set."""
     port = free_port()
     argv = [
         str(binary), "server", "start-dev", "--headless",
@@ -298,14 +331,15 @@ def _start(binary: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
         "--log-level", "warn",
     ]
     log = open(data / "temporal.log", "ab")  # noqa: SIM115 - handed to the child
+    guard = die_with_parent(signal.SIGTERM)
     try:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=guard)
     except OSError as error:
         raise EngineError(f"cannot start {binary}: {error}") from error
     finally:
         log.close()
-    return process, f"127.0.0.1:{port}"
+    return process, f"127.0.0.1:{port}", guard is not None
 
 
 def _size(path: Path) -> int:

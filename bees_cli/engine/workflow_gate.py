@@ -218,7 +218,8 @@ class ApprovalGate(RunParts):
             await self._record(RecordInput.of(
                 ActionAnswered(stage=ask.stage, round=self.live.round, action=ask.action,
                                digest=ask.digest, attempt=ask.attempt,
-                               exit_code=entry.exit_code, ran_at=entry.at),
+                               exit_code=entry.exit_code, ran_at=entry.at,
+                               person_said=entry.person_said),
                 item_id=self._id, status=None,
                 key=f"answered:{ask.stage}:{ask.attempt}:{ask.action}:{ask.digest}"))
             return ActionAnswer(decision="journal", kind=action.kind,

@@ -84,8 +84,21 @@ class Continued:
 
 
 class ClaimTaken(Refused):
-    """Another computer claimed the item first (exit 3, as any refusal): a runner then
-    just moves on."""
+    """Another computer claimed the item first, or owns it (exit 3, as any refusal): a
+    runner then just moves on. Its code is Bees Cloud's word for it, ``not_owner``."""
+
+    code = "not_owner"
+
+
+def _done_elsewhere(here: Computer, item_id: str) -> str | None:
+    """Return the computer an item finished on, per the shared record as last pulled here
+    (status ``done``), or None when it did not (or the record has no row for it)."""
+    from bees_cli.record.shared import SharedRecord
+
+    row = next((t for t in SharedRecord(here.record_path).team() if t.item_id == item_id),
+               None)
+    return row.computer if row is not None and row.fields.get("status") == Status.DONE \
+        else None
 
 
 class DigestDisagrees(Refused):
@@ -121,9 +134,13 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
             if owner.machine_id == here.machine_id:
                 raise Refused(f"item {item_id} is owned by this computer already: "
                               "nothing to continue")
-            raise Refused(f"item {item_id} is owned by {owner.computer_name} "
-                          f"({owner.person}): it must be relinquished there first",
-                          hint=f"bees relinquish {item_id} on {owner.computer_name}")
+            finished = _done_elsewhere(here, item_id)
+            if finished is not None:
+                raise ClaimTaken(f"item {item_id} is done (on {finished}): nothing to "
+                                 "continue", hint=f"bees item show {item_id} shows its story")
+            raise ClaimTaken(f"item {item_id} is owned by {owner.computer_name} "
+                             f"({owner.person}): it must be relinquished there first",
+                             hint=f"bees relinquish {item_id} on {owner.computer_name}")
         assert owner.release is not None
         released = owner.release.checkpoint_sha256
         if digest is not None and digest.strip().lower() != released:

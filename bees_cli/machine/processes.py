@@ -10,8 +10,11 @@ start time (psutil's ``create_time``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator
+import signal
+import sys
+from collections.abc import Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
@@ -85,10 +88,61 @@ def group_alive(pgid: int) -> bool:
     return next(_members(pgid), None) is not None
 
 
+PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal the kernel sends a process when its parent dies."""
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """Return libc's ``prctl`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
+    """Return a ``preexec_fn`` that makes the started program die with this process.
+
+    On Linux it calls ``prctl(PR_SET_PDEATHSIG, signum)`` in the child between fork and
+    exec, and sends the child ``signum`` at once if this process already died in between.
+    The function is resolved here, in the parent, so the child only makes the call. The
+    one place for every process ``bees`` starts that must not outlive it: a stage's
+    program (SIGKILL), the engine's dev server and the embedded model server (SIGTERM, so
+    they close their files).
+
+    Why the thread matters: the kernel sends the signal when the *thread* that started the
+    child ends, so start it from a thread that lives as long as the child should (the main
+    thread, or the event loop's default executor, whose threads last until the loop closes).
+
+    Args:
+        signum: the signal the child gets when its parent dies (SIGKILL by default).
+
+    Returns:
+        The function, or None where ``prctl`` is not available (not Linux): there the
+        next ``bees run`` stops what was left.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent, sig = os.getpid(), int(signum)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the call
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
 def group_members(pgid: int) -> list[int]:
     """Return the pids of the live (non-zombie) processes of group ``pgid``, sorted."""
     return sorted(_members(pgid))
 
 
-__all__ = ["ProcessMark", "group_alive", "group_members", "is_alive", "mark_of",
+__all__ = ["ProcessMark", "die_with_parent", "group_alive", "group_members", "is_alive", "mark_of",
            "this_process"]

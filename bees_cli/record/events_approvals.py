@@ -125,8 +125,12 @@ class ActionAnswered(EventBase):
     attempt: int
     exit_code: int
     ran_at: str
+    person_said: bool = False
+    """The journal holds a person's word that it ran (``bees approve --ran``), not its
+    result: ``exit_code`` is the 0 the agent is answered with, not a recorded one."""
 
     def render(self) -> str:
+        how = (" as a person said (bees approve --ran; no exit code or output recorded)"
+               if self.person_said else f" exit {self.exit_code}")
         return self.where() + (f"{self.action} (attempt {self.attempt}) answered from the "
-                               f"journal: it ran at {self.ran_at}, exit {self.exit_code}; "
-                               "not run again")
+                               f"journal: it ran at {self.ran_at},{how}; not run again")

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import Ambiguous, BeesError, NotFound
+from bees_cli.errors import Ambiguous, BeesError, IoFailure, NotFound
 from bees_cli.record import schema, storage
 from bees_cli.record.approvals_journal import ApprovalsAndJournal
 from bees_cli.record.connected import now_utc
@@ -350,7 +350,9 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                       r["computer"]) for r in rows]
 
 def _not_a_record(path: Path, error: sqlite3.DatabaseError) -> BeesError:
-    return BeesError(
+    """The error of a ``record.db`` SQLite cannot read: an I/O failure on a named file
+    (code ``io``, exit 1), with how to start afresh."""
+    return IoFailure(
         f"{path} is not a Bees record ({error})",
         hint=f"move it aside (mv {path} {path}.bad) and Bees starts an empty one; the next "
         "`bees run` rebuilds the items whose runs the engine (temporal.db beside it) still has")

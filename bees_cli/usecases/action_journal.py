@@ -25,7 +25,8 @@ def answered(record: LocalRecord, call: ActionCallInput, hit: dict[str, Any]) ->
     in the item's history."""
     record.add_fact(call.item_id, ActionAnswered(
         stage=call.stage, round=call.round, action=call.action, digest=call.digest,
-        attempt=call.attempt, exit_code=hit["exit_code"], ran_at=hit["at"]),
+        attempt=call.attempt, exit_code=hit["exit_code"], ran_at=hit["at"],
+        person_said=bool(hit.get("person_said"))),
         key=f"answered:{call.stage}:{call.attempt}:{call.action}:{call.digest}")
     return ActionOutcome(exit_code=int(hit["exit_code"]), stdout=hit["stdout"],
                          from_journal=True, ran_at=hit["at"])
@@ -34,13 +35,13 @@ def answered(record: LocalRecord, call: ActionCallInput, hit: dict[str, Any]) ->
 def confirmed(record: LocalRecord, call: ActionCallInput, kind: str, intent: dict[str, Any],
               request_id: int) -> ActionOutcome:
     """A person confirmed that the interrupted action ran (``bees approve --ran``, request
-    ``request_id``): journal it (exit 0, no stdout, at the intent's time) and answer from the
-    journal."""
+    ``request_id``): journal it as a person's word (``person_said``; exit 0 and no stdout for
+    the agent, at the intent's time) and answer from the journal."""
     from bees_cli.engine.models import JournalEntry
 
     entry = JournalEntry(stage=call.stage, round=call.round, attempt=int(intent["attempt"]),
                          action=call.action, kind=kind, digest=call.digest, exit_code=0,
-                         stdout="", at=intent["at"], request_id=request_id)
+                         stdout="", at=intent["at"], request_id=request_id, person_said=True)
     record.end_intent(call.item_id, int(intent["seq"]), "ran", entry.model_dump(mode="json"))
     folder_end(record, call, "ran", entry.model_dump(mode="json"))
     return answered(record, call, entry.model_dump(mode="json"))

@@ -156,8 +156,10 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
         for addon in addon_connections(workspace):
             checks.append(_check(f"add-on {addon.name}", addon.connected, addon.words(),
                                  addon=addon.name, missing=list(addon.missing)))
+        checks.extend(_model_checks(workspace))
         processes = _process_checks(workspace)
-    return DoctorReport(ok=all(c.ok for c in checks), checks=checks, processes=processes,
+    return DoctorReport(ok=all(c.ok or c.warning for c in checks), checks=checks,
+                        processes=processes,
                         computer=here.computer, machine_id=here.machine_id, person=person)
 
 
@@ -314,6 +316,42 @@ def _record_checks(here: Computer, *, measured_now: bool = False) -> list[Check]
         _check("refused changes", not refused, "; ".join(refused) or "none",
                refused=changes),
     ]
+
+
+MODEL_SERVE_HINT = "start it with bees model serve"
+"""What starts a model server on this computer (the embedded model, at Ollama's address)."""
+
+
+def _model_checks(workspace: Any) -> list[Check]:
+    """Each enabled model agent, by name: does its model server answer (one ``GET
+    {base_url}/models`` per URL, :func:`~bees_cli.agents.model_http.server_unreachable`)?
+
+    One that does not is a warning, not a failure: the agent stays eligible (DESIGN.md,
+    Rules: eligibility, which never asks the network), but its stage would fail to reach
+    the model, so doctor says it before ``bees run`` does.
+    """
+    from bees_cli.agents.model_http import is_loopback, server_unreachable
+    from bees_cli.workspace.runners import ModelRunner
+
+    answers: dict[str, str | None] = {}
+    checks = []
+    for name, agent in sorted(workspace.agents.items()):
+        if not agent.enabled or not isinstance(agent.runner, ModelRunner):
+            continue
+        url = str(agent.runner.model.base_url)
+        if url not in answers:
+            answers[url] = server_unreachable(url)
+        why = answers[url]
+        if why is None:
+            checks.append(_check(f"agent {name}", True, f"model server {url} answers",
+                                 agent=name, url=url))
+            continue
+        hint = MODEL_SERVE_HINT if is_loopback(url) else "check the URL and the network"
+        checks.append(_check(f"agent {name}", False,
+                             f"model server {url} not reachable: {hint}", warning=True,
+                             agent=name, url=url, error="model_unreachable", message=why,
+                             hint=hint))
+    return checks
 
 
 def _process_checks(workspace: Any) -> list[ProcessCheck]:

@@ -163,11 +163,13 @@ class ActionOutcome(Result):
 
 
 class Check(OpenResult):
-    """One ``bees doctor`` check."""
+    """One ``bees doctor`` check; ``warning`` True: it did not pass, yet it does not fail the
+    doctor (a model server that does not answer: the agent stays eligible)."""
 
     check: str
     ok: bool
     detail: str
+    warning: bool | None = None
 
 
 class SkippedAgent(Result):

@@ -40,6 +40,8 @@ def test_doctor_says_which_mcp_addon_is_not_connected_and_why(
         "notes": server("stdio", "kinds:\n  send_email: send\n"),
         "remote": f"mcp:\n  url: {url}\n",
     }, ["notes.send_mail"])
+    listed = bees("addons", "-w", str(root))  # a listing reports, exit 0; doctor fails
+    assert (listed.returncode, listed.stdout.splitlines()[2].split()[:2]) == (0, ["crashy", "no"])
     done = bees("doctor", "-w", str(root))
     assert done.returncode == 1, done.stderr
     assert addon_lines(done.stdout) == [

@@ -218,6 +218,9 @@ def test_a_record_that_is_not_a_database_is_one_line(run_bees: InProcess,
         done = run_bees(*argv)
         assert (done.code, done.raised) == (ExitCode.FAILURE, None), (argv, done.stderr)
         assert done.stderr.startswith(f"error: {record} is not a Bees record"), done.stderr
+    # a documented code, the one of an I/O error on a named file (exit 1 as the table says)
+    done = run_bees("status", "--json")
+    assert (done.code, done.json()["error"]["code"]) == (ExitCode.FAILURE, "io")
 
 
 def test_a_bug_keeps_its_traceback_only_under_debug(

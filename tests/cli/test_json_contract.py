@@ -160,6 +160,13 @@ def test_each_command_prints_what_its_schema_says(run_bees: InProcess, workspace
     assert check("validate", str(workspace))["counts"]["processes"] == 1
     assert check("schemas write", str(tmp_path / "schemas"))["files"]
     assert check("whoami")["person"] is None
+    assert check("logout") == {"version": 1, "signed_out": False}
+    assert check("login", "http://127.0.0.1:9", "--token", "t0k", "--no-check") == {
+        "version": 1, "url": "http://127.0.0.1:9", "checked": False, "person": None,
+        "team": None, "person_before": None, "person_changed": False}
+    assert check("login", "http://127.0.0.1:9", "--token", " ", "--no-check",
+                 code=2)["error"]["code"] == "usage"
+    assert check("logout") == {"version": 1, "signed_out": True}
     notes = tmp_path / "notes"
     notes.mkdir()
     assert check("link", "notes", str(notes), *ws) == {

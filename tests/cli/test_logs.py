@@ -6,6 +6,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,56 @@ def test_the_packages_news_reads_like_bees_runs_own_lines(
         "2025-12-01T08:15:00Z WARNING held keys: cannot reach Bees Cloud",
         "2025-12-01T08:15:00Z INFO schedule monday-report fired",
     ]
+
+
+@pytest.fixture
+def sdk_logger() -> Iterator[logging.Logger]:
+    """The ``temporalio`` logger, put back as it was after the test."""
+    sdk = logging.getLogger("temporalio")
+    handlers, propagate = list(sdk.handlers), sdk.propagate
+    yield sdk
+    for handler in sdk.handlers:
+        if handler not in handlers:
+            handler.close()
+    sdk.handlers[:] = handlers
+    sdk.propagate = propagate
+
+
+def _failed_activity(sdk: logging.Logger, error: BaseException, attempt: int) -> None:
+    """Log an activity failure as temporalio's worker does (message, exc_info, extras)."""
+    details = {"activity_id": "2", "activity_type": "model_call", "attempt": attempt,
+               "workflow_id": "01M8RBRQ"}
+    try:
+        raise error
+    except type(error):
+        sdk.getChild("activity").warning(
+            "Completing activity as failed (%s)", details, exc_info=True,
+            extra={"__temporal_error_identifier": "ActivityFailure",
+                   "temporal_activity": details})
+
+
+def test_an_activity_failure_goes_to_the_log_file_and_one_readable_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], sdk_logger: logging.Logger,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model call's failure is said by the stage itself (``Draft of ITEM: cannot reach …,
+    retrying``): the SDK's raw ``Completing activity as failed ({…})`` line goes to the run's
+    log file only; another application error is one line naming the activity and the item."""
+    from temporalio.exceptions import ApplicationError
+
+    from bees_cli.cli.logs import engine_logs_in_one_line
+
+    monkeypatch.delenv("BEES_DEBUG", raising=False)
+    log = tmp_path / "run.log"
+    engine_logs_in_one_line(log)
+    _failed_activity(sdk_logger, ApplicationError(
+        "cannot reach http://127.0.0.1:11434/v1/chat/completions: ConnectError",
+        type="ModelUnavailable"), attempt=4)
+    assert capsys.readouterr().err == ""
+    _failed_activity(sdk_logger, ApplicationError("the agent exited 3\nmore", type="StageFailed"),
+                     attempt=2)
+    assert without_prefix(capsys.readouterr().err) == [
+        f"model_call of 01M8RBRQ failed on try 2: the agent exited 3 (details in {log})"]
+    written = log.read_text()
+    assert written.count("Completing activity as failed ({'activity_id': '2'") == 2
+    assert "ModelUnavailable: cannot reach" in written
+    assert "Traceback" in written

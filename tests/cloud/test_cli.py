@@ -259,3 +259,26 @@ def test_in_memory_and_bare_path_databases_are_refused(bees: BeesRunner, tmp_pat
             "hint: give sqlite:///PATH or postgresql+psycopg://USER@HOST/DB\n",
         )
     assert list(tmp_path.iterdir()) == [tmp_path / "home"]
+
+
+def test_login_to_a_server_that_never_answers_says_so_within_bounds(
+        bees: BeesRunner, bees_home: Path) -> None:
+    """A port that accepts connections and never answers: the sign-in says the server did
+    not answer within its time, with a hint that is not the command just run."""
+    import socket
+    import time
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts; nobody reads or answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        done = bees("login", url, "--token", "t0k")
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"sending the token to {url}",
+        f"error: Bees Cloud at {url} did not answer within 5 s (2 tries)",
+        f"hint: is Bees Cloud running at {url}? nothing was stored"]
+    assert took < 20, took  # a guard, not the rule: two 5 s tries and a pause
+    assert not (bees_home / "state" / "cloud.json").exists()

@@ -34,5 +34,4 @@ def test_the_pages_local_mcp_addon_is_the_examples() -> None:
     shown = yaml.load(yaml_blocks()[1])
     shipped = yaml.load((REPO / "examples" / "tracker-mcp" / "addons" / "tracker.yaml")
                         .read_text("utf-8"))
-    assert (shown["mcp"]["command"], shown["kinds"]) == (shipped["mcp"]["command"],
-                                                         shipped["kinds"])
+    assert (shown["mcp"], shown["kinds"]) == (shipped["mcp"], shipped["kinds"])

@@ -124,3 +124,7 @@ def test_every_command_of_the_page_runs(page: Path, tmp_path: Path,
     finally:
         _stop_group(process.pid)
     assert process.returncode == 0, f"{page.name}: a command failed\n{output[-4000:]}"
+    if page.name == "ci.md":  # the page says where the wait ends as the job prints it
+        said = re.search(r"item at `([^`]+)`", page.read_text("utf-8"))
+        assert said is not None
+        assert f"ended the wait with exit 1 at {said.group(1)}\n" in output, output[-4000:]

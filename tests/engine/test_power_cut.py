@@ -118,6 +118,14 @@ def test_an_interrupted_send_is_held_and_ran_finishes_without_a_second_delivery(
     assert log == ["run Send sender 1 1", "run Send sender 1 2",
                    f"mail.send 0  | mail.send: answered from the journal (it ran at {at}); "
                    "not run again", "end Send 2"]
+    # the history says whose word it is, and claims no exit code nobody recorded
+    story = [line for line in bees("item", "show", cut.item_id).stdout.splitlines()
+             if "answered from the journal" in line]
+    shown_at = at.split(".")[0].rstrip("Z") + "Z"  # the history shows whole seconds
+    assert [line.split(": ", 1)[1] for line in story] == [
+        f"mail.send (attempt 2) answered from the journal: it ran at {shown_at}, "
+        "as a person said (bees approve --ran; no exit code or output recorded); "
+        "not run again"], story
 
 
 def test_an_interrupted_send_run_again_delivers_exactly_once_more(

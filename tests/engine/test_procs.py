@@ -51,7 +51,7 @@ def leftovers() -> Iterator[list[int]]:
 
 
 @pytest.mark.slow
-def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
+def test_kill_9_of_bees_run_leaves_no_agent_nor_engine_and_the_next_run_cleans_up(
         bees: BeesRunner, bees_home: Path, space: Space, leftovers: list[int]) -> None:
     pids_file = space.root.parent / "pids"
     space.write("agents/alpha.yaml", f"""\
@@ -77,7 +77,7 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     first.wait(timeout=10)
     until_sync(lambda: gone(agent))  # PR_SET_PDEATHSIG: it died with bees run
     assert [p for p in helpers if gone(p)] == []  # its helpers wait for the next bees run
-    assert not gone(engine)  # the engine runs in its own session
+    until_sync(lambda: gone(engine))  # the engine too (SIGTERM on its parent's death)
 
     said = f"bees run is not running (last seen pid {first.pid}, stopped without cleanup)"
     status = bees("status")
@@ -94,17 +94,15 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     second = bees("run", "--exit-when-idle", timeout=180)
     assert second.returncode == 0, second.stderr
     lines = run_lines(second.stderr)
-    address = found["engine"]["address"]
-    assert lines[:3] == [
+    assert lines[:2] == [
         f"the last bees run (pid {first.pid}) stopped without cleanup",
         f"stopped the processes that stage Work of {item_id} left running (process group "
         f"{agent})",
-        f"engine reused at {address} (left running by the last bees run)",
     ]
+    assert lines[2].startswith("engine started at "), lines
     assert [p for p in [agent, *helpers] if not gone(p)] == []
     assert space.log.read_text().splitlines() == ["end 2"]
-    # the engine it took over stopped with it: no server is left on the database
-    until_sync(lambda: gone(engine))
+    # the engine it started stopped with it: no server is left on the database
     assert engines_on(bees_home / "data" / "temporal.db") == []
     assert engine_json(bees_home) is None
     rows = json.loads(bees("status", "--json").stdout)["items"]
@@ -112,6 +110,30 @@ def test_kill_9_of_bees_run_leaves_no_agent_and_the_next_run_takes_over(
     assert bees("status").stderr == ""
     assert checks(bees)["bees run"] == {"check": "bees run", "ok": False, "state": "not_running"}
     assert list((bees_home / "data" / "stages").iterdir()) == []
+
+
+def test_kill_9_of_bees_run_stops_its_engine(bees: BeesRunner, bees_home: Path,
+                                             leftovers: list[int]) -> None:
+    """The dev server dies with the ``bees run`` that started it (``PR_SET_PDEATHSIG``): a
+    ``kill -9`` leaves no server serving the database with parent pid 1; the next
+    ``bees run`` starts its own."""
+    first = start_bees(bees_home, "run")
+    leftovers.append(first.pid)
+    until_sync(lambda: (engine_json(bees_home) or {}).get("pid"), cap=120)
+    engine = int(engine_json(bees_home)["pid"])  # type: ignore[index, arg-type]
+    leftovers.append(engine)
+    assert psutil.Process(engine).ppid() == first.pid
+
+    first.kill()
+    first.wait(timeout=10)
+    until_sync(lambda: gone(engine), "the engine outlived the bees run that started it")
+    assert engines_on(bees_home / "data" / "temporal.db") == []
+
+    second = bees("run", "--exit-when-idle", timeout=180)
+    assert second.returncode == 0, second.stderr
+    started = [line for line in run_lines(second.stderr) if line.startswith("engine ")]
+    assert len(started) == 1 and started[0].startswith("engine started at "), started
+    assert engines_on(bees_home / "data" / "temporal.db") == []
 
 
 def test_a_server_left_on_the_database_is_stopped_before_a_new_one_starts(
@@ -152,6 +174,52 @@ def test_a_server_left_on_the_database_is_stopped_before_a_new_one_starts(
             stop_engine(data, server)
     assert engines_on(db) == []
     assert not (data / "engine.json").exists()
+
+
+def test_a_server_whose_bees_run_died_is_stopped_not_adopted(tmp_path: Path) -> None:
+    """``engine.json`` names a live, answering server and the ``bees run`` it dies with, which
+    is gone: the server is stopping on its parent-death signal, so the next start waits for
+    it to stop and starts its own instead of adopting a dying one."""
+    from bees_cli.engine.server import answers, free_port, temporal_binary
+    from bees_cli.machine.processes import mark_of
+
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "temporal.db"
+    port = free_port()
+    left = subprocess.Popen(
+        [str(temporal_binary()), "server", "start-dev", "--headless", "--db-filename", str(db),
+         "--ip", "127.0.0.1", "--port", str(port), "--http-port", str(free_port()),
+         "--metrics-port", str(free_port()), "--log-level", "error"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_mark = mark_of(dead.pid)
+    dead.wait()
+    server: EngineServer | None = None
+    try:
+        until_sync(lambda: answers(f"127.0.0.1:{port}"))
+        mark = mark_of(left.pid)
+        assert mark is not None and dead_mark is not None
+        (data / "engine.json").write_text(json.dumps(
+            {"address": f"127.0.0.1:{port}", "pid": left.pid, "started": mark.started,
+             "version": "x", "parent": dead_mark.model_dump()}))
+        said: list[str] = []
+        server = ensure_engine(data, say=said.append)
+        left.wait(timeout=15)
+        assert said == [f"stopping engine process {left.pid}: a server left on {db} by a "
+                        "bees run that stopped without cleanup"]
+        assert (server.started, server.adopted) == (True, False)
+        assert engines_on(db) == [server.pid]
+        assert engine_json(tmp_path)["parent"] == {  # type: ignore[index]
+            "pid": os.getpid(), "started": mark_of(os.getpid()).started}  # type: ignore[union-attr]
+    finally:
+        if left.poll() is None:
+            left.kill()
+            left.wait()
+        if server is not None:
+            stop_engine(data, server)
+    assert engines_on(db) == []
 
 
 def test_engines_on_reads_only_dev_servers_of_that_database(tmp_path: Path) -> None:

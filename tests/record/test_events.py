@@ -190,3 +190,33 @@ def test_a_fact_another_computer_recorded_names_it() -> None:
     unknown = parse_event("piece_merged", {"piece": "p-2"}, at="t", computer="maya-laptop")
     assert unknown.render() == '[maya-laptop] piece_merged {"piece": "p-2"}'
     assert parse_event_json(unknown.to_json()) == unknown
+
+
+def test_an_answer_from_a_persons_ran_claims_no_exit_code() -> None:
+    """``bees approve --ran`` journals that the action ran; nothing recorded its exit code or
+    output, so the history line does not claim one."""
+    event = parse_event("action_answered", {
+        "action": "mail.send", "digest": SHA, "attempt": 2, "exit_code": 0,
+        "ran_at": "2025-01-06T10:01:00Z", "person_said": True}, at="2025-01-06T10:02:00Z",
+        stage="Send", round=1)
+    assert event.render() == (
+        "Send round 1: mail.send (attempt 2) answered from the journal: it ran at "
+        "2025-01-06T10:01:00Z, as a person said (bees approve --ran; no exit code or output "
+        "recorded); not run again")
+
+
+def test_confirming_a_run_journals_it_as_a_persons_word(tmp_path: Any) -> None:
+    from bees_cli.agents.action_call import ActionCallInput
+    from bees_cli.record.local import LocalRecord
+    from bees_cli.usecases.action_journal import confirmed
+
+    record = LocalRecord(tmp_path / "record.db")
+    record.add_item(id="01JH3QX5Z8KZ2W4M6N8P0R2T4V", process="p", title="t", workspace="/w",
+                    run_folder=str(tmp_path / "run"), input="", stage="Send")
+    call = ActionCallInput(item_id="01JH3QX5Z8KZ2W4M6N8P0R2T4V", stage="Send", agent="sender",
+                           action="mail.send", attempt=2)
+    intent = {"seq": 1, "attempt": 1, "at": "2025-01-06T10:01:00Z"}
+    confirmed(record, call, "send", intent, 1)
+    [fact] = [e for e in record.events("01JH3QX5Z8KZ2W4M6N8P0R2T4V")
+              if e.kind == "action_answered"]
+    assert "as a person said" in fact.typed().render()

@@ -32,6 +32,8 @@ from bees_cli.cli.json_models.base import (
 from bees_cli.cli.json_models.cloud import (
     AppOut,
     CloudStatusOut,
+    LoginOut,
+    LogoutOut,
     PersonAddOut,
     PersonRevokeOut,
     RunnerAddOut,
@@ -169,6 +171,8 @@ __all__ = [
     "TeamAddOut",
     "PersonRevokeOut",
     "CloudStatusOut",
+    "LoginOut",
+    "LogoutOut",
     "AppOut",
     "PersonAddOut",
     "RunnerAddOut",

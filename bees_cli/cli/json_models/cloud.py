@@ -6,6 +6,25 @@ from bees_cli.cli.json_models.base import ErrorBody, Out
 from bees_cli.record.views import UtcTime
 
 
+class LoginOut(Out):
+    """``bees login``: the URL the token is stored for; ``checked`` False with
+    ``--no-check`` (then ``person`` and ``team`` are None); the token's ``person`` and
+    ``team`` as the server says; this computer's person before, and whether it changed."""
+
+    url: str
+    checked: bool
+    person: str | None
+    team: str | None
+    person_before: str | None
+    person_changed: bool
+
+
+class LogoutOut(Out):
+    """``bees logout``: ``signed_out`` False when no token was stored."""
+
+    signed_out: bool
+
+
 class TeamAddOut(Out):
     """``bees cloud team add``: the team, whether this call created it (False: it existed),
     and the server URL or the database URL it was added on (the other is None)."""

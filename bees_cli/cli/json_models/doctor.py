@@ -43,11 +43,15 @@ class DoctorCheck(Part):
     ``token_from``, ``person``, ``team``; ``clock``: ``skew_seconds``, ``measured``;
     ``time zones``: ``tz_version``, ``tz_source``; ``workspace``: ``path``, ``from_env``;
     ``folder NAME``: ``folder``, ``link``, ``path``, ``env``; ``add-on NAME``: ``addon``,
-    ``missing``; ``shared record``: ``last_sync``; ``refused changes``: ``refused``. A check
-    that failed on an error has its ``error`` code, ``message`` and ``hint``."""
+    ``missing``; ``agent NAME``: ``agent``, ``url`` (a model agent's server; one that does
+    not answer is a ``warning``, ``error`` ``model_unreachable``); ``shared record``:
+    ``last_sync``; ``refused changes``: ``refused``. A check that failed on an error has its
+    ``error`` code, ``message`` and ``hint``."""
 
     check: str
     ok: bool
+    warning: bool | None = _opt("True on a check that did not pass but does not fail the "
+                                "doctor (``agent NAME``: its model server does not answer).")
     error: str | None = _opt("The error's code when the check failed on one.")
     message: str | None = _opt("The error's one-line message.")
     hint: str | None = _opt("What to do next (lost items: `bees retry ITEM`).")
@@ -59,7 +63,8 @@ class DoctorCheck(Part):
     lost: int | None = _opt("How many items are lost.")
     items: list[LostItem] | None = _opt("The lost items.")
     configured: bool | None = _opt("A Bees Cloud is configured on this computer.")
-    url: str | None = _opt("Bees Cloud's URL.")
+    url: str | None = _opt("Bees Cloud's URL; for ``agent NAME``, its model's base URL.")
+    agent: str | None = _opt("The model agent whose server was asked.")
     url_from: str | None = _opt("Where the URL comes from: ``saved`` or ``BEES_CLOUD_URL``.")
     token_from: str | None = _opt("Where the token comes from: ``saved`` or ``BEES_TOKEN``.")
     person: str | None = _opt("Who Bees Cloud says is signed in.")
@@ -113,7 +118,7 @@ class ProcessCheck(Part):
 
 
 class DoctorOut(Out):
-    """``bees doctor``: ``ok`` when every check passed (exit 1 otherwise)."""
+    """``bees doctor``: ``ok`` when every check passed but warnings (exit 1 otherwise)."""
 
     ok: bool
     computer: str
