@@ -112,12 +112,14 @@ async def doctor(request: Request) -> Response:
 async def team(request: Request) -> Response:
     """``GET /team``: every computer of the team: this one (its items under way from its
     record, whether ``bees run`` runs), then the others from the shared record (what each
-    runs, when it was last heard from)."""
+    runs, when it was last heard from), then the team's runners as the last sync heard them
+    (issue 27, point 4: their pool, what each runs, silent for how long)."""
     import asyncio
 
     from bees_cli.app.views import ComputerView, item_list, team_view
     from bees_cli.record.listing import team_computers
     from bees_cli.record.states import Status
+    from bees_cli.usecases.runner_words import kept_runner_lines
 
     app = state_of(request)
     under_way = sorted(s for s in Status if s not in (Status.DONE, Status.CANCELLED,
@@ -126,6 +128,7 @@ async def team(request: Request) -> Response:
         view = await app.bees.status(mine=True, limit=50, statuses=under_way)
         others = await asyncio.to_thread(team_computers, app.bees.record.path,
                                          skip=app.bees.computer.machine_id)
+        runners = await asyncio.to_thread(kept_runner_lines, app.bees.record.path)
     except BeesError as error:
         return error_page(request, error)
     here = app.bees.computer.computer
@@ -134,4 +137,5 @@ async def team(request: Request) -> Response:
                       heard="bees run is running" if view.bees_run
                       else "bees run is not running", under_way=len(mine.rows) + mine.more,
                       running=mine.rows)
-    return page(request, "team.html", {"computers": team_view(me, others)})
+    return page(request, "team.html", {"computers": team_view(me, others), "runners": [
+        (line.split(":", 1)[0], line) for line in runners]})

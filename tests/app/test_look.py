@@ -126,3 +126,20 @@ def test_an_empty_list_says_what_to_do(client: TestClient) -> None:
             "schedule fire.") in client.get("/items").text
     assert "Nothing waits for you: no approval and no stopped item." in client.get(
         "/items?show=waiting").text
+
+
+def test_the_team_view_shows_each_runner_as_the_last_sync_heard_it(
+        client: TestClient, computer: Computer) -> None:
+    alone = client.get("/team").text
+    assert ('<p class="empty" data-testid="runners-none">No runners in this team.' in alone)
+    SharedRecord(computer.record_path).set_meta(runners=json.dumps({
+        "server_time": "2026-12-01T10:12:00Z", "runners": [
+            {"name": "runner-1", "pool": "build", "heard_at": "2026-12-01T10:11:50Z",
+             "retired_at": None, "running": ["01JH3QX5Z8"]},
+            {"name": "runner-2", "pool": "build", "heard_at": "2026-12-01T10:00:00Z",
+             "retired_at": None, "running": []}]}))
+    html = client.get("/team").text
+    assert re.findall(r'<li data-runner="([\w-]+)">([^<]+)</li>', html) == [
+        ("runner-1", "runner-1: pool build, runs 01JH3QX5Z8, heard 10 s ago"),
+        ("runner-2", "runner-2: pool build, runs nothing, silent for 12 min")]
+    assert 'data-testid="runners-none"' not in html
