@@ -92,10 +92,12 @@ BeesRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def bees(bees_home: Path) -> BeesRunner:
+def bees(request: pytest.FixtureRequest, bees_home: Path) -> BeesRunner:
     """Run ``python -m bees_cli ARGS`` on the isolated computer, in this process
     (:func:`tests.support.inprocess.run_entry`: the same exit code, stdout and stderr as the
-    subprocess, without a new interpreter's imports each time).
+    subprocess, without a new interpreter's imports each time). In the integration folders
+    it is :func:`bees_process`'s real process: there ``bees run`` and its like hold signal
+    handlers, logging and an event loop of their own, which a test's thread cannot host.
 
     Call as ``bees("validate", str(path), cwd=..., env={...})``; returns the completed
     process with text ``stdout`` and ``stderr`` (never raises on a non-zero exit). A test
@@ -103,6 +105,10 @@ def bees(bees_home: Path) -> BeesRunner:
     command) uses :func:`bees_process`.
     """
     from tests.support.inprocess import run_entry
+
+    if request.node.get_closest_marker("integration") is not None:
+        runner: BeesRunner = request.getfixturevalue("bees_process")
+        return runner
 
     def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 120, input: str | None = None  # noqa: A002 - stdin's text

@@ -186,7 +186,7 @@ def test_openapi_lists_the_admin_api(server: ServerProcess) -> None:
     document = httpx.get(f"{server.url}/openapi.json").json()
     admin_paths = {path for path in document["paths"] if path.startswith("/v1/admin/")}
     assert admin_paths == {"/v1/admin/teams", "/v1/admin/people", "/v1/admin/people/revoke",
-                           "/v1/admin/runners"}
+                           "/v1/admin/runners", "/v1/admin/runners/retire"}
 
 
 def test_db_for_offline_work_wins_over_the_environment(bees: BeesRunner, tmp_path: Path) -> None:

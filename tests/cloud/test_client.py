@@ -246,7 +246,7 @@ def test_both_clients_offer_the_same_calls_with_the_same_parameters() -> None:
     assert sorted(sync) == [
         "call", "claim_key", "claim_owner", "get_owner", "held_keys", "key_disagreements",
         "leave_offer", "list_owners", "make_offer", "me", "offers", "owner_history", "pull",
-        "pull_all", "push", "release_owner",
-        "repair_owner", "report_key_item", "server_time", "skew",
+        "pull_all", "push", "release_owner", "repair_owner", "report_key_item", "runner_heard",
+        "runners", "server_time", "skew",
     ]  # fmt: skip
     assert all(inspect.iscoroutinefunction(getattr(AsyncCloudClient, name)) for name in async_)

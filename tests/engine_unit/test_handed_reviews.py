@@ -4,7 +4,7 @@ stopped review's count starts again, the comments go along."""
 from __future__ import annotations
 
 from bees_cli.engine.models import ItemState, ReviewRounds
-from bees_cli.engine.workflow_gate import FAILED, RUNNING, STOPPED
+from bees_cli.engine.workflow_state import FAILED, RUNNING, STOPPED
 from bees_cli.engine.workflows import ItemWorkflow
 from bees_cli.moves import Phase
 
