@@ -173,7 +173,8 @@ async def test_a_person_hands_an_item_to_a_pool_and_one_eligible_runner_finishes
             }
             assert f"runner-1: left {item}: secret MAIL_TOKEN not set" in one.log()
             shown = laptop.bees("offers").stdout.splitlines()
-            assert shown[1:] == [
+            # the reasons in the order the runners left it, which of the two looked first
+            assert sorted(shown[1:]) == [
                 "  runner-1: secret MAIL_TOKEN not set on this runner: it refuses rather than "
                 "run with another key",
                 f"  runner-2: cannot continue item {item} here: run folder shared: not linked "
