@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest_asyncio
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -41,6 +43,17 @@ async def worker(dev_env: WorkflowEnvironment, space: Space,
         yield running
 
 
+async def last_heartbeat(handle: WorkflowHandle[Any, Any]) -> float:
+    """When the server last heard the running stage's heartbeat (s since the epoch; 0: never)."""
+    pending = (await handle.describe()).raw_description.pending_activities
+    return pending[0].last_heartbeat_time.ToSeconds() if pending else 0.0
+
+
+async def changed(handle: WorkflowHandle[Any, Any], seen: float) -> bool:
+    """Whether a heartbeat newer than ``seen`` reached the server."""
+    return await last_heartbeat(handle) > seen
+
+
 async def test_relinquish_as_the_stage_finishes_stops_before_the_next_stage(
         dev_env: WorkflowEnvironment, space: Space, record: LocalRecord, worker: Worker,
         tmp_path: Path) -> None:
@@ -53,10 +66,15 @@ async def test_relinquish_as_the_stage_finishes_stops_before_the_next_stage(
                                AsyncRecord(record), Computer.load()) == 1
     handle = dev_env.client.get_workflow_handle(item.id)
     await wait.until(lambda: "holding Draft" in space.lines(), lambda: f"{space.lines()}")
+    # the SDK sends a stage's heartbeats (and so learns of a cancel) at most every 8 s (0.8 of
+    # the 10 s timeout): relinquish just after one reached the server, so the cancel cannot
+    # reach the agent before it ends (started at any other moment, the race is a coin toss)
+    seen = await last_heartbeat(handle)
+    await wait.until(lambda: changed(handle, seen), "Draft never heartbeat", every=0.02)
 
     relinquishing = asyncio.ensure_future(asyncio.to_thread(relinquish_item, item.id))
     # the relinquish was accepted and Draft's cancel asked: the agent ends at once, well
-    # before its next heartbeat (sent every 8 s at most: 0.8 of the 10 s timeout) says so
+    # before its next heartbeat says so
     async def cancel_asked() -> bool:
         assert not relinquishing.done()
         return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
