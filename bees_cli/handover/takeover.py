@@ -18,9 +18,9 @@ only for what follows, :func:`judge` lets the continue go on:
 1. **files present but not listed** (regular files only) are the retired runner's unfinished
    work: not refused. After the claim they are moved, never deleted, into
    ``RUN/retired/RUNNER-YYYYMMDDTHHMMSSZ/`` (the runner's name and when it was retired),
-   each keeping its path (:func:`set_aside`), and the ``continued`` fact of the item's
-   history says where and how many. So the stage restarts from the top with the saved files
-   only, and nothing is lost;
+   each keeping its path (:func:`set_aside`; what is under ``retired/`` already stays), and
+   the ``continued`` fact of the item's history says where and how many. So the stage
+   restarts from the top with the saved files only, and nothing is lost;
 2. **the journal's copy** (``journal/actions.jsonl``, append-only) stays where it is: when the
    checkpoint lists it, it may only have grown (the listed bytes are exactly its beginning);
    when it does not, it is kept as it is. Its open intents are then held as "may already
@@ -137,7 +137,8 @@ def judge(folder: Path, verification: Verification, takeover: Takeover) -> Judge
     Returns:
         The problems that still refuse (each naming its file, as in any continue), and the
         unlisted files to set aside: every regular file not listed, but the journal's copy
-        and what an earlier try of this takeover set aside already, sorted.
+        and what is under ``retired/`` already (set aside by an earlier try of this
+        takeover, or by an earlier one), sorted.
     """
     document = verification.checkpoint or {}
     files = document.get("files")
@@ -150,10 +151,10 @@ def judge(folder: Path, verification: Verification, takeover: Takeover) -> Judge
         if p.code not in WAIVED_EXTRAS
         and not (p.code in GROWN and p.path == JOURNAL and journal is not None
                  and _grown(folder, journal))]
-    ours = takeover.aside + "/"
+    kept = ASIDE_DIR + "/"  # set aside already (an earlier try, an earlier retire): stays
     leftovers = sorted(rel for rel in scan_folder(folder).files
                        if nfc(rel) not in listed and nfc(rel) != JOURNAL
-                       and not rel.startswith(ours))
+                       and not rel.startswith(kept))
     return Judged(problems, leftovers)
 
 
@@ -169,10 +170,11 @@ def set_aside(folder: Path, leftovers: list[str], takeover: Takeover) -> Path | 
         return None
     aside = folder / takeover.aside
     for rel in leftovers:
-        target = aside / rel
+        target = base = aside / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():  # moved by an earlier try that stopped; keep both
-            target = target.with_name(target.name + ".again")
+        again = 1
+        while os.path.lexists(target):  # never over another file: keep both
+            target, again = base.with_name(f"{base.name}.{again}"), again + 1
         os.rename(folder / rel, target)
     return aside
 

@@ -50,6 +50,11 @@ def test_the_retired_runners_unfinished_work_is_set_aside_and_its_journal_kept(
     # a continue that stopped after the move and runs again leaves what it moved in place
     again = judge(folder, verify_checkpoint(folder), TAKEOVER)
     assert (again.problems, again.leftovers) == ([], [])
+    # and a file of the same path moved there before is never overwritten
+    make_run(folder, {"logs/Draft-r1-a2.stdout": b"second\n"})
+    set_aside(folder, ["logs/Draft-r1-a2.stdout"], TAKEOVER)
+    assert {p.name: p.read_bytes() for p in (aside / "logs").iterdir()} == {
+        "Draft-r1-a2.stdout": b"half\n", "Draft-r1-a2.stdout.1": b"second\n"}
 
 
 def test_a_changed_listed_file_a_rewritten_journal_or_an_extra_symlink_still_refuses(
