@@ -28,6 +28,11 @@ back (``BEES_HOME``, ``BEES_TEMPORAL_ADDRESS``) for ``bees action`` and ``bees d
 BEES_WITHHELD: frozenset[str] = frozenset({"BEES_TOKEN"})
 """``BEES_*`` variables never handed to a child: the person's Bees Cloud token."""
 
+SIGN_IN_HALF = "BEES_CLOUD_URL"
+"""Withheld too when the token is set in the environment (a runner signs in by both): a
+child's own ``bees`` given the URL without the token refuses to start ("BEES_CLOUD_URL is
+set but no token is"), so a runner's agent could not run ``bees action`` (issue 27)."""
+
 
 def child_environment(environ: Mapping[str, str], declared: Iterable[str] = (), *,
                       bees: bool = True) -> dict[str, str]:
@@ -40,10 +45,12 @@ def child_environment(environ: Mapping[str, str], declared: Iterable[str] = (), 
 
     Returns:
         name → value: each of :data:`BASE_VARIABLES`, each ``BEES_*`` (with ``bees``; never
-        :data:`BEES_WITHHELD`) and each declared name that is set in ``environ``; nothing
-        else, so never a model's API key unless the child itself declared it.
+        :data:`BEES_WITHHELD`, nor :data:`SIGN_IN_HALF` with the token set) and each
+        declared name that is set in ``environ``; nothing else, so never a model's API key
+        unless the child itself declared it.
     """
     wanted = set(BASE_VARIABLES) | set(declared)
+    withheld = BEES_WITHHELD | ({SIGN_IN_HALF} if BEES_WITHHELD & environ.keys() else set())
     return {name: value for name, value in environ.items()
             if name in wanted or (bees and name.startswith(BEES_PREFIX)
-                                  and name not in BEES_WITHHELD)}
+                                  and name not in withheld)}

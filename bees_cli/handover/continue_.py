@@ -39,7 +39,7 @@ retry``, ``approve`` and ``bees action`` address the item by its id as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +49,7 @@ from bees_cli.handover.next_run import continued_title as continued_title
 from bees_cli.handover.next_run import next_attempts as next_attempts
 from bees_cli.handover.next_run import previous_outputs as previous_outputs
 from bees_cli.handover.relinquish import main_restart
+from bees_cli.handover.takeover import Takeover, offered_back
 from bees_cli.machine.computer import Computer
 from bees_cli.record.states import Status
 
@@ -115,6 +116,7 @@ class _Expected:
     source: str
     kind: Literal["cloud", "kept", "digest"] = "digest"
     by: str | None = None  # the computer that released it (cloud)
+    takeover: Takeover | None = None  # released by retiring a runner (handover/takeover.py)
 
 
 def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
@@ -127,6 +129,8 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
             owner = api.get_owner(item_id)
             if owner is not None and owner.held and owner.machine_id == here.machine_id:
                 owner = _claimed_by_an_unfinished_continue(api, owner)
+            takeover = (offered_back(api, owner) if owner is not None and not owner.held
+                        else None)
         if owner is None:
             raise NotFound(f"item {item_id} has no owner in Bees Cloud",
                            hint="`bees status` lists the team's items")
@@ -147,7 +151,8 @@ def _expected(here: Computer, item_id: str, digest: str | None) -> _Expected:
             raise Refused(f"--digest {digest.strip()} does not match the checkpoint SHA-256 "
                           f"released to Bees Cloud by {owner.computer_name} ({released})")
         return _Expected(released, dict(owner.release.restart_stages),
-                         f"released by {owner.computer_name}", "cloud", owner.computer_name)
+                         f"released by {owner.computer_name}", "cloud", owner.computer_name,
+                         takeover)
     if digest is not None:
         return _Expected(digest, None, "--digest")
     kept = kept_handover(here.record_path.parent, item_id)
@@ -200,7 +205,7 @@ def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected
     if not from_dir.is_dir():
         raise NotFound(f"not a folder: {from_dir}")
     source = from_dir.resolve()
-    _verified(item_id, source, expected, progress)
+    _verified(item_id, source, replace(expected, takeover=None), progress)  # a copy: strict
     from bees_cli.machine.paths import run_folder_of
 
     dest = run_folder_of(_run_root(here, item_id, workspace_path), item_id)
@@ -224,7 +229,8 @@ def say_copied(item_id: str, source: Path, copied: Copied, say: Say) -> None:
 def _verified(item_id: str, folder: Path, expected: _Expected,
               progress: Progress | None) -> Any:
     """Step 3: verify ``folder``'s checkpoint and files against what is expected; return the
-    :class:`~bees_cli.handover.checkpoint.Verification`.
+    :class:`~bees_cli.handover.checkpoint.Verification`; on an item offered back by a
+    retire, :func:`~bees_cli.handover.takeover.judge` decides what still refuses.
 
     Raises:
         DigestDisagrees: the checkpoint file is not the released (or kept) one.
@@ -257,6 +263,12 @@ def _verified(item_id: str, folder: Path, expected: _Expected,
             message += (f" (the folder has {plural(len(others), 'other problem')} too: "
                         f"bees checkpoint verify {folder} lists them)")
         raise DigestDisagrees(message, hint=hint)
+    if expected.takeover is not None:
+        from bees_cli.handover.takeover import judge
+
+        judged = judge(folder, result, expected.takeover)
+        result = replace(result, ok=not judged.problems, problems=judged.problems,
+                         leftovers=judged.leftovers)
     result.raise_if_invalid()
     return result
 
@@ -343,7 +355,8 @@ def prepare_continue(item_id: str, *, from_dir: Path | None = None, digest: str 
     but the ``--from`` copy (undone when refused).
 
     Returns:
-        ``{"item", "folder", "checkpoint", "sha256", "restart", "snapshot", "copied"}``;
+        ``{"item", "folder", "checkpoint", "sha256", "restart", "snapshot", "takeover",
+        "leftovers", "copied"}`` (``takeover``, ``leftovers``: :mod:`~.takeover`);
         ``copied`` (:class:`~bees_cli.handover.adopt.Copied`, None without ``--from``) is
         undone here when a check refuses, by the caller when the claim does.
 
@@ -402,7 +415,8 @@ def _checked(here: Computer, item_id: str, folder: Path, expected: _Expected,
         raise Refused(f"cannot continue item {item_id} here: " + "; ".join(check.reasons),
                       hint="the item stays free; fix this and run bees continue again")
     return {"item": item_id, "folder": folder, "checkpoint": checkpoint,
-            "sha256": result.sha256, "restart": restart, "snapshot": snapshot}
+            "sha256": result.sha256, "restart": restart, "snapshot": snapshot,
+            "takeover": expected.takeover, "leftovers": result.leftovers}
 
 
 def claim_here(here: Computer, item_id: str) -> int | None:

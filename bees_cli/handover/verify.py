@@ -6,7 +6,7 @@ import os
 import stat
 from collections.abc import Callable, Generator
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -72,6 +72,8 @@ class Verification:
         total_bytes: bytes actually read from the listed files.
         document: the checkpoint as a validated :class:`CheckpointDocument`, or None when
             it could not be read, parsed or validated.
+        leftovers: files a continue sets aside after its claim (relative paths): only on
+            an item offered back by a retire (:mod:`bees_cli.handover.takeover`), else empty.
     """
 
     ok: bool
@@ -81,6 +83,7 @@ class Verification:
     files: int
     total_bytes: int
     document: CheckpointDocument | None = None
+    leftovers: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"ok", "sha256", "files", "total_bytes", "problems"}`` (CLI ``--json``)."""

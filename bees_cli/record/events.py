@@ -275,12 +275,23 @@ class Continued(EventBase):
     journal: int | None = None
     pieces: int | None = None
     run: int | None = None
+    retired_runner: str | None = None
+    """Set when the item was offered back by retiring this runner (handover/takeover.py)."""
+    set_aside: str | None = None
+    """Where the retired runner's unfinished work was moved in the run folder (relative)."""
+    set_aside_files: int | None = None
 
     def render(self) -> str:
         run = f" as run {self.run}" if self.run is not None else ""
-        return self.where() + (f"continued here{run} from {self.from_computer or '?'}; "
-                               f"restarts at {restarts(self.restart_stages)}; checkpoint "
-                               f"{self.checkpoint_sha256[:12]} ({self.files} files)")
+        text = (f"continued here{run} from {self.from_computer or '?'}; "
+                f"restarts at {restarts(self.restart_stages)}; checkpoint "
+                f"{self.checkpoint_sha256[:12]} ({self.files} files)")
+        if self.retired_runner is not None:
+            text += f"; offered back by retiring {self.retired_runner}"
+            if self.set_aside is not None:
+                text += (f": its unfinished work ({self.set_aside_files} files) kept in "
+                         f"{self.set_aside}/ of the run folder")
+        return self.where() + text
 
 
 class UnknownEvent(EventBase):

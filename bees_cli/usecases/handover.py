@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import Ambiguous, CloudUnreachable, EngineError, NotFound, Refused
 from bees_cli.handover.continue_ import Continued, Say
+from bees_cli.handover.takeover import continued_words, keep_aside
 from bees_cli.record.events import Continued as ContinuedFact
 
 if TYPE_CHECKING:
@@ -323,12 +324,13 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
                              workspace_path=workspace_path, computer=here, progress=progress)
     item_id, restart, sha256 = ready["item"], ready["restart"], ready["sha256"]
     carried = _carried_and_claimed(here, ready)
+    aside = keep_aside(ready, say)
     if ready["copied"] is not None and from_dir is not None:  # said once the copy is used
         say_copied(item_id, from_dir, ready["copied"], say)
     say(f"{item_id}: checkpoint {sha256[:12]}… valid; eligible to restart at {restart}")
     record = LocalRecord(here.record_path)
     run = _record_the_run(record, here, ready, carried, title)
-    _seed_history(record, here, ready, carried, run)
+    _seed_history(record, here, ready, carried, run, aside)
     FireLog(here.record_path).set_claim(item_id, "owner" if here.login else "no_cloud",
                                         computer=here.computer, detail=None,
                                         tried=datetime.now(UTC), epoch=carried.epoch)
@@ -426,7 +428,7 @@ def _record_the_run(record: LocalRecord, here: Computer, ready: dict[str, Any],
 
 
 def _seed_history(record: LocalRecord, here: Computer, ready: dict[str, Any],
-                  carried: _Carried, run: int) -> None:
+                  carried: _Carried, run: int, aside: Path | None = None) -> None:
     """Keep what the checkpoint carries in this computer's record: the earlier runs'
     history first, then the journal, the pieces and the ``continued`` fact of this run."""
     from bees_cli.record.story import import_story
@@ -441,5 +443,7 @@ def _seed_history(record: LocalRecord, here: Computer, ready: dict[str, Any],
     record.add_fact(item_id, ContinuedFact(
         stage=ready["restart"], from_computer=checkpoint["computer"], checkpoint_sha256=sha256,
         restart_stages=dict(checkpoint["restart_stages"]), files=len(checkpoint["files"]),
-        journal=len(carried.journal), pieces=len(carried.pieces), run=run),
+        journal=len(carried.journal), pieces=len(carried.pieces), run=run,
+        **continued_words(ready, aside)),
         key=f"continued:{sha256}")
+

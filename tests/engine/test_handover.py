@@ -220,6 +220,16 @@ async def test_continue_refuses_a_wrong_digest_a_changed_file_and_a_missing_fold
         f"Draft/notes.txt: content changed (sha256 {real} expected {listed})"]
     notes.write_bytes(kept)
 
+    # a file not in the checkpoint is refused by any continue but the takeover of an item
+    # offered back by a retire (bees_cli/handover/takeover.py)
+    stray = folder / "logs" / "Draft-r1-a9.stdout"
+    stray.write_bytes(b"not vouched for\n")
+    with pytest.raises(CheckpointInvalid) as extra:
+        await asyncio.to_thread(continue_item, item_id)
+    assert [p.format() for p in extra.value.problems] == [
+        "logs/Draft-r1-a9.stdout: extra file not in the checkpoint"]
+    stray.unlink()
+
     unlink_folder("notes")
     with pytest.raises(Refused) as not_eligible:
         await asyncio.to_thread(continue_item, item_id, workspace_path=space.root)

@@ -21,6 +21,7 @@ from bees_cli.cloud import wire
 from bees_cli.cloud.client import CloudClient
 from bees_cli.cloud.login import Login, save_login
 from bees_cli.errors import CloudRefused, CloudUnauthorized
+from bees_cli.handover.takeover import Takeover, retired_release
 from bees_cli.machine.computer import Computer
 from bees_cli.machine.identity import set_identity
 from bees_cli.record.sync import Syncer
@@ -180,6 +181,12 @@ def test_retire_fences_the_runner_first_then_offers_its_items_back(
         assert released is not None and released.release is not None
         assert (released.epoch, released.release.checkpoint_sha256,
                 released.release.restart_stages) == (2, SHA, {"main": "Draft"})
+        # the next runner knows the release was the retire's (handover/takeover.py), and
+        # that Maya's release before it was not
+        assert retired_release(released, maya.runners().runners) == Takeover(
+            "runner-1", released.release.released_at)
+        [mayas] = [o for o in maya.owner_history(item) if o.epoch == 1]
+        assert retired_release(mayas, maya.runners().runners) is None
         r2.runner_heard("runner-2-m")  # its sync vouches before it claims
         taken = r2.claim_owner(wire.OwnerClaim(item_id=item, machine_id="runner-2-m",
                                                computer_name="runner-2"))
