@@ -94,3 +94,25 @@ def test_the_status_read_opens_one_connection(bees: Bees,
     # the next read on this thread keeps that connection
     again = status_now(bees, limit=50, now=NOW)
     assert (len(made), again) == (1, view)
+
+
+def test_the_status_read_is_one_snapshot(bees: Bees, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a sync's note committed by another process while the rows are read is not half seen:
+    # the warnings are read as of the rows' moment
+    from bees_cli.record import listing
+
+    real = listing.local_page
+
+    def then_a_sync_commits(*args: Any, **kwargs: Any) -> listing.LocalPage:
+        page = real(*args, **kwargs)
+        other = sqlite3.connect(bees.record.path)
+        with other:
+            other.execute("UPDATE sync_meta SET value = '0.0' WHERE key = 'skew'")
+        other.close()
+        return page
+
+    monkeypatch.setattr(listing, "local_page", then_a_sync_commits)
+    view = status_now(bees, limit=50, now=NOW)
+    assert "clock_skew" in [w.code for w in view.warnings]
+    monkeypatch.setattr(listing, "local_page", real)
+    assert "clock_skew" not in [w.code for w in status_now(bees, limit=50, now=NOW).warnings]
