@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SNAPSHOT_NAME = "snapshot.json"
 
@@ -72,7 +75,8 @@ def kept_handover(data: Path, item_id: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[str]:
+def taken_over(record_path: Path, free_rows: list[Any], machine_id: str, *,
+               db: sqlite3.Connection | None = None) -> set[str]:
     """Return the ids of ``free`` items of this record that another computer changed later
     in the shared record (continued elsewhere): ``bees status`` shows the team's row.
 
@@ -85,6 +89,8 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
         record_path: this computer's ``record.db``.
         free_rows: local rows (:class:`~bees_cli.record.local.ItemRow`) whose status is free.
         machine_id: this computer's machine id.
+        db: read through this connection (one read of several parts,
+            :meth:`~bees_cli.record.local.LocalRecord.reading`), not new ones.
     """
     if not free_rows:
         return set()
@@ -93,8 +99,8 @@ def taken_over(record_path: Path, free_rows: list[Any], machine_id: str) -> set[
     from bees_cli.utc import parse_utc
 
     mine = machine_id
-    team = {t.item_id: t for t in SharedRecord(record_path).team()}
-    claims = FireLog(record_path)
+    team = {t.item_id: t for t in SharedRecord(record_path, db=db).team()}
+    claims = FireLog(record_path, db=db)
     moved = set()
     for row in free_rows:
         other = team.get(row.id)

@@ -34,9 +34,10 @@ def _in_thread(method: Callable[Concatenate[LocalRecord, P], T]
 
 class AsyncRecord:
     """One computer's local record, awaited: every public method of :class:`LocalRecord`
-    (but :meth:`~LocalRecord.step` and :meth:`~LocalRecord.close`) under the same name and
-    arguments, each one call of it in a worker thread; :meth:`run` runs a synchronous
-    function of several calls (a :meth:`~LocalRecord.step`) the same way.
+    (but :meth:`~LocalRecord.step`, :meth:`~LocalRecord.reading` and
+    :meth:`~LocalRecord.close`) under the same name and arguments, each one call of it in a
+    worker thread; :meth:`run` runs a synchronous function of several calls (a
+    :meth:`~LocalRecord.step`, a :meth:`~LocalRecord.reading`) the same way.
 
     Args:
         record: the synchronous record (its connections are per thread, so any thread may

@@ -160,10 +160,16 @@ class FireLog:
 
     Args:
         path: the record database (``record.db``); the tables are created when missing.
+        db: read through this connection instead (a read of several parts in one
+            transaction, :meth:`~bees_cli.record.local.LocalRecord.reading`, whose record
+            made the tables): no table is made, and it is only read.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, db: sqlite3.Connection | None = None) -> None:
         self.path = path
+        self._db = db
+        if db is not None:
+            return
         writable = not read_only(path)  # a read-only record is read as it is
         if writable:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,6 +177,15 @@ class FireLog:
             if writable:
                 db.execute("PRAGMA journal_mode=WAL")
             schema.upgrade(db, path)
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection given to read through, else a short one."""
+        if self._db is not None:
+            yield self._db
+            return
+        with connect(self.path) as db:
+            yield db
 
     # -- fires -----------------------------------------------------------------------------
 
@@ -301,7 +316,7 @@ class FireLog:
 
     def claim(self, item_id: str) -> ClaimRow | None:
         """Return the latest claim of ``item_id`` made here, or None."""
-        with connect(self.path) as db:
+        with self._reading() as db:
             row = db.execute("SELECT * FROM claims WHERE item_id = ?", (item_id,)).fetchone()
         return None if row is None else _claim(row)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,8 +46,20 @@ def _marks(values: Sequence[str]) -> str:
     return ", ".join("?" for _ in values)
 
 
+@contextmanager
+def _read(path: Path, db: sqlite3.Connection | None) -> Iterator[sqlite3.Connection]:
+    """Yield ``db`` when given (a read of several parts, one connection:
+    :meth:`~bees_cli.record.local.LocalRecord.reading`), else a short connection to ``path``."""
+    if db is not None:
+        yield db
+        return
+    with storage.opened(path) as opened:
+        yield opened
+
+
 def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
-               statuses: Sequence[str] | None = None, exact: bool = True) -> LocalPage:
+               statuses: Sequence[str] | None = None, exact: bool = True,
+               db: sqlite3.Connection | None = None) -> LocalPage:
     """Return up to ``limit`` rows of the record at ``path`` (every row when None): items
     not done nor cancelled first, then the latest changed; shown oldest id first.
 
@@ -59,6 +72,7 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
         exact: count the rows not shown (``more``); False: ``more`` is 1 when any is left,
             found by reading one row past the limit instead of counting every row (the
             app's list, issue 29 point 1: a count reads the whole index).
+        db: read through this connection (one read of several parts), not a new one.
     """
     terms = [f"id NOT IN ({_marks(hide)})"] if hide else []
     if statuses is not None:
@@ -66,7 +80,7 @@ def local_page(path: Path, *, limit: int | None, hide: Sequence[str] = (),
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
     args = (*hide, *(statuses or ()))
     probe = 0 if exact or limit is None else 1
-    with storage.opened(path) as db:
+    with _read(path, db) as db:
         rows = db.execute(
             f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items{where}"
             f" ORDER BY {ENDED_FIRST}, since DESC, id DESC LIMIT ?",
@@ -99,9 +113,10 @@ def held_what(request: dict[str, Any]) -> str:
     return str(action)
 
 
-def free_rows(path: Path) -> list[ItemRow]:
-    """Return this computer's relinquished (``free``) rows, without their input."""
-    with storage.opened(path) as db:
+def free_rows(path: Path, db: sqlite3.Connection | None = None) -> list[ItemRow]:
+    """Return this computer's relinquished (``free``) rows, without their input (``db``:
+    read through this connection, not a new one)."""
+    with _read(path, db) as db:
         rows = db.execute(f"SELECT {', '.join(SHOWN_COLUMNS)} FROM items WHERE status = ?",
                           (str(Status.FREE),)).fetchall()
     return [ItemRow.from_row(r) for r in rows]
@@ -116,7 +131,8 @@ class TeamPage:
 
 
 def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
-              statuses: Sequence[str] | None = None, exact: bool = True) -> TeamPage:
+              statuses: Sequence[str] | None = None, exact: bool = True,
+              db: sqlite3.Connection | None = None) -> TeamPage:
     """Return up to ``limit`` team rows not held in this computer's record, latest changed
     first (every row when None), as :func:`bees_cli.record.sync.team_row` makes them.
 
@@ -128,6 +144,7 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
             None: any status.
         exact: count the rows not shown; False: ``more`` is 1 when any is left (see
             :func:`local_page`).
+        db: read through this connection (one read of several parts), not a new one.
     """
     from bees_cli.record.shared import TeamItem, team_row
     from bees_cli.utc import from_us
@@ -138,7 +155,7 @@ def team_page(path: Path, *, limit: int | None, show: Sequence[str] = (),
         where += f" AND json_extract(fields, '$.status') IN ({_marks(statuses)})"
     args = (*show, *(statuses or ()))
     probe = 0 if exact or limit is None else 1
-    with storage.opened(path) as db:
+    with _read(path, db) as db:
         rows = db.execute(
             "SELECT item_id, fields, origin_us, machine_id, person FROM team_items"
             f"{where} ORDER BY origin_us DESC, item_id LIMIT ?",

@@ -152,6 +152,36 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
                 self._held.step = None
             db.execute("COMMIT")
 
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Yield this thread's connection inside one read transaction (``BEGIN``, deferred:
+        the snapshot is taken at the first read), and make the record's calls inside (on this
+        thread) read through it; ended at the block's end. Inside a :meth:`step` (or another
+        reading) it joins that transaction.
+
+        Why (issue 29, point 1): ``bees status``'s read (the app's item list) has about
+        fifteen parts (the page, the free rows, the team's, the held approvals, the sync's
+        notes); each on its own short connection cost a connect, a cold page cache and the
+        schema parsed again, and parts could see different commits. Read together they cost
+        one kept connection and see one snapshot. Only for reading: a write inside would
+        have to upgrade the read lock (``SQLITE_BUSY`` when another writer holds it).
+
+        Raises:
+            DiskError: the disk is read-only or full, or the file cannot be opened.
+        """
+        stepping = self._held.step
+        if stepping is not None:
+            yield stepping
+            return
+        with self._connect() as db:
+            db.execute("BEGIN")
+            self._held.step = db
+            try:
+                yield db
+            finally:
+                self._held.step = None
+            db.execute("COMMIT")
+
     def close(self) -> None:
         """Close every thread's connection (none in use); else closed when collected, or at exit."""
         self._held.close()

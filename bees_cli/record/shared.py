@@ -27,6 +27,9 @@ optional fields: old servers and computers keep them as any other field).
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -137,10 +140,16 @@ class SharedRecord:
     Args:
         path: the record database; the local record's tables are made first, then the
             sync tables and triggers.
+        db: read through this connection instead (a read of several parts in one
+            transaction, :meth:`~bees_cli.record.local.LocalRecord.reading`, whose record
+            made the tables): no table is made nor seeded, and it is only read.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, db: sqlite3.Connection | None = None) -> None:
         self.path = path
+        self._db = db
+        if db is not None:
+            return
         LocalRecord(path)  # makes or migrates every table (bees_cli.record.schema)
         with connect(path) as db:
             seeded = db.execute("SELECT value FROM sync_meta WHERE key = 'seeded'").fetchone()
@@ -152,11 +161,20 @@ class SharedRecord:
                 db.execute("INSERT OR REPLACE INTO sync_meta VALUES ('seeded', '1')")
                 db.execute("COMMIT")
 
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection given to read through, else a short one."""
+        if self._db is not None:
+            yield self._db
+            return
+        with connect(self.path) as db:
+            yield db
+
     # -- meta ------------------------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
         """Return one ``sync_meta`` value (``cursor``, ``last_sync``, ``skew``, ``error``)."""
-        with connect(self.path) as db:
+        with self._reading() as db:
             row = db.execute("SELECT value FROM sync_meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row["value"]
 
@@ -238,7 +256,7 @@ class SharedRecord:
 
     def refused(self) -> list[Refusal]:
         """Return the changes Bees Cloud refused and that are still unsent, by item id."""
-        with connect(self.path) as db:
+        with self._reading() as db:
             rows = db.execute("SELECT r.* FROM sync_refused r JOIN sync_outbox o"
                               " ON o.item_id = r.item_id ORDER BY r.item_id").fetchall()
         return [Refusal.model_validate(dict(row)) for row in rows]
@@ -296,7 +314,7 @@ class SharedRecord:
 
     def team(self) -> list[TeamItem]:
         """Return the team's items as last pulled, by item id."""
-        with connect(self.path) as db:
+        with self._reading() as db:
             rows = db.execute("SELECT * FROM team_items ORDER BY item_id").fetchall()
         return [TeamItem(r["item_id"], json.loads(r["fields"]),
                          from_us(r["origin_us"]), r["machine_id"],

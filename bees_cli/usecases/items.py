@@ -199,20 +199,22 @@ def local_status(record: LocalRecord, machine_id: str, *, limit: int | None,
     from bees_cli.record.local import human_since
     from bees_cli.utc import utc_now
 
-    free = free_rows(record.path)
-    moved = sorted(taken_over(record.path, free, machine_id)) if free else []
-    page = local_page(record.path, limit=limit, hide=moved, statuses=statuses, exact=exact)
-    now = utc_now()
-    live = record.live_pieces()  # issue 14: each run's pieces waiting or running
-    rows = [dict(row.to_json(), since_human=human_since(row.since, now),
-                 pieces=live.get(row.id, 0)) for row in page.rows]
-    held = _queued_shown(record, rows, dict(page.held))
-    more = page.more
-    if team:
-        others = team_page(record.path, limit=None if limit is None else max(
-            0, limit - len(rows)), show=moved, statuses=statuses, exact=exact)
-        rows += [dict(r, since_human=r["since"]) for r in others.rows]
-        more += others.more
+    with record.reading() as db:  # one connection, one snapshot (issue 29, point 1)
+        free = free_rows(record.path, db)
+        moved = sorted(taken_over(record.path, free, machine_id, db=db)) if free else []
+        page = local_page(record.path, limit=limit, hide=moved, statuses=statuses,
+                          exact=exact, db=db)
+        now = utc_now()
+        live = record.live_pieces()  # issue 14: each run's pieces waiting or running
+        rows = [dict(row.to_json(), since_human=human_since(row.since, now),
+                     pieces=live.get(row.id, 0)) for row in page.rows]
+        held = _queued_shown(record, rows, dict(page.held))
+        more = page.more
+        if team:
+            others = team_page(record.path, limit=None if limit is None else max(
+                0, limit - len(rows)), show=moved, statuses=statuses, exact=exact, db=db)
+            rows += [dict(r, since_human=r["since"]) for r in others.rows]
+            more += others.more
     return StatusView(rows=rows, more=more, held=held)
 
 
@@ -289,14 +291,16 @@ def status_now(bees: Bees, *, mine: bool = False, limit: int | None = None,
     from bees_cli.usecases.liveness import bees_run_state
     from bees_cli.usecases.status_warnings import status_warning_values, warning_lines
 
-    view = local_status(bees.record, bees.computer.machine_id, limit=limit, team=not mine,
-                        statuses=statuses, exact=exact)
     # issue 12, point 8: a bees run killed with kill -9 is said to be gone
     worker = bees_run_state(bees.computer.data_dir)
     moment = now or datetime.now(UTC)
     values = [StatusWarning(code="bees_run_gone", pid=worker.pid)] \
         if worker.stopped_without_cleanup else []
-    values += status_warning_values(bees.record.path, moment)
+    # one connection and one read transaction for every part (issue 29, point 1)
+    with bees.record.reading() as db:
+        view = local_status(bees.record, bees.computer.machine_id, limit=limit,
+                            team=not mine, statuses=statuses, exact=exact)
+        values += status_warning_values(bees.record.path, moment, db=db)
     lines = warning_lines(values, moment)
     return view.model_copy(update={"warning": "\n".join(lines) or None, "warnings": values,
                                    "bees_run": worker.running})

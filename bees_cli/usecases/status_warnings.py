@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bees_cli.usecases.models import StatusWarning
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 def status_warnings(record_path: Path, now: datetime) -> list[str]:
@@ -17,14 +21,22 @@ def status_warnings(record_path: Path, now: datetime) -> list[str]:
     return warning_lines(status_warning_values(record_path, now), now)
 
 
-def status_warning_values(record_path: Path, now: datetime) -> list[StatusWarning]:
+def status_warning_values(record_path: Path, now: datetime, *,
+                          db: sqlite3.Connection | None = None) -> list[StatusWarning]:
     """Return what ``bees status`` warns about as machine values (``bees status --json``;
     :func:`warning_lines` words them), the shared record opened once: the clock skew, each
-    kind of refused change, old team rows."""
+    kind of refused change, old team rows.
+
+    Args:
+        record_path: this computer's ``record.db``.
+        now: this computer's clock (UTC), for the age of the team rows.
+        db: read through this connection (``bees status``'s one read,
+            :meth:`~bees_cli.record.local.LocalRecord.reading`), not new ones.
+    """
     from bees_cli.record.shared import SharedRecord
     from bees_cli.record.sync_notes import is_stale, skews
 
-    shared = SharedRecord(record_path)
+    shared = SharedRecord(record_path, db=db)
     found: list[StatusWarning] = []
     skew = shared.skew
     if skew is not None and skews(skew):
