@@ -44,7 +44,7 @@ def _run(args: list[str]) -> None:
 
         sys.stdout.write(f"bees {__version__}\n")
         return
-    if args and args[0] in ("status", "validate"):
+    if args and args[0] in ("status", "validate", "item", "checkpoint"):
         from bees_cli.cli.quick import run as run_quick
 
         code = run_quick(args)
