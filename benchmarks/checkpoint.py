@@ -8,7 +8,8 @@ each a fresh process but the second:
 
 * ``bees checkpoint verify DIR --digest SHA256``: the command as a person runs it (start-up
   included; ``--bees``, default the ``bees`` beside this interpreter; run from the
-  temporary folder, so an installed Bees is imported as installed);
+  temporary folder, so an installed Bees is imported as installed); ``--base-bees PATH`` adds
+  another one (main's, say) to the same rounds, for before/after figures from one run;
 * ``verify_checkpoint`` in this process (the hashing alone, for reference);
 * ``openssl dgst -sha256`` over the same files (the floor).
 
@@ -81,6 +82,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds (default 7, >= 5)")
     parser.add_argument("--bees", default=str(Path(sys.executable).parent / "bees"),
                         help="the bees command to time (default: beside this interpreter)")
+    parser.add_argument("--base-bees",
+                        help="another bees command (e.g. main's, non-editable) timed in the "
+                        "same rounds, as 'base: bees checkpoint verify'")
     parser.add_argument("--files", type=int, default=FILES, help=f"files (default {FILES})")
     parser.add_argument("--quick", action="store_true",
                         help="one round over 100 files (a smoke run)")
@@ -106,25 +110,33 @@ def main() -> int:
             if not result.ok:
                 raise SystemExit(f"benchmark folder did not verify: {result.problems[:3]}")
 
-        def command() -> None:
-            subprocess.run([args.bees, "checkpoint", "verify", str(root), "--digest",
+        def command(bees: str = args.bees) -> None:
+            subprocess.run([bees, "checkpoint", "verify", str(root), "--digest",
                             info.sha256], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+
+        def base_command() -> None:
+            command(args.base_bees)
 
         def dgst() -> None:
             subprocess.run([openssl, "dgst", "-sha256", *paths], cwd=root, check=True,
                            stdout=subprocess.DEVNULL)
 
         load = os.getloadavg()[0]
-        samples = interleaved({"bees checkpoint verify": command,
-                               "verify_checkpoint": verify,
+        sides: dict[str, Callable[[], object]] = {"bees checkpoint verify": command}
+        if args.base_bees:
+            sides["base: bees checkpoint verify"] = base_command
+        samples = interleaved({**sides, "verify_checkpoint": verify,
                                "openssl dgst -sha256": dgst}, args.rounds)
     megabytes = info.total_bytes / 1e6
     print(f"folder: {info.files:,} files, {info.total_bytes:,} bytes; "
           f"{args.rounds} interleaved rounds, median (min–max); load {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores")
     for name, times in samples.items():
-        print(f"{name:<23} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s")
-    for name, goal in (("bees checkpoint verify", 0.8), ("verify_checkpoint", 1.0)):
+        print(f"{name:<29} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s")
+    goals = [("bees checkpoint verify", 0.8), ("verify_checkpoint", 1.0)]
+    if args.base_bees:
+        goals.insert(1, ("base: bees checkpoint verify", 0.8))
+    for name, goal in goals:
         ratios = [theirs / ours for ours, theirs in
                   zip(samples[name], samples["openssl dgst -sha256"], strict=True)]
         print(f"throughput {name} / openssl: {statistics.median(ratios):.2f} "
