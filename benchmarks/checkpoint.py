@@ -16,13 +16,17 @@ each a fresh process but the second:
 All read from a warm page cache, one warm-up each, then N rounds (default 7) interleaved so
 machine noise hits them alike. Prints each side's median and spread (min–max), the load,
 and the throughput ratios openssl time / side time in the same round (≥ 1.0 means as fast
-as openssl; issue 29's goal for the command: ≥ 0.8). It measures; it asserts nothing.
+as openssl; issue 29's goal for the command: ≥ 0.8), and the same in CPU time (user +
+system of the child, or of this process for the in-process call), which says where a
+command's time goes on a loaded machine: a process waits for a core about in proportion to
+the CPU it needs. It measures; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,21 +56,38 @@ def make_folder(root: Path, files: int = FILES) -> list[str]:
     return paths
 
 
-def seconds(action: Callable[[], object]) -> float:
-    """Wall time of one run of ``action``, in seconds."""
-    start = time.perf_counter()
+CPU: dict[str, list[float]] = {}
+"""Side -> CPU seconds (user + system) of each timed run: of the child process for a command,
+of this process (every thread) for the in-process call; filled by :func:`interleaved`."""
+
+
+def _cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def seconds(action: Callable[[], object]) -> tuple[float, float]:
+    """Wall time and CPU time (this process and the children it waited for) of one run of
+    ``action``, in seconds."""
+    cpu, start = _cpu_now(), time.perf_counter()
     action()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_now() - cpu
 
 
 def interleaved(sides: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Run each side once to warm up, then ``rounds`` times in turn; return the seconds."""
+    """Run each side once to warm up, then ``rounds`` times in turn; return the seconds (the
+    CPU seconds go to :data:`CPU`)."""
     for action in sides.values():
         action()
     samples: dict[str, list[float]] = {name: [] for name in sides}
+    for name in sides:
+        CPU[name] = []
     for _ in range(rounds):
         for name, action in sides.items():
-            samples[name].append(seconds(action))
+            wall, cpu = seconds(action)
+            samples[name].append(wall)
+            CPU[name].append(cpu)
     return samples
 
 
@@ -132,15 +153,19 @@ def main() -> int:
           f"{args.rounds} interleaved rounds, median (min–max); load {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores")
     for name, times in samples.items():
-        print(f"{name:<29} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s")
+        print(f"{name:<29} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s; "
+              f"CPU {spread(CPU[name])}")
     goals = [("bees checkpoint verify", 0.8), ("verify_checkpoint", 1.0)]
     if args.base_bees:
         goals.insert(1, ("base: bees checkpoint verify", 0.8))
     for name, goal in goals:
         ratios = [theirs / ours for ours, theirs in
                   zip(samples[name], samples["openssl dgst -sha256"], strict=True)]
+        cpu = [theirs / ours for ours, theirs in
+               zip(CPU[name], CPU["openssl dgst -sha256"], strict=True)]
         print(f"throughput {name} / openssl: {statistics.median(ratios):.2f} "
-              f"({min(ratios):.2f}–{max(ratios):.2f}) per round; goal >= {goal}")
+              f"({min(ratios):.2f}–{max(ratios):.2f}) per round; goal >= {goal}; "
+              f"in CPU {statistics.median(cpu):.2f} ({min(cpu):.2f}–{max(cpu):.2f})")
     return 0
 
 
