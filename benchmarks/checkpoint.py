@@ -8,20 +8,25 @@ each a fresh process but the second:
 
 * ``bees checkpoint verify DIR --digest SHA256``: the command as a person runs it (start-up
   included; ``--bees``, default the ``bees`` beside this interpreter; run from the
-  temporary folder, so an installed Bees is imported as installed);
+  temporary folder, so an installed Bees is imported as installed); ``--base-bees PATH`` adds
+  another one (main's, say) to the same rounds, for before/after figures from one run;
 * ``verify_checkpoint`` in this process (the hashing alone, for reference);
 * ``openssl dgst -sha256`` over the same files (the floor).
 
 All read from a warm page cache, one warm-up each, then N rounds (default 7) interleaved so
 machine noise hits them alike. Prints each side's median and spread (min–max), the load,
 and the throughput ratios openssl time / side time in the same round (≥ 1.0 means as fast
-as openssl; issue 29's goal for the command: ≥ 0.8). It measures; it asserts nothing.
+as openssl; issue 29's goal for the command: ≥ 0.8), and the same in CPU time (user +
+system of the child, or of this process for the in-process call), which says where a
+command's time goes on a loaded machine: a process waits for a core about in proportion to
+the CPU it needs. It measures; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -51,21 +56,38 @@ def make_folder(root: Path, files: int = FILES) -> list[str]:
     return paths
 
 
-def seconds(action: Callable[[], object]) -> float:
-    """Wall time of one run of ``action``, in seconds."""
-    start = time.perf_counter()
+CPU: dict[str, list[float]] = {}
+"""Side -> CPU seconds (user + system) of each timed run: of the child process for a command,
+of this process (every thread) for the in-process call; filled by :func:`interleaved`."""
+
+
+def _cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def seconds(action: Callable[[], object]) -> tuple[float, float]:
+    """Wall time and CPU time (this process and the children it waited for) of one run of
+    ``action``, in seconds."""
+    cpu, start = _cpu_now(), time.perf_counter()
     action()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_now() - cpu
 
 
 def interleaved(sides: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Run each side once to warm up, then ``rounds`` times in turn; return the seconds."""
+    """Run each side once to warm up, then ``rounds`` times in turn; return the seconds (the
+    CPU seconds go to :data:`CPU`)."""
     for action in sides.values():
         action()
     samples: dict[str, list[float]] = {name: [] for name in sides}
+    for name in sides:
+        CPU[name] = []
     for _ in range(rounds):
         for name, action in sides.items():
-            samples[name].append(seconds(action))
+            wall, cpu = seconds(action)
+            samples[name].append(wall)
+            CPU[name].append(cpu)
     return samples
 
 
@@ -81,6 +103,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds (default 7, >= 5)")
     parser.add_argument("--bees", default=str(Path(sys.executable).parent / "bees"),
                         help="the bees command to time (default: beside this interpreter)")
+    parser.add_argument("--base-bees",
+                        help="another bees command (e.g. main's, non-editable) timed in the "
+                        "same rounds, as 'base: bees checkpoint verify'")
     parser.add_argument("--files", type=int, default=FILES, help=f"files (default {FILES})")
     parser.add_argument("--quick", action="store_true",
                         help="one round over 100 files (a smoke run)")
@@ -106,29 +131,41 @@ def main() -> int:
             if not result.ok:
                 raise SystemExit(f"benchmark folder did not verify: {result.problems[:3]}")
 
-        def command() -> None:
-            subprocess.run([args.bees, "checkpoint", "verify", str(root), "--digest",
+        def command(bees: str = args.bees) -> None:
+            subprocess.run([bees, "checkpoint", "verify", str(root), "--digest",
                             info.sha256], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+
+        def base_command() -> None:
+            command(args.base_bees)
 
         def dgst() -> None:
             subprocess.run([openssl, "dgst", "-sha256", *paths], cwd=root, check=True,
                            stdout=subprocess.DEVNULL)
 
         load = os.getloadavg()[0]
-        samples = interleaved({"bees checkpoint verify": command,
-                               "verify_checkpoint": verify,
+        sides: dict[str, Callable[[], object]] = {"bees checkpoint verify": command}
+        if args.base_bees:
+            sides["base: bees checkpoint verify"] = base_command
+        samples = interleaved({**sides, "verify_checkpoint": verify,
                                "openssl dgst -sha256": dgst}, args.rounds)
     megabytes = info.total_bytes / 1e6
     print(f"folder: {info.files:,} files, {info.total_bytes:,} bytes; "
           f"{args.rounds} interleaved rounds, median (min–max); load {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores")
     for name, times in samples.items():
-        print(f"{name:<23} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s")
-    for name, goal in (("bees checkpoint verify", 0.8), ("verify_checkpoint", 1.0)):
+        print(f"{name:<29} {spread(times)}  {megabytes / statistics.median(times):,.0f} MB/s; "
+              f"CPU {spread(CPU[name])}")
+    goals = [("bees checkpoint verify", 0.8), ("verify_checkpoint", 1.0)]
+    if args.base_bees:
+        goals.insert(1, ("base: bees checkpoint verify", 0.8))
+    for name, goal in goals:
         ratios = [theirs / ours for ours, theirs in
                   zip(samples[name], samples["openssl dgst -sha256"], strict=True)]
+        cpu = [theirs / ours for ours, theirs in
+               zip(CPU[name], CPU["openssl dgst -sha256"], strict=True)]
         print(f"throughput {name} / openssl: {statistics.median(ratios):.2f} "
-              f"({min(ratios):.2f}–{max(ratios):.2f}) per round; goal >= {goal}")
+              f"({min(ratios):.2f}–{max(ratios):.2f}) per round; goal >= {goal}; "
+              f"in CPU {statistics.median(cpu):.2f} ({min(cpu):.2f}–{max(cpu):.2f})")
     return 0
 
 

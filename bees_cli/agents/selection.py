@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bees_cli.machine.connections import AddonConnection
 from bees_cli.why import AddonMissing, Reason, SkippedAgent
-from bees_cli.workspace.models import Agent, Stage
+
+if TYPE_CHECKING:  # types only: `bees item show` reads picks without the workspace's models
+    from bees_cli.workspace.models import Agent, Stage
 
 REASON_ITEM = "named on the item"
 REASON_DEFAULT = "workspace default"

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from bees_cli.usecases.bees import Bees
     from bees_cli.usecases.item_details import ItemDetails
-    from bees_cli.usecases.models import CreatedItem, TeamItemDetails
+    from bees_cli.usecases.models import CreatedItem
 
 item_app = typer.Typer(
     name="item", help="Work items: create one, show one, watch one live.", no_args_is_help=True,
@@ -192,60 +192,17 @@ def item_show(
 
     Example: bees item show 01JH3
     """
-    from bees_cli.usecases.models import TeamItemDetails
+    from bees_cli.cli.quick import item_show as show
 
-    # blocking, no event loop; the JSON models only for --json (issue 29, point 3)
-    found = bees_here().item_details_now(item)
-    if isinstance(found, TeamItemDetails):
-        _team_item_show(found, as_json)
-        return
-    if as_json:
-        from bees_cli.cli import json_models as out
-
-        out.emit(out.ItemShowOut.of(found.to_json()))
-        return
-    echo_item(found)
+    show(item, as_json=as_json)
 
 
 def echo_item(found: ItemDetails) -> None:
-    """Print ``bees item show``'s text of an item of this computer on stdout: its row, run
-    folder and logs, each model stage's use, its pieces, then its history (the story)."""
-    from bees_cli.record.views import ItemShow
-    from bees_cli.text import printable
-    from bees_cli.utc import utc_now
+    """Print ``bees item show``'s text of an item of this computer on stdout
+    (:func:`bees_cli.cli.quick.echo_item`)."""
+    from bees_cli.cli.quick import echo_item as echo
 
-    details = ItemShow.of(found.to_json())
-    row = details.item
-
-    def echo(line: str) -> None:
-        # text from the record (a title, a reason, an agent's words) may hold control
-        # characters another computer let in: never sent to the terminal raw
-        typer.echo(printable(line))
-
-    echo(f"item        {row.item_id}  {row.title}")
-    echo(f"process     {row.process}")
-    echo(f"stage       {row.stage}")
-    echo(f"status      {details.status_words(utc_now())}")
-    echo(f"agent       {row.agent or '-'}")
-    echo(f"since       {display_utc(parse_utc(row.since))} ({found.since_human})")
-    echo(f"created     {display_utc(parse_utc(row.created))} on {row.created_on or '-'}")
-    echo(f"run folder  {row.run_folder}")
-    echo(f"engine log  {details.engine_log}")
-    for log in details.logs:
-        echo(f"log         {log}")
-    for used in details.models:
-        cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
-        echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
-             f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
-    if details.pieces:
-        from bees_cli.record.views import piece_tree
-
-        echo("pieces")
-        for line in piece_tree(details.pieces):
-            echo(line)
-    echo("history")
-    for event in details.events():
-        echo(f"  {display_utc(parse_utc(event.at))}  {event.render()}")
+    echo(found)
 
 
 @item_app.command("watch", short_help="Follow an item live until it is done or fails.")
@@ -298,26 +255,6 @@ def _watch_text(seen: Any) -> str:
         return (f"{'model':>20}  {used.stage}: {used.model}, {used.turns} turns, "
                 f"{used.tokens_in} tokens in, {used.tokens_out} out")
     return f"{seen.outcome:>20}  {seen.text} (exit {seen.exit_code})"
-
-
-def _team_item_show(team: TeamItemDetails, as_json: bool) -> None:
-    """Render a team item another computer runs: its team row and where it runs."""
-    if as_json:
-        from bees_cli.cli import json_models as out
-
-        data = team.to_json()
-        out.emit(out.TeamItemShow.model_validate({"item_id": data["id"], **{
-            key: value for key, value in data.items() if key not in out.DISPLAY_KEYS}}))
-        return
-    from bees_cli.text import printable
-
-    for line in (f"item        {team.id}  {team.title or '-'}",
-                 f"process     {team.process or '-'}", f"stage       {team.stage or '-'}",
-                 f"status      {team.status_text}", f"agent       {team.agent or '-'}",
-                 f"since       {team.since}",
-                 f"runs on     {team.computer} ({team.person}); not on this computer"):
-        typer.echo(printable(line))  # another computer's words: never sent raw
-    typer.echo("(its team row in the shared record; history and logs are on that computer)")
 
 
 AllOpt = Annotated[bool, typer.Option(

@@ -1,6 +1,7 @@
 """The ``bees`` console entry point: the root's ``--help`` and ``--version``, and the usual lines
-of ``bees status`` and ``bees validate`` (:mod:`bees_cli.cli.quick`), answered without
-importing typer; anything else goes to the typer app (:mod:`bees_cli.cli.main`)."""
+of ``bees status``, ``bees validate``, ``bees item show`` and ``bees checkpoint verify``
+(:mod:`bees_cli.cli.quick`), answered without importing typer; anything else goes to the typer
+app (:mod:`bees_cli.cli.main`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ def run() -> None:
     """Run ``bees`` with ``sys.argv``: ``bees --help``/``-h`` (or ``bees help``) prints the
     root's help, ``bees help TOPIC`` a topic (:mod:`bees_cli.cli.topics`),
     ``bees --version`` the version at the cost of a bare interpreter (issue 16, point 4:
-    ``--help`` within 3× ``python -c pass``), ``status`` and ``validate`` go through
-    :func:`bees_cli.cli.quick.run` when it takes their line; every other command line
+    ``--help`` within 3× ``python -c pass``), ``status``, ``validate``, ``item show`` and
+    ``checkpoint verify`` go through :func:`bees_cli.cli.quick.run` when it takes their line
+    (issue 29, point 3); every other command line
     runs the typer app. A reader of its output that went away ends any of them quietly
     with 141 (:func:`bees_cli.cli.pipes.closed_pipe_ends_quietly`)."""
     try:
@@ -44,7 +46,7 @@ def _run(args: list[str]) -> None:
 
         sys.stdout.write(f"bees {__version__}\n")
         return
-    if args and args[0] in ("status", "validate"):
+    if args and args[0] in ("status", "validate", "item", "checkpoint"):
         from bees_cli.cli.quick import run as run_quick
 
         code = run_quick(args)

@@ -117,9 +117,81 @@ def test_the_quick_path_answers_with_items_and_a_broken_home(tmp_path: Path,
     (["status", "--limit", "5"], {}),
     (["status", "extra"], {}),
     (["--debug", "status"], {}),
+    (["item", "show"], {}),
+    (["item", "show", "01JH3ABC", "extra"], {}),
+    (["item", "show", "--help"], {}),
+    (["item", "show", "01JH3ABC", "--nope"], {}),
+    (["item", "show", "--", "01JH3ABC"], {}),
+    (["item", "show", "-x"], {}),
+    (["item", "watch", "01JH3ABC"], {}),
+    (["item"], {}),
+    (["checkpoint", "verify"], {}),
+    (["checkpoint", "verify", "-h"], {}),
+    (["checkpoint", "verify", "d", "--digest"], {}),
+    (["checkpoint", "verify", "d", "--digest", "--json"], {}),
+    (["checkpoint", "verify", "d", "--digest="], {}),
+    (["checkpoint", "verify", "d", "--digest", "a", "--digest", "b"], {}),
+    (["checkpoint", "verify", "d", "e"], {}),
+    (["checkpoint", "verify", ""], {}),
+    (["checkpoint"], {}),
+    (["item", "show", "01JH3ABC"], {"_BEES_COMPLETE": "complete_bash"}),
 ])
 def test_other_lines_go_to_typer(args: list[str], env: dict[str, str]) -> None:
     assert parse(args, env) is None
+
+
+def _checkpointed(root: Path) -> tuple[Path, str]:
+    """A run folder with a checkpoint of one file; its checkpoint's SHA-256."""
+    from datetime import UTC, datetime
+
+    from bees_cli.handover.checkpoint import write_checkpoint
+
+    folder = root / "run"
+    (folder / "Draft").mkdir(parents=True)
+    (folder / "Draft" / "notes.md").write_text("notes\n")
+    info = write_checkpoint(folder, item_id="i", workspace="w", process_digest="p",
+                            restart_stages={"main": "Draft"}, computer="c",
+                            machine_id="0" * 32, journal=[], now=datetime.now(UTC))
+    return folder, info.sha256
+
+
+def test_item_show_and_checkpoint_verify_answer_as_typer_does(tmp_path: Path,
+                                                              bees_home: Path) -> None:
+    """The read-only commands issue 29 point 3 starts without typer: every line the quick
+    path takes answers with typer's stdout, stderr and exit code."""
+    created = run_entry(["item", "create", "weekly-report", "-w", WS, "--title", "Week 49"])
+    assert created.returncode == 0, created.stderr
+    (item,) = re.findall(r"^[0-9A-Z]{26}$", created.stdout, re.MULTILINE)
+    folder, digest = _checkpointed(tmp_path)
+    (tmp_path / "tampered").mkdir()
+    tampered, other = _checkpointed(tmp_path / "tampered")
+    (tampered / "Draft" / "notes.md").write_text("changed\n")
+    (tmp_path / "plain").mkdir()
+    lines = [
+        ["item", "show", item], ["item", "show", item, "--json"],
+        ["item", "show", "--json", item.lower()[:8]], ["item", "show", f" {item[:6]} "],
+        ["item", "show", "01JH3ABCDEFG"], ["item", "show", "01JH3ABCDEFG", "--json"],
+        ["item", "show", "0"],  # an id too short: refused as typer's parser refuses it
+        ["item", "show", "0", "--json"], ["item", "show", "no/such"],
+        ["checkpoint", "verify", str(folder)],
+        ["checkpoint", "verify", str(folder), "--digest", digest],
+        ["checkpoint", "verify", f"--digest={digest}", str(folder), "--json"],
+        ["checkpoint", "verify", str(folder), "--digest", "0" * 64],
+        ["checkpoint", "verify", str(folder), "--digest", "0" * 64, "--json"],
+        ["checkpoint", "verify", str(folder), "--digest", "abc"],
+        ["checkpoint", "verify", str(tampered), "--digest", other],
+        ["checkpoint", "verify", str(tampered), "--json"],
+        ["checkpoint", "verify", str(tmp_path / "plain")],
+        ["checkpoint", "verify", str(tmp_path / "nowhere"), "--json"],
+    ]
+    for args in lines:
+        assert parse(args, {}) is not None, args
+        quick, typer = _both(args, {}, tmp_path)
+        assert (quick.returncode, _aged(quick.stdout), quick.stderr) == (
+            typer.returncode, _aged(typer.stdout), typer.stderr), args
+    shown = _both(["item", "show", item], {}, tmp_path)[0]
+    assert (shown.returncode, shown.stdout.splitlines()[0]) == (
+        0, f"item        {item}  Week 49")
 
 
 def test_parse_gives_the_command_keywords() -> None:
