@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from bees_cli.agents.action_call import ActionRunner
 from bees_cli.engine.activities import BeesActivities
@@ -24,6 +25,31 @@ if TYPE_CHECKING:
     from bees_cli.engine.schedules import FireActivities
 
 Starter = Callable[[str], Awaitable[int]]
+
+WORKFLOW_MODULES = (
+    "bees_cli.engine.fire_workflow", "bees_cli.engine.model_loop", "bees_cli.engine.pieces",
+    "bees_cli.engine.stage_check", "bees_cli.engine.workflow_checks",
+    "bees_cli.engine.workflow_gate", "bees_cli.engine.workflow_memory",
+    "bees_cli.engine.workflow_policies", "bees_cli.engine.workflow_state",
+    "bees_cli.engine.workflow_waits", "bees_cli.engine.workflows")
+"""Bees' workflow code, passed through the worker's sandbox (issue 29, point 4).
+
+The sandbox would otherwise execute these modules again for every run (temporalio's
+``workflow.defn`` checks of each workflow class, ``inspect``-heavy): about a third of an item's
+CPU with no-op stages. Passed through, they are imported once, with the worker. What that
+gives up: isolation of module state between runs (these modules keep none: constants,
+functions and classes; each run's state is its workflow object's) and the sandbox's proxies of
+restricted modules inside their code (``time``, ``random``, ``datetime.now``…; the sandbox's
+builtins restrictions still apply). Those checks still run on the same code where histories
+replay: ``tests/engine/test_replay.py`` replays every saved history under the full sandbox.
+"""
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """Return the sandbox Bees' worker runs workflows in: Temporal's default restrictions,
+    :data:`WORKFLOW_MODULES` passed through."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*WORKFLOW_MODULES))
 
 
 class BeesWorker(Worker):
@@ -89,6 +115,7 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         models=models,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
+        workflow_runner=workflow_runner(),
         activities=(activities.all() + fires.all()
                     + HandoverActivities(record, computer, mcp_sessions).all()
                     + models.all() + pieces.all()),
