@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
@@ -43,6 +46,27 @@ restricted modules inside their code (``time``, ``random``, ``datetime.now``…;
 builtins restrictions still apply). Those checks still run on the same code where histories
 replay: ``tests/engine/test_replay.py`` replays every saved history under the full sandbox.
 """
+
+
+@cache
+def build_id() -> str:
+    """Return this worker's build id: ``bees-VERSION-DIGEST``, DIGEST the first 16 hex digits
+    of the SHA-256 of the sources of :data:`WORKFLOW_MODULES` (so it changes with the
+    workflow code).
+
+    temporalio's default reads the code of every module loaded (``load_default_build_id``:
+    over a thousand in ``bees run``, about a third of a second of a worker's start; issue 29,
+    point 4). Bees uses no worker versioning; the id only names the build in the engine.
+    """
+    from bees_cli import __version__
+
+    digest = hashlib.sha256()
+    for name in WORKFLOW_MODULES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        with open(spec.origin, "rb") as source:
+            digest.update(source.read())
+    return f"bees-{__version__}-{digest.hexdigest()[:16]}"
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -116,6 +140,7 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
         workflow_runner=workflow_runner(),
+        build_id=build_id(),
         activities=(activities.all() + fires.all()
                     + HandoverActivities(record, computer, mcp_sessions).all()
                     + models.all() + pieces.all()),

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from types import CodeType
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import _worker
 
 from bees_cli.engine import worker
 from bees_cli.engine.client import EngineGateway
@@ -78,3 +80,18 @@ def test_every_engine_module_of_workflow_code_is_passed_through() -> None:
                          ("workflow", "pieces", "model_loop", "stage_check", "fire_workflow"))}
     assert sorted(workflow_code) == sorted(worker.WORKFLOW_MODULES)
     assert set(worker.WORKFLOW_MODULES) <= worker.workflow_runner().restrictions.passthrough_modules
+
+
+async def test_the_worker_names_its_build_without_hashing_every_loaded_module(
+        dev_env: WorkflowEnvironment, record: LocalRecord,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """temporalio's default build id reads the code of every module in ``sys.modules`` (a
+    third of a second as ``bees run`` starts); Bees names its build from its workflow code."""
+    def hashing(**_: object) -> str:
+        raise AssertionError("the default build id hashed every loaded module")
+
+    monkeypatch.setattr(_worker, "load_default_build_id", hashing)
+    made = worker.make_worker(dev_env.client, "bees-build-id-test", record,
+                              computer=Computer.load())
+    assert made.config()["build_id"] == worker.build_id()
+    assert worker.build_id().startswith("bees-")
