@@ -95,3 +95,15 @@ async def test_the_worker_names_its_build_without_hashing_every_loaded_module(
                               computer=Computer.load())
     assert made.config()["build_id"] == worker.build_id()
     assert worker.build_id().startswith("bees-")
+
+
+def test_the_worker_imports_no_http_client_until_bees_cloud_is_asked() -> None:
+    """``bees run`` on a computer without Bees Cloud reaches its first stage without
+    ``httpx`` (and the ``rich`` console httpx's own command line imports): ~0.1 s of CPU."""
+    import subprocess
+
+    code = ("import sys; import bees_cli.engine.worker, bees_cli.agents.mcp_sessions; "
+            "print(sorted(m for m in ('httpx', 'rich.console') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
