@@ -181,3 +181,5 @@ if __name__ == "__main__":
     for tree in trees.values():
         byte_compile(tree)
     asyncio.run(main(1 if options.quick else options.rounds, trees))
+    sys.stdout.flush()
+    os._exit(0)  # as engine.py: the engine's native threads may crash a finalizing interpreter
