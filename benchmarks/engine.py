@@ -28,10 +28,9 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 
-from temporalio import activity, workflow
+from engine_floor import ThreeActivities, noop  # this folder (the script's) is on sys.path
 
 PROCESS = """\
 stages:
@@ -40,26 +39,6 @@ stages:
   - {name: Three, kind: work, agents: [noop]}
   - {name: Done, kind: done}
 """
-
-
-@activity.defn(name="bench.noop")
-async def noop(_: str) -> str:
-    """A bare activity: returns at once."""
-    return "ok"
-
-
-@workflow.defn(name="bench.three")
-class ThreeActivities:
-    """A bare workflow: three no-op activities in a row, like three stages; started eagerly
-    (``request_eager_start``) as Bees starts items."""
-
-    @workflow.run
-    async def run(self, name: str) -> str:
-        """Run the three activities."""
-        for _ in range(3):
-            await workflow.execute_activity(noop, name,
-                                            start_to_close_timeout=timedelta(seconds=30))
-        return "done"
 
 
 def make_workspace(root: Path) -> None:
@@ -72,13 +51,14 @@ def make_workspace(root: Path) -> None:
 
 
 def byte_compile() -> None:
-    """Write the bytecode of the imported ``bees_cli`` package (``compileall`` writes it even
-    when ``PYTHONDONTWRITEBYTECODE`` is set)."""
+    """Write the bytecode of the imported ``bees_cli`` package and of the floor's module
+    (``compileall`` writes it even when ``PYTHONDONTWRITEBYTECODE`` is set)."""
     import compileall
 
     import bees_cli
 
     compileall.compile_dir(Path(bees_cli.__file__).parent, quiet=1)
+    compileall.compile_file(Path(__file__).with_name("engine_floor.py"), quiet=1)
 
 
 def spread(values: list[float], scale: float = 1.0, unit: str = "") -> str:

@@ -7,8 +7,9 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HELPERS = {"cloud_floors.py"}
-"""Modules of ``benchmarks/`` that are not benchmarks: ``cloud.py`` imports and starts it."""
+HELPERS = {"cloud_floors.py", "bare_worker.py", "engine_floor.py"}
+"""Modules of ``benchmarks/`` that are not benchmarks: ``cloud.py`` imports and starts the
+first, ``run_start.py`` starts the second, ``engine.py`` imports the third (their floors)."""
 
 
 def smoke_list() -> list[str]:

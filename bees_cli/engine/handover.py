@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from bees_cli.cloud.client import cloud_for
 from bees_cli.engine.handover_models import (
     HANDOVER_ACTIVITY,
     MAIN_PIECE,
@@ -202,6 +201,7 @@ class HandoverActivities:
         computer = self.computer
         if computer.login is not None:
             from bees_cli.cloud import wire
+            from bees_cli.cloud.client import cloud_for  # httpx: only when asking the cloud
 
             api = cloud_for(computer, retries=2)
             assert api is not None

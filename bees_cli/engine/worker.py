@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from bees_cli.agents.action_call import ActionRunner
 from bees_cli.engine.activities import BeesActivities
@@ -24,6 +28,52 @@ if TYPE_CHECKING:
     from bees_cli.engine.schedules import FireActivities
 
 Starter = Callable[[str], Awaitable[int]]
+
+WORKFLOW_MODULES = (
+    "bees_cli.engine.fire_workflow", "bees_cli.engine.model_loop", "bees_cli.engine.pieces",
+    "bees_cli.engine.stage_check", "bees_cli.engine.workflow_checks",
+    "bees_cli.engine.workflow_gate", "bees_cli.engine.workflow_memory",
+    "bees_cli.engine.workflow_policies", "bees_cli.engine.workflow_state",
+    "bees_cli.engine.workflow_waits", "bees_cli.engine.workflows")
+"""Bees' workflow code, passed through the worker's sandbox (issue 29, point 4).
+
+The sandbox would otherwise execute these modules again for every run (temporalio's
+``workflow.defn`` checks of each workflow class, ``inspect``-heavy): about a third of an item's
+CPU with no-op stages. Passed through, they are imported once, with the worker. What that
+gives up: isolation of module state between runs (these modules keep none: constants,
+functions and classes; each run's state is its workflow object's) and the sandbox's proxies of
+restricted modules inside their code (``time``, ``random``, ``datetime.now``…; the sandbox's
+builtins restrictions still apply). Those checks still run on the same code where histories
+replay: ``tests/engine/test_replay.py`` replays every saved history under the full sandbox.
+"""
+
+
+@cache
+def build_id() -> str:
+    """Return this worker's build id: ``bees-VERSION-DIGEST``, DIGEST the first 16 hex digits
+    of the SHA-256 of the sources of :data:`WORKFLOW_MODULES` (so it changes with the
+    workflow code).
+
+    temporalio's default reads the code of every module loaded (``load_default_build_id``:
+    over a thousand in ``bees run``, about a third of a second of a worker's start; issue 29,
+    point 4). Bees uses no worker versioning; the id only names the build in the engine.
+    """
+    from bees_cli import __version__
+
+    digest = hashlib.sha256()
+    for name in WORKFLOW_MODULES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        with open(spec.origin, "rb") as source:
+            digest.update(source.read())
+    return f"bees-{__version__}-{digest.hexdigest()[:16]}"
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """Return the sandbox Bees' worker runs workflows in: Temporal's default restrictions,
+    :data:`WORKFLOW_MODULES` passed through."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*WORKFLOW_MODULES))
 
 
 class BeesWorker(Worker):
@@ -89,6 +139,8 @@ def make_worker(client: Client, task_queue: str, record: LocalRecord, *, compute
         models=models,
         task_queue=task_queue,
         workflows=[ItemWorkflow, FireWorkflow, PieceWorkflow],
+        workflow_runner=workflow_runner(),
+        build_id=build_id(),
         activities=(activities.all() + fires.all()
                     + HandoverActivities(record, computer, mcp_sessions).all()
                     + models.all() + pieces.all()),
