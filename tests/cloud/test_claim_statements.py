@@ -197,3 +197,31 @@ def test_a_machine_binding_is_read_again_after_the_cache_bound(
     with pytest.raises(Forbidden):
         storage.claim_owner(maya, owner("c", "laptop"))
     assert storage.claim_owner(sam, owner("c", "laptop")).status == "owner"
+
+
+def test_owner_rows_answer_as_the_checked_wire_models() -> None:
+    from types import SimpleNamespace
+
+    from bees_cli.cloud.server.owners import owner_of
+
+    since = datetime(2025, 1, 6, 9, 0, 0, 123456, tzinfo=UTC)
+    row = SimpleNamespace(
+        item_id="report-1", epoch=2, machine_id="laptop", computer_name="Maya's laptop",
+        email="maya@example.com", since_us=int(since.timestamp() * 1_000_000),
+        released_us=None, restart_stages=None, checkpoint_sha256=None,
+    )
+    held = dict(item_id="report-1", epoch=2, machine_id="laptop",
+                computer_name="Maya's laptop", person="maya@example.com", since=since)
+    assert owner_of(row) == wire.Owner(**held)
+    assert owner_of(row).model_dump_json() == wire.Owner(**held).model_dump_json()
+    released = SimpleNamespace(**{**vars(row), "released_us": row.since_us + 1,
+                                  "restart_stages": '{"a":"Draft"}', "checkpoint_sha256": "f" * 64})
+    release = wire.Release(released_at=datetime(2025, 1, 6, 9, 0, 0, 123457, tzinfo=UTC),
+                           restart_stages={"a": "Draft"}, checkpoint_sha256="f" * 64)
+    checked = wire.Owner(**held, release=release)
+    assert owner_of(released, "sam@example.com") == checked.model_copy(
+        update={"person": "sam@example.com"})
+    assert owner_of(released).model_dump_json() == checked.model_dump_json()
+    answer = wire.OwnerAnswer(status="owner", owner=checked)
+    assert wire.OwnerAnswer.model_construct(
+        status="owner", owner=owner_of(released)).model_dump_json() == answer.model_dump_json()

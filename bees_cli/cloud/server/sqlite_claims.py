@@ -54,10 +54,20 @@ class _Compiled:
         self.fixed = {k: v for k, v in compiled.params.items() if v is not None}
         self.row = namedtuple("Row", columns)  # type: ignore[misc]  # noqa: PYI024
 
-    def run(self, cursor: sqlite3.Cursor, values: dict[str, Any]) -> Any:
-        """Execute with ``values`` (and the fixed ones); return the first row or None."""
-        merged = {**self.fixed, **values}
-        found = cursor.execute(self.sql, [merged[name] for name in self.names]).fetchone()
+    def order(self, names: list[str]) -> Any:
+        """Return ``values(*given)``: the statement's parameters (fixed ones filled in) from
+        values given in the order of ``names``."""
+        spots = [names.index(name) if name in names else None for name in self.names]
+        fixed = [self.fixed.get(name) for name in self.names]
+
+        def values(*given: Any) -> list[Any]:
+            return [fixed[n] if spot is None else given[spot] for n, spot in enumerate(spots)]
+
+        return values
+
+    def run(self, cursor: sqlite3.Cursor, values: list[Any]) -> Any:
+        """Execute with ``values`` (all parameters, in order); return the first row or None."""
+        found = cursor.execute(self.sql, values).fetchone()
         return None if found is None else self.row(*found)
 
 
@@ -81,6 +91,10 @@ class SqliteClaims:
         self._latest = _Compiled(
             owners, OWNER_LATEST, [c.name for c in OWNER_LATEST.selected_columns]
         )
+        self._claim_values = self._claim.order(
+            ["team_id", "item_id", "machine_id", "computer_name", "person_id", "since_us"]
+        )
+        self._latest_values = self._latest.order(["team_id", "item_id"])
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[_Claim] = []
         self._writing = False
@@ -137,8 +151,7 @@ class SqliteClaims:
         db = self.owners.db
         answers = []
         try:
-            with db.transaction() as conn:
-                driver: Any = conn.connection.driver_connection
+            with db.driver_transaction() as driver:
                 cursor = driver.cursor()
                 try:
                     for who, claim, _done in group:
@@ -153,19 +166,14 @@ class SqliteClaims:
         self, cursor: sqlite3.Cursor, who: Principal, claim: wire.OwnerClaim
     ) -> tuple[Any, Any]:
         """One claim's statements, as in :meth:`Owners.claim`: (won row, latest row)."""
-        values = {
-            "team_id": who.team_id,
-            "item_id": claim.item_id,
-            "machine_id": claim.machine_id,
-            "computer_name": claim.computer_name,
-            "person_id": who.person_id,
-        }
-        latest_of = {"team_id": who.team_id, "item_id": claim.item_id}
+        team, item, machine = who.team_id, claim.item_id, claim.machine_id
         for _look in range(CLAIM_LOOKS):
-            won = self._claim.run(cursor, {**values, "since_us": self.owners.db.now_us()})
+            values = self._claim_values(team, item, machine, claim.computer_name,
+                                        who.person_id, self.owners.db.now_us())
+            won = self._claim.run(cursor, values)
             if won is not None:
                 return won, None
-            latest = self._latest.run(cursor, latest_of)
+            latest = self._latest.run(cursor, self._latest_values(team, item))
             if latest is not None and latest.released_us is None:
                 return None, latest
         return None, None
