@@ -115,3 +115,36 @@ async def test_a_runner_claim_takes_the_thread_path(storage: Storage) -> None:
     runner = storage.add_runner("r1", "docs", team)
     storage.people.authenticate_or_refuse(runner)  # the runner's token is kept
     assert await loop.claim(runner, _claim("a", "r1-box")) is None
+
+
+@pytest.mark.postgres
+async def test_a_broken_connection_fails_one_claim_and_is_replaced(postgres_url: str) -> None:
+    import psycopg
+    import sqlalchemy.exc
+
+    storage = Storage(postgres_url)
+    loop = storage.async_claims
+    assert loop is not None
+    try:
+        team = f"broken-{secrets.token_hex(4)}"
+        storage.add_team(team)
+        maya = storage.add_person("maya@example.com", team)
+        storage.claim_owner(maya, _claim("a", "laptop"))
+        storage.claim_owner(maya, _claim("a", "laptop"))  # token and machine kept
+        first = await loop.claim(maya, _claim("b", "laptop"))
+        assert first is not None and first.status == "owner"
+        dsn = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = 'bees-claims'"
+            ).fetchone()
+        assert killed is not None and killed[0] >= 1
+        with pytest.raises(sqlalchemy.exc.OperationalError):
+            await loop.claim(maya, _claim("c", "laptop"))
+        again = await loop.claim(maya, _claim("c", "laptop"))
+        assert again is not None
+        assert (again.status, again.owner.item_id, again.owner.epoch) == ("owner", "c", 1)
+    finally:
+        await loop.close()
+        storage.close()
