@@ -225,3 +225,20 @@ def test_owner_rows_answer_as_the_checked_wire_models() -> None:
     answer = wire.OwnerAnswer(status="owner", owner=checked)
     assert wire.OwnerAnswer.model_construct(
         status="owner", owner=owner_of(released)).model_dump_json() == answer.model_dump_json()
+
+
+def test_a_name_is_refused_for_any_character_of_category_c_and_for_no_other() -> None:
+    import unicodedata
+
+    from bees_cli.cloud.checks import check_name
+
+    # A control, format, surrogate, private-use and unassigned character; then spaces and
+    # separators that are not printable but not of category C; then letters and a symbol.
+    for ch in ["\x01", "\u200b", "\ud800", "\ue000", "\u0378", "\u00a0", "\u2028", "é", "🐝"]:
+        refused = unicodedata.category(ch).startswith("C")
+        try:
+            check_name(f"a{ch}b")
+        except ValueError:
+            assert refused, repr(ch)
+        else:
+            assert not refused, repr(ch)
