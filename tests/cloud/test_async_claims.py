@@ -1,4 +1,4 @@
-"""Owner claims answered from the event loop (PostgreSQL: psycopg's async pool; SQLite: one
+"""Owner claims answered from the event loop (PostgreSQL: async psycopg connections; SQLite: one
 writer thread, claims in groups) answer as the thread path does, or defer to it."""
 
 from __future__ import annotations
