@@ -61,7 +61,11 @@ def check_name(value: str) -> str:
     value = value.strip()
     if not 1 <= len(value) <= 200:
         raise ValueError("names are 1-200 characters")
-    if any(unicodedata.category(ch).startswith("C") for ch in value):
+    # A printable string holds no control, format, surrogate, private or unassigned
+    # character (category C); only the others are looked at one by one.
+    if not value.isprintable() and any(
+        unicodedata.category(ch).startswith("C") for ch in value
+    ):
         raise ValueError("names may not hold control characters")
     return value
 

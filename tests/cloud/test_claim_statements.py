@@ -197,3 +197,48 @@ def test_a_machine_binding_is_read_again_after_the_cache_bound(
     with pytest.raises(Forbidden):
         storage.claim_owner(maya, owner("c", "laptop"))
     assert storage.claim_owner(sam, owner("c", "laptop")).status == "owner"
+
+
+def test_owner_rows_answer_as_the_checked_wire_models() -> None:
+    from types import SimpleNamespace
+
+    from bees_cli.cloud.server.owners import owner_of
+
+    since = datetime(2025, 1, 6, 9, 0, 0, 123456, tzinfo=UTC)
+    row = SimpleNamespace(
+        item_id="report-1", epoch=2, machine_id="laptop", computer_name="Maya's laptop",
+        email="maya@example.com", since_us=int(since.timestamp() * 1_000_000),
+        released_us=None, restart_stages=None, checkpoint_sha256=None,
+    )
+    held = dict(item_id="report-1", epoch=2, machine_id="laptop",
+                computer_name="Maya's laptop", person="maya@example.com", since=since)
+    assert owner_of(row) == wire.Owner(**held)
+    assert owner_of(row).model_dump_json() == wire.Owner(**held).model_dump_json()
+    released = SimpleNamespace(**{**vars(row), "released_us": row.since_us + 1,
+                                  "restart_stages": '{"a":"Draft"}', "checkpoint_sha256": "f" * 64})
+    release = wire.Release(released_at=datetime(2025, 1, 6, 9, 0, 0, 123457, tzinfo=UTC),
+                           restart_stages={"a": "Draft"}, checkpoint_sha256="f" * 64)
+    checked = wire.Owner(**held, release=release)
+    assert owner_of(released, "sam@example.com") == checked.model_copy(
+        update={"person": "sam@example.com"})
+    assert owner_of(released).model_dump_json() == checked.model_dump_json()
+    answer = wire.OwnerAnswer(status="owner", owner=checked)
+    assert wire.OwnerAnswer.model_construct(
+        status="owner", owner=owner_of(released)).model_dump_json() == answer.model_dump_json()
+
+
+def test_a_name_is_refused_for_any_character_of_category_c_and_for_no_other() -> None:
+    import unicodedata
+
+    from bees_cli.cloud.checks import check_name
+
+    # A control, format, surrogate, private-use and unassigned character; then spaces and
+    # separators that are not printable but not of category C; then letters and a symbol.
+    for ch in ["\x01", "\u200b", "\ud800", "\ue000", "\u0378", "\u00a0", "\u2028", "é", "🐝"]:
+        refused = unicodedata.category(ch).startswith("C")
+        try:
+            check_name(f"a{ch}b")
+        except ValueError:
+            assert refused, repr(ch)
+        else:
+            assert not refused, repr(ch)

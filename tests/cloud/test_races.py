@@ -6,6 +6,7 @@ import asyncio
 import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -105,12 +106,22 @@ async def test_one_winner_per_key_and_owner_200_rounds(team: Team) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.postgres
-async def test_one_winner_with_two_server_processes_on_one_postgresql(
-    postgres_url: str, server_factory: Callable[[str], ServerProcess]
+@pytest.mark.parametrize(
+    "database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+async def test_one_winner_with_two_server_processes_on_one_database(
+    database: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    server_factory: Callable[[str], ServerProcess],
 ) -> None:
-    first, second = server_factory(postgres_url), server_factory(postgres_url)
-    admin = Storage(postgres_url, migrate=False)
+    if database == "sqlite":  # two processes' group commits queue on SQLite's file lock
+        url = f"sqlite:///{tmp_path / 'two.db'}"
+        Storage(url).close()
+    else:
+        url = str(request.getfixturevalue("postgres_url"))
+    first, second = server_factory(url), server_factory(url)
+    admin = Storage(url, migrate=False)
     try:
         team = make_team(admin, first.url)
     finally:

@@ -37,6 +37,24 @@ class _Group:
         self.error: BaseException | None = None
 
 
+class _Savepoint:
+    """A savepoint made with plain SQL on the driver's connection (as SQLAlchemy's nested
+    transaction: ``commit`` releases it, ``rollback`` undoes the work done in it)."""
+
+    NAME = "bees_driver"
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
+        driver.execute(f"SAVEPOINT {self.NAME}")
+
+    def commit(self) -> None:
+        self.driver.execute(f"RELEASE {self.NAME}")
+
+    def rollback(self) -> None:
+        self.driver.execute(f"ROLLBACK TO {self.NAME}")
+        self.driver.execute(f"RELEASE {self.NAME}")
+
+
 class GroupCommit:
     """The write transactions of one SQLite database in one process, committed in groups.
 
@@ -71,6 +89,27 @@ class GroupCommit:
         Raises:
             sqlalchemy.exc.OperationalError: the commit that held the work failed.
         """
+        with self._writing(raw=False) as conn:
+            yield conn
+
+    @contextmanager
+    def driver(self) -> Iterator[Any]:
+        """As :meth:`transaction`, but yield the driver's connection (``sqlite3``) inside a
+        savepoint made by plain SQL: for work that runs its own statements on the driver's
+        cursor (:mod:`~bees_cli.cloud.server.sqlite_claims`), without SQLAlchemy's cost per
+        savepoint.
+
+        Raises:
+            sqlalchemy.exc.OperationalError: the commit that held the work failed.
+            sqlite3.Error: the savepoint could not be made or released.
+        """
+        with self._writing(raw=True) as driver:
+            yield driver
+
+    @contextmanager
+    def _writing(self, *, raw: bool) -> Iterator[Any]:
+        """Queue on the lock, run the work in a savepoint of the open transaction, settle the
+        group, and return once it is committed (:meth:`transaction`, :meth:`driver`)."""
         with self._counting:
             self._queued += 1
         try:
@@ -79,7 +118,7 @@ class GroupCommit:
             with self._counting:
                 self._queued -= 1
         try:
-            group, savepoint, conn = self._begin()
+            group, savepoint, conn = self._begin(raw=raw)
             try:
                 yield conn
             except BaseException as failure:
@@ -99,8 +138,9 @@ class GroupCommit:
         if group.error is not None:
             raise group.error
 
-    def _begin(self) -> tuple[_Group, Any, Connection]:
-        """Open the transaction if none is, and a savepoint in it (the lock is held)."""
+    def _begin(self, *, raw: bool = False) -> tuple[_Group, Any, Any]:
+        """Open the transaction if none is, and a savepoint in it (the lock is held); with
+        ``raw``, a plain SQL savepoint on the driver's connection, which is returned."""
         if self._group is None:
             if self._conn is None or self._conn.invalidated or self._conn.closed:
                 self._conn = self.engine.connect()
@@ -113,6 +153,9 @@ class GroupCommit:
         group, conn = self._group, self._conn
         assert conn is not None
         try:
+            if raw:
+                driver = conn.connection.driver_connection
+                return group, _Savepoint(driver), driver
             return group, conn.begin_nested(), conn
         except BaseException as error:
             self._fail(group, error)

@@ -41,6 +41,7 @@ from bees_cli.utc import utc_now
 
 if TYPE_CHECKING:
     from bees_cli.cloud.server.async_claims import AsyncClaims
+    from bees_cli.cloud.server.sqlite_claims import SqliteClaims
 
 __all__ = ["Principal", "Storage", "default_sqlite_url", "metadata"]
 
@@ -90,12 +91,17 @@ class Storage:
         self.records = Records(self.db, self.people, self.machines)
         self.offers = Offers(self.db, self.people, self.machines)
         self.runners = Runners(self.db, self.people, self.machines)
-        self.async_claims: AsyncClaims | None = None
-        """Owner claims on the event loop (PostgreSQL only; :mod:`.async_claims`)."""
+        self.async_claims: AsyncClaims | SqliteClaims | None = None
+        """Owner claims answered from the event loop (PostgreSQL: :mod:`.async_claims`;
+        SQLite: :mod:`.sqlite_claims`)."""
         if self.dialect == "postgresql":
             from bees_cli.cloud.server.async_claims import AsyncClaims
 
             self.async_claims = AsyncClaims(self.owners)
+        else:
+            from bees_cli.cloud.server.sqlite_claims import SqliteClaims
+
+            self.async_claims = SqliteClaims(self.owners)
 
     def close(self) -> None:
         """Close every pooled connection."""
