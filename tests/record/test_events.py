@@ -146,7 +146,8 @@ def test_json_keeps_the_stored_field_names() -> None:
     assert shown == {"kind": "continued", "at": "t", "stage": "Draft", "round": None,
                      "computer": None, "from": "maya-laptop", "checkpoint_sha256": SHA,
                      "restart_stages": {"main": "Draft", "piece-2": "Review"}, "files": 4,
-                     "journal": 1, "pieces": None, "run": 2}
+                     "journal": 1, "pieces": None, "run": 2, "retired_runner": None,
+                     "set_aside": None, "set_aside_files": None}
 
 
 def test_old_rows_read_with_extra_fields_ignored_and_missing_ones_defaulted() -> None:
