@@ -1,4 +1,4 @@
-"""Work items: ``bees item create`` (and ``--wait``), ``bees status``, ``bees item show``."""
+"""Work items: ``bees item create``, ``bees status``, ``bees item show`` (``--wait``: watch)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Reads the local record (history, status, each model stage's transcript) every ``poll``
 seconds; an item another computer runs (or one relinquished to it) is followed in the
-synced shared record, where only its stage and status are known.
+synced shared record, where only its stage and status are known. ``bees item create --wait``
+follows an item here too, and ends with the code ``--until-waiting`` would (:data:`EXIT_OF`).
 """
 
 from __future__ import annotations
