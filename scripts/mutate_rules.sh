@@ -5,8 +5,9 @@
 # with cosmic-ray; not part of CI.
 #
 # Every mutant of a rule's constant or condition must make the tests fail. cosmic-ray makes
-# the mutants of numbers and operators; the set of gated kinds is mutated here by hand (one
-# kind dropped at a time), since cosmic-ray does not mutate set members. Prints each
+# the mutants of numbers and operators; the sets of gated kinds and of statuses that hold a
+# runner's slot (UNDER_WAY) are mutated here by hand (one member dropped at a time), since
+# cosmic-ray does not mutate set members. Prints each
 # survivor and a count; exits 1 when a mutant survives. Takes 10-30 minutes on 2 cores.
 #
 # Excluded (``# pragma: no mutate`` on a def line, or a dataclass field's line of gate.py,
@@ -23,7 +24,9 @@
 # above its bound, and relinquish, verify and continue refusing alike.
 #
 # Usage: scripts/mutate_rules.sh [WORK_DIR] [rules|gate|moves|limits|all]   (default all; run from a clone
-# with .venv installed)
+# with .venv installed). MUTATE_TESTS="-n 0 tests/rules" judges the rules' mutants by those
+# tests alone (about 15 minutes): a quick look at the rules tests/rules covers (the runner
+# rules, the gate's kinds), where a survivor elsewhere may be one only the engine tests kill.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="$PWD/.venv/bin/python"
@@ -39,6 +42,8 @@ LIMITS=bees_cli/handover/limits.py
 # The tests that judge the rules, fastest first so most mutants die in seconds (a survivor
 # costs one run of them all: about 2 minutes on 2 idle cores). Which rule each judges:
 #   tests/rules                        every constant and decision at its boundaries
+#     (tests/rules/test_runner_rules.py: RUNNER_SILENT_AFTER, runner_silent, UNDER_WAY,
+#     runner_room, the runner rules of DESIGN.md, Runners)
 #   tests/schedules/test_times.py      LATE_AFTER through the fire times (is_late)
 #   tests/e2e/test_schedule_registration.py  LATE_AFTER as Temporal's catch-up window
 #   tests/handover/test_limits.py      MAX_FILES, MAX_FILE_BYTES, MAX_TOTAL_BYTES (Limits.problems)
@@ -58,6 +63,7 @@ $FAULTS::test_a_change_stamped_past_the_tolerance_is_refused_then_a_correct_one_
 $FAULTS::test_a_refused_change_stays_in_the_outbox_until_it_can_be_sent \
 tests/e2e/test_fire_race.py tests/engine/test_rules_busy_timing.py tests/engine/test_eligibility.py \
 tests/engine/test_rules.py"
+TESTS="${MUTATE_TESTS:-$TESTS}"
 RUN_TESTS="$PY -m pytest -x -q -p no:cacheprovider $TESTS"
 
 cp "$RULES" "$WORK/rules.py.orig"
@@ -103,21 +109,32 @@ TOML
     survivors=$((survivors + found))
 }
 
-if [ "$WHICH" = all ] || [ "$WHICH" = rules ]; then
-    cosmic_ray rules "$RULES" "$RUN_TESTS"
-
-    echo "== hand-made mutants: one gated kind dropped at a time"
-    for kind in send post delete pay; do
+# drop_each SET TEST_COMMAND MEMBER...: hand-made mutants of the set literal assigned to SET
+# in rules.py, each without one MEMBER (a string); adds its survivors.
+drop_each() {
+    local name=$1 tests=$2 member
+    shift 2
+    echo "== hand-made mutants: one member of $name dropped at a time"
+    for member in "$@"; do
         restore
-        sed -i "s/\"$kind\", //; s/, \"$kind\"//" "$RULES"
-        if grep -q "\"$kind\"" "$RULES"; then echo "could not drop $kind"; exit 2; fi
-        if $RUN_TESTS >"$WORK/gated-$kind.log" 2>&1; then
-            echo "SURVIVED: GATED_KINDS without $kind"; survivors=$((survivors + 1))
+        sed -i "/^$name\b.* = /{s/\"$member\", //; s/, \"$member\"//}" "$RULES"
+        if grep -q "^$name\b.* = .*\"$member\"" "$RULES"; then
+            echo "could not drop $member from $name"; exit 2
+        fi
+        if $tests >"$WORK/$name-$member.log" 2>&1; then
+            echo "SURVIVED: $name without $member"; survivors=$((survivors + 1))
         else
-            echo "killed: GATED_KINDS without $kind"
+            echo "killed: $name without $member"
         fi
     done
     restore
+}
+
+if [ "$WHICH" = all ] || [ "$WHICH" = rules ]; then
+    cosmic_ray rules "$RULES" "$RUN_TESTS"
+
+    drop_each GATED_KINDS "$RUN_TESTS" send post delete pay
+    drop_each UNDER_WAY "$RUN_TESTS" pending starting waiting running
 fi
 
 # ``is`` <-> ``==`` (and ``is not`` <-> ``!=``) between enum members are equivalent

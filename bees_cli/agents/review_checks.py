@@ -120,7 +120,7 @@ def _json_ok(path: Path, name: str, where: str, schema_ref: str | dict[str, Any]
 def _command_ok(check: CommandCheck, run_folder: Path, workspace_root: Path,
                 env: dict[str, str]) -> tuple[bool, str | None]:
     argv = expand_command(list(check.command), str(workspace_root))
-    shown = " ".join(check.command)
+    shown = " ".join(argv)  # as it ran: ${BEES_PYTHON} and ${BEES_WORKSPACE} expanded
     try:
         done = subprocess.run(argv, cwd=run_folder, env=env, capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=check.timeout_seconds,

@@ -11,6 +11,7 @@ from bees_cli.cli.options import JsonOpt
 from bees_cli.cli.output import say
 
 if TYPE_CHECKING:
+    from bees_cli.cli.json_models import PersonAddOut, RunnerAddOut
     from bees_cli.cloud.admin import Target
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -120,6 +121,20 @@ def team_add(
     say(f"team {name} {'created' if created else 'exists already'} on {target.shown}")
 
 
+def _show_token(answer: PersonAddOut | RunnerAddOut, as_json: bool, *, whose: str,
+                use: str) -> None:
+    """Show a new token the one time it is shown: with ``as_json`` the JSON ``answer`` (it
+    holds the token) on stdout; else the token alone on stdout, then on stderr whose it is
+    and ``use``, how to hand it on."""
+    from bees_cli.cli import json_models as out
+
+    if as_json:
+        out.emit(answer)
+        return
+    typer.echo(answer.token)
+    say(f"token for {whose} (shown once; {use})")
+
+
 def person_add(
     email: Annotated[str, typer.Argument(help="The person's email address.")],
     team: TeamOpt,
@@ -138,13 +153,10 @@ def person_add(
 
     target = _target(server, db, admin_token_file, insecure)
     token = add_person(target, email, team)
-    if as_json:
-        out.emit(out.PersonAddOut(email=email.lower(), team=team, token=token,
-                                  server=target.server, database=target.database))
-        return
-    typer.echo(token)
-    say(f"token for {email} in team {team} on {target.shown} (shown once; give it to"
-        " `bees login URL --with-token`)")
+    _show_token(out.PersonAddOut(email=email.lower(), team=team, token=token,
+                                 server=target.server, database=target.database), as_json,
+                whose=f"{email} in team {team} on {target.shown}",
+                use="give it to `bees login URL --with-token`")
 
 
 def person_revoke(
@@ -192,19 +204,15 @@ def runner_add(
 
     Example: bees cloud admin runner add runner-1 --pool build --team acme --server URL
     """
+    from bees_cli.cli import json_models as out
     from bees_cli.cloud.admin import add_runner
 
     target = _target(server, db, admin_token_file, insecure)
     token = add_runner(target, name, pool, team)
-    if as_json:
-        from bees_cli.cli import json_models as out
-
-        out.emit(out.RunnerAddOut(name=name, pool=pool, team=team, token=token,
-                                  server=target.server, database=target.database))
-        return
-    typer.echo(token)
-    say(f"token for runner {name} of pool {pool} in team {team} on {target.shown} (shown once;"
-        " give it to the runner as BEES_TOKEN)")
+    _show_token(out.RunnerAddOut(name=name, pool=pool, team=team, token=token,
+                                 server=target.server, database=target.database), as_json,
+                whose=f"runner {name} of pool {pool} in team {team} on {target.shown}",
+                use="give it to the runner as BEES_TOKEN")
 
 
 def runner_retire(

@@ -99,8 +99,9 @@ def item_create(
         "--folder", metavar="FOLDER", autocompletion=complete_folders,
         help="A folder the item reads (repeatable).")] = None,
     wait: Annotated[bool, typer.Option(
-        "--wait", help="Wait until the item is done (exit 0) or failed / waiting for a "
-        "person (exit 1); while bees run is down it waits for it to start.")] = False,
+        "--wait", help="Wait until the item is done (exit 0), failed (exit 1) or waiting "
+        "for a person (exit 3, as item watch --until-waiting); while bees run is down it "
+        "waits for it to start.")] = False,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", metavar="SECONDS", min=0, help="With --wait: give up after SECONDS "
         "(exit 1). Default: wait as long as it takes.")] = None,

@@ -8,11 +8,10 @@ import textwrap
 EXIT_CODES: list[tuple[int, str]] = [
     (0, "done"),
     (1, "failed: something not found, an I/O error, the engine, Bees Cloud or a model "
-        "failed; `item create --wait`: the item failed or waits for a person; `item watch`: "
-        "the item failed"),
+        "failed; `item create --wait` and `item watch`: the item failed"),
     (2, "bad usage or an invalid workspace (`bees validate` and `bees doctor` agree)"),
     (3, "refused: not the owner, key taken, checkpoint invalid, wrong state; "
-        "`item watch --until-waiting`: the item waits for a person"),
+        "`item create --wait` and `item watch --until-waiting`: the item waits for a person"),
     (130, "interrupted (Ctrl-C); but a Ctrl-C (or SIGTERM) is how `bees run` and `bees app` "
           "are stopped: one that stops cleanly exits 0"),
     (141, "the reader of the output went away (`bees item show \"$ITEM\" | head -1`): the "

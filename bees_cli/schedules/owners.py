@@ -151,11 +151,13 @@ def startable(record: LocalRecord) -> list[ItemRow]:
 
 
 async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Computer,
+                         client: AsyncCloudClient | None = None,
                          clock: Clock = _utcnow) -> bool:
     """Tell whether item ``row`` may start now on ``computer``, claiming it first when needed.
 
     An item already claimed here starts; one another computer owns never does; one whose
-    claim failed is tried again once :data:`CLAIM_RETRY` seconds have passed.
+    claim failed is tried again once :data:`CLAIM_RETRY` seconds have passed. ``client``:
+    an open client to claim through (:func:`claim_owner`), else one is made for the claim.
     """
     here = computer
     if here.login is None:
@@ -172,7 +174,7 @@ async def ready_to_start(record: LocalRecord, row: ItemRow, *, computer: Compute
         if previous.status in (ClaimStatus.UNREACHABLE, ClaimStatus.ERROR) \
                 and waited < CLAIM_RETRY:
             return False
-    outcome = await claim_owner(here, row.id, clock=clock)
+    outcome = await claim_owner(here, row.id, client=client, clock=clock)
     await asyncio.to_thread(show_claim, record, row, outcome)
     return outcome.may_start
 

@@ -171,8 +171,8 @@ class Bees:
 
     async def wait_for_item(self, item_id: str, *, timeout: float | None = None,
                             poll: float = 0.2) -> int:
-        """``bees item create --wait``: see :func:`bees_cli.usecases.items._wait_for_item`."""
-        from bees_cli.usecases.items import _wait_for_item
+        """``bees item create --wait``: see :func:`bees_cli.usecases.watch._wait_for_item`."""
+        from bees_cli.usecases.watch import _wait_for_item
 
         return await _wait_for_item(self, item_id, timeout=timeout, poll=poll)
 

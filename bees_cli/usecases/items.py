@@ -1,18 +1,17 @@
-"""Work items: ``bees item create`` (and ``--wait``), ``bees status``, ``bees item show``."""
+"""Work items: ``bees item create``, ``bees status``, ``bees item show`` (``--wait``: watch)."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import NotFound, UserError, WaitTimedOut
+from bees_cli.errors import NotFound, UserError
 from bees_cli.machine.computer import Computer
-from bees_cli.record.local import END_STATUSES, ItemRow, LocalRecord
+from bees_cli.record.local import ItemRow, LocalRecord
 from bees_cli.record.states import Status, WaitKind
 from bees_cli.usecases.models import (
     CreatedItem,
@@ -124,46 +123,6 @@ def describe(row: ItemRow) -> str:
     """Return one line for a stage move: ``ITEM Draft: running (writer)``."""
     agent = f" ({row.agent})" if row.agent and row.status == "running" else ""
     return f"{row.id} {row.stage}: {row.status_text}{agent}"
-
-
-async def _wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
-                        timeout: float | None = None,
-                        engine_up: Callable[[], bool] | None = None) -> int:
-    """Wait until item ``item_id`` ends or stops for a person, saying each move.
-
-    Says once ``waiting for bees run to start (Ctrl-C to stop)`` when ``bees run`` is not
-    up (``engine_up``, default: this computer's worker is running).
-
-    Returns:
-        0 when it is done, 1 when it failed or waits for a person.
-
-    Raises:
-        WaitTimedOut: ``timeout`` seconds passed first (exit 1, with the item's state).
-    """
-    import asyncio
-
-    def worker_up() -> bool:
-        return bees.worker_address() is not None
-
-    up = engine_up or worker_up
-    deadline = None if timeout is None else time.monotonic() + timeout
-    last = ""
-    told = False
-    while True:
-        row = await bees.async_record.item(item_id)
-        line = describe(row)
-        if line != last:
-            bees.say(line)
-            last = line
-        if row.status in END_STATUSES:
-            return 0 if row.status == "done" else 1
-        if not told and not await asyncio.to_thread(up):
-            bees.say("waiting for bees run to start (Ctrl-C to stop)")
-        told = True
-        if deadline is not None and time.monotonic() >= deadline:
-            raise WaitTimedOut(row.id, seconds=timeout or 0, status=str(row.status),
-                               stage=row.stage, status_text=row.status_text)
-        await asyncio.sleep(poll)
 
 
 def status_rows(record: LocalRecord, machine_id: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
     from bees_cli.agents.action_call import ActionCallInput
+    from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.background import Background
     from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.server import EngineServer
@@ -69,7 +70,8 @@ def hold_worker_lock(data: Path) -> FileLock:
 
 
 async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Computer, *,
-                        only: str | None = None) -> int:
+                        only: str | None = None,
+                        client: AsyncCloudClient | None = None) -> int:
     """Start the run of every ``pending`` item of the local record (or only item ``only``).
 
     Each is claimed in Bees Cloud first (:func:`bees_cli.schedules.owners.ready_to_start`):
@@ -80,25 +82,35 @@ async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Co
         record: this computer's local record.
         computer: this computer (its machine id names the task queue; its sign-in claims).
         only: start only this item.
+        client: an open cloud client to claim through (``bees run`` keeps one for the
+            worker's life); else, signed in, one is made for this call and closed after it
+            (never one per item: building one loads the certificate bundle, issue 29
+            point 4).
 
     Returns:
         How many runs this call started.
     """
+    from bees_cli.cloud.client import cloud_for
     from bees_cli.engine.models import ItemInput, task_queue
     from bees_cli.schedules.owners import ready_to_start, startable
 
     queue = task_queue(computer.machine_id)
+    rows = [row for row in await record.run(startable) if only is None or row.id == only]
+    own = cloud_for(computer, retries=2) if client is None and rows else None
     started = 0
-    for row in await record.run(startable):
-        if only is not None and row.id != only:
-            continue
-        if not await ready_to_start(record.sync, row, computer=computer):
-            continue
-        item = ItemInput.model_validate_json(row.input)
-        if await engine.start(item, queue):
-            started += 1
-        await record.set_state(row.id, status="starting", stage=row.stage,
-                               only_if=frozenset({"pending"}))
+    try:
+        for row in rows:
+            if not await ready_to_start(record.sync, row, computer=computer,
+                                        client=client or own):
+                continue
+            item = ItemInput.model_validate_json(row.input)
+            if await engine.start(item, queue):
+                started += 1
+            await record.set_state(row.id, status="starting", stage=row.stage,
+                                   only_if=frozenset({"pending"}))
+    finally:
+        if own is not None:
+            await own.aclose()
     return started
 
 
@@ -225,12 +237,15 @@ async def _run_engine(bees: Bees, address: str | None, exit_when_idle: bool,
 
     server = await _start_engine(bees, address)
     data = bees.computer.data_dir
+    claims = bees.cloud(retries=2)  # the owner claims' one client for the worker's life
     try:
         await _serve(bees, server, address, exit_when_idle, heartbeat_every, workspace_path,
-                     runner)
+                     runner, claims)
     finally:
         forget_worker(data)
         await asyncio.to_thread(stop_engine, data, server)
+        if claims is not None:
+            await claims.aclose()
     return 0
 
 
@@ -259,9 +274,11 @@ async def _start_engine(bees: Bees, address: str | None) -> EngineServer:
 
 async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_when_idle: bool,
                  heartbeat_every: float, workspace_path: Path | None,
-                 runner: RunnerMode | None = None) -> None:
+                 runner: RunnerMode | None = None,
+                 claims: AsyncCloudClient | None = None) -> None:
     """Connect to ``server``, run the worker and the side tasks until stopped (or idle),
-    then shut them down (:func:`_shut_down`)."""
+    then shut them down (:func:`_shut_down`). Items start claimed through ``claims`` (the
+    worker's one cloud client; None: not signed in)."""
     from bees_cli.engine.background import prepare_schedules, start_background
     from bees_cli.engine.client import EngineGateway, connect
     from bees_cli.engine.models import task_queue
@@ -282,7 +299,7 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     freed = await record.free_stale_slots()
     if freed:
         say(f"freed {freed} agent slot(s) of items that no longer run")
-    worker = _make_worker(bees, engine, client, queue, heartbeat_every)
+    worker = _make_worker(bees, engine, client, queue, heartbeat_every, claims)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -310,7 +327,7 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
             bees, runner.pool, runner.name, workspace_path=workspace_path, stop=stop,
             every=runner.every, slots=runner.slots))
     gone = await _watch(bees, engine, server, queue, worker_task, released, stop,
-                        exit_when_idle)
+                        exit_when_idle, claims)
     if offers is not None:
         offers.cancel()
         await asyncio.gather(offers, return_exceptions=True)
@@ -318,9 +335,10 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
 
 
 def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
-                 heartbeat_every: float) -> Any:
-    """Return the worker of ``queue``: it starts items claimed here, and a model agent's
-    add-on tools and delegate tool go through the use cases (issues 13, 14)."""
+                 heartbeat_every: float, claims: AsyncCloudClient | None) -> Any:
+    """Return the worker of ``queue``: it starts items claimed here (through ``claims``),
+    and a model agent's add-on tools and delegate tool go through the use cases (issues
+    13, 14)."""
     from bees_cli.agents.mcp_sessions import McpSessions
     from bees_cli.engine.worker import make_worker
 
@@ -328,7 +346,7 @@ def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
     bees.mcp_sessions = sessions = McpSessions()  # a stage's MCP servers (issue 25)
 
     async def start(item_id: str) -> int:
-        return await start_pending(engine, record, computer, only=item_id)
+        return await start_pending(engine, record, computer, only=item_id, client=claims)
 
     async def act(call: ActionCallInput) -> ActionOutcome:
         # issue 13: a model agent's add-on tool goes through `bees action`'s gate, typed
@@ -348,10 +366,12 @@ def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
 
 async def _watch(bees: Bees, engine: EngineGateway, server: EngineServer, queue: str,
                  worker_task: asyncio.Task[None], released: asyncio.Task[Any],
-                 stop: asyncio.Event, exit_when_idle: bool) -> str | None:
-    """While ``bees run`` runs: start pending items, deliver queued decisions, rebuild a
-    record moved aside, and watch the engine; return why the engine is gone, or None once
-    stopped, idle (with ``exit_when_idle``) or the worker ended."""
+                 stop: asyncio.Event, exit_when_idle: bool,
+                 claims: AsyncCloudClient | None = None) -> str | None:
+    """While ``bees run`` runs: start pending items (claimed through ``claims``), deliver
+    queued decisions, rebuild a record moved aside, and watch the engine; return why the
+    engine is gone, or None once stopped, idle (with ``exit_when_idle``) or the worker
+    ended."""
     from bees_cli.usecases.approvals import deliver_queued
     from bees_cli.usecases.recover import recover_state
 
@@ -371,7 +391,7 @@ async def _watch(bees: Bees, engine: EngineGateway, server: EngineServer, queue:
             say(f"the local record {record.path} was moved aside or deleted; "
                 "rebuilding it from the engine")
             await recover_state(bees, engine, queue)
-        await start_pending(engine, record, computer)
+        await start_pending(engine, record, computer, client=claims)
         await deliver_queued(bees)
         if worker_task.done():
             break

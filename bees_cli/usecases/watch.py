@@ -2,22 +2,27 @@
 
 Reads the local record (history, status, each model stage's transcript) every ``poll``
 seconds; an item another computer runs (or one relinquished to it) is followed in the
-synced shared record, where only its stage and status are known.
+synced shared record, where only its stage and status are known. ``bees item create --wait``
+follows an item here too, and ends with the code ``--until-waiting`` would (:data:`EXIT_OF`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from bees_cli.errors import NotFound
+from bees_cli.errors import NotFound, WaitTimedOut
 from bees_cli.record.local import LocalRecord, OwnedElsewhere
 from bees_cli.record.states import Status
 from bees_cli.record.views import HistoryEvent, ModelUsage
 from bees_cli.usecases.models import Result
+
+if TYPE_CHECKING:
+    from bees_cli.usecases.bees import Bees
 
 Outcome = Literal["done", "failed", "cancelled", "lost", "waiting"]
 """How a watch ends: the item is done, failed (or cancelled, or lost: a person must act), or,
@@ -189,6 +194,49 @@ async def _watch_item(record: Any, item_id: str, *, until_waiting: bool = False,
             yield StatusSeen(item_id=look.item_id, stage=look.stage, status=look.status,
                              wait=look.wait, reason=look.reason, agent=look.agent,
                              computer=look.computer, text=look.status_text)
+        await asyncio.sleep(poll)
+
+
+async def _wait_for_item(bees: Bees, item_id: str, *, poll: float = 0.2,
+                        timeout: float | None = None,
+                        engine_up: Callable[[], bool] | None = None) -> int:
+    """Wait until item ``item_id`` ends or stops for a person, saying each move.
+
+    Says once ``waiting for bees run to start (Ctrl-C to stop)`` when ``bees run`` is not
+    up (``engine_up``, default: this computer's worker is running).
+
+    Returns:
+        The exit code ``bees item watch --until-waiting`` ends with for the same state
+        (:data:`EXIT_OF`): 0 done; 1 failed, cancelled or lost; 3
+        waiting for a person (an approval, the review limit).
+
+    Raises:
+        WaitTimedOut: ``timeout`` seconds passed first (exit 1, with the item's state).
+    """
+    from bees_cli.usecases.items import describe
+
+    def worker_up() -> bool:
+        return bees.worker_address() is not None
+
+    up = engine_up or worker_up
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last = ""
+    told = False
+    while True:
+        row = await bees.async_record.item(item_id)
+        line = describe(row)
+        if line != last:
+            bees.say(line)
+            last = line
+        outcome = outcome_of(row.status, until_waiting=True)
+        if outcome is not None:
+            return EXIT_OF[outcome]
+        if not told and not await asyncio.to_thread(up):
+            bees.say("waiting for bees run to start (Ctrl-C to stop)")
+        told = True
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimedOut(row.id, seconds=timeout or 0, status=str(row.status),
+                               stage=row.stage, status_text=row.status_text)
         await asyncio.sleep(poll)
 
 

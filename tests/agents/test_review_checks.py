@@ -93,3 +93,21 @@ def test_a_declared_output_is_missing_invalid_or_there(tmp_path: Path) -> None:
     bare = DeclaredOutput.model_validate({"file": "notes.md"})
     (tmp_path / "notes.md").write_text("not JSON, no schema: only there")
     assert output_problem(bare, tmp_path, tmp_path) is None
+
+
+def test_a_failed_command_check_names_the_command_as_it_ran(tmp_path: Path) -> None:
+    run, root = tmp_path / "run", tmp_path / "ws"
+    run.mkdir()
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts/check.py").write_text("import sys\nsys.exit('report has no title')\n")
+    (root / "scripts/slow.py").write_text("import time\ntime.sleep(5)\n")
+    found = run_checks(checks(
+        {"command": ["${BEES_PYTHON}", "${BEES_WORKSPACE}/scripts/check.py", "x"]},
+        {"command": ["${BEES_PYTHON}", "${BEES_WORKSPACE}/scripts/slow.py"],
+         "timeout_seconds": 1},
+        {"command": ["${BEES_WORKSPACE}/scripts/none"]},
+    ), run, root)
+    assert [outcome.message for outcome in found] == [
+        f"command '{sys.executable} {root}/scripts/check.py x' exited 1: report has no title",
+        f"command '{sys.executable} {root}/scripts/slow.py' did not finish within 1 s",
+        f"command '{root}/scripts/none' could not start: No such file or directory"]

@@ -112,9 +112,10 @@ def test_help_topics_json_and_exit_codes(run_bees: InProcess) -> None:
     assert codes.stdout.splitlines()[:3] == [
         "Exit codes of every bees command:", "",
         "  0    done"]
-    assert "\n".join(codes.stdout.splitlines()[7:9]) == (
+    assert "\n".join(codes.stdout.splitlines()[6:9]) == (
         "  3    refused: not the owner, key taken, checkpoint invalid, wrong state;\n"
-        "       item watch --until-waiting: the item waits for a person")
+        "       item create --wait and item watch --until-waiting: the item waits for a\n"
+        "       person")
     shown = run_bees("help", "json")
     assert shown.code == 0
     assert '  {"version": 1, "error": {"code": "...", "message": "...", "hint": "..."}}' in (

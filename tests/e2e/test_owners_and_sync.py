@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from bees_cli.cloud import client as cloud_client
 from bees_cli.cloud import wire
+from bees_cli.engine.models import ItemInput
+from bees_cli.engine.snapshot import EngineSnapshot, ProcessView, StageView
+from bees_cli.record.aio import AsyncRecord
 from bees_cli.record.fires import FireLog
 from bees_cli.record.sync import SharedRecord, Syncer
 from bees_cli.schedules.owners import UNREACHABLE_REASON, ready_to_start, startable
+from bees_cli.usecases.run import start_pending
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of, service
 from tests.support import wait
 
@@ -49,6 +54,48 @@ async def test_unreachable_claim_waits_and_retries_every_15_s(tmp_path: Path,
     assert record.item(row.id).status == "pending"
     claim = FireLog(offline.record_path).claim(row.id)
     assert claim is not None and (claim.status, claim.computer) == ("owner", "maya-laptop")
+
+
+class TakesEveryStart:
+    """A stand-in engine gateway: every run it is asked to start is started."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    async def start(self, item: ItemInput, queue: str) -> bool:
+        self.started.append(item.item_id)
+        return True
+
+
+def add_startable(computer, item_id: str) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001
+    snapshot = EngineSnapshot(process_name="p", workspace_root="/ws", process=ProcessView(
+        stages=[StageView(name="Draft", kind="work"), StageView(name="Done", kind="done")]))
+    record_of(computer).add_item(
+        id=item_id, process="p", title="t", workspace="/ws", run_folder="/runs", stage="Draft",
+        input=ItemInput(item_id=item_id, title="t", run_folder="/runs",
+                        snapshot=snapshot).model_dump_json())
+
+
+async def test_starting_three_items_claims_them_through_one_client(
+        tmp_path: Path, team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    laptop = make_computer(tmp_path, "maya-laptop", team.maya, url=team.cloud.url,
+                           token=team.tokens[team.maya])
+    ids = [f"01ITEMONECLIENT{n:011d}" for n in range(3)]
+    for item_id in ids:
+        add_startable(laptop, item_id)
+    made: list[cloud_client.AsyncCloudClient] = []
+
+    class Counted(cloud_client.AsyncCloudClient):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            made.append(self)
+
+    monkeypatch.setattr(cloud_client, "AsyncCloudClient", Counted)
+    engine = TakesEveryStart()
+    assert await start_pending(engine, AsyncRecord(record_of(laptop)), laptop) == 3  # type: ignore[arg-type]
+    assert engine.started == ids
+    assert [FireLog(laptop.record_path).claim(i).status for i in ids] == ["owner"] * 3  # type: ignore[union-attr]
+    assert len(made) == 1 and made[0]._http.is_closed  # made for the call, closed after it
 
 
 async def test_an_item_owned_elsewhere_never_starts_here(tmp_path: Path, team: Team) -> None:

@@ -10,6 +10,7 @@ import dataclasses
 
 import pytest
 
+from bees_cli import rules
 from bees_cli.moves import (
     Accepted,
     ChangesRequested,
@@ -116,6 +117,18 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_next_move(given: RunState, event: object, move: Move) -> None:
     assert next_move(given, event) == move  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [2, 3, 4])
+def test_the_request_that_reaches_the_review_limit_stops_whatever_the_limit(
+        limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the limit lives in one place (rules.REVIEW_LIMIT): the request before it sends the work
+    # back, the one that reaches it stops for a person (with 3 alone, a count of
+    # ``asked | 1`` or ``asked << 1`` instead of ``asked + 1`` stops at the same request)
+    monkeypatch.setattr(rules, "REVIEW_LIMIT", limit)
+    before = next_move(state("Review", asked=limit - 2), ChangesRequested(NEW))
+    reached = next_move(state("Review", asked=limit - 1), ChangesRequested(NEW))
+    assert (before.to, reached.to) == (To.STAGE, To.PERSON)
 
 
 REFUSED = [

@@ -168,3 +168,15 @@ def test_an_item_another_computer_runs_is_followed_in_the_shared_record(
         ("status", "Draft", "running", "m-2", None),
         ("status", "Review", "running", "m-2", None),
         ("end", "Done", "done", None, 0)]
+
+
+@pytest.mark.parametrize(("status", "code"), [
+    ("done", ExitCode.OK), ("failed", ExitCode.FAILURE), ("cancelled", ExitCode.FAILURE),
+    ("lost", ExitCode.FAILURE), ("waiting for approval", ExitCode.REFUSED),
+    ("waiting for a person", ExitCode.REFUSED)])
+async def test_item_create_wait_ends_with_the_code_watch_until_waiting_ends_with(
+        item: tuple[Bees, LocalRecord, Path], status: str, code: ExitCode) -> None:
+    bees, record, _ = item
+    record.set_state(ITEM, status=status, stage="Send")
+    assert await bees.wait_for_item(ITEM) == code
+    assert EXIT_OF[outcome_of(status, until_waiting=True)] == code  # type: ignore[index]

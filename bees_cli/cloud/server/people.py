@@ -164,28 +164,11 @@ class People:
             NotFound: no such team.
         """
         email = _valid(wire.check_email, email, "email")
-        token_id = secrets.token_hex(8)
-        secret = secrets.token_urlsafe(32)
         now = self.db.now_us()
         with self.db.transaction() as conn:
-            team_id = self._team_id(conn, team)
-            conn.execute(
-                self.db.insert(people)
-                .values(team_id=team_id, email=email, created_us=now)
-                .on_conflict_do_nothing()
-            )
-            person_id = conn.execute(
-                sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
-            ).scalar_one()
-            conn.execute(
-                tokens.insert().values(
-                    token_id=token_id,
-                    person_id=person_id,
-                    secret_sha256=_hash_secret(secret),
-                    created_us=now,
-                )
-            )
-        return f"{TOKEN_PREFIX}.{token_id}.{secret}"
+            person_id = self._person_id(conn, self._team_id(conn, team), email, now)
+            _, token = self._mint_token(conn, person_id, now)
+        return token
 
     def revoke_person(self, email: str, team: str) -> int:
         """Revoke every live token of ``email`` in ``team``; return how many were revoked.
@@ -223,20 +206,11 @@ class People:
         """
         name = _valid(wire.check_id, name, "runner name")
         pool = _valid(wire.check_id, pool, "pool name")
-        token_id = secrets.token_hex(8)
-        secret = secrets.token_urlsafe(32)
         now = self.db.now_us()
         with self.db.transaction() as conn:
             team_id = self._team_id(conn, team)
-            email = pool_identity(pool)
-            conn.execute(
-                self.db.insert(people)
-                .values(team_id=team_id, email=email, created_us=now)
-                .on_conflict_do_nothing()
-            )
-            person_id = conn.execute(
-                sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
-            ).scalar_one()
+            person_id = self._person_id(conn, team_id, pool_identity(pool), now)
+            token_id, token = self._mint_token(conn, person_id, now)
             added = conn.execute(
                 self.db.insert(runners)
                 .values(team_id=team_id, name=name, pool=pool, token_id=token_id,
@@ -247,15 +221,33 @@ class People:
             if not added:
                 raise UserError(f"team {team} has a runner named {name!r} already",
                                 hint="pick another name (each runner has its own)")
-            conn.execute(
-                tokens.insert().values(
-                    token_id=token_id,
-                    person_id=person_id,
-                    secret_sha256=_hash_secret(secret),
-                    created_us=now,
-                )
-            )
-        return f"{TOKEN_PREFIX}.{token_id}.{secret}"
+        return token
+
+    def _person_id(self, conn: Connection, team_id: int, email: str, now: int) -> int:
+        """Return the id of person ``email`` of team ``team_id``, added at ``now`` (µs) when
+        new, inside the caller's transaction ``conn``."""
+        conn.execute(
+            self.db.insert(people)
+            .values(team_id=team_id, email=email, created_us=now)
+            .on_conflict_do_nothing()
+        )
+        return int(conn.execute(
+            sa.select(people.c.id).where(people.c.team_id == team_id, people.c.email == email)
+        ).scalar_one())
+
+    @staticmethod
+    def _mint_token(conn: Connection, person_id: int, now: int) -> tuple[str, str]:
+        """Make a fresh bearer token of person ``person_id`` at ``now`` (µs) inside the
+        caller's transaction ``conn``; return ``(token id, token)``, the token shown once.
+
+        Only the SHA-256 of the token's secret is stored; the token is
+        ``bees.<16 hex token id>.<secret>`` (:data:`TOKEN_PREFIX`).
+        """
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        conn.execute(tokens.insert().values(token_id=token_id, person_id=person_id,
+                                            secret_sha256=_hash_secret(secret), created_us=now))
+        return token_id, f"{TOKEN_PREFIX}.{token_id}.{secret}"
 
     @staticmethod
     def _team_id(conn: Connection, team: str) -> int:
