@@ -13,10 +13,15 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bees_cli.errors import Refused
 from bees_cli.files import read_json, write_json_atomic
 from bees_cli.machine.processes import ProcessMark, is_alive, mark_of, this_process
 from bees_cli.usecases.models import Result
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 class BeesRunState(Result):
@@ -137,3 +142,50 @@ def running_worker(data: Path, *, wait: float = 0.0,
 
 __all__ = ["STARTING_WAIT", "BeesRunState", "bees_run_state", "forget_worker", "note_starting",
            "note_worker", "running_worker", "worker_file"]
+
+
+def hold_worker_lock(data: Path) -> FileLock:
+    """Take the worker lock (``<data>/worker.lock``) for the life of the process.
+
+    Only one ``bees run`` may run per computer: a second one would reuse the first one's
+    engine and lose it when the first stops. The lock (filelock's, ``flock`` on POSIX) is
+    held until released (the OS drops it when the process ends, even on kill -9); the
+    file holds the holder's pid.
+
+    Raises:
+        Refused: another ``bees run`` holds it (its pid in the message).
+    """
+    from filelock import FileLock, Timeout
+
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / "worker.lock"
+    lock = FileLock(path, timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        pid = path.read_text("utf-8", errors="replace").strip() or "unknown"
+        raise Refused(f"bees run is already running on this computer (pid {pid})",
+                      hint="stop it first (Ctrl-C), or use the one that runs") from None
+    try:
+        path.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
+    """Before ``bees run`` starts its worker (holding the worker lock): say when the last
+    ``bees run`` stopped without cleanup, and stop the stages' process groups it left
+    running (:func:`~bees_cli.agents.groups.stop_leftovers`), so no orphaned agent goes on
+    writing into a run folder (issue 12, point 8). Its engine is adopted or stopped by
+    :func:`~bees_cli.engine.server.ensure_engine`."""
+    from bees_cli.agents.groups import groups_dir, stop_leftovers
+
+    last = bees_run_state(data)
+    if last.stopped_without_cleanup:
+        say(f"the last bees run (pid {last.pid}) stopped without cleanup")
+        worker_file(data).unlink(missing_ok=True)
+    for group in stop_leftovers(groups_dir(data)):
+        say(f"stopped the processes that stage {group.stage} of {group.item_id} left "
+            f"running (process group {group.pgid})")

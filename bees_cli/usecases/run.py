@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError, EngineError, Refused
+from bees_cli.errors import BeesError, EngineError
 from bees_cli.usecases.idle import CLOSING_WAIT, claim_wait_line, idle_line, mark_interrupted
 from bees_cli.usecases.idle import closing_runs as closing_runs
 from bees_cli.usecases.idle import is_idle as is_idle
-from bees_cli.usecases.liveness import bees_run_state, note_starting
+from bees_cli.usecases.liveness import clean_up_after_a_kill as clean_up_after_a_kill
 from bees_cli.usecases.liveness import forget_worker as forget_worker
+from bees_cli.usecases.liveness import hold_worker_lock as hold_worker_lock
+from bees_cli.usecases.liveness import note_starting
 from bees_cli.usecases.liveness import note_worker as note_worker
 from bees_cli.usecases.liveness import running_worker as running_worker
 from bees_cli.usecases.liveness import worker_file as worker_file
 from bees_cli.usecases.models import ActionOutcome
 
 if TYPE_CHECKING:
-    from filelock import FileLock
-
     from bees_cli.agents.action_call import ActionCallInput
     from bees_cli.cloud.client import AsyncCloudClient
     from bees_cli.engine.background import Background
@@ -38,36 +37,6 @@ IDLE_POLL = 0.25
 
 ENGINE_CHECK_EVERY = 2.0
 """Seconds between checks that the engine ``bees run`` uses is still there."""
-
-def hold_worker_lock(data: Path) -> FileLock:
-    """Take the worker lock (``<data>/worker.lock``) for the life of the process.
-
-    Only one ``bees run`` may run per computer: a second one would reuse the first one's
-    engine and lose it when the first stops. The lock (filelock's, ``flock`` on POSIX) is
-    held until released (the OS drops it when the process ends, even on kill -9); the
-    file holds the holder's pid.
-
-    Raises:
-        Refused: another ``bees run`` holds it (its pid in the message).
-    """
-    from filelock import FileLock, Timeout
-
-    data.mkdir(parents=True, exist_ok=True)
-    path = data / "worker.lock"
-    lock = FileLock(path, timeout=0, thread_local=False)
-    try:
-        lock.acquire()
-    except Timeout:
-        pid = path.read_text("utf-8", errors="replace").strip() or "unknown"
-        raise Refused(f"bees run is already running on this computer (pid {pid})",
-                      hint="stop it first (Ctrl-C), or use the one that runs") from None
-    try:
-        path.write_text(f"{os.getpid()}\n", encoding="utf-8")
-    except BaseException:
-        lock.release()
-        raise
-    return lock
-
 
 async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Computer, *,
                         only: str | None = None,
@@ -126,23 +95,6 @@ def engine_gone(server: EngineServer) -> str | None:
     if not answers(server.address):
         return f"the engine at {server.address} does not answer any more"
     return None
-
-
-def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
-    """Before ``bees run`` starts its worker (holding the worker lock): say when the last
-    ``bees run`` stopped without cleanup, and stop the stages' process groups it left
-    running (:func:`~bees_cli.agents.groups.stop_leftovers`), so no orphaned agent goes on
-    writing into a run folder (issue 12, point 8). Its engine is adopted or stopped by
-    :func:`~bees_cli.engine.server.ensure_engine`."""
-    from bees_cli.agents.groups import groups_dir, stop_leftovers
-
-    last = bees_run_state(data)
-    if last.stopped_without_cleanup:
-        say(f"the last bees run (pid {last.pid}) stopped without cleanup")
-        worker_file(data).unlink(missing_ok=True)
-    for group in stop_leftovers(groups_dir(data)):
-        say(f"stopped the processes that stage {group.stage} of {group.item_id} left "
-            f"running (process group {group.pgid})")
 
 
 async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
