@@ -11,9 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import examples
-
 REPO = Path(__file__).resolve().parent.parent
+
+PYCACHE = REPO / ".pytest_cache" / "pycache"
+"""Where compiled modules go when ``PYTHONDONTWRITEBYTECODE`` is set (git ignores it)."""
+
+if sys.dont_write_bytecode:
+    # Without bytecode files each pytest-xdist worker rewrites and compiles every test module
+    # again (about 4 s of CPU each in the fast part) and each ``bees`` process the tests start
+    # compiles the package again: keep them, out of the source folders. Set before any test
+    # module is imported, and passed on to the processes the tests start.
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(PYCACHE)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+
+from tests.support import examples  # noqa: E402 - compiled with the settings above
 
 INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
 """Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
