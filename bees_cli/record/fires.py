@@ -37,7 +37,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bees_cli.record import schema
+from bees_cli.record import schema, storage
 from bees_cli.record.storage import opened, read_only
 from bees_cli.utc import format_utc, parse_utc
 
@@ -175,7 +175,7 @@ class FireLog:
             path.parent.mkdir(parents=True, exist_ok=True)
         with connect(path) as db:
             if writable:
-                db.execute("PRAGMA journal_mode=WAL")
+                storage.use_wal(db)
             schema.upgrade(db, path)
 
     @contextmanager

@@ -92,7 +92,7 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage.opened(self.path, corrupt=self._corrupt) as db:
             if not self.read_only:
-                db.execute("PRAGMA journal_mode=WAL")
+                storage.use_wal(db)
             schema.upgrade(db, self.path)
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> BeesError:

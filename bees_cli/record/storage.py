@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,9 @@ from bees_cli.errors import BeesError, DiskError
 
 BUSY_TIMEOUT = 30.0
 """Seconds a connection waits for another writer's lock before it fails."""
+
+SQLITE_BUSY = 5
+"""SQLite's result code for a lock it could not take (``sqlite_errorcode & 0xff``)."""
 
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 8, 10, 13, 14
 """SQLite's primary result codes that mean the disk, not the data (``sqlite_errorcode & 0xff``)."""
@@ -59,6 +63,31 @@ def read_only(path: Path) -> bool:
         return False
     writable = os.access(path.parent, os.W_OK) and os.access(path, os.W_OK)
     return not writable or disk_full(path.parent)
+
+
+def use_wal(db: sqlite3.Connection, *, wait: float = BUSY_TIMEOUT,
+            sleep: Callable[[float], None] = time.sleep,
+            clock: Callable[[], float] = time.monotonic) -> None:
+    """Put the record ``db`` in WAL mode (a no-op when it is already).
+
+    Switching an old file from its rollback journal takes the exclusive lock from a shared
+    one; when two connections switch at once, SQLite fails one of them at once with
+    ``SQLITE_BUSY`` instead of waiting (it would deadlock), so the busy timeout does not
+    help. The switch is tried again every 50 ms for up to ``wait`` s.
+
+    Raises:
+        sqlite3.OperationalError: still locked after ``wait`` s, or any other error.
+    """
+    deadline = clock() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            code = int(getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
+            if code != SQLITE_BUSY or clock() >= deadline:
+                raise
+        sleep(0.05)
 
 
 def connect(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
