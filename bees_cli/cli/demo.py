@@ -22,7 +22,9 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 CHOICES = "[a]pprove, [d]eny with a reason, [q]uit and decide later"
 EXIT_CODES = {"done": 0, "quit": 0, "stopped": 130}
 """How ``bees demo`` ends by its outcome: 0 done or quit (the person chose to decide later),
-130 stopped by Ctrl-C, 1 when the item failed or stopped for a person."""
+130 stopped by Ctrl-C (while it ran, or at the question: the item waits as on a quit), 1
+when the item failed or stopped for a person."""
+INTERRUPTED = 130
 
 
 @touches_engine
@@ -69,7 +71,8 @@ def demo(
 
     bees = bees_here(run_lines())
     engine_logs_in_one_line(bees.computer.data_dir / RUN_LOG)
-    ask = _approve_all if yes else _ask_terminal
+    terminal = _TerminalAsk()
+    ask = _approve_all if yes else terminal
 
     async def demo_then_story() -> tuple[DemoOutcome, ItemDetails | TeamItemDetails]:
         done = await bees.demo(ask=ask, folder=folder, model_url=model_url, threads=threads)
@@ -80,7 +83,7 @@ def demo(
         out.emit(out.DemoOut.model_validate(done.to_json()))
     else:
         _tell(done, found)
-    exit_hard(EXIT_CODES.get(done.outcome, 1))
+    exit_hard(INTERRUPTED if terminal.interrupted else EXIT_CODES.get(done.outcome, 1))
 
 
 async def _approve_all(waiting: list[ApprovalRow]) -> Decision:
@@ -92,9 +95,32 @@ async def _approve_all(waiting: list[ApprovalRow]) -> Decision:
     return Decision(approve=True)
 
 
+class _TerminalAsk:
+    """Asks the person at the terminal; ``interrupted`` once a Ctrl-C answered (the demo then
+    exits 130, docs/ci.md)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    async def __call__(self, waiting: list[ApprovalRow]) -> Decision:
+        """See :func:`_ask_terminal`; a Ctrl-C is remembered."""
+        try:
+            return await _ask_terminal(waiting)
+        except KeyboardInterrupt:
+            from bees_cli.usecases.demo import Decision
+
+            say("")
+            self.interrupted = True
+            return Decision(approve=None)
+
+
 async def _ask_terminal(waiting: list[ApprovalRow]) -> Decision:
     """Show what waits and ask the person at the terminal: approve, deny with a reason, or
-    quit (also Ctrl-C or the end of input)."""
+    quit (also the end of input).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C at the question.
+    """
     from bees_cli.usecases.demo import Decision
 
     _show(waiting)
@@ -111,7 +137,7 @@ async def _ask_terminal(waiting: list[ApprovalRow]) -> Decision:
                     reason = _prompt("why? (the agent is told): ").strip()
                 return Decision(approve=False, reason=reason)
             say(f"answer a, d or q ({CHOICES})")
-    except (EOFError, KeyboardInterrupt):
+    except EOFError:
         say("")
         return Decision(approve=None)
 

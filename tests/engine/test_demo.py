@@ -272,15 +272,17 @@ def test_ctrl_c_while_it_runs_stops_it_gently_and_says_how_to_continue(
     assert "[q]uit" not in out
 
 
-def test_ctrl_c_at_the_question_is_a_quit(
+def test_ctrl_c_at_the_question_is_a_quit_that_exits_130(
         tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    """Ctrl-C at the prompt leaves the item waiting for a decision, as a quit does, but
+    exits 130 (interrupted, docs/ci.md), not 0."""
     script_to_send(model_server)
     workspace = tmp_path / "demo"
     terminal = Terminal(bees_home, "demo", "--dir", str(workspace),
                         "--model-url", model_server.base_url)
     terminal.expect("[q]uit and decide later: ")
     os.killpg(terminal.process.pid, signal.SIGINT)
-    assert terminal.finish() == 0
+    assert terminal.finish() == 130
     assert "waits for your decision at Send" in terminal.seen
     rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]
