@@ -171,6 +171,10 @@ def test_the_text_ending_shows_the_result_and_the_story(
     story = lines[lines.index(shown[0]):]
     assert [line.split()[0] for line in story] == [line.split()[0] for line in shown]
     assert any("approved" in line for line in story[story.index("history"):])
+    used = {line.split()[1]: line for line in story if line.startswith("model ")}
+    assert ", 2 turns, " in used["Draft:"] and ", 1 turn, " in used["Review:"]
+    # nothing was interrupted: each stage ran once, to its end
+    assert [line for line in story if "interrupted" in line] == []
     assert "to continue" not in done.stdout
     assert "demo: --yes: approved" in done.stderr
 
