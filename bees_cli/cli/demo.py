@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,10 +19,14 @@ if TYPE_CHECKING:
     from bees_cli.usecases.models import ApprovalRow, TeamItemDetails
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
-CHOICES = "[a]pprove, [d]eny with a reason, [q]uit and decide later"
+CHOICES = "[a]pprove, [e]dit the input then approve, [d]eny with a reason, [q]uit and decide later"
 EXIT_CODES = {"done": 0, "quit": 0, "stopped": 130}
 """How ``bees demo`` ends by its outcome: 0 done or quit (the person chose to decide later),
-130 stopped by Ctrl-C, 1 when the item failed or stopped for a person."""
+130 stopped by Ctrl-C (while it ran, or at the question: the item waits as on a quit), 1
+when the item failed or stopped for a person."""
+INTERRUPTED = 130
+DENY_PROMPT = ("why? (the agent is told, and may ask again; one that repeats the mail until "
+               "its turns run out fails the stage, and [e]dit changes the mail yourself): ")
 
 
 @touches_engine
@@ -49,11 +53,12 @@ def demo(
     new workspace, creates the item and runs it: a writer chooses the week's highlight
     and a template writes the report from the notes, a check and a reviewer judge it, a
     sender asks to mail it to an address of the team. Sending waits for you: the held mail
-    is shown field by field and you approve, deny with a reason (the agent is told, and
-    may ask again), or quit and decide later with bees approve / bees deny. Then it prints
-    where the result is and the item's story. Progress goes to stderr; --json prints a
-    summary on stdout. Needs the model extra (bees model serve --help says how to install
-    it).
+    is shown field by field and you approve, edit its fields then approve, deny with a
+    reason (the agent is told and may ask again; the small model tends to repeat itself
+    until the stage fails), or quit and decide later with bees approve / bees deny. Then it
+    prints where the result is, the item's story, and the commands that continue it.
+    Progress goes to stderr; --json prints a summary on stdout. Needs the model extra (bees
+    model serve --help says how to install it).
 
     Example: bees demo --yes
     """
@@ -69,7 +74,8 @@ def demo(
 
     bees = bees_here(run_lines())
     engine_logs_in_one_line(bees.computer.data_dir / RUN_LOG)
-    ask = _approve_all if yes else _ask_terminal
+    terminal = _TerminalAsk()
+    ask = _approve_all if yes else terminal
 
     async def demo_then_story() -> tuple[DemoOutcome, ItemDetails | TeamItemDetails]:
         done = await bees.demo(ask=ask, folder=folder, model_url=model_url, threads=threads)
@@ -80,7 +86,7 @@ def demo(
         out.emit(out.DemoOut.model_validate(done.to_json()))
     else:
         _tell(done, found)
-    exit_hard(EXIT_CODES.get(done.outcome, 1))
+    exit_hard(INTERRUPTED if terminal.interrupted else EXIT_CODES.get(done.outcome, 1))
 
 
 async def _approve_all(waiting: list[ApprovalRow]) -> Decision:
@@ -92,9 +98,32 @@ async def _approve_all(waiting: list[ApprovalRow]) -> Decision:
     return Decision(approve=True)
 
 
+class _TerminalAsk:
+    """Asks the person at the terminal; ``interrupted`` once a Ctrl-C answered (the demo then
+    exits 130, docs/ci.md)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    async def __call__(self, waiting: list[ApprovalRow]) -> Decision:
+        """See :func:`_ask_terminal`; a Ctrl-C is remembered."""
+        try:
+            return await _ask_terminal(waiting)
+        except KeyboardInterrupt:
+            from bees_cli.usecases.demo import Decision
+
+            say("")
+            self.interrupted = True
+            return Decision(approve=None)
+
+
 async def _ask_terminal(waiting: list[ApprovalRow]) -> Decision:
-    """Show what waits and ask the person at the terminal: approve, deny with a reason, or
-    quit (also Ctrl-C or the end of input)."""
+    """Show what waits and ask the person at the terminal: approve, edit then approve, deny
+    with a reason, or quit (also the end of input).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C at the question.
+    """
     from bees_cli.usecases.demo import Decision
 
     _show(waiting)
@@ -105,15 +134,57 @@ async def _ask_terminal(waiting: list[ApprovalRow]) -> Decision:
                 return Decision(approve=True)
             if choice in ("q", "quit"):
                 return Decision(approve=None)
+            if choice in ("e", "edit"):
+                edited = _edit(waiting)
+                if edited is not None:
+                    return Decision(approve=True, input=edited)
+                continue
             if choice in ("d", "deny", "n", "no"):
                 reason = ""
                 while not reason:
-                    reason = _prompt("why? (the agent is told): ").strip()
+                    reason = _prompt(DENY_PROMPT).strip()
                 return Decision(approve=False, reason=reason)
-            say(f"answer a, d or q ({CHOICES})")
-    except (EOFError, KeyboardInterrupt):
+            say(f"answer a, e, d or q ({CHOICES})")
+    except EOFError:
         say("")
         return Decision(approve=None)
+
+
+def _edit(waiting: list[ApprovalRow]) -> dict[str, Any] | None:
+    """Ask each field of the one held action call's input, the agent's value in brackets
+    (Enter keeps it); return the edited input, or None (said) when what waits is not one
+    held action call with an input object.
+
+    A typed value replaces a text field as it is; for another field it is read as JSON
+    (``3``, ``true``, ``["a", "b"]``), else kept as text: the action's input schema judges
+    it when it is approved (``bees approve ITEM --input``).
+
+    Raises:
+        EOFError: stdin ended.
+    """
+    import json
+
+    from bees_cli.usecases.approvals import request_input
+
+    extra = waiting[0].model_extra or {} if len(waiting) == 1 else {}
+    value = request_input(extra.get("input")) if extra.get("action") else None
+    if not isinstance(value, dict):
+        say("only one held action call's input can be edited here; approve, deny or quit")
+        return None
+    edited: dict[str, Any] = {}
+    for key, old in value.items():
+        shown = old if isinstance(old, str) else json.dumps(old)
+        typed = _prompt(f"  {key} [{shown}]: ").rstrip("\n")
+        if not typed:
+            edited[key] = old
+        elif isinstance(old, str):
+            edited[key] = typed
+        else:
+            try:
+                edited[key] = json.loads(typed)
+            except ValueError:
+                edited[key] = typed
+    return edited
 
 
 def _prompt(text: str) -> str:
@@ -186,10 +257,16 @@ def _next_steps(done: DemoOutcome) -> list[str]:
         port = urlsplit(done.model_url).port
         serve = "bees model serve" + ("" if port == 11434 else f" --port {port}")
         lines.append(f"  {serve} &        # the model the item's agents use")
+    if done.outcome in ("failed", "waiting for a person"):
+        # a retry is sent to the running engine: bees run first, in the background (a
+        # --exit-when-idle run would stop at once, nothing of the failed item left to run)
+        lines.append(f"  bees run -w {workspace} &        # the engine: bees retry needs it "
+                     "up (stop it later: fg, then Ctrl-C)")
+        lines.append(f"  bees retry {item}        # then bees approvals, bees approve {item}")
+        lines.append(f"  bees item show {item}")
+        return lines
     if done.outcome == "quit":
         lines.append(f"  bees approve {item}        # or: bees deny {item} --reason TEXT")
-    elif done.outcome in ("failed", "waiting for a person"):
-        lines.append(f"  bees retry {item}")
     lines.append(f"  bees run -w {workspace} --exit-when-idle")
     lines.append(f"  bees item show {item}")
     return lines

@@ -252,8 +252,10 @@ def _watch_text(seen: Any) -> str:
     if seen.kind == "status":
         return f"{'now':>20}  {seen.text}"
     if seen.kind == "model":
+        from bees_cli.handover.problems import plural
+
         used = seen.usage
-        return (f"{'model':>20}  {used.stage}: {used.model}, {used.turns} turns, "
+        return (f"{'model':>20}  {used.stage}: {used.model}, {plural(used.turns, 'turn')}, "
                 f"{used.tokens_in} tokens in, {used.tokens_out} out")
     return f"{seen.outcome:>20}  {seen.text} (exit {seen.exit_code})"
 

@@ -280,9 +280,11 @@ def echo_item(found: ItemDetails) -> None:
     echo(f"engine log  {details.engine_log}")
     for log in details.logs:
         echo(f"log         {log}")
+    from bees_cli.handover.problems import plural
+
     for used in details.models:
         cost = "" if used.cost is None else f", est. cost {used.cost:.4f}"
-        echo(f"model       {used.stage}: {used.model}, {used.turns} turns, "
+        echo(f"model       {used.stage}: {used.model}, {plural(used.turns, 'turn')}, "
              f"{used.tokens_in} tokens in, {used.tokens_out} out{cost}")
     if details.pieces:
         from bees_cli.record.views import piece_tree

@@ -153,6 +153,9 @@ from bees_cli.cloud.wire_runners import (
 from bees_cli.cloud.wire_runners import (
     RunnerView as RunnerView,
 )
+from bees_cli.cloud.wire_runners import (
+    is_runner_identity as is_runner_identity,
+)
 from bees_cli.utc import to_us
 
 API_PREFIX = "/v1"

@@ -16,6 +16,14 @@ from pydantic import Field
 
 from bees_cli.cloud.checks import Id, UtcTime, Wire
 
+RUNNER_DOMAIN = "runners.invalid"
+"""The mail domain of every pool's runner identity, ``pool-POOL@runners.invalid``."""
+
+
+def is_runner_identity(person: str) -> bool:
+    """Return whether ``person`` (an email) is a pool's runner identity, not a person's."""
+    return person.endswith(f"@{RUNNER_DOMAIN}")
+
 
 class RunnerHeard(Wire):
     """A runner's heartbeat: the machine id it runs as (carried by its sync, every 15 s)."""

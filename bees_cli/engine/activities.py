@@ -280,10 +280,14 @@ class BeesActivities:
 
     def _interrupted(self, stage: StageInput, attempt: int) -> None:
         """Say in the history that ``attempt`` of the stage did not end: ``bees run``
-        stopped (it marked the item waiting), or its worker stopped otherwise (bees run ended
-        while the stage waited for approval, kill -9, a crash)."""
+        stopped (it marked the item waiting), or its worker stopped otherwise (kill -9, a
+        crash). Nothing is said when the attempt waited for a person's approval: ``bees run``
+        ending then is the pause the approval asks for (``--exit-when-idle`` stops there),
+        and the answer is what starts the stage again, not an interruption."""
         with self.record.step():
             row = self.record.item(stage.item_id)
+            if row.status == Status.WAITING_FOR_APPROVAL:
+                return
             stopped = row.wait == WaitKind.ENGINE_NOT_RUNNING
             self.record.add_fact(stage.item_id, StageInterrupted(
                 stage=stage.stage, round=stage.round, agent=stage.agent, attempt=attempt,

@@ -226,21 +226,30 @@ def _refuse_not_owner(bees: Bees, item_id: str) -> None:
         Refused: the owner row names another computer, or the item is free (exit 3).
     """
     from bees_cli.cloud.client import sync_cloud_for
+    from bees_cli.cloud.wire import is_runner_identity
     from bees_cli.errors import CloudError
     from bees_cli.handover.relinquish import main_restart
 
     api = sync_cloud_for(bees.computer, timeout=3.0)  # a cloud that is down: local checks
     if api is None:
         return
+    runner = None
     try:
         with api:
             owner = api.get_owner(item_id)
+            if owner is not None and owner.held and is_runner_identity(owner.person):
+                runner = next((r for r in api.runners().runners
+                               if r.machine_id == owner.machine_id), None)
     except CloudError:
         return
     if owner is None:
         return
     if owner.held and owner.machine_id == bees.computer.machine_id:
         return
+    if owner.held and runner is not None:
+        raise Refused(f"{item_id} runs on {runner.name}: approve it there",
+                      hint=f"{runner.name} is a runner of pool {runner.pool}: bees approve "
+                           f"{item_id} on it (ssh, docker exec)")
     if owner.held:
         raise Refused(f"{item_id} runs on {owner.computer_name} ({owner.person}): approve it "
                       "there")

@@ -3,21 +3,23 @@
 One command does what README command 1 did by hand (issue 28, point 1): serve the embedded
 model (or use the server at ``model_url``), copy the example into a fresh workspace, point
 its agents at that model, create the item, run ``bees run --exit-when-idle`` until the item
-needs a person, ask (approve, deny with a reason, or quit), deliver the answer on the next
-run, and say where the item ended. The model server is stopped on the way out, whatever
-happens; a quit leaves the item waiting for a decision, resumable by the usual commands.
+needs a person, ask (approve, edit then approve, deny with a reason, or quit), deliver the
+answer on the next run, and say where the item ended. The model server is stopped on the way
+out, whatever happens; a quit leaves the item waiting for a decision, resumable by the usual
+commands.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bees_cli.errors import Refused, UserError
 from bees_cli.record.states import Status, WaitKind
@@ -43,11 +45,13 @@ Outcome = Literal["done", "quit", "stopped", "failed", "waiting for a person", "
 
 
 class Decision(Result):
-    """A person's answer to what waits: approve, deny with ``reason``, or quit (``approve``
+    """A person's answer to what waits: approve (with the person's ``input`` instead of the
+    agent's, when given: one held action call), deny with ``reason``, or quit (``approve``
     None: decide later)."""
 
     approve: bool | None
     reason: str | None = None
+    input: dict[str, Any] | None = None
 
 
 class DemoDecision(Result):
@@ -234,6 +238,29 @@ async def _run_following(bees: Bees, workspace: Path, item_id: str) -> None:
     await run
 
 
+async def _decided(bees: Bees, item_id: str, ask: Ask,
+                   waiting: list[ApprovalRow]) -> Decision:
+    """Ask the person until an answer is delivered (or they quit); return it.
+
+    An edited input the action's schema refuses is said (its field named) and asked
+    again, as ``bees approve --input`` refuses it before deciding anything.
+    """
+    while True:
+        decision = await ask(waiting)
+        if decision.approve is None:
+            return decision
+        edited = None if decision.input is None else json.dumps(decision.input)
+        try:
+            await bees.decide(item_id, approve=decision.approve, reason=decision.reason,
+                              input_text=edited)
+        except UserError as refused:
+            if edited is None:
+                raise
+            bees.say(f"demo: {refused.message}")
+            continue
+        return decision
+
+
 _ENDS: dict[str, Outcome] = {
     Status.DONE: "done", Status.FAILED: "failed",
     Status.WAITING_FOR_PERSON: "waiting for a person", Status.CANCELLED: "cancelled",
@@ -297,17 +324,17 @@ async def _demo(bees: Bees, *, ask: Ask, folder: Path | None = None,
                 outcome = "stopped"  # Ctrl-C stopped bees run: the item waits for the next
                 break
             waiting = await bees.approvals_of(created.id)
-            decision = await ask(waiting)
+            decision = await _decided(bees, created.id, ask, waiting)
             if decision.approve is None:
                 outcome = "quit"
                 break
-            await bees.decide(created.id, approve=decision.approve, reason=decision.reason)
             for request in waiting:
                 action = (request.model_extra or {}).get("action")
                 decisions.append(DemoDecision(
                     decision="approved" if decision.approve else "denied",
                     action=action, reason=decision.reason))
-            say(f"demo: {decisions[-1].decision}; running it on")
+            edited = " with your input" if decision.input is not None else ""
+            say(f"demo: {decisions[-1].decision}{edited}; running it on")
         row = await bees.async_record.item(created.id)
     run_folder = Path(row.run_folder or created.run_folder)
     return DemoOutcome(item_id=created.id, outcome=outcome, status=row.status,

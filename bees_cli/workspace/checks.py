@@ -70,6 +70,10 @@ class Loaded:
     broken: dict[str, set[str]] = field(default_factory=dict)
     root: Path | None = None
     """The workspace folder (None: files are not looked at, e.g. a schema a check names)."""
+    unvalidated: dict[str, dict[str, Source]] = field(default_factory=dict)
+    """Per kind, the files that parsed but failed their own fields' checks: their names of
+    other objects are still checked (:func:`_check_raw_process`), so one typo does not hide
+    the rest of the file's problems."""
 
 
 def cross_check(loaded: Loaded) -> list[Problem]:
@@ -87,6 +91,8 @@ def cross_check(loaded: Loaded) -> list[Problem]:
             problems += _ref(loaded, "folders", config.run_folder, source, ("run_folder",))
     for name, process in loaded.objects.get("processes", {}).items():
         problems += _check_process(loaded, process, loaded.sources["processes"][name])
+    for source in loaded.unvalidated.get("processes", {}).values():
+        problems += _check_raw_process(loaded, source)
     for name, agent in loaded.objects.get("agents", {}).items():
         problems += _check_agent(loaded, agent, loaded.sources["agents"][name])
     for name, schedule in loaded.objects.get("schedules", {}).items():
@@ -187,6 +193,38 @@ def _ref(
     if not hint:
         hint = f": there is no {kind}/{name}.yaml"
     return [source.at(path, f"unknown {label} '{name}'{hint}")]
+
+
+RAW_REFERENCES = (("agents", "agents"), ("reads", "folders"), ("writes", "folders"))
+"""The keys of a stage that name other objects (key, kind of object named)."""
+
+
+def _check_raw_process(loaded: Loaded, source: Source) -> list[Problem]:
+    """Return the unknown names in a process file whose own fields failed (a stage's
+    agents, reads and writes, a review's ``reviews``), read from its plain data: only the
+    values that are text where text belongs, so nothing its field problems said is said
+    again."""
+    data = source.document.data
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if not isinstance(stages, list):
+        return []
+    names = [s.get("name") if isinstance(s, dict) else None for s in stages]
+    problems: list[Problem] = []
+    for index, stage in enumerate(stages):
+        if not isinstance(stage, dict):
+            continue
+        here: tuple[str | int, ...] = ("stages", index)
+        for key, kind in RAW_REFERENCES:
+            values = stage.get(key)
+            for position, value in enumerate(values if isinstance(values, list) else []):
+                if isinstance(value, str):
+                    problems += _ref(loaded, kind, value, source, (*here, key, position))
+        reviews = stage.get("reviews")
+        if isinstance(reviews, str) and reviews not in names:
+            earlier = [n for n in names[:index] if isinstance(n, str)]
+            problems.append(source.at((*here, "reviews"), f"unknown stage '{reviews}'"
+                                      f"{did_you_mean(reviews, earlier)}"))
+    return problems
 
 
 def _unique(

@@ -185,8 +185,9 @@ def check_folder(root: Path) -> Checked:
     objects: dict[str, dict[str, Any]] = {}
     sources: dict[str, dict[str, Source]] = {}
     broken: dict[str, set[str]] = {}
+    unvalidated: dict[str, dict[str, Source]] = {}
     for kind, model in KINDS.items():
-        objects[kind], sources[kind], broken[kind] = {}, {}, set()
+        objects[kind], sources[kind], broken[kind], unvalidated[kind] = {}, {}, set(), {}
         folder = root / kind
         if not folder.is_dir():
             continue
@@ -215,10 +216,11 @@ def check_folder(root: Path) -> Checked:
             seen[name.casefold()] = name
             if instance is None:
                 broken[kind].add(name)
+                unvalidated[kind][name] = Source(rel, document)
                 continue
             objects[kind][name] = instance
             sources[kind][name] = Source(rel, document)
-    loaded = Loaded(config, config_source, objects, sources, broken, root)
+    loaded = Loaded(config, config_source, objects, sources, broken, root, unvalidated)
     problems += cross_check(loaded)
     return Checked(loaded, sorted(set(problems)))
 

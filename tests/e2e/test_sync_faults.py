@@ -318,3 +318,30 @@ def test_doctor_shows_the_last_measured_offset_and_the_refusals_when_the_cloud_i
         "the shared record refused 1 change: this computer's clock is 412 s ahead "
         f"({ITEM}; kept until they can be sent)"))
     assert checks["cloud"][0] is False
+
+
+async def test_a_decision_on_an_item_a_runner_runs_names_the_runner(
+        tmp_path: Path, team: Team) -> None:
+    """docs/runners.md, section 7: on a person's computer, ``bees approve`` of an item a
+    runner holds is refused naming the runner (its name in Bees Cloud), not the host name
+    every container shares nor the pool's identity."""
+    url, token = team.cloud.url, team.tokens[team.maya]
+    runner_token = team.cloud.storage.add_runner("runner-1", "build", team.name)
+    desktop = make_computer(tmp_path, "maya-desktop", team.maya, url=url, token=token)
+    async with AsyncCloudClient(url, token) as maya:
+        assert (await maya.claim_owner(wire.OwnerClaim(
+            item_id=ITEM, machine_id=desktop.machine_id, computer_name="maya-desktop"))).granted
+        await maya.release_owner(ITEM, wire.OwnerRelease(
+            machine_id=desktop.machine_id, restart_stages={"main": "Draft"},
+            checkpoint_sha256="0" * 64))
+        await maya.make_offer(ITEM, wire.OfferMake(machine_id=desktop.machine_id, pool="build"))
+    async with AsyncCloudClient(url, runner_token) as runner:
+        await runner.runner_heard("runner-1-box")
+        assert (await runner.claim_owner(wire.OwnerClaim(
+            item_id=ITEM, machine_id="runner-1-box", computer_name="vm"))).granted
+    add_item(desktop, status="waiting for approval")
+    with pytest.raises(Refused) as refused:
+        await Bees(desktop).decide(ITEM, approve=True, request_id=None, reason=None)
+    assert refused.value.message == f"{ITEM} runs on runner-1: approve it there"
+    assert refused.value.hint == (f"runner-1 is a runner of pool build: bees approve {ITEM} "
+                                  "on it (ssh, docker exec)")

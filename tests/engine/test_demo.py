@@ -171,6 +171,10 @@ def test_the_text_ending_shows_the_result_and_the_story(
     story = lines[lines.index(shown[0]):]
     assert [line.split()[0] for line in story] == [line.split()[0] for line in shown]
     assert any("approved" in line for line in story[story.index("history"):])
+    used = {line.split()[1]: line for line in story if line.startswith("model ")}
+    assert ", 2 turns, " in used["Draft:"] and ", 1 turn, " in used["Review:"]
+    # nothing was interrupted: each stage ran once, to its end
+    assert [line for line in story if "interrupted" in line] == []
     assert "to continue" not in done.stdout
     assert "demo: --yes: approved" in done.stderr
 
@@ -186,7 +190,7 @@ def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
                         "--model-url", model_server.base_url)
     terminal.expect("[q]uit and decide later: ")
     terminal.type("d")
-    terminal.expect("why? (the agent is told): ")
+    terminal.expect("[e]dit changes the mail yourself): ")
     terminal.type("this week it goes to Maya only")
     asked_again = terminal.expect("[q]uit and decide later: ")
     assert "    to  maya@example.com\n" in asked_again[asked_again.index("denied"):]
@@ -214,6 +218,89 @@ def test_a_denial_is_told_to_the_agent_and_a_quit_leaves_the_item_resumable(
     assert [(r["stage"], r["status"]) for r in rows] == [("Done", "done")]
     (sent,) = sorted((workspace / "outbox").glob("*.eml"))
     assert sent.read_text().startswith("To: maya@example.com\nSubject: Weekly report\n\n")
+
+
+def test_a_person_edits_the_held_mail_and_it_is_sent_as_edited(
+        tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    """[e]dit: each field of the held input asked with the agent's value (Enter keeps it),
+    the edited input approved (``bees approve --input``'s path): the mail goes where the
+    person said, with no need for the model to correct itself."""
+    script_to_send(model_server)
+    model_server.model.push(Answer.reply(json.dumps({"final": "sent"})))
+    workspace = tmp_path / "demo"
+    terminal = Terminal(bees_home, "demo", "--dir", str(workspace), "--json",
+                        "--model-url", model_server.base_url, stdout=subprocess.PIPE)
+    terminal.expect("[q]uit and decide later: ")
+    terminal.type("e")
+    terminal.expect("to [team@example.com]: ")
+    terminal.type("sam@example.com")
+    assert terminal.finish() == 0
+    assert terminal.process.stdout is not None
+    summary = json.loads(terminal.process.stdout.read())
+    assert (summary["outcome"], summary["stage"]) == ("done", "Done")
+    assert summary["decisions"] == [{"decision": "approved", "action": "mail.send",
+                                     "reason": None}]
+    (sent,) = sorted((workspace / "outbox").glob("*.eml"))
+    assert sent.read_text().startswith("To: sam@example.com\n")
+    assert "demo: approved with your input; running it on" in terminal.seen
+
+
+def continue_commands(out: str) -> list[str]:
+    """The commands the demo printed under ``to continue:``, comments cut."""
+    lines = out[out.index("to continue:"):].splitlines()[1:]
+    return [line.split("#")[0].strip() for line in lines if line.startswith("  bees ")]
+
+
+def test_a_denial_the_model_repeats_fails_the_stage_and_the_printed_commands_retry_it(
+        tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    """The sender asks the same mail after the denial until its turn limit: the stage fails
+    (as the demo's question says it may), and the commands printed to continue work when
+    copied in order: bees run in the background first, then bees retry."""
+    script_to_send(model_server)
+    for _ in range(3):  # the sender's turns 2-4: the same mail, refused as denied
+        model_server.model.push(Answer.reply(json.dumps({"tool": "mail__send",
+                                                         "arguments": MAIL})))
+    workspace = tmp_path / "demo"
+    terminal = Terminal(bees_home, "demo", "--dir", str(workspace),
+                        "--model-url", model_server.base_url)
+    terminal.expect("[q]uit and decide later: ")
+    terminal.type("d")
+    terminal.expect("why? ")
+    terminal.type("send it to sam@example.com instead")
+    assert terminal.finish() == 1
+    out = terminal.seen
+    rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
+    assert [(r["stage"], r["status"]) for r in rows] == [("Send", "failed")]
+    item_id = rows[0]["item_id"]
+    commands = continue_commands(out)
+    assert commands == [f"bees run -w {workspace} &", f"bees retry {item_id}",
+                        f"bees item show {item_id}"]
+
+    # copied in order: the engine in the background, then the retry, then the story
+    model_server.model.push(Answer.reply(json.dumps({"tool": "mail__send",
+                                                     "arguments": MAIL})))
+    env = {**os.environ, "BEES_HOME": str(bees_home)}
+    engine = subprocess.Popen([sys.executable, "-m", "bees_cli",
+                               *commands[0].removesuffix("&").split()[1:]],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=env, start_new_session=True)
+    try:
+        until_sync(lambda: bees(bees_home, "status", "--json").returncode == 0
+                   and "engine_not_running" not in bees(bees_home, "status", "--json").stdout,
+                   "bees run is up")
+        retried = bees(bees_home, *commands[1].split()[1:])
+        assert retried.returncode == 0, retried.stderr
+        until_sync(lambda: json.loads(bees(bees_home, "status", "--json").stdout)["items"][0][
+            "status"] == "waiting for approval", "the retried Send asks again", cap=120)
+        model_server.model.push(Answer.reply(json.dumps({"final": "sent"})))
+        assert bees(bees_home, "approve", item_id).returncode == 0
+        until_sync(lambda: json.loads(bees(bees_home, "status", "--json").stdout)["items"][0][
+            "status"] == "done", "the item is done", cap=120)
+    finally:
+        os.killpg(engine.pid, signal.SIGINT)
+        engine.wait(timeout=60)
+    assert bees(bees_home, *commands[2].split()[1:]).returncode == 0
+    assert len(list((workspace / "outbox").glob("*.eml"))) == 1
 
 
 @pytest.mark.slow
@@ -272,15 +359,17 @@ def test_ctrl_c_while_it_runs_stops_it_gently_and_says_how_to_continue(
     assert "[q]uit" not in out
 
 
-def test_ctrl_c_at_the_question_is_a_quit(
+def test_ctrl_c_at_the_question_is_a_quit_that_exits_130(
         tmp_path: Path, bees_home: Path, model_server: ScriptedServer) -> None:
+    """Ctrl-C at the prompt leaves the item waiting for a decision, as a quit does, but
+    exits 130 (interrupted, docs/ci.md), not 0."""
     script_to_send(model_server)
     workspace = tmp_path / "demo"
     terminal = Terminal(bees_home, "demo", "--dir", str(workspace),
                         "--model-url", model_server.base_url)
     terminal.expect("[q]uit and decide later: ")
     os.killpg(terminal.process.pid, signal.SIGINT)
-    assert terminal.finish() == 0
+    assert terminal.finish() == 130
     assert "waits for your decision at Send" in terminal.seen
     rows = json.loads(bees(bees_home, "status", "--json").stdout)["items"]
     assert [(r["stage"], r["status"]) for r in rows] == [("Send", "waiting for approval")]

@@ -135,5 +135,10 @@ def test_an_approval_given_while_bees_run_is_down_is_shown_until_delivered(
     shown = json.loads(bees("item", "show", item_id, "--json").stdout)
     assert [(a["status"], a["who"], a["at"], "delivered" in a)
             for a in shown["approvals"]] == [("approved", MAYA, at, False)]
+    # bees run ending while the stage waited for the approval is the pause, not an
+    # interruption: the story says the stage started again with the answer, nothing more
+    story = bees("item", "show", item_id).stdout
+    assert [line for line in story.splitlines() if "interrupted" in line] == []
+    assert "Send round 1: started sender (attempt 2)" in story
     assert (tmp_path / "addon.log").read_text().splitlines() == [
         'mail.send {"to": "team@example.com"}']
