@@ -12,11 +12,12 @@ it and never claims.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bees_cli.errors import BeesError, CloudError, Refused, UserError
+from bees_cli.errors import BeesError, CloudError, Refused, UserError, is_retired
 
 if TYPE_CHECKING:
     from bees_cli.cloud import wire
@@ -172,6 +173,8 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
         offers = await asyncio.to_thread(api.offers)
     except CloudError as error:
         api.close()
+        if is_retired(error):  # fenced: the runner stops (runner_loop)
+            raise
         return [OfferOutcome("-", "unreachable", error.message)]
     try:
         for offer in offers:
@@ -193,6 +196,8 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
                 except Refused as error:
                     reason = error.message
                 except CloudError as error:
+                    if is_retired(error):
+                        raise
                     outcomes.append(OfferOutcome(offer.item_id, "unreachable", error.message))
                     continue
                 except BeesError as error:  # no workspace here, a bad run folder…
@@ -239,14 +244,23 @@ def wire_max() -> int:
 
 async def runner_loop(bees: Bees, pool: str, runner: str, *, workspace_path: Path | None,
                       stop: asyncio.Event, every: float = RUNNER_POLL_EVERY,
-                      slots: int = 1) -> None:
-    """Until ``stop`` is set: a :func:`runner_pass` every ``every`` seconds."""
+                      slots: int = 1,
+                      on_retired: Callable[[CloudError], None] | None = None) -> None:
+    """Until ``stop`` is set: a :func:`runner_pass` every ``every`` seconds. A pass refused
+    because this runner was retired (``runner_retired``) is handed to ``on_retired`` and
+    ends the loop (``bees run --runner`` stops: DESIGN.md, Runners, fenced)."""
     said: dict[str, str] = {}
     bees.say(f"runner {runner} of pool {pool}: asking Bees Cloud for offers every {every:g} s")
     while not stop.is_set():
         try:
             outcomes = await runner_pass(bees, runner, workspace_path=workspace_path,
                                          said=said, slots=slots)
+        except CloudError as error:
+            if is_retired(error) and on_retired is not None:
+                on_retired(error)
+                return
+            outcomes = []
+            bees.say(f"{runner}: could not look at the offers: {error.message}")
         except BeesError as error:
             outcomes = []
             bees.say(f"{runner}: could not look at the offers: {error.message}")

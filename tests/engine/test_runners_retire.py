@@ -172,3 +172,49 @@ async def test_a_runner_killed_mid_stage_is_retired_and_another_finishes_its_ite
             info = engine_json(box.home)
             if info is not None and pid_alive(int(info["pid"])):  # type: ignore[arg-type]
                 os.kill(int(info["pid"]), signal.SIGTERM)  # type: ignore[arg-type]
+
+
+async def test_a_live_runner_that_learns_it_was_retired_stops_at_once(
+        tmp_path: Path, team: Team, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A person retired a runner that was still alive: the moment its sync is refused with
+    ``runner_retired``, its ``bees run --runner`` cancels its running stage (the stage's
+    programs killed), starts nothing more and exits non-zero saying why; the item it held
+    is not finished there."""
+    log, outbox, block = tmp_path / "agents.log", tmp_path / "outbox", tmp_path / "block"
+    outbox.mkdir()
+    workspace = _workspace(tmp_path / "ws", log=log, outbox=outbox, block=block)
+    shared = tmp_path / "shared-runs"
+    shared.mkdir()
+    url, storage = team.cloud.url, team.cloud.storage
+    laptop = _box(monkeypatch, tmp_path, "maya-laptop", person=team.maya,
+                  login=Login(url, team.tokens[team.maya]), shared=shared, env={})
+    token = storage.add_runner("runner-1", "build", team.name)
+    one = _box(monkeypatch, tmp_path, "runner-1", person=None, login=None, shared=shared,
+               env={"BEES_CLOUD_URL": url, "BEES_TOKEN": token})
+    try:
+        created = laptop.bees("item", "create", "p", "--on", "build", "-w", str(workspace))
+        assert created.returncode == 0, created.stderr
+        item = created.stdout.strip()
+        block.write_text("")
+        one.start("--runner", "build", "--runner-every", "0.3", "-w", str(workspace))
+        await until(lambda: block.read_text() != "",
+                    lambda: f"runner-1 never ran the send: {one.log()}")
+        addon_pid = int(block.read_text())
+
+        retired = storage.retire_runner("runner-1", team.name)
+        assert retired.offered == [item]
+        assert one.proc is not None
+        await until(lambda: one.proc is not None and one.proc.poll() is not None,
+                    lambda: f"runner-1 kept running after its retire: {one.log()}")
+        assert one.proc.returncode == 1
+        assert ("error: runner runner-1 was retired: Bees Cloud refuses what it sends"
+                in one.log()), one.log()
+        await until(lambda: not pid_alive(addon_pid), "the stage's add-on outlived the stop")
+        block.unlink()
+        assert [r.status for r in one.record.items()] != ["done"]
+        assert log.read_text().splitlines() == ["run Send sender 1 1"]
+    finally:
+        one.stop()
+        info = engine_json(one.home)
+        if info is not None and pid_alive(int(info["pid"])):  # type: ignore[arg-type]
+            os.kill(int(info["pid"]), signal.SIGTERM)  # type: ignore[arg-type]
