@@ -194,7 +194,7 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
                     outcomes.append(OfferOutcome(offer.item_id, "taken"))
                     continue
                 except Refused as error:
-                    reason = error.message
+                    reason = leave_reason(error)
                 except CloudError as error:
                     if is_retired(error):
                         raise
@@ -214,6 +214,39 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
     finally:
         api.close()
     return outcomes
+
+
+LEAVE_DETAIL_CHARS = 240
+"""Most characters of the problems a leave reason names (the first one is always named,
+cut with ``…`` when longer); the rest are counted."""
+
+
+def leave_reason(error: Refused) -> str:
+    """Return why this runner leaves an offer, as the team sees it in ``bees offers``.
+
+    A refusal's message, and for an invalid checkpoint the first problems too (each
+    ``FILE: what is wrong``, at most :data:`LEAVE_DETAIL_CHARS` of them), the others counted:
+    ``checkpoint invalid: 3 problems: Draft/notes.txt: content changed (…); and 2 more
+    (bees checkpoint verify RUN_FOLDER lists them)`` (docs/runners.md: the reason names the
+    files). Returns the message alone for any other refusal.
+    """
+    from bees_cli.handover.problems import CheckpointInvalid
+
+    if not isinstance(error, CheckpointInvalid) or not error.problems:
+        return error.message
+    named: list[str] = []
+    used = 0
+    for problem in error.problems:
+        text = problem.format()
+        if not named and len(text) > LEAVE_DETAIL_CHARS:
+            text = text[:LEAVE_DETAIL_CHARS] + "…"
+        elif named and used + len(text) > LEAVE_DETAIL_CHARS:
+            break
+        named.append(text)
+        used += len(text)
+    rest = len(error.problems) - len(named)
+    more = f"; and {rest} more (bees checkpoint verify RUN_FOLDER lists them)" if rest else ""
+    return f"{error.message}: {'; '.join(named)}{more}"
 
 
 def _leave(api: object, bees: Bees, item_id: str, reason: str) -> bool:
