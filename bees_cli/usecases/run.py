@@ -313,10 +313,15 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     background = await start_background(
         say, computer=computer, schedules=schedules, news=early,
         on_retired=fenced if runner is not None else None)
-    offers = None
+    from bees_cli.usecases.owner_check import check_file, serve_owner_check
+
+    check_file(computer).unlink(missing_ok=True)  # a killed runner's, if any
+    offers = owner_check = None
     if runner is not None:  # a runner asks for its pool's offers beside its work
         from bees_cli.usecases.runners import runner_loop
 
+        # before a gated action runs here, Bees Cloud is asked whether we still own its item
+        owner_check = await serve_owner_check(computer, fenced)
         offers = asyncio.create_task(runner_loop(
             bees, runner.pool, runner.name, workspace_path=workspace_path, stop=stop,
             every=runner.every, slots=runner.slots, on_retired=fenced))
@@ -325,8 +330,12 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     if offers is not None:
         offers.cancel()
         await asyncio.gather(offers, return_exceptions=True)
-    await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop,
-                     final_sync=not retired)
+    try:
+        await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop,
+                         final_sync=not retired)
+    finally:
+        if owner_check is not None:
+            await owner_check.stop()
     if retired:
         raise retired[0]
 
