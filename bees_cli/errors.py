@@ -248,9 +248,16 @@ class CloudUnreachable(CloudError):
 
 
 class CloudUnauthorized(CloudError):
-    """Bees Cloud rejected the token (HTTP 401) (exit 1)."""
+    """Bees Cloud rejected the token (HTTP 401) (exit 1); ``code`` is ``runner_retired``
+    when the token is a runner's that an admin retired (:func:`is_retired`)."""
 
     code = "cloud_unauthorized"
+
+
+def is_retired(error: BaseException) -> bool:
+    """Return True when ``error`` is Bees Cloud refusing a retired runner (``runner_retired``):
+    the runner is fenced and must stop (DESIGN.md, Runners)."""
+    return isinstance(error, CloudUnauthorized) and error.code == "runner_retired"
 
 
 class CloudRefused(CloudError):

@@ -253,6 +253,8 @@ def runner_retire(
     if done.not_offered:
         say(f"released but not offered (no checkpoint to restart from; a person continues "
             f"them): {', '.join(done.not_offered)}")
+    if done.ended:
+        say(f"ended, kept as they are (never offered again): {', '.join(done.ended)}")
 
 
 def admin_token(

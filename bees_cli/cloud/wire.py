@@ -142,6 +142,9 @@ from bees_cli.cloud.wire_offers import (
     OfferNote as OfferNote,
 )
 from bees_cli.cloud.wire_runners import (
+    ENDED_STATUSES as ENDED_STATUSES,
+)
+from bees_cli.cloud.wire_runners import (
     RunnerHeard as RunnerHeard,
 )
 from bees_cli.cloud.wire_runners import (

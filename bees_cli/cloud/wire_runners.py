@@ -62,7 +62,8 @@ class RunnerRetired(Wire):
     """What a retire did, in its order: the tokens revoked and the machine id retired
     (fenced first), then the items it held released and offered back to its pool
     (``offered``), and those released that could not be offered (``not_offered``: no
-    earlier release to restart from; a person continues them)."""
+    earlier release to restart from; a person continues them). An item whose shared record
+    says it ended (:data:`ENDED_STATUSES`) is neither released nor offered (``ended``)."""
 
     name: str
     pool: str
@@ -72,3 +73,11 @@ class RunnerRetired(Wire):
     machine_id: str | None
     offered: list[str]
     not_offered: list[str] = Field(default_factory=list)
+    ended: list[str] = Field(default_factory=list)
+
+
+ENDED_STATUSES: frozenset[str] = frozenset({"done", "cancelled"})
+"""Statuses of the shared record's ``status`` field for an item that has ended for good
+(``record.states.Status.DONE`` and ``CANCELLED``). A failed item, or one stopped for a person,
+waits for a retry: it has not ended. Bees Cloud never offers an ended item, and no runner
+claims one from an offer (issue 27, retire)."""

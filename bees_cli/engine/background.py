@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli.errors import CloudError
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import Syncer
 
@@ -174,7 +175,9 @@ async def prepare_schedules(client: object, task_queue: str, workspace_path: Pat
 
 async def start_background(say: Say, *, computer: Computer, schedules: Registrar | None,
                            news: list[str] | None = None,
-                           sync_every: float | None = None) -> Background:
+                           sync_every: float | None = None,
+                           on_retired: Callable[[CloudError], None] | None = None
+                           ) -> Background:
     """Start the sync loop (when a Bees Cloud is configured) and keep the schedule
     registrar going (when :func:`prepare_schedules` made one); say what runs.
 
@@ -185,6 +188,8 @@ async def start_background(say: Say, *, computer: Computer, schedules: Registrar
         news: what :func:`prepare_schedules` had to say, said here after the sync line
             (``bees run`` says its worker's line first).
         sync_every: seconds between sync rounds (default 15).
+        on_retired: told when the sync is refused because this runner was retired
+            (``runner_retired``); the sync then stops (:meth:`Syncer.run`).
     """
     from bees_cli.record.sync import SYNC_EVERY
 
@@ -194,7 +199,8 @@ async def start_background(say: Say, *, computer: Computer, schedules: Registrar
         syncer = Syncer(computer, interval=sync_every or SYNC_EVERY)
         background.syncer = syncer
         background.tasks.append(asyncio.create_task(supervise(
-            "shared record", lambda: syncer.run(stop, say), stop, say)))
+            "shared record", lambda: syncer.run(stop, say, on_retired=on_retired), stop,
+            say)))
         say(f"shared record: syncing every {syncer.interval:g} s")
     else:
         say("no Bees Cloud configured: no schedule keys, owners or shared record")

@@ -237,7 +237,7 @@ def _verified(item_id: str, folder: Path, expected: _Expected,
         CheckpointInvalid: any other problem, each naming its file.
     """
     from bees_cli.handover.checkpoint import CHECKPOINT_NAME, ProblemCode, verify_checkpoint
-    from bees_cli.handover.problems import plural
+    from bees_cli.handover.problems import CheckpointInvalid, plural
 
     given = expected.kind == "digest"
     result = verify_checkpoint(folder, expected_sha256=expected.sha256 if given else None,
@@ -269,7 +269,14 @@ def _verified(item_id: str, folder: Path, expected: _Expected,
         judged = judge(folder, result, expected.takeover)
         result = replace(result, ok=not judged.problems, problems=judged.problems,
                          leftovers=judged.leftovers)
-    result.raise_if_invalid()
+    try:
+        result.raise_if_invalid()
+    except CheckpointInvalid as invalid:  # say how to recover, not only what is wrong
+        invalid.hint = (
+            "put each file named above back as it was handed over and move any file not "
+            "in the checkpoint out of the run folder (keep it), then run bees continue "
+            f"{item_id} again")
+        raise
     return result
 
 

@@ -261,10 +261,15 @@ class Syncer:
             self.shared.drop(sorted(gone))
         self.shared.refuse([r for r in refusals if r.item_id not in gone])
 
-    async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None) -> None:
+    async def run(self, stop: asyncio.Event, say: Callable[[str], None] | None = None, *,
+                  on_retired: Callable[[CloudError], None] | None = None) -> None:
         """Sync every :attr:`interval` seconds until ``stop`` is set; failures are noted
-        (``sync_meta.error``, one line said when it changes) and never end the loop."""
+        (``sync_meta.error``, one line said when it changes) and never end the loop, but
+        one: a retired runner's sync refused with ``runner_retired`` is handed to
+        ``on_retired`` (``bees run --runner`` stops) and ends it (issue 27, retire)."""
         import asyncio
+
+        from bees_cli.errors import is_retired
 
         last_error: str | None = None
         while not stop.is_set():
@@ -275,25 +280,37 @@ class Syncer:
                 last_error = None
             except asyncio.CancelledError:
                 raise
+            except CloudError as error:
+                if on_retired is not None and is_retired(error):
+                    on_retired(error)
+                    return
+                last_error = await self._failed(error, last_error, say)
             except Exception as error:  # noqa: BLE001 - the loop must survive anything
-                text = error.message if isinstance(error, CloudError) else repr(error)
-                if text != last_error and say:
-                    say(f"shared record: sync failed: {text}")
-                last_error = text
-                # a Bees error is news, said once above; anything else is a bug: keep its
-                # traceback in the log
-                if isinstance(error, BeesError):
-                    log.debug("shared record sync failed: %s", text)
-                else:
-                    log.warning("shared record sync failed: %s", text, exc_info=True)
-                code = error.code if isinstance(error, BeesError) else "error"
-                try:
-                    await asyncio.to_thread(self.shared.set_meta, error=text, error_code=code)
-                except Exception:  # noqa: BLE001
-                    pass
+                last_error = await self._failed(error, last_error, say)
             try:
                 await asyncio.wait_for(stop.wait(), self.interval)
             except TimeoutError:
                 pass
+
+    async def _failed(self, error: Exception, last_error: str | None,
+                      say: Callable[[str], None] | None) -> str:
+        """Note a failed round (said once while it stays the same); return its text."""
+        import asyncio
+
+        text = error.message if isinstance(error, CloudError) else repr(error)
+        if text != last_error and say:
+            say(f"shared record: sync failed: {text}")
+        # a Bees error is news, said once above; anything else is a bug: keep its
+        # traceback in the log
+        if isinstance(error, BeesError):
+            log.debug("shared record sync failed: %s", text)
+        else:
+            log.warning("shared record sync failed: %s", text, exc_info=True)
+        code = error.code if isinstance(error, BeesError) else "error"
+        try:
+            await asyncio.to_thread(self.shared.set_meta, error=text, error_code=code)
+        except Exception:  # noqa: BLE001
+            pass
+        return text
 
 

@@ -49,6 +49,7 @@ from bees_cli.record.states import Status
 from bees_cli.usecases.action_journal import answered, confirmed, folder_end, recall_from_folder
 from bees_cli.usecases.action_run import Edit, declared_env, run_addon
 from bees_cli.usecases.models import ActionOutcome
+from bees_cli.usecases.owner_check import refuse_unless_owner
 
 if TYPE_CHECKING:
     from bees_cli.agents.mcp_sessions import McpSessions
@@ -205,6 +206,7 @@ async def _act(bees: Bees, call: ActionCallInput, wait: Waiter) -> ActionOutcome
             return await _run_edited(bees, call, rules, request_id, wait,
                                      text=str(request["edited_input"]),
                                      who=str(request.get("who") or "a person"))
+    await refuse_unless_owner(bees.computer, call.item_id, call.action, rules.gate.kind.value)
     return await run_addon(record, call, rules.gate.kind.value, rules.command, request_id,
                            mcp=rules.mcp, declared=rules.declared)
 
@@ -221,6 +223,7 @@ async def _interrupted(bees: Bees, call: ActionCallInput, rules: _Rules, facts: 
     request_id = int(request["id"])
     if verdict is Verdict.CONFIRM_RAN:
         return await record.run(confirmed, call, rules.gate.kind.value, intent, request_id)
+    await refuse_unless_owner(bees.computer, call.item_id, call.action, rules.gate.kind.value)
     await record.end_intent(call.item_id, int(intent["seq"]), "again", None)
     await record.run(folder_end, call, "again", None)
     return await run_addon(record, call, rules.gate.kind.value, rules.command, request_id,
@@ -256,6 +259,8 @@ async def _run_edited(bees: Bees, call: ActionCallInput, rules: _Rules, request_
     elif intent is not None:
         outcome = await _interrupted(bees, edited, rules, facts, intent, wait, edit=edit)
     else:
+        await refuse_unless_owner(bees.computer, edited.item_id, edited.action,
+                                  rules.gate.kind.value)
         outcome = await run_addon(record, edited, rules.gate.kind.value, rules.command,
                                   request_id, mcp=rules.mcp, declared=rules.declared,
                                   edit=edit)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bees_cli.errors import BeesError, EngineError
+from bees_cli.errors import BeesError, CloudError, EngineError
 from bees_cli.usecases.idle import CLOSING_WAIT, claim_wait_line, idle_line, mark_interrupted
 from bees_cli.usecases.idle import closing_runs as closing_runs
 from bees_cli.usecases.idle import is_idle as is_idle
@@ -269,21 +269,44 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     released = asyncio.create_task(finish_released(bees))
     note_worker(computer.data_dir, server.address, queue)
     say(f"worker on task queue {queue}")
-    background = await start_background(say, computer=computer, schedules=schedules,
-                                        news=early)
-    offers = None
+    retired: list[CloudError] = []
+
+    def fenced(error: CloudError) -> None:
+        # a runner retired while alive (DESIGN.md, Runners: fenced first): it stops at once,
+        # its running stages cancelled (their programs killed) and nothing more started
+        if not retired:
+            retired.append(error)
+            say(f"{error.message}: stopping its running stages")
+        stop.set()
+
+    background = await start_background(
+        say, computer=computer, schedules=schedules, news=early,
+        on_retired=fenced if runner is not None else None)
+    from bees_cli.usecases.owner_check import check_file, serve_owner_check
+
+    check_file(computer).unlink(missing_ok=True)  # a killed runner's, if any
+    offers = owner_check = None
     if runner is not None:  # a runner asks for its pool's offers beside its work
         from bees_cli.usecases.runners import runner_loop
 
+        # before a gated action runs here, Bees Cloud is asked whether we still own its item
+        owner_check = await serve_owner_check(computer, fenced)
         offers = asyncio.create_task(runner_loop(
             bees, runner.pool, runner.name, workspace_path=workspace_path, stop=stop,
-            every=runner.every, slots=runner.slots))
+            every=runner.every, slots=runner.slots, on_retired=fenced))
     gone = await _watch(bees, engine, server, queue, worker_task, released, stop,
                         exit_when_idle, claims)
     if offers is not None:
         offers.cancel()
         await asyncio.gather(offers, return_exceptions=True)
-    await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop)
+    try:
+        await _shut_down(bees, worker.shutdown, worker_task, released, background, gone, stop,
+                         final_sync=not retired)
+    finally:
+        if owner_check is not None:
+            await owner_check.stop()
+    if retired:
+        raise retired[0]
 
 
 def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
@@ -371,9 +394,11 @@ async def _watch(bees: Bees, engine: EngineGateway, server: EngineServer, queue:
 
 async def _shut_down(bees: Bees, stop_worker: Callable[[], Awaitable[None]],
                      worker_task: asyncio.Task[None], released: asyncio.Task[Any],
-                     background: Background, gone: str | None, stop: asyncio.Event) -> None:
+                     background: Background, gone: str | None, stop: asyncio.Event, *,
+                     final_sync: bool = True) -> None:
     """Stop the side tasks and the worker, mark the items whose stage was cut off, and
-    sync the shared record a last time.
+    sync the shared record a last time (not when ``final_sync`` is False: a retired
+    runner's sync is refused).
 
     Raises:
         EngineError: the engine went away (``gone`` says why); the worker is cancelled.
@@ -402,7 +427,10 @@ async def _shut_down(bees: Bees, stop_worker: Callable[[], Awaitable[None]],
     interrupted = await bees.async_record.run(mark_interrupted)
     if interrupted:
         say(f"{interrupted} running item(s) wait for the next `bees run`")
-    await background.final_sync(say)
+    if final_sync:
+        await background.final_sync(say)
+    else:
+        await background.close()
     if stop.is_set():
         say("stopped")
 

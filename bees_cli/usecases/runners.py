@@ -12,11 +12,12 @@ it and never claims.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bees_cli.errors import BeesError, CloudError, Refused, UserError
+from bees_cli.errors import BeesError, CloudError, Refused, UserError, is_retired
 
 if TYPE_CHECKING:
     from bees_cli.cloud import wire
@@ -172,6 +173,8 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
         offers = await asyncio.to_thread(api.offers)
     except CloudError as error:
         api.close()
+        if is_retired(error):  # fenced: the runner stops (runner_loop)
+            raise
         return [OfferOutcome("-", "unreachable", error.message)]
     try:
         for offer in offers:
@@ -191,8 +194,10 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
                     outcomes.append(OfferOutcome(offer.item_id, "taken"))
                     continue
                 except Refused as error:
-                    reason = error.message
+                    reason = leave_reason(error)
                 except CloudError as error:
+                    if is_retired(error):
+                        raise
                     outcomes.append(OfferOutcome(offer.item_id, "unreachable", error.message))
                     continue
                 except BeesError as error:  # no workspace here, a bad run folder…
@@ -209,6 +214,39 @@ async def runner_pass(bees: Bees, runner: str, *, workspace_path: Path | None,
     finally:
         api.close()
     return outcomes
+
+
+LEAVE_DETAIL_CHARS = 240
+"""Most characters of the problems a leave reason names (the first one is always named,
+cut with ``…`` when longer); the rest are counted."""
+
+
+def leave_reason(error: Refused) -> str:
+    """Return why this runner leaves an offer, as the team sees it in ``bees offers``.
+
+    A refusal's message, and for an invalid checkpoint the first problems too (each
+    ``FILE: what is wrong``, at most :data:`LEAVE_DETAIL_CHARS` of them), the others counted:
+    ``checkpoint invalid: 3 problems: Draft/notes.txt: content changed (…); and 2 more
+    (bees checkpoint verify RUN_FOLDER lists them)`` (docs/runners.md: the reason names the
+    files). Returns the message alone for any other refusal.
+    """
+    from bees_cli.handover.problems import CheckpointInvalid
+
+    if not isinstance(error, CheckpointInvalid) or not error.problems:
+        return error.message
+    named: list[str] = []
+    used = 0
+    for problem in error.problems:
+        text = problem.format()
+        if not named and len(text) > LEAVE_DETAIL_CHARS:
+            text = text[:LEAVE_DETAIL_CHARS] + "…"
+        elif named and used + len(text) > LEAVE_DETAIL_CHARS:
+            break
+        named.append(text)
+        used += len(text)
+    rest = len(error.problems) - len(named)
+    more = f"; and {rest} more (bees checkpoint verify RUN_FOLDER lists them)" if rest else ""
+    return f"{error.message}: {'; '.join(named)}{more}"
 
 
 def _leave(api: object, bees: Bees, item_id: str, reason: str) -> bool:
@@ -239,14 +277,23 @@ def wire_max() -> int:
 
 async def runner_loop(bees: Bees, pool: str, runner: str, *, workspace_path: Path | None,
                       stop: asyncio.Event, every: float = RUNNER_POLL_EVERY,
-                      slots: int = 1) -> None:
-    """Until ``stop`` is set: a :func:`runner_pass` every ``every`` seconds."""
+                      slots: int = 1,
+                      on_retired: Callable[[CloudError], None] | None = None) -> None:
+    """Until ``stop`` is set: a :func:`runner_pass` every ``every`` seconds. A pass refused
+    because this runner was retired (``runner_retired``) is handed to ``on_retired`` and
+    ends the loop (``bees run --runner`` stops: DESIGN.md, Runners, fenced)."""
     said: dict[str, str] = {}
     bees.say(f"runner {runner} of pool {pool}: asking Bees Cloud for offers every {every:g} s")
     while not stop.is_set():
         try:
             outcomes = await runner_pass(bees, runner, workspace_path=workspace_path,
                                          said=said, slots=slots)
+        except CloudError as error:
+            if is_retired(error) and on_retired is not None:
+                on_retired(error)
+                return
+            outcomes = []
+            bees.say(f"{runner}: could not look at the offers: {error.message}")
         except BeesError as error:
             outcomes = []
             bees.say(f"{runner}: could not look at the offers: {error.message}")

@@ -2,7 +2,8 @@
 
 Environment: AGENT_LOG (file to append to), ACTIONS (JSON list of ``[ACTION, INPUT]``),
 SLEEP_AFTER (seconds to sleep after the actions on attempt 1), FAIL_FIRST (exit 3 after the
-actions on attempt 1). Log lines: ``run STAGE AGENT ROUND ATTEMPT``, then per action
+actions on attempt 1), WAIT_FILE (write WAIT_FILE.started, then wait until WAIT_FILE exists
+before the actions). Log lines: ``run STAGE AGENT ROUND ATTEMPT``, then per action
 ``ACTION EXIT STDOUT | LAST-STDERR-LINE``, then ``end STAGE ATTEMPT``.
 """
 
@@ -23,6 +24,11 @@ def write(line: str) -> None:
 
 
 write(f"run {stage} {agent} {os.environ['BEES_ROUND']} {attempt}")
+if os.environ.get("WAIT_FILE"):
+    with open(os.environ["WAIT_FILE"] + ".started", "w", encoding="utf-8") as started:
+        started.write(str(os.getpid()))
+    while not os.path.exists(os.environ["WAIT_FILE"]):
+        time.sleep(0.05)
 for name, data in json.loads(os.environ.get("ACTIONS", "[]")):
     done = subprocess.run(["bees", "action", name, "--input", json.dumps(data)],
                           capture_output=True, text=True, check=False)

@@ -200,7 +200,10 @@ async def test_maya_relinquishes_on_the_laptop_and_continues_on_the_desktop(
         assert tampered.stderr.splitlines() == [
             f"Draft/notes.txt: content changed (sha256 {hashlib.sha256(kept.upper()).hexdigest()}"
             f" expected {hashlib.sha256(kept).hexdigest()})",
-            "error: checkpoint invalid: 1 problem"]
+            "error: checkpoint invalid: 1 problem",
+            "hint: put each file named above back as it was handed over and move any file "
+            "not in the checkpoint out of the run folder (keep it), then run bees continue "
+            f"{item} again"]
         notes.write_bytes(kept)
         assert desktop.bees("unlink", "shared").returncode == 0
         unlinked = desktop.bees("continue", item, "-w", str(workspace))

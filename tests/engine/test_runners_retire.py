@@ -48,13 +48,15 @@ stages:
 pytestmark = pytest.mark.slow
 
 
-def _workspace(root: Path, *, log: Path, outbox: Path, block: Path) -> Path:
+def _workspace(root: Path, *, log: Path, outbox: Path, block: Path,
+               wait: Path | None = None) -> Path:
     addon = f'["${{BEES_PYTHON}}", "{HERE / "outbox_addon.py"}"]'
     agent = "\n".join([
         "instructions: sends", "tools: [mail.send]", "runner:",
         f'  command: ["${{BEES_PYTHON}}", "{HERE / "action_agent.py"}"]', "  env:",
         f'    AGENT_LOG: "{log}"', f"    ACTIONS: '{json.dumps([['mail.send', MAIL]])}'",
-        f'    OUTBOX: "{outbox}"', f'    BLOCK_FILE: "{block}"']) + "\n"
+        f'    OUTBOX: "{outbox}"', f'    BLOCK_FILE: "{block}"']
+        + ([f'    WAIT_FILE: "{wait}"'] if wait is not None else [])) + "\n"
     files = {
         "bees.yaml": "name: maya-space\nrun_folder: shared\n",
         "folders/shared.yaml": "description: run folders, shared with the runners\n",
@@ -172,3 +174,97 @@ async def test_a_runner_killed_mid_stage_is_retired_and_another_finishes_its_ite
             info = engine_json(box.home)
             if info is not None and pid_alive(int(info["pid"])):  # type: ignore[arg-type]
                 os.kill(int(info["pid"]), signal.SIGTERM)  # type: ignore[arg-type]
+
+
+async def test_a_live_runner_that_learns_it_was_retired_stops_at_once(
+        tmp_path: Path, team: Team, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A person retired a runner that was still alive: the moment its sync is refused with
+    ``runner_retired``, its ``bees run --runner`` cancels its running stage (the stage's
+    programs killed), starts nothing more and exits non-zero saying why; the item it held
+    is not finished there."""
+    log, outbox, block = tmp_path / "agents.log", tmp_path / "outbox", tmp_path / "block"
+    outbox.mkdir()
+    workspace = _workspace(tmp_path / "ws", log=log, outbox=outbox, block=block)
+    shared = tmp_path / "shared-runs"
+    shared.mkdir()
+    url, storage = team.cloud.url, team.cloud.storage
+    laptop = _box(monkeypatch, tmp_path, "maya-laptop", person=team.maya,
+                  login=Login(url, team.tokens[team.maya]), shared=shared, env={})
+    token = storage.add_runner("runner-1", "build", team.name)
+    one = _box(monkeypatch, tmp_path, "runner-1", person=None, login=None, shared=shared,
+               env={"BEES_CLOUD_URL": url, "BEES_TOKEN": token})
+    try:
+        created = laptop.bees("item", "create", "p", "--on", "build", "-w", str(workspace))
+        assert created.returncode == 0, created.stderr
+        item = created.stdout.strip()
+        block.write_text("")
+        one.start("--runner", "build", "--runner-every", "0.3", "-w", str(workspace))
+        await until(lambda: block.read_text() != "",
+                    lambda: f"runner-1 never ran the send: {one.log()}")
+        addon_pid = int(block.read_text())
+
+        retired = storage.retire_runner("runner-1", team.name)
+        assert retired.offered == [item]
+        assert one.proc is not None
+        await until(lambda: one.proc is not None and one.proc.poll() is not None,
+                    lambda: f"runner-1 kept running after its retire: {one.log()}")
+        assert one.proc.returncode == 1
+        assert ("error: runner runner-1 was retired: Bees Cloud refuses what it sends"
+                in one.log()), one.log()
+        await until(lambda: not pid_alive(addon_pid), "the stage's add-on outlived the stop")
+        block.unlink()
+        assert [r.status for r in one.record.items()] != ["done"]
+        assert log.read_text().splitlines() == ["run Send sender 1 1"]
+    finally:
+        one.stop()
+        info = engine_json(one.home)
+        if info is not None and pid_alive(int(info["pid"])):  # type: ignore[arg-type]
+            os.kill(int(info["pid"]), signal.SIGTERM)  # type: ignore[arg-type]
+
+
+async def test_a_retired_runner_refuses_a_send_before_it_learns(
+        tmp_path: Path, team: Team, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Between a retire and the runner's next sync the runner does not know it was retired:
+    before a gated action (send, post, delete, pay) runs there, the runner asks Bees Cloud
+    whether it still owns the item, and a retired one refuses the send: nothing delivered."""
+    log, outbox, block = tmp_path / "agents.log", tmp_path / "outbox", tmp_path / "block"
+    wait = tmp_path / "go"
+    outbox.mkdir()
+    workspace = _workspace(tmp_path / "ws", log=log, outbox=outbox, block=block, wait=wait)
+    shared = tmp_path / "shared-runs"
+    shared.mkdir()
+    url, storage = team.cloud.url, team.cloud.storage
+    laptop = _box(monkeypatch, tmp_path, "maya-laptop", person=team.maya,
+                  login=Login(url, team.tokens[team.maya]), shared=shared, env={})
+    token = storage.add_runner("runner-1", "build", team.name)
+    one = _box(monkeypatch, tmp_path, "runner-1", person=None, login=None, shared=shared,
+               env={"BEES_CLOUD_URL": url, "BEES_TOKEN": token})
+    started = Path(str(wait) + ".started")
+    try:
+        created = laptop.bees("item", "create", "p", "--on", "build", "-w", str(workspace))
+        assert created.returncode == 0, created.stderr
+        item = created.stdout.strip()
+        one.start("--runner", "build", "--runner-every", "0.3", "-w", str(workspace))
+        await until(started.exists, lambda: f"runner-1 never started the stage: {one.log()}")
+        retired = storage.retire_runner("runner-1", team.name)
+        assert retired.offered == [item]
+        wait.write_text("")  # the agent asks for the send now, before runner-1's next sync
+        # the owner check is refused with runner_retired: the send is not run, and runner-1
+        # learns it was retired and stops (its stage, the agent, killed)
+        assert one.proc is not None
+        await until(lambda: one.proc is not None and one.proc.poll() is not None,
+                    lambda: f"runner-1 kept running after its retire: {one.log()}")
+        assert one.proc.returncode == 1
+        assert ("runner runner-1 was retired: Bees Cloud refuses what it sends: stopping its "
+                "running stages") in one.log(), one.log()
+        assert list(outbox.iterdir()) == []  # nothing sent
+        # the agent, when it outlived the stop long enough to say so, was told why
+        asked = [line for line in log.read_text().splitlines() if "mail.send" in line]
+        assert asked in ([], [
+            "mail.send 3  | error: runner runner-1 was retired: Bees Cloud refuses what it "
+            f"sends: {item}'s mail.send (send) is not run here"])
+    finally:
+        one.stop()
+        info = engine_json(one.home)
+        if info is not None and pid_alive(int(info["pid"])):  # type: ignore[arg-type]
+            os.kill(int(info["pid"]), signal.SIGTERM)  # type: ignore[arg-type]

@@ -199,3 +199,76 @@ def test_retire_fences_the_runner_first_then_offers_its_items_back(
                      str(server.admin_token_file))
         assert again.returncode == 0, again.stderr
         assert again.stderr == "runner runner-1 of pool build was retired already\n"
+
+
+def test_retire_offers_back_only_the_items_that_have_not_ended(
+        server: ServerProcess, admin: object, team: Team, tmp_path: Path) -> None:
+    """A runner's done item is never offered again: not by its retire, not by a relinquish
+    ``--to``, and no runner may claim it from an offer made before this rule (issue 27,
+    retire: only what is not ended goes back to the pool)."""
+    from datetime import UTC, datetime
+
+    from bees_cli.cloud.server.storage import Storage
+
+    assert isinstance(admin, Storage)
+    one_token = admin.add_runner("runner-1", "build", team.name)
+    two_token = admin.add_runner("runner-2", "build", team.name)
+    done_item, open_item = "01JH3QX5Z8AAAAAAAAAAAAAAAA", "01JH3QX5Z8BBBBBBBBBBBBBBBB"
+    with team.client() as maya, CloudClient(server.url, one_token, retries=0) as r1, \
+            CloudClient(server.url, two_token, retries=0) as r2:
+        r1.runner_heard("runner-1-m")
+        for item in (done_item, open_item):
+            maya.claim_owner(wire.OwnerClaim(item_id=item, machine_id="maya-m",
+                                             computer_name="maya-laptop"))
+            maya.release_owner(item, wire.OwnerRelease(
+                machine_id="maya-m", restart_stages={"main": "Draft"},
+                checkpoint_sha256=SHA))
+            maya.make_offer(item, wire.OfferMake(machine_id="maya-m", pool="build"))
+            assert r1.claim_owner(wire.OwnerClaim(
+                item_id=item, machine_id="runner-1-m", computer_name="runner-1")).granted
+        # runner-1 finished one item (its sync said so) and is still drafting the other
+        now = datetime.now(UTC)
+        pushed = r1.push([
+            wire.RecordChange(item_id=done_item, machine_id="runner-1-m", origin_time=now,
+                              fields={"stage": "Done", "status": "done"}),
+            wire.RecordChange(item_id=open_item, machine_id="runner-1-m", origin_time=now,
+                              fields={"stage": "Draft", "status": "running"})])
+        assert pushed.refused == []
+
+        done = admin.retire_runner("runner-1", team.name)
+        assert (done.offered, done.not_offered) == ([open_item], [])
+        assert done.ended == [done_item]
+        assert [(o.item_id, o.open) for o in maya.offers()] == [(open_item, True)]
+        held = maya.get_owner(done_item)
+        assert held is not None and (held.epoch, held.release) == (2, None)
+
+        # an ended item is never offered by a relinquish --to either ...
+        r2.runner_heard("runner-2-m")
+        assert r2.claim_owner(wire.OwnerClaim(item_id=open_item, machine_id="runner-2-m",
+                                              computer_name="runner-2")).granted
+        r2.push([wire.RecordChange(item_id=open_item, machine_id="runner-2-m",
+                                   origin_time=datetime.now(UTC),
+                                   fields={"stage": "Done", "status": "done"})])
+        r2.release_owner(open_item, wire.OwnerRelease(
+            machine_id="runner-2-m", restart_stages={"main": "Done"}, checkpoint_sha256=SHA))
+        with pytest.raises(CloudRefused) as offered:
+            r2.make_offer(open_item, wire.OfferMake(machine_id="runner-2-m", pool="build"))
+        assert (offered.value.code, offered.value.message) == (
+            "item_ended", f"item {open_item} is done: an ended item is never offered")
+
+        # ... and an open offer whose item ended meanwhile is neither listed nor claimed
+        late = "01JH3QX5Z8CCCCCCCCCCCCCCCC"
+        maya.claim_owner(wire.OwnerClaim(item_id=late, machine_id="maya-m",
+                                         computer_name="maya-laptop"))
+        maya.release_owner(late, wire.OwnerRelease(
+            machine_id="maya-m", restart_stages={"main": "Draft"}, checkpoint_sha256=SHA))
+        maya.make_offer(late, wire.OfferMake(machine_id="maya-m", pool="build"))
+        assert maya.push([wire.RecordChange(
+            item_id=late, machine_id="maya-m", origin_time=datetime.now(UTC),
+            fields={"stage": "Done", "status": "cancelled"})]).refused == []
+        assert [o.item_id for o in r2.offers()] == []
+        with pytest.raises(CloudRefused) as claimed:
+            r2.claim_owner(wire.OwnerClaim(item_id=late, machine_id="runner-2-m",
+                                           computer_name="runner-2"))
+        assert (claimed.value.code, claimed.value.message) == (
+            "item_ended", f"item {late} is cancelled: an ended item is never offered")

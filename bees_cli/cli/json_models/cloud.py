@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from bees_cli.cli.json_models.base import ErrorBody, Out
 from bees_cli.record.views import UtcTime
 
@@ -83,8 +85,9 @@ class RunnerAddOut(Out):
 class RunnerRetireOut(Out):
     """``bees cloud admin runner retire``: the runner fenced (``revoked`` live tokens, its
     ``machine_id`` retired; None: never heard), then the items offered back to its pool
-    (``offered``) and those released without a checkpoint to restart from
-    (``not_offered``)."""
+    (``offered``), those released without a checkpoint to restart from
+    (``not_offered``), and those left as they are because they ended (``ended``: done or
+    cancelled, never offered again)."""
 
     name: str
     pool: str
@@ -94,6 +97,7 @@ class RunnerRetireOut(Out):
     machine_id: str | None
     offered: list[str]
     not_offered: list[str]
+    ended: list[str] = Field(default_factory=list)
 
 
 class PersonAddOut(Out):

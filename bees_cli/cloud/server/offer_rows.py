@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.people import Principal
-from bees_cli.cloud.server.tables import offers, owners
+from bees_cli.cloud.server.refusals import Conflict
+from bees_cli.cloud.server.tables import offers, owners, record
 
 LATEST_EPOCH = (
     sa.select(sa.func.max(owners.c.epoch))
@@ -27,6 +30,37 @@ RELEASED_AT_OFFER = sa.exists().where(
 IS_OPEN = sa.and_(offers.c.claimed_us.is_(None), LATEST_EPOCH == offers.c.epoch,
                   RELEASED_AT_OFFER)
 """An offer is open while the item's latest owner row is the released one it was made at."""
+
+
+def ended_items(conn: Connection, team_id: int, item_ids: list[str]) -> dict[str, str]:
+    """Return ``{item_id: status}`` of those of ``item_ids`` whose shared record says they
+    ended (:data:`wire.ENDED_STATUSES`: done, cancelled); an item without a record has not.
+
+    Why: an ended item is never offered, by a relinquish ``--to`` or by a retire, and no
+    runner claims it (it would run its stages again from a checkpoint taken before the end).
+    """
+    if not item_ids:
+        return {}
+    ended: dict[str, str] = {}
+    for row in conn.execute(sa.select(record.c.item_id, record.c.fields).where(
+            record.c.team_id == team_id, record.c.item_id.in_(item_ids))).all():
+        status = json.loads(row.fields).get("status")
+        if status in wire.ENDED_STATUSES:
+            ended[row.item_id] = status
+    return ended
+
+
+def refuse_ended(conn: Connection, team_id: int, item_id: str) -> None:
+    """Refuse to offer (or claim from an offer) ``item_id`` when it has ended.
+
+    Raises:
+        Conflict: ``item_ended`` when the item's shared record says done or cancelled.
+    """
+    status = ended_items(conn, team_id, [item_id]).get(item_id)
+    if status is not None:
+        raise Conflict("item_ended", f"item {item_id} is {status}: an ended item is never "
+                       "offered", hint="bees item show ITEM shows its story; bees item "
+                       "create makes a new one")
 
 
 def open_offer(conn: Connection, who: Principal, item_id: str, pool: str) -> Any:

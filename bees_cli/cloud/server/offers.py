@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
-from bees_cli.cloud.server.offer_rows import IS_OPEN, open_offer
+from bees_cli.cloud.server.offer_rows import IS_OPEN, ended_items, open_offer, refuse_ended
 from bees_cli.cloud.server.owners import OWNER_LATEST, owner_of
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
@@ -53,7 +53,8 @@ class Offers:
             NotFound: ``no_owner`` when the item was never claimed.
             Forbidden: ``machine_not_yours``; ``not_owner`` when another machine released
                 it last (or holds it).
-            Conflict: ``not_released`` while the item is held.
+            Conflict: ``not_released`` while the item is held; ``item_ended`` when its
+                shared record says it is done or cancelled (never offered again).
         """
         with self.db.transaction() as conn:
             who = self.people.principal(conn, who)
@@ -74,6 +75,7 @@ class Offers:
                 raise Conflict("not_released",
                                f"item {item_id} is held by {owner.computer_name}: relinquish "
                                "it to offer it", owner=owner)
+            refuse_ended(conn, who.team_id, item_id)
             conn.execute(
                 self.db.insert(offers).values(
                     team_id=who.team_id, item_id=item_id, epoch=row.epoch, pool=body.pool,
@@ -99,8 +101,11 @@ class Offers:
                 query = query.where(offers.c.pool == pool)
             if only_open:
                 query = query.where(IS_OPEN)
-            rows = conn.execute(query.order_by(offers.c.offered_us, offers.c.id)).all()
-            return self._answers(conn, list(rows))
+            rows = list(conn.execute(query.order_by(offers.c.offered_us, offers.c.id)).all())
+            if only_open:  # an item that ended meanwhile is offered no more
+                ended = ended_items(conn, who.team_id, sorted({row.item_id for row in rows}))
+                rows = [row for row in rows if row.item_id not in ended]
+            return self._answers(conn, rows)
 
     def leave(self, who: Who, item_id: str, body: wire.OfferLeave) -> wire.Offer:
         """Note why runner ``who`` leaves the open offer of ``item_id`` to its pool (its latest

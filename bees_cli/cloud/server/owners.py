@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
-from bees_cli.cloud.server.offer_rows import mark_claimed, open_offer, was_offered
+from bees_cli.cloud.server.offer_rows import mark_claimed, open_offer, refuse_ended, was_offered
 from bees_cli.cloud.server.people import People, Principal, Who
 from bees_cli.cloud.server.refusals import Conflict, Forbidden, NotFound
 from bees_cli.cloud.server.tables import owners, people
@@ -202,10 +202,12 @@ class Owners:
 
         Raises:
             Forbidden: ``not_offered`` when the item is not offered to the runner's pool.
+            Conflict: ``item_ended`` when it is offered but its shared record says it ended.
         """
         assert who.pool is not None
         offer = open_offer(conn, who, claim.item_id, who.pool)
         if offer is not None:
+            refuse_ended(conn, who.team_id, claim.item_id)
             return offer
         latest = self._latest(conn, who.team_id, claim.item_id)
         if latest is not None and latest.released_us is None and (

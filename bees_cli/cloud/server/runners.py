@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from bees_cli.cloud import wire
 from bees_cli.cloud.server.engine import Database
 from bees_cli.cloud.server.machines import Machines
+from bees_cli.cloud.server.offer_rows import ended_items
 from bees_cli.cloud.server.people import People, Who
 from bees_cli.cloud.server.refusals import Forbidden
 from bees_cli.cloud.server.tables import machines, offers, owners, runners, teams, tokens
@@ -80,7 +81,9 @@ class Runners:
         release it was claimed from (the checkpoint in its run folder: the unfinished stage
         restarts from there, and an action whose intent the run folder's journal holds open
         is held as "may already have run" for a person) and offered to the runner's pool,
-        naming the secrets its last offer named. Retiring a retired runner changes nothing.
+        naming the secrets its last offer named. An item whose shared record says it ended
+        (done, cancelled: :data:`wire.ENDED_STATUSES`) stays as it is, neither released nor
+        offered (``ended``). Retiring a retired runner changes nothing.
 
         Raises:
             NotFound: no such team, or no runner ``name`` in it.
@@ -108,6 +111,7 @@ class Runners:
                          .values(retired_us=now))
             offered: list[str] = []
             not_offered: list[str] = []
+            ended: list[str] = []
             if row.machine_id is not None:
                 conn.execute(machines.update().where(
                     machines.c.team_id == team_id, machines.c.machine_id == row.machine_id)
@@ -115,10 +119,14 @@ class Runners:
                 # 2. then its items, back to its pool
                 person_id = conn.execute(sa.select(tokens.c.person_id).where(
                     tokens.c.token_id == row.token_id)).scalar_one()
-                for held in conn.execute(sa.select(owners).where(
-                        owners.c.team_id == team_id, owners.c.machine_id == row.machine_id,
-                        owners.c.released_us.is_(None)).order_by(owners.c.item_id)).all():
-                    if self._offer_back(conn, held, row.pool, person_id, now):
+                holding = conn.execute(sa.select(owners).where(
+                    owners.c.team_id == team_id, owners.c.machine_id == row.machine_id,
+                    owners.c.released_us.is_(None)).order_by(owners.c.item_id)).all()
+                over = ended_items(conn, team_id, [held.item_id for held in holding])
+                for held in holding:
+                    if held.item_id in over:  # done or cancelled: it stays as it ended
+                        ended.append(held.item_id)
+                    elif self._offer_back(conn, held, row.pool, person_id, now):
                         offered.append(held.item_id)
                     else:
                         not_offered.append(held.item_id)
@@ -126,7 +134,7 @@ class Runners:
         self.machines.forget()
         return wire.RunnerRetired(name=name, pool=row.pool, team=team, retired_at=from_us(now),
                                   revoked=int(revoked), machine_id=row.machine_id,
-                                  offered=offered, not_offered=not_offered)
+                                  offered=offered, not_offered=not_offered, ended=ended)
 
     def _offer_back(self, conn: Any, held: Any, pool: str, person_id: int, now: int) -> bool:
         """Release owner row ``held`` at the release it was claimed from and offer it to
