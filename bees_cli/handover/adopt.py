@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,3 +84,12 @@ def copy_in(source: Path, dest: Path, *, expected_sha256: str,
             aside.rename(dest)
         raise
     return Copied(dest, copied=True, aside=aside)
+
+
+def say_copied(item_id: str, source: Path, copied: Copied, say: Callable[[str], None]) -> None:
+    """Say what ``--from`` did, once the copy is used (after the claim)."""
+    if copied.aside is not None:
+        say(f"{copied.folder} held another run folder of this item: moved aside to "
+            f"{copied.aside}")
+    say(f"{item_id}: copied {source.resolve()} to {copied.folder}; the copy verified, and "
+        "the run uses it")

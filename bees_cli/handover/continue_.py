@@ -217,15 +217,6 @@ def _copied_in(here: Computer, item_id: str, from_dir: Path, expected: _Expected
                              "elsewhere") from None
 
 
-def say_copied(item_id: str, source: Path, copied: Copied, say: Say) -> None:
-    """Say what ``--from`` did, once the copy is used (after the claim)."""
-    if copied.aside is not None:
-        say(f"{copied.folder} held another run folder of this item: moved aside to "
-            f"{copied.aside}")
-    say(f"{item_id}: copied {source.resolve()} to {copied.folder}; the copy verified, and "
-        "the run uses it")
-
-
 def _verified(item_id: str, folder: Path, expected: _Expected,
               progress: Progress | None) -> Any:
     """Step 3: verify ``folder``'s checkpoint and files against what is expected; return the

@@ -315,7 +315,8 @@ def record_next_run(item_id: str, *, from_dir: Path | None = None, digest: str |
         Refused: see :func:`prepare_continue`; or another computer claimed it first.
         NotFound, UserError, CloudError: see :func:`prepare_continue`.
     """
-    from bees_cli.handover.continue_ import prepare_continue, say_copied
+    from bees_cli.handover.adopt import say_copied
+    from bees_cli.handover.continue_ import prepare_continue
     from bees_cli.record.fires import FireLog
     from bees_cli.record.local import LocalRecord
 

@@ -23,6 +23,8 @@ from bees_cli.usecases.models import Result
 if TYPE_CHECKING:
     from filelock import FileLock
 
+    from bees_cli.engine.server import EngineServer
+
 
 class BeesRunState(Result):
     """Whether ``bees run`` runs here (``bees status``, ``bees doctor``).
@@ -189,3 +191,17 @@ def clean_up_after_a_kill(data: Path, say: Callable[[str], None]) -> None:
     for group in stop_leftovers(groups_dir(data)):
         say(f"stopped the processes that stage {group.stage} of {group.item_id} left "
             f"running (process group {group.pgid})")
+
+
+def engine_gone(server: EngineServer) -> str | None:
+    """Return why the engine ``server`` is gone (its process ended, or its address does not
+    answer), or None while it is there."""
+    from bees_cli.engine.server import answers, pid_alive
+
+    if server.pid is not None:
+        if not pid_alive(server.pid):
+            return f"the engine at {server.address} stopped (process {server.pid} is gone)"
+        return None
+    if not answers(server.address):
+        return f"the engine at {server.address} does not answer any more"
+    return None

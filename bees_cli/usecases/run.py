@@ -13,6 +13,7 @@ from bees_cli.usecases.idle import CLOSING_WAIT, claim_wait_line, idle_line, mar
 from bees_cli.usecases.idle import closing_runs as closing_runs
 from bees_cli.usecases.idle import is_idle as is_idle
 from bees_cli.usecases.liveness import clean_up_after_a_kill as clean_up_after_a_kill
+from bees_cli.usecases.liveness import engine_gone as engine_gone
 from bees_cli.usecases.liveness import forget_worker as forget_worker
 from bees_cli.usecases.liveness import hold_worker_lock as hold_worker_lock
 from bees_cli.usecases.liveness import note_starting
@@ -81,20 +82,6 @@ async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Co
         if own is not None:
             await own.aclose()
     return started
-
-
-def engine_gone(server: EngineServer) -> str | None:
-    """Return why the engine ``server`` is gone (its process ended, or its address does not
-    answer), or None while it is there."""
-    from bees_cli.engine.server import answers, pid_alive
-
-    if server.pid is not None:
-        if not pid_alive(server.pid):
-            return f"the engine at {server.address} stopped (process {server.pid} is gone)"
-        return None
-    if not answers(server.address):
-        return f"the engine at {server.address} does not answer any more"
-    return None
 
 
 async def _run_bees(bees: Bees, *, workspace_path: Path | None, address: str | None,
@@ -232,19 +219,13 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
     then shut them down (:func:`_shut_down`). Items start claimed through ``claims`` (the
     worker's one cloud client; None: not signed in)."""
     from bees_cli.engine.background import prepare_schedules, start_background
-    from bees_cli.engine.client import EngineGateway, connect
+    from bees_cli.engine.client import EngineGateway
     from bees_cli.engine.models import task_queue
     from bees_cli.usecases.recover import recover_state
     from bees_cli.usecases.released import finish_released
 
     computer, record, say = bees.computer, bees.async_record, bees.say
-    try:
-        client = await connect(server.address)
-    except EngineError as error:
-        if address is None:
-            raise
-        raise EngineError(error.message,
-                          hint="check the address given with --temporal-address") from None
+    client = await _connect(server, address)
     engine = EngineGateway(client)
     bees.use_engine(engine)
     queue = task_queue(computer.machine_id)
@@ -307,6 +288,24 @@ async def _serve(bees: Bees, server: EngineServer, address: str | None, exit_whe
             await owner_check.stop()
     if retired:
         raise retired[0]
+
+
+async def _connect(server: EngineServer, address: str | None) -> Any:
+    """Return a Temporal client of the engine ``server``.
+
+    Raises:
+        EngineError: it does not answer (with a hint about ``--temporal-address`` when the
+            person gave the address).
+    """
+    from bees_cli.engine.client import connect
+
+    try:
+        return await connect(server.address)
+    except EngineError as error:
+        if address is None:
+            raise
+        raise EngineError(error.message,
+                          hint="check the address given with --temporal-address") from None
 
 
 def _make_worker(bees: Bees, engine: EngineGateway, client: Any, queue: str,
