@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -20,6 +21,7 @@ from bees_cli.cloud.server.tables import offers
 from bees_cli.errors import CloudError, CloudRefused
 
 from ..cloud.conftest import ServerProcess, Team
+from ..support import wait
 
 SHA = "a" * 64
 
@@ -104,12 +106,16 @@ def test_a_person_who_takes_an_offered_item_back_closes_the_offer(
 
 
 RACER = r"""
-import json, random, sys
+import json, pathlib, random, sys, time
 from bees_cli.cloud import wire
 from bees_cli.cloud.client import CloudClient
 url, token, name, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+gate = pathlib.Path(sys.argv[5])
 won, seen = [], set()
 with CloudClient(url, token, retries=5, backoff=0.05) as client:
+    (gate / f"ready-{name}").touch()  # imported and connected: wait for the others
+    while not (gate / "go").exists():
+        time.sleep(0.005)
     while len(seen) < count:
         open_now = [o.item_id for o in client.offers()]
         if not open_now and len(seen) < count:
@@ -128,7 +134,7 @@ print(json.dumps(won))
 
 @pytest.mark.slow
 def test_eight_runner_processes_race_for_each_of_100_offers_and_one_wins_each(
-    team: Team, admin: Storage, server: ServerProcess
+    team: Team, admin: Storage, server: ServerProcess, tmp_path: Path
 ) -> None:
     count, racers = 100, 8
     for i in range(count):
@@ -140,9 +146,15 @@ def test_eight_runner_processes_race_for_each_of_100_offers_and_one_wins_each(
     tokens = [admin.add_runner(f"racer-{n}", "race", team.name) for n in range(racers)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BEES_")}
     procs = [subprocess.Popen([sys.executable, "-c", RACER, server.url, token,
-                               f"racer-{n}", str(count)],
+                               f"racer-{n}", str(count), str(tmp_path)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for n, token in enumerate(tokens)]
+    # all start together: a racer up first would otherwise take every offer before the
+    # others have imported (claims are fast), and there would be no race to test
+    wait.until_sync(lambda: len(list(tmp_path.glob("ready-*"))) == racers
+                    or any(p.poll() is not None for p in procs),
+                    "the racers never got ready", cap=120)
+    (tmp_path / "go").touch()
     wins: dict[str, list[str]] = {}
     for n, proc in enumerate(procs):
         out, err = proc.communicate(timeout=300)
