@@ -30,7 +30,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -259,7 +259,11 @@ class LocalRecord(ApprovalsAndJournal, SlotsAndControls, PiecesPart):
         """
         status = Status(status)
         at = now_utc()
-        with self._connect() as db:
+        # one read-modify-write: another writer's status landing between the read and the
+        # update (the item's workflow writing ``waiting`` while ``start_pending`` sets
+        # ``starting`` only if still pending) would otherwise be overwritten
+        atomic = self.step() if not self.read_only else nullcontext()
+        with atomic, self._connect() as db:
             row = db.execute(
                 "SELECT stage, status, reason, agent, wait, model_retry FROM items WHERE id = ?",
                 (item_id,)).fetchone()
