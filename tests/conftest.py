@@ -32,6 +32,13 @@ INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
 """Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
 so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud)."""
 
+CLOUD_FIXTURES = frozenset({"server", "server_factory", "postgres_server", "cloud",
+                            "clocked_server"})
+"""Fixtures that start a real Bees Cloud (``tests/cloud/conftest.py``, ``tests/e2e/conftest.py``)
+or the PostgreSQL server under it: a test outside the integration folders that uses one is
+marked ``integration`` too (the runners' tests, a schedule's refused key), whatever its
+folder."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Drop ``COLUMNS`` and ``LINES`` from this process's environment: pytest-xdist sets them
@@ -70,11 +77,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test under an integration folder ``integration`` (see INTEGRATION_FOLDERS)."""
+    """Mark ``integration`` every test under an integration folder (INTEGRATION_FOLDERS) and
+    every test that starts a Bees Cloud through a fixture (CLOUD_FIXTURES)."""
     tests = Path(__file__).resolve().parent
     for item in items:
         relative = Path(item.path).resolve().relative_to(tests)
-        if relative.parts and relative.parts[0] in INTEGRATION_FOLDERS:
+        in_folder = bool(relative.parts) and relative.parts[0] in INTEGRATION_FOLDERS
+        if in_folder or CLOUD_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
 EXAMPLE = REPO / "examples" / "weekly-report"
 

@@ -22,7 +22,9 @@ Tools: ``search`` (marked read-only), ``send_email`` (no annotations; the test w
 declare it ``send``), ``close_issue`` (no annotations, not declared: gated), ``stall``
 (answers after the seconds it is given) and ``fail`` (answers an error). Each call of a tool
 appends ``TOOL JSON-ARGS`` to the file named by ``NOTES_LOG`` (the server's environment) when
-set; ``ENV_DUMP`` names a file the server writes its environment to (JSON) when it starts.
+set; ``ENV_DUMP`` names a file the server writes its environment to (JSON) when it starts;
+``STARTS_LOG`` names a file it appends ``start`` to when it starts (how many times a command
+started it).
 """
 
 from __future__ import annotations
@@ -123,6 +125,9 @@ if __name__ == "__main__":
     if mode == "chatty":
         print("hello, this is not json-rpc", flush=True)
         sys.exit(0)
+    if os.environ.get("STARTS_LOG"):
+        with open(os.environ["STARTS_LOG"], "a", encoding="utf-8") as starts:
+            starts.write("start\n")
     if os.environ.get("ENV_DUMP"):
         Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ), sort_keys=True))
     notes = build_server(os.environ.get("NOTES_LOG"))

@@ -145,7 +145,8 @@ def connection_check(snapshot: ItemSnapshot) -> Callable[[str], AddonConnection]
 
 
 def check_eligibility(
-    *, snapshot: ItemSnapshot, stage_name: str, reviewed_by: str | None
+    *, snapshot: ItemSnapshot, stage_name: str, reviewed_by: str | None,
+    connected: Callable[[str], AddonConnection] | None = None,
 ) -> Eligibility:
     """Check whether this computer can run stage ``stage_name`` of the item now.
 
@@ -159,6 +160,8 @@ def check_eligibility(
         snapshot: the item's snapshot.
         stage_name: the stage about to start.
         reviewed_by: on a review stage, the agent whose work is under review.
+        connected: an add-on's connection here by name, when the caller already asked
+            (``bees doctor`` asks each add-on once); default :func:`connection_check`.
 
     Returns:
         The :class:`Eligibility`. Reasons read like
@@ -170,7 +173,8 @@ def check_eligibility(
     """
     stage = find_stage(snapshot, stage_name)
     folders, whys = linked_reads(snapshot)
-    connected = connection_check(snapshot)
+    if connected is None:
+        connected = connection_check(snapshot)
     pick: Pick | None = None
     if stage.kind != "done":
         pick = choose_agent(

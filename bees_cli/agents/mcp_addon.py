@@ -121,13 +121,23 @@ class McpConnection(AddonConnection):
 def addon_connections(workspace: Workspace) -> list[AddonConnection]:
     """Return whether every declared add-on is connected here, sorted by add-on name: a
     script add-on by its ``connection``, an MCP add-on by asking its server
-    (:func:`check_mcp`, with the tools the workspace names). Blocking."""
+    (:func:`check_mcp`, with the tools the workspace names). Blocking; the add-ons are
+    asked at once, each in a thread of its own, so the wait is the slowest one's, not the
+    sum of their start bounds."""
     from bees_cli.workspace.summary import named_tools
 
     root = str(workspace.root.resolve())
-    return [check_mcp(name, addon, named_tools(name, addon, workspace.agents), root=root)
-            if addon.mcp is not None else check_connection(name, addon)
-            for name, addon in sorted(workspace.addons.items())]
+
+    def connection(name: str, addon: Addon) -> AddonConnection:
+        if addon.mcp is None:
+            return check_connection(name, addon)
+        return check_mcp(name, addon, named_tools(name, addon, workspace.agents), root=root)
+
+    addons = sorted(workspace.addons.items())
+    if len(addons) < 2:
+        return [connection(name, addon) for name, addon in addons]
+    with ThreadPoolExecutor(len(addons), thread_name_prefix="addon-check") as pool:
+        return list(pool.map(lambda pair: connection(*pair), addons))
 
 
 def tool_kinds(name: str, addon: Addon, tools: Iterable[McpTool]) -> tuple[ToolKind, ...]:

@@ -34,6 +34,7 @@ from bees_cli.usecases.models import (
 from bees_cli.utc import format_utc
 
 if TYPE_CHECKING:
+    from bees_cli.machine.connections import AddonConnection
     from bees_cli.usecases.bees import Bees
 
 NEXT_TIMES = 3
@@ -153,11 +154,12 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
             path = link.default if link.path is None else str(link.path)
             checks.append(_check(f"folder {link.name}", link.linked, link.reason,
                                  folder=link.name, path=path, link=link.how, env=link.env))
-        for addon in addon_connections(workspace):
+        addons = addon_connections(workspace)
+        for addon in addons:
             checks.append(_check(f"add-on {addon.name}", addon.connected, addon.words(),
                                  addon=addon.name, missing=list(addon.missing)))
         checks.extend(_model_checks(workspace))
-        processes = _process_checks(workspace)
+        processes = _process_checks(workspace, {addon.name: addon for addon in addons})
     return DoctorReport(ok=all(c.ok or c.warning for c in checks), checks=checks,
                         processes=processes,
                         computer=here.computer, machine_id=here.machine_id, person=person)
@@ -354,9 +356,18 @@ def _model_checks(workspace: Any) -> list[Check]:
     return checks
 
 
-def _process_checks(workspace: Any) -> list[ProcessCheck]:
+def _asked_first(asked: dict[str, AddonConnection], live: Callable[[str], AddonConnection]
+                 ) -> Callable[[str], AddonConnection]:
+    """Return an add-on's connection by name: the one already ``asked`` when there is one,
+    else the ``live`` check's."""
+    return lambda name: asked[name] if name in asked else live(name)
+
+
+def _process_checks(workspace: Any, asked: dict[str, AddonConnection]) -> list[ProcessCheck]:
     """Each process: could its first stage run here now, and if not, the machine reasons
-    (:class:`~bees_cli.usecases.models.CannotRun`: the folders not linked, then no agent)."""
+    (:class:`~bees_cli.usecases.models.CannotRun`: the folders not linked, then no agent).
+    ``asked`` holds the add-ons' connections the report already asked for (an MCP server is
+    started once per report, not again per process)."""
     from bees_cli.agents.eligibility import check_eligibility, connection_check, item_reads
     from bees_cli.agents.selection import WHY_DISABLED, WHY_REVIEWED, WHY_UNDECLARED, tool_addons
     from bees_cli.agents.snapshot import make_snapshot
@@ -367,11 +378,12 @@ def _process_checks(workspace: Any) -> list[ProcessCheck]:
     for name, process in workspace.processes.items():
         stage = process.stages[0].name
         snapshot = make_snapshot(workspace, name)
-        result = check_eligibility(snapshot=snapshot, stage_name=stage, reviewed_by=None)
+        connected = _asked_first(asked, connection_check(snapshot))
+        result = check_eligibility(snapshot=snapshot, stage_name=stage, reviewed_by=None,
+                                   connected=connected)
         reasons = [CannotRun(code="folder_not_linked", folder=folder)
                    for folder in item_reads(snapshot) if folder not in result.folders]
         if result.pick is not None and result.pick.agent is None:
-            connected = connection_check(snapshot)
             skipped = []
             for passed in result.pick.skipped:
                 why: AgentWhy = codes.get(passed.why, "addons_not_connected")

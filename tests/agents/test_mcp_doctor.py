@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import BeesRunner
 from tests.mcp_server import SCRIPT, free_port
 
@@ -55,8 +57,11 @@ def test_doctor_says_which_mcp_addon_is_not_connected_and_why(
 
 
 def test_addons_lists_a_connected_servers_tools_with_their_kinds(
-        tmp_path: Path, bees: BeesRunner) -> None:
-    root = workspace(tmp_path / "w", {"notes": server("stdio", "kinds:\n  send_email: send\n")},
+        tmp_path: Path, bees: BeesRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    starts = tmp_path / "starts.log"  # one line each time a command starts the server
+    monkeypatch.setenv("STARTS_LOG", str(starts))
+    root = workspace(tmp_path / "w", {"notes": server(
+        "stdio", "  env: [STARTS_LOG]\nkinds:\n  send_email: send\n")},
                      ["notes.search", "notes.send_email"])
     done = bees("addons", "-w", str(root))
     assert done.returncode == 0, done.stderr
@@ -75,9 +80,12 @@ def test_addons_lists_a_connected_servers_tools_with_their_kinds(
         {"addon": "notes", "tool": "search", "kind": "read", "why": "read_only_hint"},
         {"addon": "notes", "tool": "send_email", "kind": "send", "why": "declared"},
         {"addon": "notes", "tool": "stall", "kind": "gated", "why": "undeclared"}]}]
+    assert starts.read_text() == "start\n" * 2
     done = bees("doctor", "-w", str(root))
     assert "ok    add-on notes: connected, 5 tools" in done.stdout.splitlines()
     assert "ok    process p: could run here now" in done.stdout.splitlines()
+    # the add-on's line and the process's both come from one start of its server
+    assert starts.read_text() == "start\n" * 3
 
 
 def test_doctor_words_a_server_that_writes_non_mcp_output_without_a_traceback(
