@@ -49,6 +49,27 @@ def _typer(**settings: Any) -> typer.Typer:
     )
 
 
+_CONVERTED: dict[tuple[str, ...], dict[str, Any]] = {}
+"""The click commands of each set of command modules, converted once in a process."""
+
+
+def _converted(modules: tuple[str, ...]) -> dict[str, Any]:
+    """Return the click commands of ``modules`` by name: registered on a fresh Typer behind
+    the error boundary and converted by typer, once per process. Typer converts again each
+    time an app is called (reading every parameter's type hints, about 20 ms of CPU for a
+    module); a process that calls the app again (the tests' in-process runs) reuses them, as
+    click's commands hold no state of a run."""
+    if modules not in _CONVERTED:
+        from bees_cli.cli.errors import guard_all
+
+        holder = _typer()
+        for module in modules:
+            importlib.import_module(f"bees_cli.cli.{module}").register(holder)
+        guard_all(holder)
+        _CONVERTED[modules] = dict(typer.main.get_group(holder).commands)
+    return _CONVERTED[modules]
+
+
 class LazyGroup(TyperGroup):
     """The root group: a command's modules are imported and converted (typer's parameter
     machinery) only when that command is resolved; the root's help, its completion and its
@@ -70,15 +91,9 @@ class LazyGroup(TyperGroup):
             self.listing = False
 
     def _load(self, modules: tuple[str, ...]) -> None:
-        """Register ``modules`` on a fresh Typer behind the error boundary and take its commands."""
-        from bees_cli.cli.errors import guard_all
-
+        """Take the commands of ``modules`` (:func:`_converted`)."""
         self.loaded.add(modules)
-        holder = _typer()
-        for module in modules:
-            importlib.import_module(f"bees_cli.cli.{module}").register(holder)
-        guard_all(holder)
-        for name, command in typer.main.get_group(holder).commands.items():
+        for name, command in _converted(modules).items():
             self.commands.setdefault(name, self._summarize(name, command))
 
     def make_context(self, info_name: str | None, args: list[str],
