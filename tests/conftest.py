@@ -32,6 +32,12 @@ INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
 """Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
 so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud)."""
 
+SERVER_FILES = ("agents/test_mcp_addon.py", "agents/test_mcp_doctor.py",
+                "agents/test_mcp_sessions.py", "app/test_command.py", "app/test_one_app.py")
+"""Test files outside those folders whose tests start another real server as a process: an
+MCP add-on's server (each start imports the ``mcp`` SDK, about 1.6 s of CPU) or ``bees app``
+serving. Marked ``integration`` too: the fast part starts no server."""
+
 CLOUD_FIXTURES = frozenset({"server", "server_factory", "postgres_server", "cloud",
                             "clocked_server"})
 """Fixtures that start a real Bees Cloud (``tests/cloud/conftest.py``, ``tests/e2e/conftest.py``)
@@ -77,13 +83,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``integration`` every test under an integration folder (INTEGRATION_FOLDERS) and
-    every test that starts a Bees Cloud through a fixture (CLOUD_FIXTURES)."""
+    """Mark ``integration`` every test under an integration folder (INTEGRATION_FOLDERS), in a
+    file that starts a server (SERVER_FILES) or that starts a Bees Cloud through a fixture
+    (CLOUD_FIXTURES)."""
     tests = Path(__file__).resolve().parent
     for item in items:
         relative = Path(item.path).resolve().relative_to(tests)
         in_folder = bool(relative.parts) and relative.parts[0] in INTEGRATION_FOLDERS
-        if in_folder or CLOUD_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if (in_folder or relative.as_posix() in SERVER_FILES
+                or CLOUD_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.integration)
 EXAMPLE = REPO / "examples" / "weekly-report"
 
