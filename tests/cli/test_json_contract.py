@@ -583,3 +583,23 @@ def test_approvals_show_offers_ran_or_again_for_an_action_that_may_already_have_
         f"decide    bees approve {item} --action 1 --ran  |  "
         f"bees approve {item} --action 1 --again  |  "
         f'bees deny {item} --action 1 --reason "…"'])
+
+
+def test_the_package_names_each_model_once_and_reads_it_from_its_module() -> None:
+    """``json_models`` imports a group's module when one of its names is first read: every
+    name of ``__all__`` is in exactly one group, resolves to that module's object, and an
+    unknown name is an AttributeError."""
+    import importlib
+
+    from bees_cli.cli import json_models
+
+    homes = json_models._HOMES
+    named = [name for names in homes.values() for name in names]
+    assert sorted(named) == sorted(json_models.__all__)
+    assert len(named) == len(set(named))
+    for module, names in homes.items():
+        full = module if "." in module else f"bees_cli.cli.json_models.{module}"
+        for name in names:
+            assert getattr(json_models, name) is getattr(importlib.import_module(full), name)
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchOut'"):
+        _ = json_models.NoSuchOut  # type: ignore[attr-defined]
