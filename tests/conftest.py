@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,19 +94,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 or CLOUD_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.integration)
 EXAMPLE = REPO / "examples" / "weekly-report"
-
-
-@pytest.fixture(autouse=True)
-def _lazy_root_app() -> Iterator[None]:
-    """After each test, take back the commands a test attached to the root app at once
-    (``bees_cli.cli.main._register``, to walk them all): ``bees`` resolves each command lazily
-    (:class:`bees_cli.cli.main.LazyGroup`), and a registered app converts every command on
-    each call in this process (about 17 ms, against 3 ms)."""
-    yield
-    main = sys.modules.get("bees_cli.cli.main")
-    if main is not None and main.app.registered_commands:
-        main.app.registered_commands.clear()
-        main.app.registered_groups.clear()
 
 
 @pytest.fixture

@@ -29,13 +29,12 @@ FOLDERS = ("completions", "man")
 
 
 def root_command() -> click.Command:
-    """Return the ``bees`` command tree, every command module registered."""
-    import typer.main
-
+    """Return the ``bees`` command tree, every command module registered
+    (:func:`~bees_cli.cli.main.whole_command`)."""
     from bees_cli.cli import main
 
-    main._register()
-    return typer.main.get_command(main.app)
+    command: click.Command = main.whole_command()
+    return command
 
 
 def expected_files(command: click.Command | None = None) -> dict[str, str]:

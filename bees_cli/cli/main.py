@@ -3,6 +3,7 @@ one error boundary."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 # Each module has ``register(app)``; its heavy imports stay inside command bodies. This order
-# (``_register``'s) gives the order of COMMANDS.
+# (``whole_app``'s) gives the order of COMMANDS.
 COMMAND_MODULES: list[str] = [
     "machine",
     "engine",
@@ -203,17 +204,26 @@ def root(
         os.environ[DEBUG_ENV] = "1"
 
 
-def _register() -> None:
-    """Attach every command module to ``app`` at once (tests that walk all commands use it;
-    ``run`` leaves it to :class:`LazyGroup`); a second call does nothing."""
-    if app.registered_commands:
-        return
+@functools.cache
+def whole_app() -> typer.Typer:
+    """Return a second root with every command module registered at once, for what walks the
+    whole tree (the generated files, the tests); built once a process. ``app`` itself stays
+    lazy: an app with every command registered would be converted whole (about 100 commands'
+    parameters) each time it is called."""
     from bees_cli.cli.errors import guard_all
 
+    whole = _typer(name="bees", help=HELP, cls=LazyGroup, add_completion=False)
+    whole.callback()(root)
     for module_name in COMMAND_MODULES:
-        module = importlib.import_module(f"bees_cli.cli.{module_name}")
-        module.register(app)
-    guard_all(app)
+        importlib.import_module(f"bees_cli.cli.{module_name}").register(whole)
+    guard_all(whole)
+    return whole
+
+
+@functools.cache
+def whole_command() -> Any:
+    """Return the click command tree of :func:`whole_app`, converted once a process."""
+    return typer.main.get_command(whole_app())
 
 
 def run() -> None:

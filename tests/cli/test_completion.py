@@ -83,9 +83,8 @@ def offered(words: str, *, home: Path, cwd: Path, env: dict[str, str] | None = N
         out, err = io.StringIO(), io.StringIO()
         patch.setattr(sys, "stdout", out)
         patch.setattr(sys, "stderr", err)
-        main._register()
         with pytest.raises(SystemExit) as left:
-            main.app([], prog_name="bees", complete_var=COMPLETE_VAR)
+            main.whole_command()([], prog_name="bees", complete_var=COMPLETE_VAR)
     assert (left.value.code, err.getvalue()) == (0, "")
     return out.getvalue().rstrip("\n").splitlines()
 
@@ -219,7 +218,6 @@ def _invoke(*args: str) -> Result:
     """Run ``bees ARGS`` in this process (typer's runner: stdout and stderr apart)."""
     from bees_cli.cli import main
 
-    main._register()
     return CliRunner().invoke(main.app, list(args), prog_name="bees")
 
 

@@ -54,8 +54,6 @@ def test_every_command_that_takes_an_item_id_checks_it() -> None:
     from bees_cli.cli import main
     from bees_cli.cli.options import ItemArg, WholeItemArg
 
-    if not main.app.registered_commands:
-        main._register()
     found: set[str] = set()
 
     def walk(app: typer.Typer, path: tuple[str, ...]) -> None:
@@ -71,7 +69,7 @@ def test_every_command_that_takes_an_item_id_checks_it() -> None:
             assert group.typer_instance is not None and group.name is not None
             walk(group.typer_instance, (*path, group.name))
 
-    walk(main.app, ())
+    walk(main.whole_app(), ())
     assert found == {" ".join(before) for before, _, _ in COMMANDS}
 
 
@@ -121,8 +119,6 @@ def test_a_nul_in_an_id_is_refused_in_process(bees_home: Path,
         raise SystemExit(code)
 
     monkeypatch.setattr(output, "exit_hard", leave)
-    if not main.app.registered_commands:
-        main._register()
     with pytest.raises(SystemExit) as left:
         main.app(["relinquish", "01JH3Q\x00/../x"], standalone_mode=True)
     assert left.value.code == 2

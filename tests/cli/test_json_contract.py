@@ -12,7 +12,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-import typer.main
 
 from bees_cli.cli import main
 from bees_cli.cli.json_schemas import COMMAND_SCHEMAS, NO_JSON, SCHEMA_FILES, generate
@@ -61,8 +60,6 @@ def time_fields(node: Any, path: str = "") -> dict[str, list[str]]:
 
 def leaf_commands() -> dict[str, set[str]]:
     """Return each leaf command (``item show``) → its options' spellings."""
-    if not main.app.registered_commands:
-        main._register()
     found: dict[str, set[str]] = {}
 
     def walk(command: Any, path: tuple[str, ...]) -> None:
@@ -75,7 +72,7 @@ def leaf_commands() -> dict[str, set[str]]:
             return
         found[" ".join(path)] = {o for p in command.params for o in getattr(p, "opts", [])}
 
-    walk(typer.main.get_command(main.app), ())
+    walk(main.whole_command(), ())
     return found
 
 

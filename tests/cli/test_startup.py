@@ -50,8 +50,7 @@ def test_the_table_names_every_root_command_in_help_order_with_its_modules() -> 
 
 
 def test_each_root_command_shows_the_table_summary_whole_at_80_columns() -> None:
-    main._register()
-    root = typer.main.get_command(main.app)
+    root = main.whole_command()
     limit = 78 - 6 - max(len(name) for name in main.COMMANDS)
     for name, entry in main.COMMANDS.items():
         assert len(entry.help) <= limit and entry.help.endswith("."), name
