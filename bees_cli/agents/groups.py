@@ -117,9 +117,11 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def stop_groups(pgids: Iterable[int], *, grace: float = KILL_GRACE) -> None:
+def stop_groups(pgids: Iterable[int], *, grace: float | None = None) -> None:
     """Stop the groups ``pgids`` together: SIGTERM, then SIGKILL to those still alive after
-    ``grace`` seconds; return once every group is gone (at most another ``grace`` s)."""
+    ``grace`` seconds (default :data:`KILL_GRACE`); return once every group is gone (at most
+    another ``grace`` s)."""
+    grace = KILL_GRACE if grace is None else grace
     pgids = list(pgids)
     for pgid in pgids:
         signal_group(pgid, signal.SIGTERM)

@@ -291,6 +291,18 @@ async def wait_for_pids(folder: Path) -> list[int]:
     return [int(p) for p in (folder / "pids").read_text().split()]
 
 
+@pytest.fixture
+def short_grace(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A stubborn program's SIGTERM grace cut from 3 s to 0.3 s, where a test waits it out
+    (the stage's cancel, the next start's stop of leftovers): what is killed stays the same."""
+    from bees_cli.agents import groups, program
+
+    for module in (groups, program):
+        monkeypatch.setattr(module, "KILL_GRACE", 0.3)
+    return 0.3
+
+
+@pytest.mark.usefixtures("short_grace")
 async def test_cancelling_kills_the_whole_group(tmp_path: Path) -> None:
     request = make_request(tmp_path, SPAWNER)
     groups = tmp_path / "stages"
@@ -406,6 +418,7 @@ asyncio.run(run_command_stage(request, heartbeat=lambda: None, groups=Path(sys.a
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
 @pytest.mark.parametrize("way", ["setpriv", "preexec_fn"])
+@pytest.mark.usefixtures("short_grace")
 async def test_the_program_dies_with_its_worker_and_the_next_start_stops_its_helpers(
         tmp_path: Path, way: str) -> None:
     request = make_request(tmp_path, SPAWNER)
