@@ -30,7 +30,8 @@ from tests.support import examples  # noqa: E402 - compiled with the settings ab
 
 INTEGRATION_FOLDERS = ("engine", "cloud", "e2e", "docs", "app_browser")
 """Test folders that start a real Temporal server or a real Bees Cloud: marked ``integration``,
-so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud, no other server)."""
+so ``pytest -m "not integration and not slow"`` is the fast part (no engine, no cloud, no
+other server)."""
 
 SERVER_FILES = ("agents/test_mcp_addon.py", "agents/test_mcp_doctor.py",
                 "agents/test_mcp_sessions.py", "app/test_command.py", "app/test_one_app.py")
