@@ -103,7 +103,7 @@ def read_document(path: Path, rel: str) -> Document | Problem:
             "",
             f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be read; save the file as UTF-8",
         )
-    document = _document(text.removeprefix("\ufeff"), rel)
+    document = _document(text.removeprefix("\ufeff"), rel, (MAX_NODES, MAX_DEPTH))
     if isinstance(document, Problem):
         return document
     return Document(_copy(document.data),
@@ -111,13 +111,14 @@ def read_document(path: Path, rel: str) -> Document | Problem:
 
 
 @functools.lru_cache(maxsize=64)
-def _document(text: str, rel: str) -> Document | Problem:
-    """The document (or the problem) of a file's ``text``, computed once per text and name.
+def _document(text: str, rel: str, limits: tuple[int, int]) -> Document | Problem:
+    """The document (or the problem) of a file's ``text``, computed once per text, name and
+    ``limits`` (the :data:`MAX_NODES` and :data:`MAX_DEPTH` it was read under).
 
     Why: parsing is most of a load's time, and a process reads the same files again:
     ``bees run`` reloads its workspace when one file changes (the others parse as before),
     ``bees doctor`` loads it twice, tests load many workspaces that share most files. The
-    result depends on nothing but ``text`` and ``rel``; each caller gets its own copy of the
+    result depends on nothing but the arguments; each caller gets its own copy of the
     data (:func:`_copy`), so a caller that changes it changes no other's.
     """
     directive = _DIRECTIVE.search(text)
