@@ -9,6 +9,7 @@ sees ordinary Python values and every error can point at a line.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import warnings
 from collections.abc import Mapping
@@ -102,7 +103,24 @@ def read_document(path: Path, rel: str) -> Document | Problem:
             "",
             f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be read; save the file as UTF-8",
         )
-    text = text.removeprefix("\ufeff")
+    document = _document(text.removeprefix("\ufeff"), rel, (MAX_NODES, MAX_DEPTH))
+    if isinstance(document, Problem):
+        return document
+    return Document(_copy(document.data),
+                    Positions(dict(document.positions.keys), dict(document.positions.values)))
+
+
+@functools.lru_cache(maxsize=64)
+def _document(text: str, rel: str, limits: tuple[int, int]) -> Document | Problem:
+    """The document (or the problem) of a file's ``text``, computed once per text, name and
+    ``limits`` (the :data:`MAX_NODES` and :data:`MAX_DEPTH` it was read under).
+
+    Why: parsing is most of a load's time, and a process reads the same files again:
+    ``bees run`` reloads its workspace when one file changes (the others parse as before),
+    ``bees doctor`` loads it twice, tests load many workspaces that share most files. The
+    result depends on nothing but the arguments; each caller gets its own copy of the
+    data (:func:`_copy`), so a caller that changes it changes no other's.
+    """
     directive = _DIRECTIVE.search(text)
     if directive and directive.group(1) != "1.2":
         line = text.count("\n", 0, directive.start()) + 1
@@ -135,6 +153,15 @@ def read_document(path: Path, rel: str) -> Document | Problem:
     except _Limit as limit:
         return Problem(rel, limit.pos[0], limit.pos[1], "", limit.message)
     return Document(data, positions)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of plain data: new dicts and lists all the way down (scalars are shared)."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
 
 
 def _parse(text: str, rel: str) -> Any:

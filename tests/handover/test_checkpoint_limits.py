@@ -7,6 +7,7 @@ second), so a mutated constant or comparison in ``handover/limits.py``, ``write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,38 @@ from bees_cli.handover.checkpoint import (
 from tests.handover.helpers import CAFE, MB20, found, rewrite, sha, sparse, write
 
 
-def test_write_refuses_past_each_limit(tmp_path: Path) -> None:
-    many = tmp_path / "many"
-    many.mkdir()
-    for n in range(1_001):
-        (many / f"{n:04}.md").write_bytes(b"")
+def _keep_only(folder: Path, names: set[str]) -> None:
+    """Remove whatever a test added at the top of a shared folder (its checkpoint.json…)."""
+    for path in folder.iterdir():
+        if path.name not in names:
+            path.unlink()
+
+
+THOUSAND = {f"{n:04}.md" for n in range(1_000)}
+
+
+@pytest.fixture(scope="module")
+def thousand_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``0000.md`` … ``0999.md``, empty, created once for this file (1,000 files cost the
+    kernel about a second each time they are created)."""
+    folder = tmp_path_factory.mktemp("thousand")
+    for name in sorted(THOUSAND):
+        (folder / name).write_bytes(b"")
+    return folder
+
+
+@pytest.fixture
+def thousand(thousand_base: Path) -> Path:
+    """A folder of exactly the 1,000 empty files ``0000.md`` … ``0999.md``."""
+    _keep_only(thousand_base, THOUSAND)
+    assert {(p.name, p.stat().st_size) for p in thousand_base.iterdir()} == {
+        (name, 0) for name in THOUSAND}
+    return thousand_base
+
+
+def test_write_refuses_past_each_limit(tmp_path: Path, thousand: Path) -> None:
+    many = thousand
+    (many / "1000.md").write_bytes(b"")  # 1,001 empty files: 0000.md … 1000.md
     with pytest.raises(Refused) as caught:
         write(many)
     assert caught.value.message == (
@@ -57,15 +85,36 @@ def test_write_refuses_past_each_limit(tmp_path: Path) -> None:
     assert not (heavy / "checkpoint.json").exists()
 
 
-def full_folder(folder: Path, rest_bytes: int) -> Path:
-    """1,000 files: twelve of exactly 20 MB, ``rest.bin`` of ``rest_bytes``, 987 empty ones."""
-    for n in range(12):
-        sparse(folder / f"part{n:02}.bin", MB20)
-    sparse(folder / "rest.bin", rest_bytes)
+PARTS = [f"part{n:02}.bin" for n in range(12)]
+SMALL = {f"{n:03}.md" for n in range(987)}
+
+
+@pytest.fixture(scope="module")
+def full_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 987 empty files of :func:`full_folder`'s ``small/``, created once for this file."""
+    folder = tmp_path_factory.mktemp("full")
     (folder / "small").mkdir()
-    for n in range(987):
-        (folder / "small" / f"{n:03}.md").write_bytes(b"")
+    for name in sorted(SMALL):
+        (folder / "small" / name).write_bytes(b"")
     return folder
+
+
+@pytest.fixture
+def full_folder(full_base: Path) -> Callable[[int], Path]:
+    """1,000 files: twelve of exactly 20 MB, ``rest.bin`` of ``rest_bytes``, 987 empty ones
+    in ``small/`` (nothing else: what an earlier test wrote is removed, sizes set again)."""
+
+    def make(rest_bytes: int) -> Path:
+        _keep_only(full_base, {*PARTS, "rest.bin", "small"})
+        for name in PARTS:
+            sparse(full_base / name, MB20)
+        sparse(full_base / "rest.bin", rest_bytes)
+        small = full_base / "small"
+        assert {(p.name, p.stat().st_size) for p in small.iterdir()} == {
+            (name, 0) for name in SMALL}
+        return full_base
+
+    return make
 
 
 def test_the_limits_are_the_posts() -> None:
@@ -74,8 +123,8 @@ def test_the_limits_are_the_posts() -> None:
                                     max_total_bytes=250_000_000)
 
 
-def test_write_accepts_exactly_the_limits(tmp_path: Path) -> None:
-    folder = full_folder(tmp_path / "full", 10_000_000)
+def test_write_accepts_exactly_the_limits(full_folder: Callable[[int], Path]) -> None:
+    folder = full_folder(10_000_000)
     info = write(folder)
     assert (info.files, info.total_bytes) == (1_000, 250_000_000)
     verification = verify_checkpoint(folder, expected_sha256=info.sha256)
@@ -83,8 +132,8 @@ def test_write_accepts_exactly_the_limits(tmp_path: Path) -> None:
         True, 1_000, 250_000_000)
 
 
-def test_write_refuses_one_byte_over_250_mb_in_all(tmp_path: Path) -> None:
-    folder = full_folder(tmp_path / "full", 10_000_001)
+def test_write_refuses_one_byte_over_250_mb_in_all(full_folder: Callable[[int], Path]) -> None:
+    folder = full_folder(10_000_001)
     with pytest.raises(Refused) as caught:
         write(folder)
     assert caught.value.message == (
@@ -94,8 +143,8 @@ def test_write_refuses_one_byte_over_250_mb_in_all(tmp_path: Path) -> None:
     assert not (folder / "checkpoint.json").exists()
 
 
-def test_verify_refuses_one_byte_over_250_mb_in_all(tmp_path: Path) -> None:
-    folder = full_folder(tmp_path / "full", 10_000_001)
+def test_verify_refuses_one_byte_over_250_mb_in_all(full_folder: Callable[[int], Path]) -> None:
+    folder = full_folder(10_000_001)
     write(folder, limits=Limits(max_total_bytes=250_000_001))
     verification = verify_checkpoint(folder)
     assert found(verification) == [
@@ -134,11 +183,8 @@ def test_write_refuses_a_checkpoint_over_16_mib(tmp_path: Path) -> None:
     )
 
 
-def test_one_thousand_and_one_files(tmp_path: Path) -> None:
-    folder = tmp_path / "many"
-    folder.mkdir()
-    for n in range(1_000):
-        (folder / f"{n:04}.md").write_bytes(b"")
+def test_one_thousand_and_one_files(thousand: Path) -> None:
+    folder = thousand
     write(folder)
     (folder / "1000.md").write_bytes(b"")
     rewrite(folder, lambda doc: doc["files"].append(

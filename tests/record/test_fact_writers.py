@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,19 +92,34 @@ RELAYS = {"engine/activities.py", "engine/piece_activities.py"}
 
 
 @functools.cache
-def _package_nodes() -> list[tuple[str, list[ast.AST]]]:
-    """Each module of the package (its path under it) with every node of its tree, parsed once
-    for this file's tests."""
+def _package_texts() -> list[tuple[str, str]]:
+    """Each module of the package (its path under it) with its text NFKC-normalized, as
+    Python reads a non-ASCII identifier: a module whose text lacks a name has no node of it."""
     return [(path.relative_to(PACKAGE).as_posix(),
-             list(ast.walk(ast.parse(path.read_text("utf-8")))))
+             unicodedata.normalize("NFKC", path.read_text("utf-8")))
             for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+@functools.cache
+def _nodes(where: str) -> list[ast.AST]:
+    """Every node of the module at ``where`` (under the package), parsed once."""
+    return list(ast.walk(ast.parse((PACKAGE / where).read_text("utf-8"))))
+
+
+def _package_nodes(*needed: tuple[str, ...]) -> Iterator[tuple[str, list[ast.AST]]]:
+    """Each module of the package (its path under it) with every node of its tree, skipping
+    only a module whose text lacks every name of one of the ``needed`` groups (no node of
+    it can name one): parsing the whole package again per question cost seconds."""
+    for where, text in _package_texts():
+        if all(any(name in text for name in group) for group in needed):
+            yield where, _nodes(where)
 
 
 def _calls(name: str) -> list[str]:
     """Every ``….NAME(`` call (or ``NAME`` passed on, as to ``asyncio.to_thread``) in the
     package outside ``record/``: ``path:line``."""
     found = []
-    for where, nodes in _package_nodes():
+    for where, nodes in _package_nodes((name,)):
         if where.startswith("record/"):
             continue
         for node in nodes:
@@ -126,7 +143,7 @@ def _record_inputs_given_a_kind() -> list[str]:
     """Every ``RecordInput(…)`` or ``PieceRecordInput(…)`` built in the package with a
     ``kind=`` other than its fact's (``fact.kind``, in their ``of``): ``path:line``."""
     found = []
-    for where, nodes in _package_nodes():
+    for where, nodes in _package_nodes(("kind",), (*RECORD_INPUTS, "cls")):
         for node in nodes:
             if not isinstance(node, ast.Call):
                 continue
