@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from bees_cli.errors import BeesError, NotFound, Refused, UserError
 from bees_cli.record.local import ItemRow, LocalRecord, now_utc
-from bees_cli.record.views import QueuedDecision
 from bees_cli.usecases.models import ApprovalRow, DecideDone
 
 if TYPE_CHECKING:
+    from bees_cli.record.views import QueuedDecision
     from bees_cli.usecases.bees import Bees
 
 FINAL_ANSWER_FILE = "answer.md"
@@ -82,6 +82,7 @@ def queued_decisions(record: LocalRecord,
     item ``item_id`` or of every item, by item id, oldest first (issue 23, point 2: what
     ``bees status``, ``bees item show`` and the app show until ``bees run`` delivers them)."""
     from bees_cli.record.states import DECIDE_UPDATE
+    from bees_cli.record.views import QueuedDecision  # its events' models: off bees approvals
 
     found: dict[str, list[QueuedDecision]] = {}
     for payload in record.queued_payloads(DECIDE_UPDATE, item_id):

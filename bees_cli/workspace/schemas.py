@@ -7,6 +7,7 @@ write them; DIR defaults to ``./schemas``. Editors read them through the
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -42,7 +43,17 @@ SCHEMA_FOR_KIND: dict[str, str] = {
 
 
 def generate() -> dict[str, str]:
-    """Return file name → JSON text (2-space indent, trailing newline) for each kind."""
+    """Return file name → JSON text (2-space indent, trailing newline) for each kind.
+
+    Why cached: the models do not change within a process, and building their schemas is
+    most of ``bees init``'s CPU (a process that writes them twice, or a test's in-process
+    runs, builds them once); each call gets its own dict.
+    """
+    return dict(_generated())
+
+
+@functools.cache
+def _generated() -> dict[str, str]:
     out: dict[str, str] = {}
     for file_name, model in SCHEMA_FILES.items():
         schema = {
