@@ -257,17 +257,43 @@ class ScriptedServer:
     model: ScriptedModel
 
 
+class ModelSwitch:
+    """An ASGI app that hands each request to the current :class:`ScriptedModel`: one server
+    serves test after test, each with a fresh model (:meth:`fresh`). A reply still being
+    written for an earlier test keeps writing to its own model, never the new one."""
+
+    def __init__(self) -> None:
+        self.fresh()
+
+    def fresh(self) -> ScriptedModel:
+        """Make a new model the current one and return it."""
+        self.model = ScriptedModel()
+        self._app = self.model.app()
+        return self.model
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._app(scope, receive, send)
+
+
 @contextmanager
-def serve() -> Iterator[ScriptedServer]:
-    """Run a fresh :class:`ScriptedModel` on a free loopback port until the block ends."""
-    model = ScriptedModel()
+def serve_switch() -> Iterator[tuple[str, ModelSwitch]]:
+    """Run a :class:`ModelSwitch` on a free loopback port until the block ends; yield its
+    ``base_url`` (ending in ``/v1``) and the switch."""
+    switch = ModelSwitch()
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted sockets whose proto is
     # TCP; without it Nagle holds the reply's body for the client's delayed ACK (~40 ms)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     try:
-        with uvicorn_in_thread(model.app(), sock) as (_, port):
-            yield ScriptedServer(f"http://127.0.0.1:{port}/v1", model)
+        with uvicorn_in_thread(switch, sock) as (_, port):
+            yield f"http://127.0.0.1:{port}/v1", switch
     finally:
         sock.close()
+
+
+@contextmanager
+def serve() -> Iterator[ScriptedServer]:
+    """Run a fresh :class:`ScriptedModel` on a free loopback port until the block ends."""
+    with serve_switch() as (base_url, switch):
+        yield ScriptedServer(base_url, switch.model)
