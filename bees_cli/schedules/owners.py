@@ -132,13 +132,19 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
 
 
 def show_claim(record: LocalRecord, row: ItemRow, outcome: ClaimOutcome) -> None:
-    """Show the claim on the item: a waiting reason when it may not start, else pending again."""
+    """Show the claim on the item: a waiting reason when it may not start, else pending again.
+
+    ``row`` is the item as read before the claim was asked; the record changes only while the
+    item is still in that row's status, so a claim answered after a person cancelled the item
+    never makes it waiting (or pending) again, and a later try never starts it.
+    """
+    still = frozenset({row.status})
     if outcome.may_start:
         if row.status == Status.WAITING and row.wait in _CLAIM_WAITS:
-            record.set_state(row.id, status=Status.PENDING, stage=row.stage)
+            record.set_state(row.id, status=Status.PENDING, stage=row.stage, only_if=still)
         return
     record.set_state(row.id, status=Status.WAITING, stage=row.stage, reason=outcome.reason,
-                     wait=outcome.wait)
+                     wait=outcome.wait, only_if=still)
 
 
 _CLAIM_WAITS = frozenset({WaitKind.OWNED_ELSEWHERE, WaitKind.CLAIM_PENDING})

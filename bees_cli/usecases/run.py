@@ -73,6 +73,8 @@ async def start_pending(engine: EngineGateway, record: AsyncRecord, computer: Co
             if not await ready_to_start(record.sync, row, computer=computer,
                                         client=client or own):
                 continue
+            if (await record.item(row.id)).status != "pending":
+                continue  # cancelled (or started elsewhere) while its claim was asked
             item = ItemInput.model_validate_json(row.input)
             if await engine.start(item, queue):
                 started += 1
