@@ -4,7 +4,7 @@ Run as ``python mcp_server.py MODE``:
 
 - ``stdio``: serve over stdio;
 - ``crash``: print ``notes: cannot open the notes file`` on stderr and exit 1 at once;
-- ``hang``: never answer (sleep, reading nothing);
+- ``hang``: never answer (sleep, reading nothing; its start noted in ``STARTS_LOG``);
 - ``chatty``: print ``hello, this is not json-rpc`` on stdout, then exit without answering
   (at once, so a test may give it a generous start bound and still not wait it out);
 - ``flaky FOLDER``: serve when started in ``FOLDER`` (the workspace: listing its tools works),
@@ -120,14 +120,14 @@ if __name__ == "__main__":
         print("starting notes", file=sys.stderr)
         print("notes: cannot open the notes file", file=sys.stderr)
         sys.exit(1)
+    if os.environ.get("STARTS_LOG"):
+        with open(os.environ["STARTS_LOG"], "a", encoding="utf-8") as starts:
+            starts.write("start\n")
     if mode == "hang":
         time.sleep(3600)
     if mode == "chatty":
         print("hello, this is not json-rpc", flush=True)
         sys.exit(0)
-    if os.environ.get("STARTS_LOG"):
-        with open(os.environ["STARTS_LOG"], "a", encoding="utf-8") as starts:
-            starts.write("start\n")
     if os.environ.get("ENV_DUMP"):
         Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ), sort_keys=True))
     notes = build_server(os.environ.get("NOTES_LOG"))

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = ["McpCallCut", "McpConnection", "McpNotReached", "McpResult", "McpTool", "ToolKind",
-           "addon_connections", "ask_call", "ask_tools", "call_tool", "check_mcp", "list_tools",
-           "open_session", "tool_kinds"]
+           "addon_connections", "ask_call", "ask_mcp", "ask_tools", "call_tool", "check_mcp",
+           "list_tools", "open_session", "tool_kinds"]
 
 
 class McpNotReached(BeesError):
@@ -118,26 +118,28 @@ class McpConnection(AddonConnection):
         return f"not connected: {'; '.join(self.missing)}"
 
 
-def addon_connections(workspace: Workspace) -> list[AddonConnection]:
+async def addon_connections(workspace: Workspace) -> list[AddonConnection]:
     """Return whether every declared add-on is connected here, sorted by add-on name: a
     script add-on by its ``connection``, an MCP add-on by asking its server
-    (:func:`check_mcp`, with the tools the workspace names). Blocking; the add-ons are
-    asked at once, each in a thread of its own, so the wait is the slowest one's, not the
-    sum of their start bounds."""
+    (:func:`ask_mcp`, with the tools the workspace names).
+
+    Why: the add-ons are asked at once, as tasks of this event loop, so the wait is the
+    slowest one's, not the sum of their start bounds; each is bounded on its own, so one
+    that hangs or crashes leaves the others' answers as they are; and a cancel (Ctrl-C)
+    stops every server at once, never waiting for a bound.
+    """
     from bees_cli.workspace.summary import named_tools
 
     root = str(workspace.root.resolve())
 
-    def connection(name: str, addon: Addon) -> AddonConnection:
+    async def connection(name: str, addon: Addon) -> AddonConnection:
         if addon.mcp is None:
             return check_connection(name, addon)
-        return check_mcp(name, addon, named_tools(name, addon, workspace.agents), root=root)
+        return await ask_mcp(name, addon, named_tools(name, addon, workspace.agents),
+                             root=root)
 
-    addons = sorted(workspace.addons.items())
-    if len(addons) < 2:
-        return [connection(name, addon) for name, addon in addons]
-    with ThreadPoolExecutor(len(addons), thread_name_prefix="addon-check") as pool:
-        return list(pool.map(lambda pair: connection(*pair), addons))
+    return list(await asyncio.gather(*(connection(name, addon)
+                                       for name, addon in sorted(workspace.addons.items()))))
 
 
 def tool_kinds(name: str, addon: Addon, tools: Iterable[McpTool]) -> tuple[ToolKind, ...]:
@@ -395,6 +397,12 @@ def run_blocking(make: Callable[[], Awaitable[T]]) -> T:
 
 def check_mcp(name: str, addon: Addon, expected: Iterable[str], *, root: str,
               environ: Mapping[str, str] | None = None) -> McpConnection:
+    """Return :func:`ask_mcp`'s answer from blocking code (:func:`run_blocking`)."""
+    return run_blocking(lambda: ask_mcp(name, addon, expected, root=root, environ=environ))
+
+
+async def ask_mcp(name: str, addon: Addon, expected: Iterable[str], *, root: str,
+                  environ: Mapping[str, str] | None = None) -> McpConnection:
     """Tell whether MCP add-on ``name`` answers here (issue 25, point 3; DESIGN.md, Rules:
     eligibility): its ``connection`` holds, its server starts (or its URL answers) within
     its bound, lists its tools, and has every tool in ``expected``.
@@ -422,7 +430,7 @@ def check_mcp(name: str, addon: Addon, expected: Iterable[str], *, root: str,
     if unset:
         return McpConnection(name, False, unset)
     try:
-        tools = run_blocking(lambda: list_tools(server, root=root, environ=values))
+        tools = await list_tools(server, root=root, environ=values)
     except McpNotReached as error:
         return McpConnection(name, False, [error.message])
     listed = {tool.name for tool in tools}

@@ -111,12 +111,14 @@ def addons(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: bees addons
     """
+    import asyncio
+
     from bees_cli.agents.mcp_addon import addon_connections
     from bees_cli.cli import json_models as out
     from bees_cli.workspace.loader import load_workspace
     from bees_cli.workspace.summary import tool_kind_lines
 
-    rows = addon_connections(load_workspace(workspace))
+    rows = asyncio.run(addon_connections(load_workspace(workspace)))
     tools = {r.name: list(getattr(r, "tools", ())) for r in rows}  # an MCP server's, listed
     if as_json:
         out.emit(out.AddonsOut(addons=[

@@ -35,6 +35,7 @@ from bees_cli.utc import format_utc
 if TYPE_CHECKING:
     from bees_cli.machine.connections import AddonConnection
     from bees_cli.usecases.bees import Bees
+    from bees_cli.workspace.loader import Workspace
 
 NEXT_TIMES = 3
 """How many upcoming times ``bees schedules`` shows per schedule."""
@@ -102,16 +103,16 @@ def _check(name: str, ok: bool, detail: str, **extra: Any) -> Check:
 
 
 async def _doctor_report(bees: Bees, workspace_path: Path | None) -> DoctorReport:
-    """``bees doctor``: see :func:`doctor_checks` (run in a thread)."""
-    return await asyncio.to_thread(doctor_checks, bees.computer, workspace_path, say=bees.say)
+    """``bees doctor``: see :func:`doctor_checks`."""
+    return await doctor_checks(bees.computer, workspace_path, say=bees.say)
 
 
 def _quiet(_: str) -> None:
     return None
 
 
-def doctor_checks(here: Computer, workspace_path: Path | None, *,
-                  say: Callable[[str], None] = _quiet) -> DoctorReport:
+async def doctor_checks(here: Computer, workspace_path: Path | None, *,
+                        say: Callable[[str], None] = _quiet) -> DoctorReport:
     """Return ``{"ok", "checks", "processes"}`` for ``bees doctor``.
 
     ``checks``: one ``{"check", "ok", "detail"}`` each for the engine, the cloud, the
@@ -121,7 +122,34 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
     counted as failures: they may simply wait for a folder link). ``person`` is this
     computer's person; signed in by ``BEES_TOKEN``, the token's person, which Bees Cloud
     names and which becomes this computer's (said once, :func:`_token_person`).
+
+    Why: the blocking checks run in a thread; the add-ons are asked on this loop
+    (:func:`~bees_cli.agents.mcp_addon.addon_connections`), so a cancel (Ctrl-C) stops
+    their servers at once instead of waiting for a thread that waits for their bounds.
     """
+    from bees_cli.agents.mcp_addon import addon_connections
+
+    checks, person, workspace = await asyncio.to_thread(_computer_checks, here,
+                                                        workspace_path, say)
+    processes: list[ProcessCheck] = []
+    if workspace is not None:
+        addons = await addon_connections(workspace)
+        for addon in addons:
+            checks.append(_check(f"add-on {addon.name}", addon.connected, addon.words(),
+                                 addon=addon.name, missing=list(addon.missing)))
+        checks.extend(await asyncio.to_thread(_model_checks, workspace))
+        processes = await asyncio.to_thread(_process_checks, workspace,
+                                            {addon.name: addon for addon in addons})
+    return DoctorReport(ok=all(c.ok or c.warning for c in checks), checks=checks,
+                        processes=processes,
+                        computer=here.computer, machine_id=here.machine_id, person=person)
+
+
+def _computer_checks(here: Computer, workspace_path: Path | None, say: Callable[[str], None]
+                     ) -> tuple[list[Check], str | None, Workspace | None]:
+    """Return :func:`doctor_checks`' checks before the add-ons' (the engine, ``bees run``,
+    lost items, the cloud, time zones, the workspace, its folder links), this computer's
+    person, and the workspace (None when it did not load). Blocking."""
     from bees_cli.errors import BeesError
     from bees_cli.schedules.zones import tz_database
 
@@ -132,7 +160,6 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
     zones = tz_database()
     checks.append(_check("time zones", True, zones.text, tz_version=zones.version,
                          tz_source=zones.source))  # information, never a failure
-    processes: list[ProcessCheck] = []
     try:
         from bees_cli.workspace.loader import load_workspace
 
@@ -140,28 +167,18 @@ def doctor_checks(here: Computer, workspace_path: Path | None, *,
     except BeesError as error:
         checks.append(_check("workspace", False, error.message, error=error.code,
                              message=error.message, hint=error.hint))
-        workspace = None
-    if workspace is not None:
-        from_env = here.workspace_env is not None and workspace.root == here.workspace_env
-        checks.append(_check("workspace", True, str(workspace.root) + (
-            " (from BEES_WORKSPACE)" if from_env else ""), path=str(workspace.root),
-            from_env=from_env))
-        from bees_cli.agents.mcp_addon import addon_connections
-        from bees_cli.machine.report import folder_links
+        return checks, person, None
+    from_env = here.workspace_env is not None and workspace.root == here.workspace_env
+    checks.append(_check("workspace", True, str(workspace.root) + (
+        " (from BEES_WORKSPACE)" if from_env else ""), path=str(workspace.root),
+        from_env=from_env))
+    from bees_cli.machine.report import folder_links
 
-        for link in folder_links(workspace):
-            path = link.default if link.path is None else str(link.path)
-            checks.append(_check(f"folder {link.name}", link.linked, link.reason,
-                                 folder=link.name, path=path, link=link.how, env=link.env))
-        addons = addon_connections(workspace)
-        for addon in addons:
-            checks.append(_check(f"add-on {addon.name}", addon.connected, addon.words(),
-                                 addon=addon.name, missing=list(addon.missing)))
-        checks.extend(_model_checks(workspace))
-        processes = _process_checks(workspace, {addon.name: addon for addon in addons})
-    return DoctorReport(ok=all(c.ok or c.warning for c in checks), checks=checks,
-                        processes=processes,
-                        computer=here.computer, machine_id=here.machine_id, person=person)
+    for link in folder_links(workspace):
+        path = link.default if link.path is None else str(link.path)
+        checks.append(_check(f"folder {link.name}", link.linked, link.reason,
+                             folder=link.name, path=path, link=link.how, env=link.env))
+    return checks, person, workspace
 
 
 def _token_person(here: Computer, cloud: list[Check], say: Callable[[str], None]) -> str | None:

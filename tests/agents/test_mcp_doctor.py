@@ -4,6 +4,11 @@ add-on is not connected and why, and lists a connected server's tools with their
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +103,25 @@ def test_doctor_words_a_server_that_writes_non_mcp_output_without_a_traceback(
     assert addon_lines(done.stdout)[0] == (
         "FAIL  add-on chatty: not connected: server wrote non-MCP output on stdout: "
         "'hello, this is not json-rpc'")
+
+
+@pytest.mark.parametrize("command", ["addons", "doctor"])
+def test_ctrl_c_while_servers_hang_stops_at_once_not_after_their_bounds(
+        tmp_path: Path, bees_home: Path, command: str) -> None:
+    # two servers that never answer, each bounded at 60 s: both asked at once, then Ctrl-C
+    starts = tmp_path / "starts.log"
+    hang = server("hang", "  env: [STARTS_LOG]\n  start_seconds: 60\n")
+    root = workspace(tmp_path / "w", {"stuck": hang, "still": hang}, [])
+    env = os.environ | {"BEES_HOME": str(bees_home), "STARTS_LOG": str(starts)}
+    with subprocess.Popen([sys.executable, "-m", "bees_cli", command, "-w", str(root)],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as bees:
+        try:
+            while not starts.exists() or starts.read_text() != "start\n" * 2:
+                assert bees.poll() is None, bees.communicate()
+                time.sleep(0.05)
+            bees.send_signal(signal.SIGINT)
+            _, stderr = bees.communicate(timeout=30)  # a half of one server's bound
+        finally:
+            bees.kill()
+    assert (bees.returncode, stderr.splitlines()[-1]) == (130, "interrupted"), stderr

@@ -35,11 +35,11 @@ def test_no_system_zones_is_the_tzdata_package(tmp_path: Path) -> None:
     assert found == TzDatabase(version=tzdata.IANA_VERSION, source="tzdata package")
 
 
-def test_doctor_shows_the_database(tmp_path: Path) -> None:
+async def test_doctor_shows_the_database(tmp_path: Path) -> None:
     from bees_cli.usecases.doctor import doctor_checks
     from tests.e2e.conftest import make_computer
 
     here = make_computer(tmp_path, "maya-laptop", None)
-    report = doctor_checks(here, tmp_path / "no-workspace")
+    report = await doctor_checks(here, tmp_path / "no-workspace")
     [zones] = [c for c in report.checks if c.check == "time zones"]
     assert (zones.ok, zones.detail) == (True, tz_database().text)
