@@ -1,7 +1,10 @@
 """Typed clients of the Bees Cloud API v1: :class:`CloudClient` (blocking, here) and
 :class:`~bees_cli.cloud.async_client.AsyncCloudClient`, over the plans of
 :class:`~bees_cli.cloud.client_base.BaseCloudClient` (whose docstring maps answers to errors);
-and the clients of a computer's sign-in (:func:`cloud_for`, :func:`sync_cloud_for`)."""
+and the clients of a computer's sign-in (:func:`cloud_for`, :func:`sync_cloud_for`).
+
+httpx is imported when a client is made, not with these modules: without a sign-in,
+:func:`cloud_for`, :func:`sync_cloud_for` and :func:`ask_owner` return None and never load it."""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.async_client import AsyncCloudClient
@@ -37,15 +38,16 @@ from bees_cli.cloud.client_base import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     BaseCloudClient,
-    Outcome,
     Pause,
-    Plan,
     R,
     Skew,
 )
 from bees_cli.utc import utc_now
 
 if TYPE_CHECKING:
+    import httpx
+
+    from bees_cli.cloud.client_base import Outcome, Plan
     from bees_cli.machine.computer import Computer
 
 __all__ = [
@@ -88,6 +90,8 @@ class CloudClient(BaseCloudClient):
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        import httpx
+
         super().__init__(base_url, retries=retries, backoff=backoff, clock=clock)
         self._sleep = sleep
         self._http = httpx.Client(**self._http_options(token, timeout), transport=transport)
@@ -104,6 +108,8 @@ class CloudClient(BaseCloudClient):
 
     def _run(self, plan: Plan[R]) -> R:
         """Run ``plan``: send its requests and sleep its pauses, blocking; return its result."""
+        import httpx  # loaded already: __init__ made the client
+
         outcome: Outcome = None
         while True:
             try:
