@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
 from bees_cli.usecases.models import (
@@ -256,8 +257,6 @@ def _cloud_checks(here: Computer) -> list[Check]:
     where = {"configured": True, "url": login.url, "url_from": login.url_from,
              "token_from": login.token_from}
     sources = f" ({login.sources})" if login.sources else ""
-    from bees_cli.cloud.client import sync_cloud_for  # httpx: only with a cloud to ask
-
     api = sync_cloud_for(here, retries=1)
     assert api is not None
     try:
