@@ -332,7 +332,6 @@ def _model_checks(workspace: Any) -> list[Check]:
     Rules: eligibility, which never asks the network), but its stage would fail to reach
     the model, so doctor says it before ``bees run`` does.
     """
-    from bees_cli.agents.model_http import is_loopback, server_unreachable
     from bees_cli.workspace.runners import ModelRunner
 
     answers: dict[str, str | None] = {}
@@ -340,6 +339,10 @@ def _model_checks(workspace: Any) -> list[Check]:
     for name, agent in sorted(workspace.agents.items()):
         if not agent.enabled or not isinstance(agent.runner, ModelRunner):
             continue
+        from bees_cli.agents.model_http import (  # httpx: only with a model agent to probe
+            is_loopback,
+            server_unreachable,
+        )
         url = str(agent.runner.model.base_url)
         if url not in answers:
             answers[url] = server_unreachable(url)

@@ -107,6 +107,7 @@ def test_the_cloud_client_module_loads_httpx_only_when_a_client_is_made() -> Non
     (["schedules", "-w", str(EXAMPLE)], "0"),
     (["schedules", "-w", str(EXAMPLE), "--json"], "0"),
     (["item", "create", "weekly-report", "-w", str(EXAMPLE)], "0"),
+    (["doctor", "-w", str(EXAMPLE)], "1"),  # no engine running here; no model agent to probe
 ])
 def test_without_a_sign_in_no_cloud_client_is_loaded(args: list[str], code: str,
                                                      bees_home: object) -> None:
