@@ -1,12 +1,13 @@
-"""The asyncio client of the Bees Cloud API v1 (engine activities): plans run with awaits."""
+"""The asyncio client of the Bees Cloud API v1 (engine activities): plans run with awaits.
+
+httpx is imported when a client is made, not with this module (see :mod:`.client`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-
-import httpx
+from typing import TYPE_CHECKING
 
 from bees_cli.cloud import wire
 from bees_cli.cloud.calls import (
@@ -29,13 +30,16 @@ from bees_cli.cloud.client_base import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     BaseCloudClient,
-    Outcome,
     Pause,
-    Plan,
     R,
     Skew,
 )
 from bees_cli.utc import utc_now
+
+if TYPE_CHECKING:
+    import httpx
+
+    from bees_cli.cloud.client_base import Outcome, Plan
 
 
 class AsyncCloudClient(BaseCloudClient):
@@ -60,6 +64,8 @@ class AsyncCloudClient(BaseCloudClient):
         clock: Callable[[], datetime] = utc_now,
         limits: httpx.Limits | None = None,
     ) -> None:
+        import httpx
+
         super().__init__(base_url, retries=retries, backoff=backoff, clock=clock)
         self._sleep = sleep
         self._http = httpx.AsyncClient(
@@ -80,6 +86,8 @@ class AsyncCloudClient(BaseCloudClient):
 
     async def _run(self, plan: Plan[R]) -> R:
         """Run ``plan``: send its requests and sleep its pauses, awaiting; return its result."""
+        import httpx  # loaded already: __init__ made the client
+
         outcome: Outcome = None
         while True:
             try:

@@ -8,14 +8,16 @@ Answers map to the error tree of :mod:`bees_cli.errors`::
     HTTP 403, 409                                  -> CloudRefused
     any other 4xx, or an answer that is not the
     expected JSON                                  -> CloudError
+
+httpx is imported only by the functions that need it once a client exists, not with this
+module: a command that makes no client (no sign-in) never loads it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from bees_cli.cloud import wire
@@ -26,6 +28,9 @@ from bees_cli.errors import (
     CloudUnreachable,
     UserError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -211,6 +216,8 @@ def unreachable(base_url: str, error: Exception, *, timeout: float | None = None
                 tries: int = 1) -> CloudUnreachable:
     """Return the error for a server that could not be reached, naming ``base_url``: one
     that timed out says so with ``timeout`` (seconds per try) and the ``tries`` made."""
+    import httpx  # loaded already: a client made the request that failed
+
     hint = "is the server up? check the URL with `bees login URL --with-token`"
     if isinstance(error, httpx.TimeoutException) and timeout is not None:
         made = f" ({tries} tries)" if tries > 1 else ""
@@ -245,6 +252,8 @@ def url_problem(url: str) -> str | None:
         port = 0
     if port is not None and not 1 <= port <= 65535:
         return "the port must be a number from 1 to 65535"
+    import httpx  # a client is being made, or bees login was given a URL: both need it
+
     try:
         httpx.URL(url)
     except httpx.InvalidURL as error:

@@ -1,51 +1,27 @@
-"""Typed clients of the Bees Cloud API v1: :class:`CloudClient` (blocking, here) and
-:class:`~bees_cli.cloud.async_client.AsyncCloudClient`, over the plans of
-:class:`~bees_cli.cloud.client_base.BaseCloudClient` (whose docstring maps answers to errors);
-and the clients of a computer's sign-in (:func:`cloud_for`, :func:`sync_cloud_for`)."""
+"""The clients of a computer's sign-in (:func:`cloud_for`, :func:`sync_cloud_for`,
+:func:`ask_owner`), and the typed clients of the Bees Cloud API v1 by their public names:
+:class:`CloudClient` (blocking, :mod:`~bees_cli.cloud.blocking_client`) and
+:class:`AsyncCloudClient` (:mod:`~bees_cli.cloud.async_client`), over the plans of
+:class:`~bees_cli.cloud.client_base.BaseCloudClient` (whose docstring maps answers to errors).
+
+Why lazy: the clients, their wire models (~0.1 s of CPU) and httpx (~0.1 s) are imported at
+their first use (PEP 562), not with this module. Without a sign-in the three functions
+return None and load none of them, so ``bees schedules``, ``bees doctor`` and ``bees item
+create`` pay nothing for a cloud they do not ask.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from datetime import datetime
+import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from bees_cli.cloud import wire
-from bees_cli.cloud.async_client import AsyncCloudClient
-from bees_cli.cloud.calls import (
-    Call,
-    M,
-    check_url,
-    key_claim,
-    key_disagreements,
-    key_item,
-    offer_leave,
-    offer_list,
-    offer_make,
-    owner_claim,
-    owner_get,
-    owner_release,
-    owner_repair,
-    read_answer,
-    record_pull,
-    url_problem,
-)
-from bees_cli.cloud.client_base import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    BaseCloudClient,
-    Outcome,
-    Pause,
-    Plan,
-    R,
-    Skew,
-)
-from bees_cli.utc import utc_now
-
 if TYPE_CHECKING:
+    from bees_cli.cloud import wire
+    from bees_cli.cloud.async_client import AsyncCloudClient
+    from bees_cli.cloud.blocking_client import CloudClient
+    from bees_cli.cloud.calls import Call, check_url, read_answer, url_problem
+    from bees_cli.cloud.client_base import BaseCloudClient, Pause, Skew
     from bees_cli.machine.computer import Computer
 
 __all__ = [
@@ -60,196 +36,34 @@ __all__ = [
     "url_problem",
 ]
 
-class CloudClient(BaseCloudClient):
-    """Blocking client of one Bees Cloud (for the CLI and for threads).
+_HOMES = {
+    "AsyncCloudClient": "async_client",
+    "BaseCloudClient": "client_base",
+    "Call": "calls",
+    "CloudClient": "blocking_client",
+    "Pause": "client_base",
+    "Skew": "client_base",
+    "check_url": "calls",
+    "read_answer": "calls",
+    "url_problem": "calls",
+}
+"""Each public name and the module of :mod:`bees_cli.cloud` that holds it."""
 
-    Args:
-        base_url: e.g. ``https://cloud.example.com`` (the API lives under ``/v1``).
-        token: the person's bearer token.
-        transport: an httpx transport (tests pass ``httpx.MockTransport`` or a WSGI one).
-        timeout: seconds for connect, read and write.
-        retries: extra attempts after a connection error or a 5xx.
-        backoff: seconds before the first retry, doubled each time (at most 4 s).
-        sleep: how to wait between retries (tests pass a recorder).
-        clock: local clock (UTC) for skew measurement.
-    """
 
-    _http: httpx.Client
+def __getattr__(name: str) -> Any:
+    """Import the module that holds ``name`` the first time it is read (PEP 562)."""
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"bees_cli.cloud.{module}"), name)
+    globals()[name] = value
+    return value
 
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        super().__init__(base_url, retries=retries, backoff=backoff, clock=clock)
-        self._sleep = sleep
-        self._http = httpx.Client(**self._http_options(token, timeout), transport=transport)
 
-    def __enter__(self) -> CloudClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
-
-    def _run(self, plan: Plan[R]) -> R:
-        """Run ``plan``: send its requests and sleep its pauses, blocking; return its result."""
-        outcome: Outcome = None
-        while True:
-            try:
-                step = plan.send(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(step, Pause):
-                self._sleep(step.seconds)
-                outcome = None
-                continue
-            try:
-                outcome = self._http.send(step)
-            except httpx.TransportError as error:
-                outcome = error
-
-    def call(self, call: Call[M]) -> M | None:
-        """Send ``call`` with retries and return its answer (see :func:`read_answer`).
-
-        Raises:
-            CloudUnreachable: every attempt failed to connect or timed out, or the
-                base URL is not valid (no request is sent).
-            CloudError, CloudUnauthorized, CloudRefused: see :func:`read_answer`.
-        """
-        return self._run(self._exchange(call))
-
-    def me(self) -> wire.Me:
-        """Return who the token is, the team and the server clock."""
-        return self._run(self._must(Call("GET", "/v1/me", wire.Me)))
-
-    def skew(self) -> Skew:
-        """Measure the server clock against the local one (see :class:`Skew`)."""
-        return self._run(self._skew())
-
-    def server_time(self) -> datetime:
-        """Return the server's clock (UTC)."""
-        return self._run(self._server_time())
-
-    def claim_key(self, claim: wire.KeyClaim) -> wire.KeyAnswer:
-        """Claim a schedule key; ``answer.granted`` tells whether this machine holds it."""
-        return self._run(self._must(key_claim(claim)))
-
-    def report_key_item(self, report: wire.KeyItem) -> wire.KeyAnswer:
-        """Report the item a held key produced; safe to repeat with the same item.
-
-        Raises:
-            CloudRefused: another machine holds the key, the machine id is another
-                person's, or the key already produced another item.
-            CloudError: no such key (404).
-        """
-        return self._run(self._must(key_item(report)))
-
-    def held_keys(self, machine_id: str, *, without_item: bool = False) -> list[wire.KeyAnswer]:
-        """Return this person's keys held by ``machine_id``, oldest scheduled time first.
-
-        With ``without_item`` only the keys whose item was never reported (to make
-        on start after a crash).
-        """
-        return self._run(self._held_keys(machine_id, without_item))
-
-    def key_disagreements(self, machine_id: str) -> list[wire.KeyAnswer]:
-        """Return this person's keys whose wall-clock time two computers placed at two
-        instants (newest first, with both sides); ``machine_id`` is the asking machine."""
-        return self._run(self._must(key_disagreements(machine_id))).keys
-
-    def claim_owner(self, claim: wire.OwnerClaim) -> wire.OwnerAnswer:
-        """Claim an item; ``answer.granted`` tells whether this machine owns it."""
-        return self._run(self._must(owner_claim(claim)))
-
-    def get_owner(self, item_id: str) -> wire.Owner | None:
-        """Return the latest owner row of ``item_id``, or None when it was never claimed."""
-        return self._run(self._exchange(owner_get(item_id)))
-
-    def owner_history(self, item_id: str) -> list[wire.Owner]:
-        """Return every owner row of ``item_id``, oldest first."""
-        return self._run(self._owner_history(item_id))
-
-    def list_owners(self) -> list[wire.Owner]:
-        """Return the team's held items (current owners), by item id."""
-        return self._run(self._list_owners())
-
-    def release_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
-        """Release ``item_id`` (owning machine only).
-
-        Raises:
-            CloudRefused: another machine owns it (the message names it).
-        """
-        return self._run(self._must(owner_release(item_id, release)))
-
-    def repair_owner(self, item_id: str, release: wire.OwnerRelease) -> wire.Owner:
-        """Re-send the release of free item ``item_id`` with a new checkpoint digest (the
-        machine that released it last only).
-
-        Raises:
-            CloudRefused: another machine released it last or holds it (403), or it is held
-                (409).
-        """
-        return self._run(self._must(owner_repair(item_id, release)))
-
-    def make_offer(self, item_id: str, body: wire.OfferMake) -> wire.Offer:
-        """Hand released item ``item_id`` to a pool (the machine that released it only).
-
-        Raises:
-            CloudRefused: another machine released it last or holds it (403), or it is
-                held (409).
-        """
-        return self._run(self._must(offer_make(item_id, body)))
-
-    def offers(self, pool: str | None = None, *, only_open: bool = True) -> list[wire.Offer]:
-        """Return the team's offers, oldest first (a runner's token: its pool's)."""
-        return self._run(self._must(offer_list(pool, only_open=only_open))).offers
-
-    def leave_offer(self, item_id: str, body: wire.OfferLeave) -> wire.Offer:
-        """Leave the open offer of ``item_id`` with why (a runner's token only)."""
-        return self._run(self._must(offer_leave(item_id, body)))
-
-    def runners(self) -> wire.RunnerList:
-        """Return the team's runners: pool, last heard, what each holds (DESIGN.md,
-        Runners)."""
-        return self._run(self._must(Call("GET", "/v1/runners", wire.RunnerList)))
-
-    def runner_heard(self, machine_id: str) -> wire.RunnerView:
-        """Vouch for this runner (its token) running as ``machine_id``.
-
-        Raises:
-            CloudUnauthorized: ``runner_retired`` once an admin retired it.
-            CloudRefused: ``not_a_runner``, ``machine_retired``.
-        """
-        return self._run(self._must(Call("POST", "/v1/runners/heard", wire.RunnerView,
-                                         wire.RunnerHeard(machine_id=machine_id))))
-
-    def push(self, changes: list[wire.RecordChange]) -> wire.PushAnswer:
-        """Push record changes in batches of :data:`wire.MAX_BATCH`; return the totals.
-
-        Changes the server refused (another machine's item, a clock too far ahead,
-        fields too large, another person's machine) come back in ``answer.refused``
-        with their code and reason; the caller keeps them.
-        """
-        return self._run(self._push(changes))
-
-    def pull(self, since: int = 0, limit: int = wire.MAX_PULL) -> wire.PullAnswer:
-        """Return one page of the team's record changes after cursor ``since``."""
-        return self._run(self._must(record_pull(since, limit)))
-
-    def pull_all(self, since: int = 0) -> wire.PullAnswer:
-        """Return every change after ``since``, following pages until ``more`` is False."""
-        return self._run(self._pull_all(since))
+def _client_class(name: str) -> Any:
+    """Return the client class this module names ``name`` (imported now at its first use; a
+    test may have replaced it, as with any module attribute)."""
+    return getattr(sys.modules[__name__], name)
 
 
 def cloud_for(
@@ -268,7 +82,8 @@ def cloud_for(
     kwargs: dict[str, Any] = {}
     if computer.cloud_sleep is not None:
         kwargs["sleep"] = computer.cloud_sleep
-    return AsyncCloudClient(
+    made: type[AsyncCloudClient] = _client_class("AsyncCloudClient")
+    return made(
         computer.login.url, computer.login.token, transport=computer.transport,
         retries=retries, timeout=timeout, backoff=backoff, **kwargs)
 
@@ -279,13 +94,15 @@ def sync_cloud_for(
     """Return a blocking client for ``computer``'s sign-in (the CLI), or None without one."""
     if computer.login is None:
         return None
-    return CloudClient(computer.login.url, computer.login.token, retries=retries,
-                       timeout=timeout)
+    made: type[CloudClient] = _client_class("CloudClient")
+    return made(computer.login.url, computer.login.token, retries=retries, timeout=timeout)
 
 
 def owner_claim_of(computer: Computer, item_id: str) -> wire.OwnerClaim:
     """Return ``computer``'s request to own ``item_id`` (Rules: owners), the one request
     every owner claim sends (``bees item create``, ``bees run``, a fire, ``bees continue``)."""
+    from bees_cli.cloud import wire
+
     return wire.OwnerClaim(item_id=item_id, machine_id=computer.machine_id,
                            computer_name=computer.computer)
 

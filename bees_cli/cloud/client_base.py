@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-import httpx
-
 from bees_cli.cloud import wire
 from bees_cli.cloud.calls import (
     Call,
@@ -51,7 +49,7 @@ from bees_cli.cloud.calls import (
 )
 
 if TYPE_CHECKING:
-    pass
+    import httpx
 
 __all__ = ["BaseCloudClient", "Call", "Pause", "Skew", "check_url", "read_answer",
            "url_problem"]
@@ -95,9 +93,10 @@ class Pause:
     seconds: float
 
 
-Step: TypeAlias = httpx.Request | Pause
+# quoted: httpx is imported when a client is made (the two clients' __init__), not here
+Step: TypeAlias = "httpx.Request | Pause"
 """What a plan asks for next: send a request, or wait."""
-Outcome: TypeAlias = httpx.Response | httpx.TransportError | None
+Outcome: TypeAlias = "httpx.Response | httpx.TransportError | None"
 """What a step gave: the response, the transport error of a send, or None after a pause."""
 Plan: TypeAlias = Generator[Step, Outcome, R]
 """A generator of steps whose return value is the method's result."""
@@ -143,6 +142,8 @@ class BaseCloudClient:
                 base URL is not valid (no request is sent).
             CloudError, CloudUnauthorized, CloudRefused: see :func:`read_answer`.
         """
+        import httpx  # loaded already: the client that runs this plan holds an httpx client
+
         if self._bad_url is not None:
             raise bad_base_url(self.base_url, self._bad_url)
         for attempt in range(self.retries + 1):

@@ -137,12 +137,11 @@ def zone_warnings(computer: Computer) -> dict[str, list[ZoneDisagreement]]:
     Raises:
         StateFileInvalid: the file of seen disagreements is not JSON.
     """
-    known = seen(computer)
-    if computer.login is not None:  # the cloud client (and httpx) only with a cloud to ask
-        from bees_cli.cloud.client import sync_cloud_for
+    from bees_cli.cloud.client import sync_cloud_for
 
-        api = sync_cloud_for(computer, retries=0, timeout=ASK_TIMEOUT)
-        assert api is not None
+    api = sync_cloud_for(computer, retries=0, timeout=ASK_TIMEOUT)
+    known = seen(computer)
+    if api is not None:
         try:
             with api:
                 known = remember(computer, api.key_disagreements(computer.machine_id))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from bees_cli.cloud.client import ask_owner, cloud_for, owner_claim_of
 from bees_cli.errors import CloudError, CloudUnreachable
 from bees_cli.machine.computer import Computer
 from bees_cli.record.fires import ClaimStatus, FireLog
@@ -112,8 +113,6 @@ async def claim_owner(computer: Computer, item_id: str, *, client: AsyncCloudCli
     if computer.login is None:
         outcome = ClaimOutcome(ClaimStatus.NO_CLOUD)
     else:
-        from bees_cli.cloud.client import cloud_for, owner_claim_of  # httpx: with a cloud only
-
         api = client or cloud_for(computer, retries=2)
         assert api is not None
         try:
@@ -193,12 +192,7 @@ def claim_at_create(here: Computer, record: LocalRecord, item_id: str) -> ClaimO
     Uses the blocking client, so it is safe to call from a worker thread of an event loop.
     """
     try:
-        if here.login is None:  # no cloud to ask (ask_owner's None), and httpx never imported
-            answer = None
-        else:
-            from bees_cli.cloud.client import ask_owner
-
-            answer = ask_owner(here, item_id)
+        answer = ask_owner(here, item_id)
         outcome = (ClaimOutcome(ClaimStatus.NO_CLOUD) if answer is None
                    else granted(answer))
     except CloudUnreachable:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bees_cli.cloud.client import sync_cloud_for
 from bees_cli.machine.computer import Computer
 from bees_cli.record.sync import SKEW_WARN
 from bees_cli.usecases.models import (
@@ -273,8 +274,6 @@ def _cloud_checks(here: Computer) -> list[Check]:
     where = {"configured": True, "url": login.url, "url_from": login.url_from,
              "token_from": login.token_from}
     sources = f" ({login.sources})" if login.sources else ""
-    from bees_cli.cloud.client import sync_cloud_for  # httpx: only with a cloud to ask
-
     api = sync_cloud_for(here, retries=1)
     assert api is not None
     try:
@@ -350,7 +349,6 @@ def _model_checks(workspace: Any) -> list[Check]:
     Rules: eligibility, which never asks the network), but its stage would fail to reach
     the model, so doctor says it before ``bees run`` does.
     """
-    from bees_cli.agents.model_http import is_loopback, server_unreachable
     from bees_cli.workspace.runners import ModelRunner
 
     answers: dict[str, str | None] = {}
@@ -358,6 +356,10 @@ def _model_checks(workspace: Any) -> list[Check]:
     for name, agent in sorted(workspace.agents.items()):
         if not agent.enabled or not isinstance(agent.runner, ModelRunner):
             continue
+        from bees_cli.agents.model_http import (  # httpx: only with a model agent to probe
+            is_loopback,
+            server_unreachable,
+        )
         url = str(agent.runner.model.base_url)
         if url not in answers:
             answers[url] = server_unreachable(url)

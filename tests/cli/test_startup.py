@@ -17,13 +17,23 @@ from bees_cli.cli import main, roothelp
 from tests.conftest import EXAMPLE, BeesRunner
 
 PROBE = """
-import json, sys
+import json, os, sys
 sys.argv = ["bees", *json.loads(sys.argv[1])]
+hard_exit = os._exit
+
+def leave(code):  # a command that touched Temporal leaves by os._exit (output.exit_hard)
+    print("EXIT=" + str(code))
+    print("MODULES=" + json.dumps(sorted(sys.modules)), flush=True)
+    hard_exit(code)
+
+os._exit = leave
 from bees_cli.cli.entry import run
+code = 0
 try:
     run()
-except SystemExit:
-    pass
+except SystemExit as left:
+    code = left.code
+print("EXIT=" + str(code))
 print("MODULES=" + json.dumps(sorted(sys.modules)))
 """
 
@@ -60,10 +70,53 @@ def test_each_root_command_shows_the_table_summary_whole_at_80_columns() -> None
 
 
 def _loaded(args: list[str], bees_home: object) -> set[str]:
+    return _run(args)[1]
+
+
+def _run(args: list[str]) -> tuple[str, set[str]]:
+    """Run ``bees ARGS`` in a fresh interpreter; return its exit code (as text) and the
+    modules it imported."""
     result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)],
                             capture_output=True, text=True, timeout=60, check=False)
-    line = [x for x in result.stdout.splitlines() if x.startswith("MODULES=")][-1]
-    return set(json.loads(line.removeprefix("MODULES=")))
+    lines = result.stdout.splitlines()
+    code = [x for x in lines if x.startswith("EXIT=")][-1].removeprefix("EXIT=")
+    line = [x for x in lines if x.startswith("MODULES=")][-1]
+    return code, set(json.loads(line.removeprefix("MODULES=")))
+
+
+CLOUD_CLIENT = {"httpx", "bees_cli.cloud.wire", "bees_cli.cloud.blocking_client",
+                "bees_cli.cloud.async_client", "bees_cli.cloud.client_base"}
+"""What a command loads only when it makes a Bees Cloud client: the clients, their wire
+models and httpx (``bees_cli.cloud.client`` itself names them lazily)."""
+
+
+def test_the_cloud_client_module_loads_httpx_only_when_a_client_is_made() -> None:
+    probe = ("import sys; import bees_cli.cloud.client as c; "
+             f"loaded = lambda: sorted(m for m in sys.modules if m in {CLOUD_CLIENT!r}); "
+             "print(loaded()); c.CloudClient('http://cloud.test', 'tok').close(); "
+             "print(loaded())")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == ["[]", str(["bees_cli.cloud.blocking_client",
+                                                   "bees_cli.cloud.client_base",
+                                                   "bees_cli.cloud.wire", "httpx"])]
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["schedules", "-w", str(EXAMPLE)], "0"),
+    (["schedules", "-w", str(EXAMPLE), "--json"], "0"),
+    (["item", "create", "weekly-report", "-w", str(EXAMPLE)], "0"),
+    (["doctor", "-w", str(EXAMPLE)], "1"),  # no engine running here; no model agent to probe
+])
+def test_without_a_sign_in_no_cloud_client_is_loaded(args: list[str], code: str,
+                                                     bees_home: object) -> None:
+    """No sign-in: ``sync_cloud_for``, ``cloud_for`` and ``ask_owner`` return None, and
+    the command imports neither the clients nor httpx."""
+    ran, loaded = _run(args)
+    assert ran == code
+    assert "bees_cli.cloud.client" in loaded  # the command asked for a client: None
+    assert loaded & CLOUD_CLIENT == set()
 
 
 @pytest.mark.parametrize(("args", "modules", "heavy"), [
