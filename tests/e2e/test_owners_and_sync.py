@@ -22,6 +22,7 @@ from bees_cli.schedules.owners import UNREACHABLE_REASON, ready_to_start, starta
 from bees_cli.usecases.run import start_pending
 from tests.e2e.conftest import FixedClock, Team, closed_url, make_computer, record_of, service
 from tests.support import wait
+from tests.support.engines import TakesEveryStart
 
 T0 = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
 
@@ -54,17 +55,6 @@ async def test_unreachable_claim_waits_and_retries_every_15_s(tmp_path: Path,
     assert record.item(row.id).status == "pending"
     claim = FireLog(offline.record_path).claim(row.id)
     assert claim is not None and (claim.status, claim.computer) == ("owner", "maya-laptop")
-
-
-class TakesEveryStart:
-    """A stand-in engine gateway: every run it is asked to start is started."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-
-    async def start(self, item: ItemInput, queue: str) -> bool:
-        self.started.append(item.item_id)
-        return True
 
 
 def add_startable(computer, item_id: str) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001

@@ -16,23 +16,13 @@ from bees_cli.record.local import ItemRow, LocalRecord
 from bees_cli.record.states import Status
 from bees_cli.schedules import owners
 from bees_cli.usecases.run import start_pending
+from tests.support.engines import TakesEveryStart
 
 ITEM = "01JSTARTCANCELLED000000000"
 INPUT = ItemInput(item_id=ITEM, title="t", run_folder="/runs/x", snapshot=EngineSnapshot(
     process_name="p", workspace_root="/ws",
     process=ProcessView(stages=[StageView(name="Draft", kind="work"),
                                 StageView(name="Done", kind="done")])))
-
-
-class Engine:
-    """Stands in for the engine gateway: notes each item it is asked to start."""
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-
-    async def start(self, item: ItemInput, queue: str) -> bool:
-        self.started.append(item.item_id)
-        return True
 
 
 @pytest.mark.parametrize("cancelled", [False, True], ids=["kept", "cancelled"])
@@ -48,7 +38,7 @@ async def test_an_item_cancelled_while_its_claim_was_asked_never_starts(
         return True
 
     monkeypatch.setattr(owners, "ready_to_start", claimed)
-    engine = Engine()
+    engine = TakesEveryStart()
     started = await start_pending(engine, AsyncRecord(record), Computer.load())  # type: ignore[arg-type]
     row = record.item(ITEM)
     if cancelled:
